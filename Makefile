@@ -1,0 +1,37 @@
+# llm-locust: `make demo` runs the main job against the bundled simulator; `make test` runs the tests.
+# Both set everything up first (a .venv with the package, and the Debian packages the tests use).
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+
+.PHONY: setup system-deps demo test lint bench clean
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[test]'
+	touch $(STAMP)
+
+setup: $(STAMP)
+
+# Debian packages used by the integration tests: a real Prometheus server and headless Chromium.
+system-deps:
+	@bash .ci/system-deps
+
+demo: setup
+	$(BIN)/llm-locust demo
+
+test: setup system-deps
+	$(BIN)/ruff check .
+	$(BIN)/python -m pytest -q -p no:cacheprovider
+
+lint: setup
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+bench: setup
+	$(BIN)/python benchmarks/worker_throughput.py
+
+clean:
+	rm -rf $(VENV) build *.egg-info demo-results test-artifacts

@@ -1,0 +1,167 @@
+"""The per-request timing record and the latency metrics derived from it.
+
+A record holds raw marks from one monotonic clock (``time.perf_counter()``), taken
+by the client as bytes arrive, plus one wall-clock timestamp to place the request
+in time. Every latency is derived here, in seconds, from those marks, so the
+definitions live in one place:
+
+- TTFT: request sent -> first chunk carrying non-empty ``content`` or ``reasoning_content``.
+- E2E:  request sent -> last byte of the response.
+- TPOT: (E2E - TTFT) / (completion tokens - 1); undefined (``None``) below 2 tokens.
+- ITL:  each gap between successive content-bearing chunks.
+
+Pure module: no Locust, no network.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["OK", "TOKEN_SOURCES", "RequestRecord"]
+
+OK = "ok"
+
+#: Where ``completion_tokens`` came from: the server's ``usage`` block, or a count
+#: of content-bearing chunks (an approximation: a chunk may carry several tokens).
+TOKEN_SOURCES = ("usage", "chunks")
+
+
+@dataclass
+class RequestRecord:
+    """Everything measured about one request. Marks are ``perf_counter`` seconds."""
+
+    request_id: str
+    wall_start: float  # time.time() when the request was sent
+    t_sent: float
+    t_first_token: float | None = None
+    t_end: float | None = None
+    chunk_times: list[float] = field(default_factory=list)  # content-bearing chunks only
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    token_source: str | None = None  # "usage" | "chunks"
+    status: int | None = None
+    outcome: str = OK
+    message: str = ""
+    # What was asked for (filled by the workload; the seam for later work).
+    endpoint: str = "chat"
+    target_input_tokens: int | None = None
+    target_output_tokens: int | None = None
+    # Load-model context: which stage, when the request was meant to go out.
+    stage: int | None = None
+    warmup: bool = False
+    t_intended: float | None = None
+    session_id: str | None = None
+    turn: int | None = None
+    worker: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return self.outcome == OK
+
+    @property
+    def ttft(self) -> float | None:
+        if self.t_first_token is None:
+            return None
+        return self.t_first_token - self.t_sent
+
+    @property
+    def e2e(self) -> float | None:
+        if self.t_end is None:
+            return None
+        return self.t_end - self.t_sent
+
+    @property
+    def tpot(self) -> float | None:
+        """Mean time per output token after the first; ``None`` when undefined."""
+        ttft, e2e, n = self.ttft, self.e2e, self.completion_tokens
+        if ttft is None or e2e is None or n is None or n < 2:
+            return None
+        return (e2e - ttft) / (n - 1)
+
+    @property
+    def itl(self) -> list[float]:
+        times = self.chunk_times
+        return [b - a for a, b in zip(times, times[1:])]
+
+    @property
+    def send_lag(self) -> float | None:
+        """Actual send minus intended send (open-loop modes only)."""
+        if self.t_intended is None:
+            return None
+        return self.t_sent - self.t_intended
+
+    def to_json(self) -> dict[str, Any]:
+        """The JSONL form: derived metrics in seconds, raw marks relative to the send."""
+        t0 = self.t_sent
+        out: dict[str, Any] = {
+            "request_id": self.request_id,
+            "start_time": self.wall_start,
+            "outcome": self.outcome,
+            "message": self.message,
+            "status": self.status,
+            "endpoint": self.endpoint,
+            "ttft": self.ttft,
+            "tpot": self.tpot,
+            "e2e": self.e2e,
+            "itl": [round(x, 6) for x in self.itl],
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "token_source": self.token_source,
+            "target_input_tokens": self.target_input_tokens,
+            "target_output_tokens": self.target_output_tokens,
+            "chunks": len(self.chunk_times),
+            "stage": self.stage,
+            "warmup": self.warmup,
+            "send_lag": self.send_lag,
+            "intended_offset": None if self.t_intended is None else self.t_intended - t0,
+            "session_id": self.session_id,
+            "turn": self.turn,
+            "worker": self.worker,
+        }
+        out.update(self.extra)
+        return out
+
+    @classmethod
+    def from_json(cls, row: dict[str, Any]) -> RequestRecord:
+        """Rebuild a record from its JSONL form (marks relative to a zero send)."""
+        ttft, e2e = row.get("ttft"), row.get("e2e")
+        chunk_times: list[float] = []
+        if ttft is not None:
+            t = ttft
+            chunk_times.append(t)
+            for gap in row.get("itl") or []:
+                t += gap
+                chunk_times.append(t)
+        intended = row.get("intended_offset")
+        known = {f.name for f in dataclasses.fields(cls)}
+        extra = {k: v for k, v in row.items() if k not in known and k not in _DERIVED_KEYS}
+        return cls(
+            request_id=row["request_id"],
+            wall_start=row["start_time"],
+            t_sent=0.0,
+            t_first_token=ttft,
+            t_end=e2e,
+            chunk_times=chunk_times,
+            prompt_tokens=row.get("prompt_tokens"),
+            completion_tokens=row.get("completion_tokens"),
+            token_source=row.get("token_source"),
+            status=row.get("status"),
+            outcome=row.get("outcome", OK),
+            message=row.get("message", ""),
+            endpoint=row.get("endpoint", "chat"),
+            target_input_tokens=row.get("target_input_tokens"),
+            target_output_tokens=row.get("target_output_tokens"),
+            stage=row.get("stage"),
+            warmup=bool(row.get("warmup", False)),
+            t_intended=intended,
+            session_id=row.get("session_id"),
+            turn=row.get("turn"),
+            worker=row.get("worker"),
+            extra=extra,
+        )
+
+
+_DERIVED_KEYS = {"start_time", "ttft", "tpot", "e2e", "itl", "chunks", "send_lag", "intended_offset"}
