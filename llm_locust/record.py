@@ -16,6 +16,7 @@ Pure module: no Locust, no network.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -84,7 +85,7 @@ class RequestRecord:
     @property
     def itl(self) -> list[float]:
         times = self.chunk_times
-        return [b - a for a, b in zip(times, times[1:])]
+        return [b - a for a, b in itertools.pairwise(times)]
 
     @property
     def send_lag(self) -> float | None:

@@ -1,0 +1,112 @@
+"""Shipping request records from workers to the master over Locust's own channel.
+
+Workers do not aggregate: they ship the records themselves (their JSONL form) in a
+registered custom message every :data:`SHIP_INTERVAL` seconds and once more, marked
+final, when their test stops. The master writes them to the one ``requests.jsonl`` and
+feeds its live aggregates, so its summary is exactly what one process would compute
+from the same records.
+
+Each batch carries ``(worker id, sequence number)``; the master applies a given pair at
+most once, so a resent batch never double counts. A worker killed with SIGKILL loses at
+most the records of its last interval (1 s by default) plus its requests in flight.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import gevent
+
+__all__ = ["MESSAGE_TYPE", "SHIP_INTERVAL", "Inbox", "Outbox"]
+
+MESSAGE_TYPE = "llm_locust_records"
+SHIP_INTERVAL = 1.0
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Outbox:
+    """Worker side: buffer finished records, ship them in numbered batches."""
+
+    send: Callable[[str, Any], None]  # runner.send_message
+    interval: float = SHIP_INTERVAL
+    in_flight: Callable[[], int] = lambda: 0
+    _rows: list[dict[str, Any]] = field(default_factory=list)
+    _seq: int = 0
+    _greenlet: gevent.Greenlet | None = None
+
+    def add(self, row: dict[str, Any]) -> None:
+        self._rows.append(row)
+
+    def start(self) -> None:
+        if self._greenlet is None:
+            self._greenlet = gevent.spawn(self._loop)
+
+    def stop(self) -> None:
+        """Ship what is left, marked final (called from the worker's ``test_stop``)."""
+        if self._greenlet is not None:
+            self._greenlet.kill(block=False)
+            self._greenlet = None
+        self.flush(final=True)
+
+    def flush(self, final: bool = False) -> None:
+        if not self._rows and not final:
+            self.send(MESSAGE_TYPE, {"seq": None, "rows": [], "in_flight": self.in_flight()})
+            return
+        rows, self._rows = self._rows, []
+        self._seq += 1
+        data = {"seq": self._seq, "rows": rows, "in_flight": self.in_flight(), "final": final}
+        self.send(MESSAGE_TYPE, data)
+
+    def _loop(self) -> None:
+        while True:
+            gevent.sleep(self.interval)
+            try:
+                self.flush()
+            except Exception:  # a lost connection: keep the rows for the next try
+                log.exception("llm-locust: shipping records to the master failed; will retry")
+
+
+@dataclass
+class Inbox:
+    """Master side: apply each worker batch once, track in-flight and final batches."""
+
+    deliver: Callable[[dict[str, Any]], None]
+    _applied: dict[str, set[int]] = field(default_factory=dict)
+    in_flight: dict[str, int] = field(default_factory=dict)
+    finals: set[str] = field(default_factory=set)
+    received: int = 0
+
+    def handle(self, worker: str, data: dict[str, Any]) -> bool:
+        """Apply one batch; returns False for a duplicate that was ignored."""
+        self.in_flight[worker] = int(data.get("in_flight") or 0)
+        seq = data.get("seq")
+        if seq is not None:
+            seen = self._applied.setdefault(worker, set())
+            if seq in seen:
+                return False
+            seen.add(seq)
+        for row in data.get("rows") or ():
+            row.setdefault("worker", worker)
+            self.deliver(row)
+            self.received += 1
+        if data.get("final"):
+            self.finals.add(worker)
+            self.in_flight[worker] = 0
+        return True
+
+    def reset(self) -> None:
+        """A new test: forget finals and in-flight counts (sequence numbers stay)."""
+        self.finals.clear()
+        self.in_flight.clear()
+
+    def forget(self, worker: str) -> None:
+        """A worker that quit or went missing has nothing in flight any more."""
+        self.in_flight.pop(worker, None)
+
+    def total_in_flight(self) -> int:
+        return sum(self.in_flight.values())

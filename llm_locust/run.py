@@ -1,0 +1,323 @@
+"""One test run in one Locust process: options in, records out.
+
+This is the thin layer between Locust's lifecycle events and the rest of the package:
+
+- ``init``: validate options (one line and exit 2 on bad input), create the
+  :class:`LLMRun` for the process, wire worker -> master shipping.
+- ``test_start``: resolve the model, build the workload, open the results folder.
+- each finished request (:meth:`LLMRun.complete`): Locust stats, then the results sink
+  (local runner, master) or the outbox to the master (worker).
+- ``test_stop`` / ``quitting``: write ``summary.json`` and print the table.
+
+Which process does what: the local runner and workers send requests; the local runner
+and the master own the results. Locust's request statistics get one entry per request
+(``LLM E2E``, so the "Aggregated" row and the charts mean requests and their latency),
+and two derived rows, ``LLM TTFT`` and ``LLM TPOT``, logged into their own entries
+without touching the aggregate (they appear in the table, CSV and HTML report).
+"""
+
+from __future__ import annotations
+
+import locust.runners
+from locust import events
+from locust.env import Environment
+
+import itertools
+import logging
+import sys
+import time
+from typing import Any
+
+import gevent
+
+from llm_locust import distributed
+from llm_locust.client import ClientConfig, fetch_server_info
+from llm_locust.options import (
+    OptionError,
+    api_key_from,
+    parse_extra_body,
+    parse_headers,
+    register_request_options,
+)
+from llm_locust.record import RequestRecord
+from llm_locust.report import Finalizer
+from llm_locust.results import ResultsDirError, ResultsWriter, check_results_dir
+from llm_locust.workload.base import RequestSpec
+
+try:  # the workload builder (profiles, datasets, tokenizers)
+    from llm_locust.workload.build import WorkloadError, add_workload_arguments, build_workload
+except ImportError:  # pragma: no cover - until the workload module lands
+    from llm_locust.workload.fixed import FixedWorkload
+
+    class WorkloadError(ValueError):  # type: ignore[no-redef]
+        pass
+
+    def add_workload_arguments(parser: Any) -> None:
+        from llm_locust.options import add_argument
+
+        add_argument(parser, "--prompt-tokens", type=int, default=128, help="Prompt length in tokens")
+
+    def build_workload(options: Any, server_info: Any = None, dry_run: bool = False) -> Any:
+        return FixedWorkload(options.prompt_tokens, options.max_tokens or 128)
+
+
+__all__ = ["LLMRun", "install", "run_for"]
+
+log = logging.getLogger("llm_locust")
+REQUEST_TYPE = "LLM"
+
+_RUNS: dict[int, LLMRun] = {}
+
+
+class LLMRequestError(Exception):
+    """The exception Locust sees for a failed request: ``<class>: <message>``."""
+
+
+def run_for(environment: Environment) -> LLMRun:
+    run = _RUNS.get(id(environment))
+    if run is None:
+        run = _RUNS[id(environment)] = LLMRun(environment)
+    return run
+
+
+def role_of(runner: Any) -> str:
+    if isinstance(runner, locust.runners.MasterRunner):
+        return "master"
+    if isinstance(runner, locust.runners.WorkerRunner):
+        return "worker"
+    return "local"
+
+
+class LLMRun:
+    """The per-process state of a run; see the module docstring for the flow."""
+
+    def __init__(self, environment: Environment) -> None:
+        self.environment = environment
+        self.role = role_of(environment.runner)
+        self.in_flight = 0
+        self.config: ClientConfig | None = None
+        self.workload: Any = None
+        self.server_info: dict[str, Any] = {}
+        self.writer: ResultsWriter | None = None
+        self.finalizer: Finalizer | None = None
+        self.consumers: list[Any] = []  # live aggregates (exporter, web UI) get every row
+        self.outbox: distributed.Outbox | None = None
+        self.inbox: distributed.Inbox | None = None
+        self._streams = itertools.count()
+        self._request_ids = itertools.count()
+        self._tests = 0
+        runner = environment.runner
+        if self.role == "worker":
+            self.outbox = distributed.Outbox(runner.send_message, in_flight=lambda: self.in_flight)
+        elif self.role == "master":
+            self.inbox = distributed.Inbox(self._deliver)
+            runner.register_message(distributed.MESSAGE_TYPE, self._on_worker_message)
+
+    # -- lifecycle -------------------------------------------------------------------
+    def on_test_start(self) -> None:
+        options = self.environment.parsed_options
+        self._tests += 1
+        self.config = client_config(options, self.environment.host or "")
+        self.server_info = fetch_server_info(self.config)
+        if self.config.model is None:
+            self.config.model = self.server_info.get("model")
+        self.workload = build_workload(options, self.server_info, dry_run=self.role == "master")
+        if self.role == "worker":
+            assert self.outbox is not None
+            self.outbox.start()
+            return
+        if self.inbox is not None:
+            self.inbox.reset()
+        self.writer = ResultsWriter(self._results_dir(options))
+        self.finalizer = Finalizer(self, time.time())
+        gevent.spawn(self._watch_load, self.finalizer)
+
+    def _watch_load(self, finalizer: Finalizer) -> None:
+        """Sample users and client CPU once a second for the summary's config block."""
+        runner = self.environment.runner
+        while self.finalizer is finalizer and finalizer.stop_time is None:
+            if self.role == "master":
+                cpu = max((c.cpu_usage for c in runner.clients.values()), default=0.0)
+            else:
+                cpu = runner.current_cpu_usage
+            finalizer.observe_load(runner.user_count, cpu)
+            finalizer.cpu_warning = (
+                finalizer.cpu_warning
+                or runner.cpu_warning_emitted
+                or (self.role == "master" and runner.worker_cpu_warning_emitted)
+            )
+            gevent.sleep(1.0)
+
+    def on_test_stop(self) -> None:
+        if self.outbox is not None:
+            self.outbox.stop()
+        if self.finalizer is not None:
+            self.finalizer.stopped(time.time())
+            if self.role == "local" or self._all_workers_final():
+                self.finalize()
+
+    def on_quitting(self) -> None:
+        self.finalize()
+
+    def finalize(self) -> None:
+        if self.finalizer is not None and self.writer is not None:
+            self.finalizer.finish(self.writer)
+            self.writer.close()
+            self.finalizer = None
+
+    def _results_dir(self, options: Any) -> Any:
+        if not options.results_dir:
+            return None
+        directory = options.results_dir if self._tests == 1 else f"{options.results_dir}-{self._tests}"
+        return check_results_dir(directory, options.overwrite or self._tests == 1)
+
+    # -- requests --------------------------------------------------------------------
+    def new_source(self) -> Any:
+        """A request stream for a new user; its index keeps the stream reproducible."""
+        worker_index = max(getattr(self.environment.runner, "worker_index", 0), 0)
+        return self.workload.source(worker_index * 1_000_000 + next(self._streams))
+
+    def new_record(self, spec: RequestSpec) -> RequestRecord:
+        assert self.config is not None
+        return RequestRecord(
+            request_id=f"{self.environment.runner.client_id if self.role == 'worker' else 'local'}"
+            f"-{next(self._request_ids)}",
+            wall_start=0.0,
+            t_sent=0.0,
+            endpoint=self.config.endpoint,
+            target_input_tokens=spec.target_input_tokens,
+            target_output_tokens=spec.target_output_tokens,
+            session_id=spec.session_id,
+            turn=spec.turn,
+        )
+
+    def complete(self, record: RequestRecord) -> None:
+        """A request finished: Locust stats first, then on to the results."""
+        self._log_stats(record)
+        row = record.to_json()
+        if self.outbox is not None:
+            self.outbox.add(row)
+        else:
+            self._deliver(row)
+
+    def _deliver(self, row: dict[str, Any]) -> None:
+        if self.writer is None or self.writer.requests_path is None:
+            return
+        self.writer.write(row)
+        for consumer in self.consumers:
+            consumer(row)
+
+    def _log_stats(self, record: RequestRecord) -> None:
+        stats = self.environment.stats
+        e2e_ms = (record.e2e or 0.0) * 1000.0
+        if not record.ok:
+            self.environment.events.request.fire(
+                request_type=REQUEST_TYPE,
+                name="E2E",
+                response_time=e2e_ms,
+                response_length=0,
+                exception=LLMRequestError(f"{record.outcome}: {record.message}"),
+                context={},
+            )
+            return
+        self.environment.events.request.fire(
+            request_type=REQUEST_TYPE,
+            name="E2E",
+            response_time=e2e_ms,
+            response_length=record.completion_tokens or 0,
+            exception=None,
+            context={},
+        )
+        stats.get("TTFT", REQUEST_TYPE).log(record.ttft * 1000.0, 0)  # type: ignore[operator]
+        if record.tpot is not None:
+            stats.get("TPOT", REQUEST_TYPE).log(record.tpot * 1000.0, 0)
+
+    # -- distributed -----------------------------------------------------------------
+    def _on_worker_message(self, environment: Environment, msg: Any, **_: Any) -> None:
+        assert self.inbox is not None
+        self.inbox.handle(msg.node_id, msg.data)
+        stopped = self.finalizer is not None and self.finalizer.stop_time is not None
+        if msg.data.get("final") and stopped and self._all_workers_final():
+            self.finalize()
+
+    def _all_workers_final(self) -> bool:
+        if self.inbox is None:
+            return True
+        runner = self.environment.runner
+        alive = {c.id for c in runner.clients.values() if c.state != locust.runners.STATE_MISSING}
+        return alive <= self.inbox.finals
+
+    def total_in_flight(self) -> int:
+        return self.inbox.total_in_flight() if self.inbox is not None else self.in_flight
+
+
+def client_config(options: Any, host: str) -> ClientConfig:
+    """The request options from Locust's parsed options; raises :class:`OptionError`."""
+    if not host:
+        raise OptionError("--host: no target given (e.g. --host http://127.0.0.1:8000)")
+    return ClientConfig(
+        host=host,
+        model=options.model,
+        endpoint=options.endpoint,
+        api_key=api_key_from(options),
+        max_tokens=options.max_tokens,
+        temperature=options.temperature,
+        extra_body=parse_extra_body(options.extra_body),
+        headers=parse_headers(options.header),
+        request_timeout=options.request_timeout,
+    )
+
+
+def _validate(environment: Environment) -> None:
+    """Everything that can be checked before load: one line and exit 2 if wrong."""
+    options = environment.parsed_options
+    if options is None:
+        return
+    try:
+        parse_extra_body(options.extra_body)
+        parse_headers(options.header)
+        if role_of(environment.runner) != "worker" and options.results_dir:
+            check_results_dir(options.results_dir, options.overwrite)
+        if role_of(environment.runner) != "master":
+            build_workload(options, {}, dry_run=True)
+    except (OptionError, ResultsDirError, WorkloadError) as exc:
+        sys.stderr.write(f"llm-locust: error: {exc}\n")
+        sys.stderr.flush()
+        raise SystemExit(2) from None
+
+
+_installed = False
+
+
+def install() -> None:
+    """Register the listeners on Locust's global events, once per process."""
+    global _installed
+    if _installed:
+        return
+    _installed = True
+
+    @events.init_command_line_parser.add_listener
+    def _options(parser: Any) -> None:
+        register_request_options(parser)
+        add_workload_arguments(parser)
+
+    @events.init.add_listener
+    def _init(environment: Environment, **_: Any) -> None:
+        _validate(environment)
+        run_for(environment)
+
+    @events.test_start.add_listener
+    def _test_start(environment: Environment, **_: Any) -> None:
+        try:
+            run_for(environment).on_test_start()
+        except (OptionError, ResultsDirError, WorkloadError) as exc:
+            log.error("llm-locust: %s", exc)
+            gevent.spawn(environment.runner.quit)
+
+    @events.test_stop.add_listener
+    def _test_stop(environment: Environment, **_: Any) -> None:
+        run_for(environment).on_test_stop()
+
+    @events.quitting.add_listener
+    def _quitting(environment: Environment, **_: Any) -> None:
+        run_for(environment).on_quitting()

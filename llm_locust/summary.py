@@ -1,0 +1,144 @@
+"""Exact run statistics from request records, in ``vllm bench serve``'s vocabulary.
+
+The input is the JSONL form of :class:`~llm_locust.record.RequestRecord` (dicts), so the
+same function summarizes a live run, one stage of it, or a ``requests.jsonl`` read back
+from disk. Percentiles are exact over the records (numpy's linear interpolation, as
+``vllm bench serve`` uses), never Locust's rounded response-time buckets.
+
+Pure module: no Locust, no network.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import numpy as np
+
+__all__ = ["LATENCY_METRICS", "PERCENTILES", "Columns", "format_table", "max_concurrency", "summarize"]
+
+PERCENTILES = (50, 90, 95, 99)
+#: Summary metric name -> the record field it is computed from.
+LATENCY_METRICS = {"ttft": "ttft", "tpot": "tpot", "itl": "itl", "e2el": "e2e"}
+
+
+class Columns:
+    """Records pulled apart into numpy columns once, for every statistic after."""
+
+    def __init__(self, rows: Iterable[dict[str, Any]]) -> None:
+        rows = list(rows)
+        ok = [r for r in rows if r.get("outcome") == "ok"]
+        self.rows = rows
+        self.ok = ok
+        self.errors = Counter(r.get("outcome", "unknown") for r in rows if r.get("outcome") != "ok")
+        self.ttft = _column(r.get("ttft") for r in ok)
+        self.tpot = _column(r.get("tpot") for r in ok)
+        self.e2e = _column(r.get("e2e") for r in ok)
+        self.itl = np.fromiter((g for r in ok for g in (r.get("itl") or ())), dtype=float)
+        self.input_tokens = int(sum(_tokens_in(r) for r in ok))
+        self.output_tokens = int(sum(r.get("completion_tokens") or 0 for r in ok))
+        self.token_sources = Counter(r.get("token_source") or "none" for r in ok)
+
+    def metric(self, name: str) -> np.ndarray:
+        return getattr(self, LATENCY_METRICS[name])
+
+
+def summarize(rows: Iterable[dict[str, Any]], duration: float) -> dict[str, Any]:
+    """The run-level summary over ``rows``; ``duration`` is the wall time they span (s)."""
+    cols = rows if isinstance(rows, Columns) else Columns(rows)
+    duration = max(duration, 1e-9)
+    out: dict[str, Any] = {
+        "completed": len(cols.ok),
+        "failed": len(cols.rows) - len(cols.ok),
+        "duration": duration,
+        "total_input_tokens": cols.input_tokens,
+        "total_output_tokens": cols.output_tokens,
+        "request_throughput": len(cols.ok) / duration,
+        "output_throughput": cols.output_tokens / duration,
+        "total_token_throughput": (cols.input_tokens + cols.output_tokens) / duration,
+        "max_concurrent_requests": max_concurrency(cols.rows),
+    }
+    for name in LATENCY_METRICS:
+        out.update(latency_stats(name, cols.metric(name)))
+    out["errors"] = dict(sorted(cols.errors.items()))
+    out["token_sources"] = dict(sorted(cols.token_sources.items()))
+    out["tpot_undefined"] = sum(1 for r in cols.ok if r.get("tpot") is None)
+    return out
+
+
+def latency_stats(name: str, seconds: np.ndarray) -> dict[str, float | None]:
+    """``mean_X_ms``, ``median_X_ms``, ``std_X_ms``, ``pNN_X_ms``; ``None`` with no data."""
+    keys = [f"mean_{name}_ms", f"median_{name}_ms", f"std_{name}_ms"]
+    keys += [f"p{p}_{name}_ms" for p in PERCENTILES]
+    if seconds.size == 0:
+        return dict.fromkeys(keys)
+    ms = seconds * 1000.0
+    values = [float(np.mean(ms)), float(np.median(ms)), float(np.std(ms))]
+    values += [float(v) for v in np.percentile(ms, PERCENTILES)]
+    return dict(zip(keys, values, strict=True))
+
+
+def max_concurrency(rows: Sequence[dict[str, Any]]) -> int:
+    """Peak number of requests in flight, by a sweep over [start, start + e2e] intervals."""
+    events: list[tuple[float, int]] = []
+    for r in rows:
+        start, e2e = r.get("start_time"), r.get("e2e")
+        if start is None or e2e is None:
+            continue
+        events.append((start, 1))
+        events.append((start + e2e, -1))
+    events.sort(key=lambda e: (e[0], e[1]))  # an end before a start at the same instant
+    peak = current = 0
+    for _, step in events:
+        current += step
+        peak = max(peak, current)
+    return peak
+
+
+def format_table(summary: dict[str, Any], title: str = "llm-locust summary") -> str:
+    """A fixed-width table for the end of a headless run."""
+    lines = [f"{'=' * 22} {title} {'=' * 22}"]
+    row = "{:<40}{:>16}".format
+    for label, key, fmt in _HEADLINE:
+        value = summary.get(key)
+        lines.append(row(label, "-" if value is None else fmt.format(value)))
+    for name, label in (
+        ("ttft", "Time to first token"),
+        ("tpot", "Time per output token (excl. 1st)"),
+        ("itl", "Inter-token latency"),
+        ("e2el", "End-to-end latency"),
+    ):
+        lines.append(f"{'-' * 15} {label} (ms) {'-' * 15}")
+        for stat in ("mean", "median", "p90", "p95", "p99"):
+            value = summary.get(f"{stat}_{name}_ms")
+            lines.append(row(f"{stat.capitalize()} {name.upper()}", "-" if value is None else f"{value:.2f}"))
+    if summary.get("errors"):
+        lines.append(f"{'-' * 20} Failures by class {'-' * 20}")
+        lines += [row(k, str(v)) for k, v in summary["errors"].items()]
+    if summary.get("token_sources", {}).get("chunks"):
+        lines.append("note: output tokens of some requests were counted from stream chunks (no usage sent)")
+    lines.append("=" * (len(title) + 46))
+    return "\n".join(lines)
+
+
+_HEADLINE = (
+    ("Successful requests:", "completed", "{}"),
+    ("Failed requests:", "failed", "{}"),
+    ("Duration (s):", "duration", "{:.2f}"),
+    ("Total input tokens:", "total_input_tokens", "{}"),
+    ("Total generated tokens:", "total_output_tokens", "{}"),
+    ("Request throughput (req/s):", "request_throughput", "{:.2f}"),
+    ("Output token throughput (tok/s):", "output_throughput", "{:.2f}"),
+    ("Total token throughput (tok/s):", "total_token_throughput", "{:.2f}"),
+    ("Peak concurrent requests:", "max_concurrent_requests", "{}"),
+)
+
+
+def _column(values: Iterable[Any]) -> np.ndarray:
+    return np.fromiter((v for v in values if v is not None), dtype=float)
+
+
+def _tokens_in(row: dict[str, Any]) -> int:
+    actual = row.get("prompt_tokens")
+    return actual if actual is not None else (row.get("target_input_tokens") or 0)

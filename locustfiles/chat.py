@@ -1,0 +1,16 @@
+"""The default llm-locust locustfile: streaming chat users against an OpenAI-compatible server.
+
+    locust -f locustfiles/chat.py --host http://127.0.0.1:8000 --headless -u 10 -r 10 -t 60s \
+        --results-dir results/run1
+
+Every llm-locust option (``--model``, ``--max-tokens``, ``--profile``, ...) appears in the
+web UI's start form and in ``locust --help``.
+"""
+
+import locust  # noqa: F401  (first: gevent monkey-patching before anything else)
+
+from llm_locust.user import LLMUser
+
+
+class ChatUser(LLMUser):
+    """One simulated person chatting with the model, one request at a time."""
