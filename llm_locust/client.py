@@ -21,7 +21,7 @@ from urllib.parse import urlsplit
 
 import gevent
 from geventhttpclient import HTTPClient
-from geventhttpclient.response import HTTPParseError
+from geventhttpclient.response import HTTPConnectionClosed, HTTPParseError
 
 from llm_locust.record import OK, RequestRecord
 from llm_locust.sse import DONE, PayloadError, iter_events, parse_chunk
@@ -130,10 +130,7 @@ class StreamingClient:
         return "".join(parts)
 
     def _exchange(self, payload: bytes, record: RequestRecord, parts: list[str] | None) -> None:
-        try:
-            response = self._http.request("POST", self._path, body=payload, headers=self._headers)
-        except (ConnectionError, socket.gaierror, OSError, HTTPParseError) as exc:
-            raise _failure_from_exception(exc, "connect") from None
+        response = self._open(payload, record)
         try:
             record.status = response.status_code
             if response.status_code != 200:
@@ -147,6 +144,24 @@ class StreamingClient:
             raise _failure_from_exception(exc, "stream_broken") from None
         finally:
             response.release()
+
+    def _open(self, payload: bytes, record: RequestRecord) -> Any:
+        """Send the request; retry once if a kept-alive connection was closed before any reply.
+
+        An idle connection the server closed (keep-alive timeout) fails only when reused;
+        the server never saw the request, so one retry on a fresh connection is safe. The
+        clock restarts with it.
+        """
+        for attempt in (1, 2):
+            try:
+                return self._http.request("POST", self._path, body=payload, headers=self._headers)
+            except HTTPConnectionClosed as exc:
+                if attempt == 2:
+                    raise _failure_from_exception(exc, "connect") from None
+                record.wall_start, record.t_sent = time.time(), time.perf_counter()
+            except (ConnectionError, socket.gaierror, OSError, HTTPParseError) as exc:
+                raise _failure_from_exception(exc, "connect") from None
+        raise AssertionError("unreachable")
 
     @staticmethod
     def _read_stream(response: Any, record: RequestRecord, parts: list[str] | None) -> None:

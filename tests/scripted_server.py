@@ -31,9 +31,8 @@ def chunked(data: bytes) -> bytes:
 
 
 def plain(status: int, reason: str, body: bytes, content_type: str = "application/json") -> bytes:
-    head = (
-        f"HTTP/1.1 {status} {reason}\r\nContent-Type: {content_type}\r\nContent-Length: {len(body)}\r\n\r\n"
-    )
+    head = f"HTTP/1.1 {status} {reason}\r\nContent-Type: {content_type}\r\n"
+    head += f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n"
     return head.encode() + body
 
 

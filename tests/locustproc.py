@@ -1,0 +1,89 @@
+"""Run real ``locust`` / ``llm-locust`` processes from tests and read what they left behind."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+__all__ = ["REPO", "LocustResult", "llm_locust_cli", "run_locust"]
+
+REPO = Path(__file__).resolve().parent.parent
+LOCUSTFILE = REPO / "locustfiles" / "chat.py"
+BIN = Path(sys.executable).parent
+
+
+@dataclass
+class LocustResult:
+    returncode: int
+    stdout: str
+    stderr: str
+    results_dir: Path | None
+
+    @property
+    def summary(self) -> dict[str, Any]:
+        assert self.results_dir is not None
+        return json.loads((self.results_dir / "summary.json").read_text())
+
+    @property
+    def rows(self) -> list[dict[str, Any]]:
+        assert self.results_dir is not None
+        with open(self.results_dir / "requests.jsonl") as f:
+            return [json.loads(line) for line in f]
+
+
+def env() -> dict[str, str]:
+    e = dict(os.environ)
+    e.pop("OPENAI_API_KEY", None)
+    e["PYTHONPATH"] = str(REPO) + os.pathsep + e.get("PYTHONPATH", "")
+    return e
+
+
+def run_locust(
+    host: str,
+    *args: str,
+    results_dir: Path | None = None,
+    users: int = 4,
+    run_time: str = "8s",
+    timeout: float = 120.0,
+    extra_env: dict[str, str] | None = None,
+) -> LocustResult:
+    """``locust -f locustfiles/chat.py --headless`` against ``host``; waits for it to exit."""
+    cmd = [
+        str(BIN / "locust"),
+        "-f",
+        str(LOCUSTFILE),
+        "--host",
+        host,
+        "--headless",
+        "-u",
+        str(users),
+        "-r",
+        str(users),
+        "-t",
+        run_time,
+        "--stop-timeout",
+        "30",
+    ]
+    if results_dir is not None:
+        cmd += ["--results-dir", str(results_dir)]
+    cmd += list(args)
+    e = env()
+    e.update(extra_env or {})
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=e, cwd=str(REPO))
+    return LocustResult(proc.returncode, proc.stdout, proc.stderr, results_dir)
+
+
+def llm_locust_cli(*args: str, timeout: float = 60.0) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(BIN / "llm-locust"), *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env(),
+        cwd=str(REPO),
+    )
