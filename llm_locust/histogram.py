@@ -1,0 +1,473 @@
+"""Mergeable latency histograms for shipping worker observations to the master.
+
+Each Locust worker observes latencies; the master must report quantiles over all
+of them. Shipping raw samples costs memory and bandwidth in proportion to the
+request rate, and averaging per-worker quantiles is wrong. Instead each worker keeps
+fixed-layout histograms, ships what it observed since its last report as a sparse
+plain-types dict (msgpack- and JSON-able), and the master adds the counts up.
+Adding counts is exact and order-independent, so the master's histogram is
+identical to one built from every sample in one process.
+
+Two histograms, for two jobs:
+
+- :class:`LogHistogram`: geometric buckets for live quantiles (web UI, summaries).
+  Relative error of a quantile is at most ``relative_error`` (default 0.5 %) for
+  values in ``[min_value, max_value]``; memory is fixed: 1,978 int64 slots (16 KB)
+  with the default layout, whatever the number of observations.
+- :class:`FixedBucketCounts`: exact counts per Prometheus ``le`` edge (value <= edge),
+  for the exporter's ``_bucket`` series. Interpolating ``le`` counts out of a
+  :class:`LogHistogram` would blur observations that sit on an SLO edge.
+
+Delta shipping without double counting (worker -> master)::
+
+    # worker, every report
+    payload = {"ttft": ttft_hist.take().to_dict(), "ttft_le": ttft_le.take().to_dict()}
+    msg = source.envelope(payload)          # source = DeltaSource(worker_id)
+    # send msg; if it has to be re-sent, re-send the *same* msg (same seq)
+
+    # master, on every message
+    merger.apply(msg, lambda p: totals["ttft"].merge(LogHistogram.from_dict(p["ttft"])))
+
+:class:`DeltaMerger` applies each ``(worker_id, epoch, seq)`` at most once, in any
+arrival order, so a duplicated or retried delta cannot be counted twice.
+
+Pure module: numpy only.
+"""
+
+from __future__ import annotations
+
+import bisect
+import functools
+import itertools
+import math
+import uuid
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+__all__ = ["DeltaMerger", "DeltaSource", "FixedBucketCounts", "LogHistogram"]
+
+_FORMAT = 1
+
+
+def _finite_array(values: Iterable[float] | np.ndarray) -> np.ndarray:
+    arr = np.asarray(values if isinstance(values, np.ndarray) else list(values), dtype=np.float64)
+    arr = arr.reshape(-1)
+    if arr.size and not np.isfinite(arr).all():
+        raise ValueError("observations must be finite")
+    return arr
+
+
+def _check_finite(x: float) -> float:
+    x = float(x)
+    if not math.isfinite(x):
+        raise ValueError(f"observation must be finite, got {x}")
+    return x
+
+
+class _Counts:
+    """Shared state of both histograms: slot counters, exact count/sum/min/max.
+
+    Subclasses define the slot layout via ``_edges`` (``bisect``/``searchsorted``
+    boundaries) and ``_side``; the same comparison decides a slot for one value and
+    for an array, so ``add`` and ``add_many`` agree bit for bit.
+    """
+
+    _edges: np.ndarray
+    _edge_list: list[float]
+    _side: str  # "left": value <= edge goes below it; "right": value >= edge goes above
+
+    def _init_counts(self) -> None:
+        self._counts = np.zeros(len(self._edge_list) + 1, dtype=np.int64)
+        self._count = 0
+        self._sum = 0.0
+        self._min = math.inf
+        self._max = -math.inf
+
+    # -- observing --
+    def add(self, x: float) -> None:
+        """Observe one value."""
+        x = _check_finite(x)
+        find = bisect.bisect_left if self._side == "left" else bisect.bisect_right
+        self._counts[find(self._edge_list, x)] += 1
+        self._count += 1
+        self._sum += x
+        self._min = min(self._min, x)
+        self._max = max(self._max, x)
+
+    def add_many(self, values: Iterable[float] | np.ndarray) -> None:
+        """Observe many values at once (vectorized)."""
+        arr = _finite_array(values)
+        if not arr.size:
+            return
+        slots = np.searchsorted(self._edges, arr, side=self._side)  # type: ignore[call-overload]
+        self._counts += np.bincount(slots, minlength=self._counts.size)
+        self._count += int(arr.size)
+        self._sum += float(arr.sum())
+        self._min = min(self._min, float(arr.min()))
+        self._max = max(self._max, float(arr.max()))
+
+    # -- exact summaries --
+    @property
+    def count(self) -> int:
+        return self._count
+
+    @property
+    def sum(self) -> float:
+        return self._sum
+
+    @property
+    def min(self) -> float | None:
+        return self._min if self._count else None
+
+    @property
+    def max(self) -> float | None:
+        return self._max if self._count else None
+
+    @property
+    def mean(self) -> float | None:
+        return self._sum / self._count if self._count else None
+
+    @property
+    def counts(self) -> np.ndarray:
+        """Per-slot counts (read-only view); its size never depends on ``count``."""
+        view = self._counts.view()
+        view.flags.writeable = False
+        return view
+
+    def __bool__(self) -> bool:
+        return self._count > 0
+
+    # -- combining --
+    def _layout(self) -> tuple[Any, ...]:
+        raise NotImplementedError
+
+    def _check_layout(self, other: _Counts) -> None:
+        if type(other) is not type(self) or other._layout() != self._layout():
+            raise ValueError(
+                f"cannot merge histograms with different layouts: {other._layout()} != {self._layout()}"
+            )
+
+    def _merge_counts(self, other: _Counts) -> None:
+        self._check_layout(other)
+        self._counts += other._counts
+        self._count += other._count
+        self._sum += other._sum
+        self._min = min(self._min, other._min)
+        self._max = max(self._max, other._max)
+
+    def clear(self) -> None:
+        """Forget every observation (the layout stays)."""
+        self._init_counts()
+
+    # -- serialization --
+    def _counts_dict(self) -> dict[str, Any]:
+        nonzero = np.flatnonzero(self._counts)
+        return {
+            "count": self._count,
+            "sum": self._sum,
+            "min": self.min,
+            "max": self.max,
+            "index": nonzero.tolist(),
+            "counts": self._counts[nonzero].tolist(),
+        }
+
+    def _load_counts(self, data: dict[str, Any]) -> None:
+        index, counts = list(data["index"]), list(data["counts"])
+        if len(index) != len(counts):
+            raise ValueError("index and counts differ in length")
+        if any(not 0 <= i < self._counts.size for i in index) or any(c <= 0 for c in counts):
+            raise ValueError("bucket index out of range or count not positive")
+        self._counts[np.asarray(index, dtype=np.int64)] = np.asarray(counts, dtype=np.int64)
+        self._count = int(data["count"])
+        if int(self._counts.sum()) != self._count:
+            raise ValueError("bucket counts do not add up to count")
+        self._sum = float(data["sum"])
+        if self._count:
+            self._min, self._max = float(data["min"]), float(data["max"])
+
+
+@functools.lru_cache(maxsize=16)
+def _log_layout(
+    min_value: float, max_value: float, relative_error: float
+) -> tuple[np.ndarray, list[float], np.ndarray]:
+    """Bucket edges (array and list) and geometric midpoints; shared, read-only."""
+    ratio = (1.0 + relative_error) ** 2
+    n = math.ceil(math.log(max_value / min_value) / math.log(ratio))
+    edges = min_value * ratio ** np.arange(n + 1, dtype=np.float64)
+    mids = np.sqrt(edges[:-1] * edges[1:])
+    edges.flags.writeable = False
+    mids.flags.writeable = False
+    return edges, edges.tolist(), mids
+
+
+class LogHistogram(_Counts):
+    """Geometric-bucket histogram of positive values (latencies in seconds).
+
+    Slot 0 holds values below ``min_value`` (an underflow slot for 0..min), slots
+    ``1..n`` the geometric buckets ``[min_value * r**(k-1), min_value * r**k)`` with
+    ``r = (1 + relative_error) ** 2``, and slot ``n + 1`` values at or above the top
+    edge (>= ``max_value``). A bucket's geometric midpoint is within
+    ``relative_error`` of every value in it, so for values inside
+    ``[min_value, max_value]`` :meth:`quantile` is within ``relative_error`` of the
+    exact sample quantile (numpy's default linear interpolation). ``count``, ``sum``,
+    ``min`` and ``max`` are exact; q=0 and q=1 return the exact min and max.
+    """
+
+    _side = "right"
+
+    def __init__(self, min_value: float = 1e-5, max_value: float = 3600.0, relative_error: float = 0.005):
+        if not 0 < min_value < max_value or not math.isfinite(max_value):
+            raise ValueError("need 0 < min_value < max_value < inf")
+        if not 0 < relative_error < 1:
+            raise ValueError("relative_error must be in (0, 1)")
+        self.min_value = float(min_value)
+        self.max_value = float(max_value)
+        self.relative_error = float(relative_error)
+        self._edges, self._edge_list, self._mids = _log_layout(*self._layout())
+        self._init_counts()
+
+    def _layout(self) -> tuple[float, float, float]:
+        return (self.min_value, self.max_value, self.relative_error)
+
+    @property
+    def num_buckets(self) -> int:
+        """Slots including underflow and overflow; fixed by the layout."""
+        return int(self._counts.size)
+
+    def merge(self, other: LogHistogram) -> LogHistogram:
+        """Add ``other``'s observations into this one (same layout required)."""
+        self._merge_counts(other)
+        return self
+
+    def copy(self) -> LogHistogram:
+        dup = LogHistogram(self.min_value, self.max_value, self.relative_error)
+        dup._merge_counts(self)
+        return dup
+
+    def take(self) -> LogHistogram:
+        """Return everything observed so far and start empty (a worker's delta)."""
+        delta = self.copy()
+        self.clear()
+        return delta
+
+    # -- quantiles --
+    def _slot_values(self) -> np.ndarray:
+        """A representative value per slot: midpoints, exact min/max for the ends."""
+        under = min(self._min, self.min_value)
+        return np.concatenate(([under], self._mids, [max(self._max, self._edges[-1])]))
+
+    def quantiles(self, qs: Sequence[float]) -> list[float | None]:
+        """Estimates of several quantiles, ``q`` in [0, 1]."""
+        q = np.asarray(qs, dtype=np.float64)
+        if q.size and (np.isnan(q).any() or q.min() < 0 or q.max() > 1):
+            raise ValueError("quantiles must be in [0, 1]")
+        if not self._count:
+            return [None] * q.size
+        rank = q * (self._count - 1)
+        lo = np.floor(rank)
+        hi = np.minimum(lo + 1, self._count - 1)
+        est = self._order_stats(lo) + (rank - lo) * (self._order_stats(hi) - self._order_stats(lo))
+        return np.clip(est, self._min, self._max).tolist()
+
+    def quantile(self, q: float) -> float | None:
+        """Estimate of the ``q`` quantile, clamped to the observed [min, max]."""
+        return self.quantiles([q])[0]
+
+    def _order_stats(self, ranks: np.ndarray) -> np.ndarray:
+        """Estimated k-th smallest observations (0-based), exact at both ends."""
+        cum = np.cumsum(self._counts)
+        slots = np.searchsorted(cum, ranks, side="right")
+        values = self._slot_values()[slots]
+        values = np.where(ranks == 0, self._min, values)
+        return np.where(ranks == self._count - 1, self._max, values)
+
+    # -- Prometheus-style export --
+    def cumulative_counts(self, edges: Sequence[float]) -> list[int]:
+        """Approximate count of observations <= each edge.
+
+        Exact for edges at or above the observed max, and for the underflow slot;
+        otherwise only the bucket straddling an edge is uncertain (it counts as
+        below the edge when its midpoint is). Prefer :class:`FixedBucketCounts`
+        where ``le`` counts must be exact.
+        """
+        uppers = self._slot_values()
+        uppers[0] = self.min_value  # every underflow value is < min_value
+        if self._count:  # no slot holds values outside the observed range
+            uppers = np.clip(uppers, self._min, self._max)
+        cum = np.concatenate(([0], np.cumsum(self._counts)))
+        below = np.searchsorted(uppers, np.asarray(edges, dtype=np.float64), side="right")
+        return cum[below].tolist()
+
+    # -- serialization --
+    def to_dict(self) -> dict[str, Any]:
+        """Sparse plain-types form: only non-empty slots are listed."""
+        return {
+            "format": _FORMAT,
+            "kind": "log",
+            "layout": [self.min_value, self.max_value, self.relative_error],
+            **self._counts_dict(),
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> LogHistogram:
+        if data.get("kind") != "log" or data.get("format") != _FORMAT:
+            raise ValueError("not a LogHistogram dict of a known format")
+        hist = cls(*data["layout"])
+        hist._load_counts(data)
+        return hist
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, LogHistogram) and _same_counts(self, other)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"LogHistogram(count={self._count}, layout={self._layout()})"
+
+
+class FixedBucketCounts(_Counts):
+    """Exact per-edge counts with Prometheus ``le`` semantics (value <= edge).
+
+    Slot ``i`` counts values in ``(edges[i-1], edges[i]]``; the last slot the values
+    above every edge (the ``+Inf`` bucket's share). Mergeable and serializable like
+    :class:`LogHistogram`.
+    """
+
+    _side = "left"
+
+    def __init__(self, edges: Sequence[float]):
+        values = [float(e) for e in edges]
+        if not values or any(not math.isfinite(e) for e in values):
+            raise ValueError("edges must be a non-empty list of finite numbers")
+        if any(b <= a for a, b in itertools.pairwise(values)):
+            raise ValueError("edges must be strictly increasing")
+        self._edge_list = values
+        self._edges = np.asarray(values, dtype=np.float64)
+        self._init_counts()
+
+    @property
+    def edges(self) -> tuple[float, ...]:
+        return tuple(self._edge_list)
+
+    def _layout(self) -> tuple[float, ...]:
+        return self.edges
+
+    def merge(self, other: FixedBucketCounts) -> FixedBucketCounts:
+        self._merge_counts(other)
+        return self
+
+    def copy(self) -> FixedBucketCounts:
+        dup = FixedBucketCounts(self._edge_list)
+        dup._merge_counts(self)
+        return dup
+
+    def take(self) -> FixedBucketCounts:
+        """Return everything observed so far and start empty (a worker's delta)."""
+        delta = self.copy()
+        self.clear()
+        return delta
+
+    def cumulative(self) -> list[int]:
+        """Count of observations <= each edge, then the total (``le="+Inf"``)."""
+        return np.cumsum(self._counts).tolist()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"format": _FORMAT, "kind": "le", "edges": list(self._edge_list), **self._counts_dict()}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> FixedBucketCounts:
+        if data.get("kind") != "le" or data.get("format") != _FORMAT:
+            raise ValueError("not a FixedBucketCounts dict of a known format")
+        counts = cls(data["edges"])
+        counts._load_counts(data)
+        return counts
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, FixedBucketCounts) and _same_counts(self, other)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"FixedBucketCounts(count={self._count}, edges={len(self._edge_list)})"
+
+
+def _same_counts(a: _Counts, b: _Counts) -> bool:
+    """Same layout and identical counts (``sum`` may differ in the last bits)."""
+    return (
+        a._layout() == b._layout()
+        and a._count == b._count
+        and bool(np.array_equal(a._counts, b._counts))
+        and (a._min, a._max) == (b._min, b._max)
+    )
+
+
+# --- Delta shipping -----------------------------------------------------------------
+
+
+@dataclass
+class DeltaSource:
+    """Worker side: numbers each delta so the master can apply it at most once.
+
+    ``epoch`` is fresh per process, so a restarted worker reusing its id cannot have
+    its new deltas mistaken for old ones.
+    """
+
+    worker_id: str
+    epoch: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
+    seq: int = 0
+
+    def envelope(self, payload: dict[str, Any]) -> dict[str, Any]:
+        """Wrap one delta; re-send the returned dict unchanged on retry."""
+        self.seq += 1
+        return {"worker_id": self.worker_id, "epoch": self.epoch, "seq": self.seq, "payload": payload}
+
+
+@dataclass
+class _Applied:
+    upto: int = 0  # every seq <= upto has been applied
+    above: set[int] = field(default_factory=set)  # applied seqs > upto (out of order)
+
+    def seen(self, seq: int) -> bool:
+        return seq <= self.upto or seq in self.above
+
+    def mark(self, seq: int) -> None:
+        self.above.add(seq)
+        while self.upto + 1 in self.above:
+            self.upto += 1
+            self.above.remove(self.upto)
+
+
+class DeltaMerger:
+    """Master side: applies each ``(worker_id, epoch, seq)`` envelope at most once.
+
+    Memory per worker is one integer plus the sequence numbers that arrived ahead of
+    a gap (normally none: Locust's worker->master channel is ordered).
+    """
+
+    def __init__(self) -> None:
+        self._applied: dict[tuple[str, str], _Applied] = {}
+
+    def apply(self, envelope: dict[str, Any], sink: Callable[[dict[str, Any]], None]) -> bool:
+        """Call ``sink(payload)`` unless this envelope was applied before.
+
+        Returns whether it was applied. If ``sink`` raises, the envelope is not
+        marked, so a later retry can still apply it.
+        """
+        key = (str(envelope["worker_id"]), str(envelope.get("epoch", "")))
+        seq = int(envelope["seq"])
+        if seq < 1:
+            raise ValueError("sequence numbers start at 1")
+        state = self._applied.setdefault(key, _Applied())
+        if state.seen(seq):
+            return False
+        sink(envelope["payload"])
+        state.mark(seq)
+        return True
+
+    def applied(self, worker_id: str, epoch: str = "") -> int:
+        """Highest seq below which every delta from this worker has been applied."""
+        state = self._applied.get((worker_id, epoch))
+        return state.upto if state else 0
