@@ -77,7 +77,7 @@ def validate_run_options(args: list[str]) -> None:
         parse_headers(options.header)
         if options.results_dir:
             check_results_dir(options.results_dir, options.overwrite)
-        build_workload(options, {}, dry_run=True)
+        build_workload(options, {})
     except (OptionError, ResultsDirError, WorkloadError) as exc:
         _fail(str(exc))
 

@@ -89,15 +89,19 @@ def api_prefix(host: str) -> str:
 
 
 class StreamingClient:
-    """Sends streaming completions over one keep-alive connection and times them."""
+    """Sends streaming completions over keep-alive connections and times them.
 
-    def __init__(self, config: ClientConfig) -> None:
+    A closed-loop user needs one connection (``concurrency=1``); an open-loop dispatcher
+    shares one client with up to ``concurrency`` requests in flight.
+    """
+
+    def __init__(self, config: ClientConfig, concurrency: int = 1) -> None:
         self.config = config
         self._path = api_prefix(config.host) + ENDPOINT_PATHS[config.endpoint]
         self._headers = self._request_headers()
         self._http = HTTPClient.from_url(
             config.host,
-            concurrency=1,
+            concurrency=concurrency,
             connection_timeout=config.connect_timeout,
             network_timeout=config.request_timeout,
             insecure=True,

@@ -47,6 +47,9 @@ def add_argument(parser: Any, flag: str, *, web_ui: bool = True, **kwargs: Any) 
     kwargs.setdefault("env_var", env_name(flag))
     _REGISTERED.add(kwargs.get("dest") or flag.lstrip("-").replace("-", "_"))
     if _is_configargparse(parser):
+        if flag in getattr(parser, "_option_string_actions", {}):
+            # Locust already has it (``--profile``): share Locust's option and its value.
+            return
         if web_ui:
             kwargs.setdefault("include_in_web_ui", True)
         else:

@@ -22,6 +22,7 @@ import locust.runners
 from locust import events
 from locust.env import Environment
 
+import argparse
 import itertools
 import logging
 import sys
@@ -32,6 +33,7 @@ import gevent
 
 from llm_locust import distributed
 from llm_locust.client import ClientConfig, fetch_server_info
+from llm_locust.loadplan import LoadPlan, build_load_plan, stage_of
 from llm_locust.options import (
     OptionError,
     api_key_from,
@@ -42,6 +44,8 @@ from llm_locust.options import (
 from llm_locust.record import RequestRecord
 from llm_locust.report import Finalizer
 from llm_locust.results import ResultsDirError, ResultsWriter, check_results_dir
+from llm_locust.shapes import register_load_options
+from llm_locust.slo import parse_slo
 from llm_locust.workload.base import RequestSpec
 
 try:  # the workload builder (profiles, datasets, tokenizers)
@@ -57,7 +61,7 @@ except ImportError:  # pragma: no cover - until the workload module lands
 
         add_argument(parser, "--prompt-tokens", type=int, default=128, help="Prompt length in tokens")
 
-    def build_workload(options: Any, server_info: Any = None, dry_run: bool = False) -> Any:
+    def build_workload(options: Any, server_info: Any = None) -> Any:
         return FixedWorkload(options.prompt_tokens, options.max_tokens or 128)
 
 
@@ -65,6 +69,7 @@ __all__ = ["LLMRun", "install", "run_for"]
 
 log = logging.getLogger("llm_locust")
 REQUEST_TYPE = "LLM"
+PLAN_MESSAGE = "llm_locust_plan"
 
 _RUNS: dict[int, LLMRun] = {}
 
@@ -101,6 +106,14 @@ class LLMRun:
         self.writer: ResultsWriter | None = None
         self.finalizer: Finalizer | None = None
         self.consumers: list[Any] = []  # live aggregates (exporter, web UI) get every row
+        self.current_stage: Any = None  # the load model's Stage, when one runs
+        self.target_rate: float | None = None  # open-loop target req/s (whole run)
+        self.run_id = ""
+        self.plan: LoadPlan | None = None
+        self.plan_t0: float | None = None  # wall-clock start of the load plan
+        self.plan_workers = 1
+        self.slo: Any = None
+        self._stage_workloads: dict[int, Any] = {}
         self.outbox: distributed.Outbox | None = None
         self.inbox: distributed.Inbox | None = None
         self._streams = itertools.count()
@@ -109,6 +122,7 @@ class LLMRun:
         runner = environment.runner
         if self.role == "worker":
             self.outbox = distributed.Outbox(runner.send_message, in_flight=lambda: self.in_flight)
+            runner.register_message(PLAN_MESSAGE, self._on_plan_message)
         elif self.role == "master":
             self.inbox = distributed.Inbox(self._deliver)
             runner.register_message(distributed.MESSAGE_TYPE, self._on_worker_message)
@@ -118,10 +132,16 @@ class LLMRun:
         options = self.environment.parsed_options
         self._tests += 1
         self.config = client_config(options, self.environment.host or "")
+        self.plan = build_load_plan(options)
+        self.slo = parse_slo(options.slo) if options.slo else None
+        self._stage_workloads.clear()
+        if self.role != "worker":
+            self.plan_t0, self.current_stage = None, None
         self.server_info = fetch_server_info(self.config)
         if self.config.model is None:
             self.config.model = self.server_info.get("model")
-        self.workload = build_workload(options, self.server_info, dry_run=self.role == "master")
+        if self.role != "master":
+            self.workload = build_workload(options, self.server_info)
         if self.role == "worker":
             assert self.outbox is not None
             self.outbox.start()
@@ -171,11 +191,52 @@ class LLMRun:
         directory = options.results_dir if self._tests == 1 else f"{options.results_dir}-{self._tests}"
         return check_results_dir(directory, options.overwrite or self._tests == 1)
 
+    # -- the load plan -------------------------------------------------------------
+    def start_plan(self, t0: float) -> None:
+        """Fix the plan's start (the shape's first tick) and tell the workers."""
+        self.plan_t0 = t0
+        self.plan_workers = self.worker_count()
+        if self.plan is not None and self.plan.arrival is not None:
+            self.target_rate = self.plan.stages[0].target if self.plan.stages else None
+        if self.role == "master":
+            data = {"t0": t0, "workers": self.plan_workers}
+            self.environment.runner.send_message(PLAN_MESSAGE, data)
+
+    def _on_plan_message(self, environment: Environment, msg: Any, **_: Any) -> None:
+        self.plan_t0 = msg.data["t0"]
+        self.plan_workers = int(msg.data["workers"])
+
+    def worker_count(self) -> int:
+        runner = self.environment.runner
+        return max(int(getattr(runner, "worker_count", 1)), 1) if self.role == "master" else 1
+
+    def worker_slot(self) -> int:
+        """This process's index among the workers that share the open-loop schedule."""
+        return max(getattr(self.environment.runner, "worker_index", 0), 0) % max(self.plan_workers, 1)
+
+    def stage_now(self) -> Any:
+        if self.plan is None or self.plan_t0 is None:
+            return None
+        return stage_of(self.plan, self.plan_t0, time.time())[0]
+
+    def workload_for(self, stage: Any) -> Any:
+        """The workload of a stage: the run's, or a matrix cell's own."""
+        if stage is None or not stage.overrides():
+            return self.workload
+        if stage.index not in self._stage_workloads:
+            options = _with_overrides(self.environment.parsed_options, stage.overrides())
+            self._stage_workloads[stage.index] = build_workload(options, self.server_info)
+        return self._stage_workloads[stage.index]
+
+    def trace_spec(self, entry: Any) -> RequestSpec:
+        """A request with a trace row's input and output lengths."""
+        return self.workload.spec_for_lengths(entry.input_tokens, entry.output_tokens)
+
     # -- requests --------------------------------------------------------------------
-    def new_source(self) -> Any:
+    def new_source(self, stage: Any = None) -> Any:
         """A request stream for a new user; its index keeps the stream reproducible."""
         worker_index = max(getattr(self.environment.runner, "worker_index", 0), 0)
-        return self.workload.source(worker_index * 1_000_000 + next(self._streams))
+        return self.workload_for(stage).source(worker_index * 1_000_000 + next(self._streams))
 
     def new_record(self, spec: RequestSpec) -> RequestRecord:
         assert self.config is not None
@@ -194,6 +255,9 @@ class LLMRun:
     def complete(self, record: RequestRecord) -> None:
         """A request finished: Locust stats first, then on to the results."""
         self._log_stats(record)
+        if self.plan is not None and self.plan.stages is not None and self.plan_t0 is not None:
+            stage, record.warmup = stage_of(self.plan, self.plan_t0, record.wall_start)
+            record.stage = None if stage is None else stage.index
         row = record.to_json()
         if self.outbox is not None:
             self.outbox.add(row)
@@ -268,6 +332,17 @@ def client_config(options: Any, host: str) -> ClientConfig:
     )
 
 
+def _with_overrides(options: Any, overrides: dict[str, str]) -> Any:
+    """A copy of ``options`` with a matrix cell's workload settings."""
+    copy = argparse.Namespace(**vars(options))
+    names = {"input": "input_tokens", "output": "output_tokens", "profile": "profile"}
+    for key, value in overrides.items():
+        setattr(copy, names[key], value)
+    if "input" in overrides or "output" in overrides:
+        copy.profile = overrides.get("profile")
+    return copy
+
+
 def _validate(environment: Environment) -> None:
     """Everything that can be checked before load: one line and exit 2 if wrong."""
     options = environment.parsed_options
@@ -278,9 +353,12 @@ def _validate(environment: Environment) -> None:
         parse_headers(options.header)
         if role_of(environment.runner) != "worker" and options.results_dir:
             check_results_dir(options.results_dir, options.overwrite)
+        build_load_plan(options)
+        if options.slo:
+            parse_slo(options.slo)
         if role_of(environment.runner) != "master":
-            build_workload(options, {}, dry_run=True)
-    except (OptionError, ResultsDirError, WorkloadError) as exc:
+            build_workload(options, {})
+    except (OptionError, ResultsDirError, WorkloadError, ValueError) as exc:
         sys.stderr.write(f"llm-locust: error: {exc}\n")
         sys.stderr.flush()
         raise SystemExit(2) from None
@@ -300,6 +378,7 @@ def install() -> None:
     def _options(parser: Any) -> None:
         register_request_options(parser)
         add_workload_arguments(parser)
+        register_load_options(parser)
 
     @events.init.add_listener
     def _init(environment: Environment, **_: Any) -> None:
@@ -310,7 +389,7 @@ def install() -> None:
     def _test_start(environment: Environment, **_: Any) -> None:
         try:
             run_for(environment).on_test_start()
-        except (OptionError, ResultsDirError, WorkloadError) as exc:
+        except (OptionError, ResultsDirError, WorkloadError, ValueError) as exc:
             log.error("llm-locust: %s", exc)
             gevent.spawn(environment.runner.quit)
 

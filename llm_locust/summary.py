@@ -16,7 +16,16 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["LATENCY_METRICS", "PERCENTILES", "Columns", "format_table", "max_concurrency", "summarize"]
+__all__ = [
+    "LATENCY_METRICS",
+    "PERCENTILES",
+    "Columns",
+    "format_stage_table",
+    "format_table",
+    "max_concurrency",
+    "open_loop_stats",
+    "summarize",
+]
 
 PERCENTILES = (50, 90, 95, 99)
 #: Summary metric name -> the record field it is computed from.
@@ -64,6 +73,32 @@ def summarize(rows: Iterable[dict[str, Any]], duration: float) -> dict[str, Any]
     out["errors"] = dict(sorted(cols.errors.items()))
     out["token_sources"] = dict(sorted(cols.token_sources.items()))
     out["tpot_undefined"] = sum(1 for r in cols.ok if r.get("tpot") is None)
+    if any(r.get("send_lag") is not None for r in cols.rows):
+        out.update(open_loop_stats(cols, duration))
+    return out
+
+
+def open_loop_stats(cols: Columns, duration: float) -> dict[str, Any]:
+    """Achieved arrival rate, send lag, and latency seen from the intended send time.
+
+    Latency "from intended" adds the send lag: it is what a user who arrived on schedule
+    waited, including any time the load generator (or a concurrency ceiling) held the
+    request back. Other tools report only the latency from the actual send.
+    """
+    lags = _column(r.get("send_lag") for r in cols.rows)
+    out: dict[str, Any] = {
+        "achieved_request_rate": len(cols.rows) / duration,
+        "waited_for_slot": sum(1 for r in cols.rows if r.get("waited_for_slot")),
+    }
+    if lags.size:
+        p50, p99 = np.percentile(lags * 1000.0, [50, 99])
+        out.update({"p50_send_lag_ms": float(p50), "p99_send_lag_ms": float(p99),
+                    "max_send_lag_ms": float(lags.max() * 1000.0)})
+    lag_of = {id(r): (r.get("send_lag") or 0.0) for r in cols.ok}
+    ttft_i = _column(None if r.get("ttft") is None else r["ttft"] + lag_of[id(r)] for r in cols.ok)
+    e2e_i = _column(None if r.get("e2e") is None else r["e2e"] + lag_of[id(r)] for r in cols.ok)
+    out.update(latency_stats("ttft_intended", ttft_i))
+    out.update(latency_stats("e2el_intended", e2e_i))
     return out
 
 
@@ -116,10 +151,56 @@ def format_table(summary: dict[str, Any], title: str = "llm-locust summary") -> 
     if summary.get("errors"):
         lines.append(f"{'-' * 20} Failures by class {'-' * 20}")
         lines += [row(k, str(v)) for k, v in summary["errors"].items()]
+    if summary.get("p99_send_lag_ms") is not None:
+        lines.append(f"{'-' * 20} Open loop {'-' * 20}")
+        lines.append(row("Achieved arrival rate (req/s):", f"{summary['achieved_request_rate']:.2f}"))
+        lines.append(row("Send lag p50 / p99 (ms):",
+                         f"{summary['p50_send_lag_ms']:.1f} / {summary['p99_send_lag_ms']:.1f}"))
+        lines.append(row("Waited for a concurrency slot:", str(summary["waited_for_slot"])))
+        for name in ("ttft_intended", "e2el_intended"):
+            value = summary.get(f"p99_{name}_ms")
+            lines.append(row(f"P99 {name.upper()} (ms):", "-" if value is None else f"{value:.2f}"))
+    if summary.get("generator_lagging"):
+        lines.append("WARNING: the load generator fell behind its schedule (send lag p99 "
+                     f"{summary['p99_send_lag_ms']:.0f} ms): add workers or lower the rate")
+    if summary.get("slo"):
+        verdict = "PASS" if summary["slo"]["passed"] else "FAIL"
+        lines.append(f"{'-' * 20} SLO: {verdict} {'-' * 20}")
+        for line in summary["slo"]["objectives"]:
+            measured = line.get("measured")
+            shown = "-" if measured is None else f"{measured:.4g}"
+            lines.append(row(f"{line['objective']}", f"{shown} {'ok' if line['passed'] else 'FAIL'}"))
+        lines.append(row("Goodput (req/s):", f"{summary['slo']['goodput_rps']:.2f}"))
     if summary.get("token_sources", {}).get("chunks"):
         lines.append("note: output tokens of some requests were counted from stream chunks (no usage sent)")
     lines.append("=" * (len(title) + 46))
     return "\n".join(lines)
+
+
+def format_stage_table(stages: list[dict[str, Any]]) -> str:
+    """One row per stage: load, throughput, latency percentiles, Little's law, SLO."""
+    head = (f"{'stage':<28}{'ok':>6}{'fail':>6}{'req/s':>8}{'out tok/s':>11}{'TTFT p50':>10}{'TTFT p95':>10}"
+            f"{'TPOT p50':>10}{'E2E p95':>10}{'in-flight':>10}{'L=λW':>8}{'SLO':>6}")
+    lines = [head, "-" * len(head)]
+    for s in stages:
+        law = s.get("littles_law") or {}
+        slo = s.get("slo")
+        lines.append(
+            f"{s.get('label', '')[:27]:<28}{s['completed']:>6}{s['failed']:>6}{s['request_throughput']:>8.2f}"
+            f"{s['output_throughput']:>11.1f}{_ms(s.get('median_ttft_ms')):>10}{_ms(s.get('p95_ttft_ms')):>10}"
+            f"{_ms(s.get('median_tpot_ms')):>10}{_ms(s.get('p95_e2el_ms')):>10}"
+            f"{_num(law.get('mean_in_flight')):>10}{_num(law.get('product')):>8}"
+            f"{'' if slo is None else ('pass' if slo['passed'] else 'FAIL'):>6}"
+        )
+    return "\n".join(lines)
+
+
+def _ms(value: float | None) -> str:
+    return "-" if value is None else f"{value:.1f}"
+
+
+def _num(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}"
 
 
 _HEADLINE = (

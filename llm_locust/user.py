@@ -1,9 +1,10 @@
 """The Locust user: take a request from the workload, stream it, hand the record on.
 
 Closed loop: each user sends its next request as soon as the last one finished (plus
-any think time the workload asks for, e.g. between turns of a conversation). Every
-number it produces comes from :class:`~llm_locust.client.StreamingClient`'s own clock;
-Locust's request timer is not used.
+any think time the workload asks for, e.g. between turns of a conversation). In an
+open-loop run the single user of each worker becomes the dispatcher of
+:mod:`llm_locust.openloop`. Every number comes from
+:class:`~llm_locust.client.StreamingClient`'s own clock; Locust's request timer is not used.
 """
 
 from __future__ import annotations
@@ -14,8 +15,10 @@ from typing import Any
 
 import gevent
 
+from llm_locust import openloop
 from llm_locust.client import StreamingClient, build_body
 from llm_locust.run import LLMRun, install, run_for
+from llm_locust.workload.base import RequestSpec
 
 __all__ = ["LLMUser"]
 
@@ -30,17 +33,36 @@ class LLMUser(FastHttpUser):
 
     def on_start(self) -> None:
         self.llm_run: LLMRun = run_for(self.environment)
-        self.source: Any = self.llm_run.new_source()
+        self._sources: dict[int | None, Any] = {}
         assert self.llm_run.config is not None
         self.llm_client = StreamingClient(self.llm_run.config)
 
     def on_stop(self) -> None:
         self.llm_client.close()
 
+    def source(self) -> Any:
+        """This user's request stream for the current stage (matrix cells have their own)."""
+        stage = self.llm_run.stage_now()
+        key = None if stage is None or not stage.overrides() else stage.index
+        if key not in self._sources:
+            self._sources[key] = self.llm_run.new_source(stage)
+        return self._sources[key]
+
+    def next_spec(self, entry: Any = None) -> RequestSpec:
+        """The next request; ``entry`` is a trace row whose lengths it must have."""
+        if entry is not None:
+            return self.llm_run.trace_spec(entry)
+        return self.source().next_request()
+
     @task
     def generate(self) -> None:
         run = self.llm_run
-        spec = self.source.next_request()
+        if run.plan is not None and run.plan.open_loop:
+            openloop.dispatch(run, self)
+            while True:  # the schedule is done: idle until the shape stops the test
+                gevent.sleep(1.0)
+        source = self.source()
+        spec = source.next_request()
         think = getattr(spec, "think_time", None)
         if think:
             gevent.sleep(think)
@@ -48,8 +70,8 @@ class LLMUser(FastHttpUser):
         body = build_body(self.llm_client.config, spec)
         run.in_flight += 1
         try:
-            text = self.llm_client.send(body, record, keep_text=getattr(self.source, "keeps_history", False))
+            text = self.llm_client.send(body, record, keep_text=getattr(source, "keeps_history", False))
         finally:
             run.in_flight -= 1
         run.complete(record)
-        self.source.observe(spec, text, record.ok)
+        source.observe(spec, text, record.ok)

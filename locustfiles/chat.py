@@ -2,15 +2,22 @@
 
     locust -f locustfiles/chat.py --host http://127.0.0.1:8000 --headless -u 10 -r 10 -t 60s \
         --results-dir results/run1
+    locust -f locustfiles/chat.py --host ... --ramp 1,5,10,20 --step-time 60s --slo "ttft_p95<=5s"
+    locust -f locustfiles/chat.py --host ... --request-rate 4 --arrival poisson -t 5m
 
-Every llm-locust option (``--model``, ``--max-tokens``, ``--profile``, ...) appears in the
-web UI's start form and in ``locust --help``.
+Every llm-locust option (``--model``, ``--profile``, ``--ramp``, ...) appears in the web
+UI's start form and in ``locust --help``.
 """
 
 import locust  # noqa: F401  (first: gevent monkey-patching before anything else)
 
+from llm_locust.shapes import LLMShape
 from llm_locust.user import LLMUser
 
 
 class ChatUser(LLMUser):
     """One simulated person chatting with the model, one request at a time."""
+
+
+class LoadModel(LLMShape):
+    """Step ramps, test matrices and open-loop rates; plain -u/-r/-t without those options."""
