@@ -27,9 +27,20 @@ from llm_locust.stages import (
 )
 from llm_locust.traces import Trace, load_trace
 
-__all__ = ["FOREVER", "LoadPlan", "LoadPlanError", "build_load_plan", "stage_of"]
+__all__ = [
+    "FOREVER",
+    "OPEN_LOOP_LEAD",
+    "LoadPlan",
+    "LoadPlanError",
+    "build_load_plan",
+    "stage_of",
+    "take_run_time",
+]
 
 FOREVER = 10.0 * 365 * 24 * 3600  # "until stopped": long enough, and still a finite number
+#: Open loop: the schedule starts this long after the test, so every worker's dispatcher
+#: is spawned and waiting before the first arrival is due.
+OPEN_LOOP_LEAD = 1.0
 
 
 class LoadPlanError(ValueError):
@@ -73,6 +84,21 @@ class LoadPlan:
         return out
 
 
+def take_run_time(options: Any) -> None:
+    """Open loop: ``-t`` sets the schedule's length instead of killing the test at that time.
+
+    The shape then ends the test when the schedule is done and the requests still in
+    flight have finished, so the last arrivals are measured like the first.
+    """
+    open_loop = (
+        getattr(options, "request_rate", None)
+        or getattr(options, "trace", None)
+        or getattr(options, "rate_ramp", None)
+    )
+    if open_loop and getattr(options, "run_time", None):
+        options.open_loop_run_time, options.run_time = options.run_time, None
+
+
 def build_load_plan(options: Any) -> LoadPlan:
     """The plan for parsed options; raises :class:`LoadPlanError` with a one-line message."""
     chosen = [flag for flag, name in _MODES if getattr(options, name, None)]
@@ -86,8 +112,13 @@ def build_load_plan(options: Any) -> LoadPlan:
         raise LoadPlanError(str(exc).splitlines()[0]) from None
 
 
-_MODES = (("--ramp", "ramp"), ("--matrix", "matrix"), ("--request-rate", "request_rate"),
-          ("--rate-ramp", "rate_ramp"), ("--trace", "trace"))
+_MODES = (
+    ("--ramp", "ramp"),
+    ("--matrix", "matrix"),
+    ("--request-rate", "request_rate"),
+    ("--rate-ramp", "rate_ramp"),
+    ("--trace", "trace"),
+)
 
 
 def _build(options: Any, mode: str | None) -> LoadPlan:
@@ -109,7 +140,9 @@ def _build(options: Any, mode: str | None) -> LoadPlan:
     if plan.stages is not None and plan.stages[0].kind == "rate" and plan.trace is None:
         plan.arrival = parse_arrival(options.arrival, 1.0, options.burstiness)
     elif options.max_concurrency and not plan.open_loop:
-        raise LoadPlanError("--max-concurrency applies to open-loop modes (--request-rate, --rate-ramp, --trace)")
+        raise LoadPlanError(
+            "--max-concurrency applies to open-loop modes (--request-rate, --rate-ramp, --trace)"
+        )
     return plan
 
 
@@ -119,7 +152,7 @@ def _rate_stages(options: Any, mode: str, step: Any, warmup: Any) -> StagePlan:
     rate = float(options.request_rate)
     if not (math.isfinite(rate) and rate > 0):
         raise LoadPlanError(f"--request-rate: must be a positive number of requests per second, got {rate}")
-    run_time = getattr(options, "run_time", None)
+    run_time = getattr(options, "open_loop_run_time", None) or getattr(options, "run_time", None)
     duration = float(run_time) if run_time else FOREVER
     return parse_rate_ramp([rate], duration, warmup)
 
@@ -147,4 +180,3 @@ def stage_of(plan: LoadPlan, t0: float, wall_time: float) -> tuple[Stage | None,
     if stage is None:
         return None, False
     return stage, stage.in_warmup(in_stage)
-

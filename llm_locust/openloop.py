@@ -75,8 +75,14 @@ def _arrivals(run: Any, workers: int) -> Iterator[tuple[float, Any]]:
         yield offset, None
 
 
-def _send_one(run: Any, user: Any, client: StreamingClient, slots: BoundedSemaphore | None,
-              t_intended: float, entry: Any) -> None:
+def _send_one(
+    run: Any,
+    user: Any,
+    client: StreamingClient,
+    slots: BoundedSemaphore | None,
+    t_intended: float,
+    entry: Any,
+) -> None:
     waited = False
     if slots is not None:
         waited = slots.locked()

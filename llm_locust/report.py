@@ -69,8 +69,9 @@ class Finalizer:
         summary["warmup_requests"] = len(rows) - len(measured)
         slo = self.run.slo
         if slo is not None:
-            summary["slo"] = evaluate(slo, [RequestRecord.from_json(r) for r in measured],
-                                      summary["duration"]).to_json()
+            summary["slo"] = evaluate(
+                slo, [RequestRecord.from_json(r) for r in measured], summary["duration"]
+            ).to_json()
         if summary.get("p99_send_lag_ms") is not None:
             summary["generator_lagging"] = summary["p99_send_lag_ms"] > LAG_WARNING_MS
         plan, t0 = self.run.plan, self.run.plan_t0
@@ -90,9 +91,11 @@ class Finalizer:
             if path is not None:
                 print(f"results: {writer.requests_path} and {path}", flush=True)
         if summary.get("generator_lagging"):
-            log.warning("llm-locust: the load generator fell behind its arrival schedule "
-                        "(send lag p99 %.0f ms): results understate the load; add workers",
-                        summary["p99_send_lag_ms"])
+            log.warning(
+                "llm-locust: the load generator fell behind its arrival schedule "
+                "(send lag p99 %.0f ms): results understate the load; add workers",
+                summary["p99_send_lag_ms"],
+            )
         if self.cpu_warning:
             log.warning(
                 "llm-locust: the load generator's CPU saturated (peak %.0f%%): token timestamps "
@@ -107,8 +110,9 @@ class Finalizer:
             self.run.environment.process_exit_code = 0 if summary["slo"]["passed"] else SLO_FAILED_EXIT
 
 
-def stage_summaries(plan: Any, t0: float, stop: float, rows: list[dict[str, Any]], slo: Any
-                    ) -> list[dict[str, Any]]:
+def stage_summaries(
+    plan: Any, t0: float, stop: float, rows: list[dict[str, Any]], slo: Any
+) -> list[dict[str, Any]]:
     """Per stage: the run-level keys over its post-warm-up records, plus its target and window."""
     by_stage: dict[int, list[dict[str, Any]]] = {}
     for r in rows:
@@ -147,9 +151,11 @@ def capacity_verdict(stages: list[dict[str, Any]]) -> dict[str, Any]:
         best = s
     if best is None:
         return {"highest_passing_stage": None, "capacity": "no stage met the SLO"}
-    return {"highest_passing_stage": best["index"],
-            "capacity": f"the system holds {best['label']} within the SLO "
-                        f"({best['request_throughput']:.2f} req/s, {best['output_throughput']:.0f} output tok/s)"}
+    return {
+        "highest_passing_stage": best["index"],
+        "capacity": f"the system holds {best['label']} within the SLO "
+        f"({best['request_throughput']:.2f} req/s, {best['output_throughput']:.0f} output tok/s)",
+    }
 
 
 def config_block(run: Any, finalizer: Finalizer) -> dict[str, Any]:

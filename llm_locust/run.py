@@ -33,7 +33,7 @@ import gevent
 
 from llm_locust import distributed
 from llm_locust.client import ClientConfig, fetch_server_info
-from llm_locust.loadplan import LoadPlan, build_load_plan, stage_of
+from llm_locust.loadplan import LoadPlan, build_load_plan, stage_of, take_run_time
 from llm_locust.options import (
     OptionError,
     api_key_from,
@@ -383,6 +383,8 @@ def install() -> None:
     @events.init.add_listener
     def _init(environment: Environment, **_: Any) -> None:
         _validate(environment)
+        if environment.parsed_options is not None:
+            take_run_time(environment.parsed_options)
         run_for(environment)
 
     @events.test_start.add_listener

@@ -86,14 +86,23 @@ def open_loop_stats(cols: Columns, duration: float) -> dict[str, Any]:
     request back. Other tools report only the latency from the actual send.
     """
     lags = _column(r.get("send_lag") for r in cols.rows)
+    sends = _column(r.get("start_time") for r in cols.rows)
+    span = float(sends.max() - sends.min()) if sends.size > 1 else 0.0
     out: dict[str, Any] = {
-        "achieved_request_rate": len(cols.rows) / duration,
+        # arrivals per second between the first and the last send: not diluted by the
+        # time before the first arrival or by the drain after the last
+        "achieved_request_rate": (sends.size - 1) / span if span > 0 else None,
         "waited_for_slot": sum(1 for r in cols.rows if r.get("waited_for_slot")),
     }
     if lags.size:
         p50, p99 = np.percentile(lags * 1000.0, [50, 99])
-        out.update({"p50_send_lag_ms": float(p50), "p99_send_lag_ms": float(p99),
-                    "max_send_lag_ms": float(lags.max() * 1000.0)})
+        out.update(
+            {
+                "p50_send_lag_ms": float(p50),
+                "p99_send_lag_ms": float(p99),
+                "max_send_lag_ms": float(lags.max() * 1000.0),
+            }
+        )
     lag_of = {id(r): (r.get("send_lag") or 0.0) for r in cols.ok}
     ttft_i = _column(None if r.get("ttft") is None else r["ttft"] + lag_of[id(r)] for r in cols.ok)
     e2e_i = _column(None if r.get("e2e") is None else r["e2e"] + lag_of[id(r)] for r in cols.ok)
@@ -153,16 +162,22 @@ def format_table(summary: dict[str, Any], title: str = "llm-locust summary") -> 
         lines += [row(k, str(v)) for k, v in summary["errors"].items()]
     if summary.get("p99_send_lag_ms") is not None:
         lines.append(f"{'-' * 20} Open loop {'-' * 20}")
-        lines.append(row("Achieved arrival rate (req/s):", f"{summary['achieved_request_rate']:.2f}"))
-        lines.append(row("Send lag p50 / p99 (ms):",
-                         f"{summary['p50_send_lag_ms']:.1f} / {summary['p99_send_lag_ms']:.1f}"))
+        lines.append(row("Achieved arrival rate (req/s):", _num(summary["achieved_request_rate"])))
+        lines.append(
+            row(
+                "Send lag p50 / p99 (ms):",
+                f"{summary['p50_send_lag_ms']:.1f} / {summary['p99_send_lag_ms']:.1f}",
+            )
+        )
         lines.append(row("Waited for a concurrency slot:", str(summary["waited_for_slot"])))
         for name in ("ttft_intended", "e2el_intended"):
             value = summary.get(f"p99_{name}_ms")
             lines.append(row(f"P99 {name.upper()} (ms):", "-" if value is None else f"{value:.2f}"))
     if summary.get("generator_lagging"):
-        lines.append("WARNING: the load generator fell behind its schedule (send lag p99 "
-                     f"{summary['p99_send_lag_ms']:.0f} ms): add workers or lower the rate")
+        lines.append(
+            "WARNING: the load generator fell behind its schedule (send lag p99 "
+            f"{summary['p99_send_lag_ms']:.0f} ms): add workers or lower the rate"
+        )
     if summary.get("slo"):
         verdict = "PASS" if summary["slo"]["passed"] else "FAIL"
         lines.append(f"{'-' * 20} SLO: {verdict} {'-' * 20}")
@@ -179,8 +194,10 @@ def format_table(summary: dict[str, Any], title: str = "llm-locust summary") -> 
 
 def format_stage_table(stages: list[dict[str, Any]]) -> str:
     """One row per stage: load, throughput, latency percentiles, Little's law, SLO."""
-    head = (f"{'stage':<28}{'ok':>6}{'fail':>6}{'req/s':>8}{'out tok/s':>11}{'TTFT p50':>10}{'TTFT p95':>10}"
-            f"{'TPOT p50':>10}{'E2E p95':>10}{'in-flight':>10}{'L=λW':>8}{'SLO':>6}")
+    head = (
+        f"{'stage':<28}{'ok':>6}{'fail':>6}{'req/s':>8}{'out tok/s':>11}{'TTFT p50':>10}{'TTFT p95':>10}"
+        f"{'TPOT p50':>10}{'E2E p95':>10}{'in-flight':>10}{'L=λW':>8}{'SLO':>6}"
+    )
     lines = [head, "-" * len(head)]
     for s in stages:
         law = s.get("littles_law") or {}
