@@ -64,13 +64,17 @@ def _fail(message: str) -> NoReturn:
 
 def validate_run_options(args: list[str]) -> None:
     """Check llm-locust's own options before Locust starts: one line and exit 2 if wrong."""
+    from llm_locust.loadplan import build_load_plan
     from llm_locust.options import OptionError, parse_extra_body, parse_headers, register_request_options
     from llm_locust.results import ResultsDirError, check_results_dir
     from llm_locust.run import WorkloadError, add_workload_arguments, build_workload
+    from llm_locust.shapes import register_load_options
+    from llm_locust.slo import parse_slo
 
     parser = _OneLineParser(prog="llm-locust run", add_help=False)
     register_request_options(parser)
     add_workload_arguments(parser)
+    register_load_options(parser)
     options, _ = parser.parse_known_args(args)
     try:
         parse_extra_body(options.extra_body)
@@ -78,7 +82,10 @@ def validate_run_options(args: list[str]) -> None:
         if options.results_dir:
             check_results_dir(options.results_dir, options.overwrite)
         build_workload(options, {})
-    except (OptionError, ResultsDirError, WorkloadError) as exc:
+        build_load_plan(options)
+        if options.slo:
+            parse_slo(options.slo)
+    except (OptionError, ResultsDirError, WorkloadError, ValueError) as exc:
         _fail(str(exc))
 
 

@@ -91,7 +91,8 @@ class Inbox:
                 return False
             seen.add(seq)
         for row in data.get("rows") or ():
-            row.setdefault("worker", worker)
+            if row.get("worker") is None:
+                row["worker"] = worker
             self.deliver(row)
             self.received += 1
         if data.get("final"):

@@ -68,7 +68,7 @@ def add_argument(parser: Any, flag: str, *, web_ui: bool = True, **kwargs: Any) 
 
 
 def _is_configargparse(parser: Any) -> bool:
-    return type(parser).__module__.startswith(("configargparse", "locust"))
+    return type(parser).__module__.startswith("locust")
 
 
 def _positive_float(text: str) -> float:

@@ -19,6 +19,7 @@ from llm_locust.results import ResultsWriter
 from llm_locust.slo import evaluate
 from llm_locust.stages import littles_law
 from llm_locust.summary import format_stage_table, format_table, summarize
+from llm_locust.workload.accuracy import input_length_error
 
 __all__ = ["SECRET_OPTIONS", "Finalizer", "config_block"]
 
@@ -67,6 +68,10 @@ class Finalizer:
         measured = [r for r in rows if not r.get("warmup")]
         summary = summarize(measured, stop - self.start_time)
         summary["warmup_requests"] = len(rows) - len(measured)
+        summary["length_accuracy"] = input_length_error([RequestRecord.from_json(r) for r in measured])
+        guard = getattr(self.run.workload, "guard", None)
+        if guard is not None and guard.message():
+            summary["length_policy"] = guard.message()
         slo = self.run.slo
         if slo is not None:
             summary["slo"] = evaluate(

@@ -33,7 +33,7 @@ import gevent
 
 from llm_locust import distributed
 from llm_locust.client import ClientConfig, fetch_server_info
-from llm_locust.loadplan import LoadPlan, build_load_plan, stage_of, take_run_time
+from llm_locust.loadplan import OPEN_LOOP_LEAD, LoadPlan, build_load_plan, stage_of, take_run_time
 from llm_locust.options import (
     OptionError,
     api_key_from,
@@ -47,23 +47,7 @@ from llm_locust.results import ResultsDirError, ResultsWriter, check_results_dir
 from llm_locust.shapes import register_load_options
 from llm_locust.slo import parse_slo
 from llm_locust.workload.base import RequestSpec
-
-try:  # the workload builder (profiles, datasets, tokenizers)
-    from llm_locust.workload.build import WorkloadError, add_workload_arguments, build_workload
-except ImportError:  # pragma: no cover - until the workload module lands
-    from llm_locust.workload.fixed import FixedWorkload
-
-    class WorkloadError(ValueError):  # type: ignore[no-redef]
-        pass
-
-    def add_workload_arguments(parser: Any) -> None:
-        from llm_locust.options import add_argument
-
-        add_argument(parser, "--prompt-tokens", type=int, default=128, help="Prompt length in tokens")
-
-    def build_workload(options: Any, server_info: Any = None) -> Any:
-        return FixedWorkload(options.prompt_tokens, options.max_tokens or 128)
-
+from llm_locust.workload.build import WorkloadError, add_workload_arguments, build_workload
 
 __all__ = ["LLMRun", "install", "run_for"]
 
@@ -118,6 +102,7 @@ class LLMRun:
         self.inbox: distributed.Inbox | None = None
         self._streams = itertools.count()
         self._request_ids = itertools.count()
+        self._trace_counter = itertools.count()
         self._tests = 0
         runner = environment.runner
         if self.role == "worker":
@@ -132,11 +117,10 @@ class LLMRun:
         options = self.environment.parsed_options
         self._tests += 1
         self.config = client_config(options, self.environment.host or "")
-        self.plan = build_load_plan(options)
+        if self.plan is None or self.role == "worker":
+            self.plan = build_load_plan(options)
         self.slo = parse_slo(options.slo) if options.slo else None
         self._stage_workloads.clear()
-        if self.role != "worker":
-            self.plan_t0, self.current_stage = None, None
         self.server_info = fetch_server_info(self.config)
         if self.config.model is None:
             self.config.model = self.server_info.get("model")
@@ -192,8 +176,16 @@ class LLMRun:
         return check_results_dir(directory, options.overwrite or self._tests == 1)
 
     # -- the load plan -------------------------------------------------------------
-    def start_plan(self, t0: float) -> None:
-        """Fix the plan's start (the shape's first tick) and tell the workers."""
+    def start_plan(self, lead_in: float) -> None:
+        """A new shape test: build the plan, fix its start, tell the workers.
+
+        Called at the shape's first tick, which comes before ``test_start``. Open-loop
+        plans start ``OPEN_LOOP_LEAD`` later, once every dispatcher has been spawned.
+        """
+        self.plan = build_load_plan(self.environment.parsed_options)
+        lead = OPEN_LOOP_LEAD if self.plan.open_loop else 0.0
+        t0 = time.time() - lead_in + lead
+        self.current_stage = None
         self.plan_t0 = t0
         self.plan_workers = self.worker_count()
         if self.plan is not None and self.plan.arrival is not None:
@@ -230,7 +222,13 @@ class LLMRun:
 
     def trace_spec(self, entry: Any) -> RequestSpec:
         """A request with a trace row's input and output lengths."""
-        return self.workload.spec_for_lengths(entry.input_tokens, entry.output_tokens)
+        if not hasattr(self.workload, "spec_for_lengths"):
+            raise OptionError(
+                "--trace: replay needs a profile or synthetic workload for its text, not --dataset"
+            )
+        return self.workload.spec_for_lengths(
+            int(entry.input_tokens), int(entry.output_tokens), self.worker_slot(), next(self._trace_counter)
+        )
 
     # -- requests --------------------------------------------------------------------
     def new_source(self, stage: Any = None) -> Any:
@@ -250,6 +248,7 @@ class LLMRun:
             target_output_tokens=spec.target_output_tokens,
             session_id=spec.session_id,
             turn=spec.turn,
+            extra=dict(spec.info) if spec.info else {},
         )
 
     def complete(self, record: RequestRecord) -> None:

@@ -22,7 +22,6 @@ import logging
 import time
 from typing import Any
 
-from llm_locust.loadplan import OPEN_LOOP_LEAD
 from llm_locust.options import add_argument
 
 __all__ = ["LLMShape", "register_load_options"]
@@ -119,14 +118,15 @@ class LLMShape(LoadTestShape):
 
     use_common_options = True
     _drain_until: float | None = None
+    _fresh = True  # the next tick is the first of a new test
 
     def tick(self) -> tuple[int, float] | None:
         from llm_locust.run import run_for
 
         run = run_for(self.runner.environment)  # type: ignore[union-attr]
-        if run.plan_t0 is None:
-            lead = OPEN_LOOP_LEAD if run.plan is not None and run.plan.open_loop else 0.0
-            run.start_plan(time.time() - self.get_run_time() + lead)
+        if self._fresh:
+            self._fresh = False
+            run.start_plan(self.get_run_time())
         plan = run.plan
         if plan is None or plan.stages is None:
             return self._common_options(self.get_run_time())
@@ -154,7 +154,8 @@ class LLMShape(LoadTestShape):
 
     def reset_time(self) -> None:
         super().reset_time()
-        self._drain_until: float | None = None
+        self._drain_until = None
+        self._fresh = True
 
     def _common_options(self, elapsed: float) -> tuple[int, float] | None:
         options = self.runner.environment.parsed_options  # type: ignore[union-attr]

@@ -75,3 +75,5 @@ class LLMUser(FastHttpUser):
             run.in_flight -= 1
         run.complete(record)
         source.observe(spec, text, record.ok)
+        if record.ok and hasattr(source, "observe_usage"):
+            source.observe_usage(spec, record.prompt_tokens)

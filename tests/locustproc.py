@@ -87,3 +87,84 @@ def llm_locust_cli(*args: str, timeout: float = 60.0) -> subprocess.CompletedPro
         env=env(),
         cwd=str(REPO),
     )
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def run_distributed(
+    host: str,
+    *args: str,
+    results_dir: Path,
+    workers: int = 2,
+    users: int = 4,
+    run_time: str = "10s",
+    timeout: float = 180.0,
+    worker_args: tuple[str, ...] = (),
+    master_args: tuple[str, ...] = (),
+) -> LocustResult:
+    """A real master and ``workers`` real worker processes on loopback; waits for the master."""
+    port = free_port()
+    common = [str(BIN / "locust"), "-f", str(LOCUSTFILE), "--host", host]
+    master = subprocess.Popen(
+        [
+            *common,
+            "--master",
+            "--master-bind-host",
+            "127.0.0.1",
+            "--master-bind-port",
+            str(port),
+            "--headless",
+            "--expect-workers",
+            str(workers),
+            "-u",
+            str(users),
+            "-r",
+            str(users),
+            "-t",
+            run_time,
+            "--stop-timeout",
+            "30",
+            "--results-dir",
+            str(results_dir),
+            *args,
+            *master_args,
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env(),
+        cwd=str(REPO),
+    )
+    procs = [
+        subprocess.Popen(
+            [
+                *common,
+                "--worker",
+                "--master-host",
+                "127.0.0.1",
+                "--master-port",
+                str(port),
+                *args,
+                *worker_args,
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            env=env(),
+            cwd=str(REPO),
+        )
+        for _ in range(workers)
+    ]
+    try:
+        out, err = master.communicate(timeout=timeout)
+    finally:
+        for p in [master, *procs]:
+            if p.poll() is None:
+                p.kill()
+            p.wait()
+    return LocustResult(master.returncode, out, err, results_dir)

@@ -17,7 +17,13 @@ __all__ = ["RequestSource", "RequestSpec", "Workload"]
 
 @dataclass
 class RequestSpec:
-    """One request to send. ``messages`` for chat, ``prompt`` for completions."""
+    """One request to send. ``messages`` for chat, ``prompt`` for completions.
+
+    Workloads fill both ``messages`` and ``prompt`` (the same text; for completions the
+    messages' contents joined by a space), so the endpoint can be chosen by the sender.
+    ``think_time`` (seconds) is how long the user should wait before sending (multi-turn
+    sessions); ``info`` carries workload details worth recording (e.g. ``prefix_group``).
+    """
 
     messages: list[dict[str, Any]] | None = None
     prompt: str | None = None
@@ -27,6 +33,8 @@ class RequestSpec:
     session_id: str | None = None
     turn: int | None = None
     extra_body: dict[str, Any] = field(default_factory=dict)
+    think_time: float | None = None
+    info: dict[str, Any] = field(default_factory=dict)
 
 
 class RequestSource(Protocol):

@@ -1,0 +1,163 @@
+"""``llm-locust workload sample|describe|prompts``: look at a workload before firing it.
+
+The same options select the workload here and for a run. ``sample`` prints the lengths
+of stream ``--stream`` (default 0) as JSONL, ``describe`` summarizes them (and, for any
+tokenizer, checks the prompts' actual token counts), ``prompts`` writes the request
+bodies themselves with their targets. Multi-turn sessions are advanced with a stand-in
+reply of the requested output length. Bad input: one line on stderr, exit status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from typing import Any, TextIO
+
+import numpy as np
+
+from llm_locust.options import add_argument
+from llm_locust.workload.accuracy import relative_errors
+from llm_locust.workload.build import WorkloadError, add_workload_arguments, build_workload
+from llm_locust.workload.tokenizer import TokenizerError
+
+__all__ = ["main", "request_body"]
+
+PROG = "llm-locust workload"
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog=PROG, description=__doc__.splitlines()[0])
+    sub = p.add_subparsers(dest="command", required=True)
+    for name, help_text in (
+        ("sample", "print sampled lengths as JSONL"),
+        ("describe", "summarize lengths and length accuracy"),
+        ("prompts", "write the request bodies as JSONL"),
+    ):
+        sp = sub.add_parser(name, help=help_text)
+        sp.add_argument("-n", type=int, default=1000, help="number of requests (default 1000)")
+        sp.add_argument("--stream", type=int, default=0, help="stream index (default 0)")
+        sp.add_argument("-o", "--output", default="-", help="output file (default stdout)")
+        add_argument(sp, "--max-tokens", type=int, default=None, help="cap on max_tokens")
+        add_argument(sp, "--model", default="model", help="model name for request bodies")
+        add_argument(sp, "--endpoint", default="chat", choices=("chat", "completions"), help="endpoint")
+        add_argument(sp, "--host", default=None, help="server address, for --tokenizer server")
+        add_workload_arguments(sp)
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        args = _parser().parse_args(argv)
+    except SystemExit as exc:
+        return int(exc.code or 0)
+    try:
+        if args.n < 1:
+            raise WorkloadError("-n must be at least 1")
+        workload = build_workload(args)
+        specs = _draw(workload, args.stream, args.n)
+        out: TextIO = sys.stdout if args.output == "-" else open(args.output, "w", encoding="utf-8")  # noqa: SIM115
+        try:
+            {"sample": _sample, "describe": _describe, "prompts": _prompts}[args.command](
+                workload, specs, args, out
+            )
+        finally:
+            if out is not sys.stdout:
+                out.close()
+    except (WorkloadError, TokenizerError, OSError) as exc:
+        print(f"{PROG}: error: {exc}", file=sys.stderr)
+        return 2
+    guard = getattr(workload, "guard", None)
+    if guard is not None and guard.message():
+        print(f"{PROG}: {guard.message()}", file=sys.stderr)
+    return 0
+
+
+def _draw(workload: Any, stream: int, n: int) -> list[Any]:
+    source = workload.source(stream)
+    builder = workload.builder
+    specs = []
+    for i in range(n):
+        spec = source.next_request()
+        specs.append(spec)
+        reply = builder.body(spec.max_tokens or 1, i + 1).strip() if spec.session_id else ""
+        source.observe(spec, reply, True)
+    return specs
+
+
+def _sample(workload: Any, specs: list[Any], args: argparse.Namespace, out: TextIO) -> None:
+    for s in specs:
+        row: dict[str, Any] = {"input_tokens": s.target_input_tokens, "output_tokens": s.target_output_tokens}
+        if s.session_id is not None:
+            row.update(session_id=s.session_id, turn=s.turn)
+        out.write(json.dumps(row) + "\n")
+
+
+def _stats(values: list[int]) -> dict[str, float]:
+    a = np.array(values, dtype=float)
+    p50, p90, p99 = np.percentile(a, [50, 90, 99])
+    return {
+        "mean": round(float(a.mean()), 1),
+        "p50": float(p50),
+        "p90": float(p90),
+        "p99": float(p99),
+        "min": float(a.min()),
+        "max": float(a.max()),
+    }
+
+
+def length_accuracy(workload: Any, specs: list[Any]) -> dict[str, Any]:
+    """Count each prompt with the workload's tokenizer (message contents, summed)."""
+    tok = workload.builder.tokenizer
+    texts = [m["content"] for s in specs for m in s.messages]
+    counts = iter(tok.count_batch(texts))
+    actual = [sum(next(counts) for _ in s.messages) for s in specs]
+    err = relative_errors(zip(actual, [s.target_input_tokens for s in specs], strict=True))
+    return {
+        "tokenizer": tok.name,
+        "count": len(err),
+        "exact_fraction": float((err == 0).mean()),
+        "mean_error": float(err.mean()),
+        "p99_error": float(np.percentile(err, 99)),
+    }
+
+
+def _describe(workload: Any, specs: list[Any], args: argparse.Namespace, out: TextIO) -> None:
+    report = {
+        "workload": workload.describe(),
+        "count": len(specs),
+        "input_tokens": _stats([s.target_input_tokens for s in specs]),
+        "output_tokens": _stats([s.target_output_tokens for s in specs]),
+        "length_accuracy": length_accuracy(workload, specs),
+    }
+    out.write(json.dumps(report, indent=2) + "\n")
+
+
+def request_body(spec: Any, model: str, endpoint: str) -> dict[str, Any]:
+    """The OpenAI request body for ``spec`` (streaming, usage requested)."""
+    body: dict[str, Any] = {"model": model}
+    if endpoint == "chat":
+        body["messages"] = spec.messages
+    else:
+        body["prompt"] = spec.prompt
+    body.update(max_tokens=spec.max_tokens, stream=True, stream_options={"include_usage": True})
+    body.update(spec.extra_body)
+    return body
+
+
+def _prompts(workload: Any, specs: list[Any], args: argparse.Namespace, out: TextIO) -> None:
+    for s in specs:
+        row = {
+            "endpoint": args.endpoint,
+            "body": request_body(s, args.model, args.endpoint),
+            "target_input_tokens": s.target_input_tokens,
+            "target_output_tokens": s.target_output_tokens,
+        }
+        if s.session_id is not None:
+            row.update(session_id=s.session_id, turn=s.turn, think_time=s.think_time)
+        out.write(json.dumps(row) + "\n")
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,176 @@
+"""Length distributions: synthetic ones from a flag, and the sample they produce.
+
+A length sampler draws one ``(input_tokens, output_tokens)`` pair per request from a
+``numpy.random.Generator`` the caller owns, so a stream is reproducible from its seed
+alone. Built-in trace profiles (``profiles.py``) and the synthetic pair below share the
+:class:`LengthSampler` protocol.
+
+Syntax of ``--input-tokens`` / ``--output-tokens`` (one distribution each)::
+
+    512                     fixed length 512 (same as fixed:512)
+    fixed:512
+    uniform:100,2000        integers in [100, 2000], both ends included
+    uniform:min=100,max=2000
+    normal:mean=1000,std=200[,min=1][,max=4000]
+    lognormal:mean=1000,std=400[,min=10][,max=8000]
+
+``mean``/``std`` are those of the lengths themselves (the lognormal's log-space parameters
+are derived from them). ``min`` (default 1) and ``max`` truncate: a draw outside is
+redrawn, up to a few times, then clamped, so the bounds do not pile up probability mass.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import numpy as np
+
+__all__ = [
+    "Distribution",
+    "LengthSample",
+    "LengthSampler",
+    "SyntheticLengths",
+    "parse_distribution",
+]
+
+_REDRAWS = 16
+
+
+class SpecError(ValueError):
+    """A distribution spec that does not parse."""
+
+
+@dataclass(frozen=True)
+class LengthSample:
+    """One request's lengths; ``reused_blocks`` only for profiles with prefix reuse."""
+
+    input_tokens: int
+    output_tokens: int
+    reused_blocks: int = 0
+
+
+class LengthSampler(Protocol):
+    name: str
+
+    def draw(self, rng: np.random.Generator) -> LengthSample: ...
+
+    def describe(self) -> dict[str, Any]: ...
+
+
+@dataclass(frozen=True)
+class Distribution:
+    """One length distribution: ``kind`` in fixed, uniform, normal, lognormal."""
+
+    kind: str
+    params: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def lower(self) -> int:
+        if self.kind == "fixed":
+            return int(self.params["value"])
+        return int(self.params.get("min", 1))
+
+    @property
+    def upper(self) -> float:
+        if self.kind == "fixed":
+            return self.params["value"]
+        return self.params.get("max", math.inf)
+
+    def draw(self, rng: np.random.Generator) -> int:
+        if self.kind == "fixed":
+            return int(self.params["value"])
+        if self.kind == "uniform":
+            return int(rng.integers(self.lower, int(self.upper) + 1))
+        for _ in range(_REDRAWS):
+            x = self._raw(rng)
+            if self.lower <= x <= self.upper:
+                return round(x)
+        return round(min(max(x, self.lower), self.upper))
+
+    def _raw(self, rng: np.random.Generator) -> float:
+        mean, std = self.params["mean"], self.params["std"]
+        if self.kind == "normal":
+            return float(rng.normal(mean, std))
+        sigma2 = math.log1p((std / mean) ** 2)
+        return float(rng.lognormal(math.log(mean) - sigma2 / 2, math.sqrt(sigma2)))
+
+    def spec(self) -> str:
+        if self.kind == "fixed":
+            return f"fixed:{int(self.params['value'])}"
+        body = ",".join(f"{k}={_fmt(v)}" for k, v in self.params.items())
+        return f"{self.kind}:{body}"
+
+
+def _fmt(v: float) -> str:
+    return str(int(v)) if float(v).is_integer() else str(v)
+
+
+_KEYS = {
+    "fixed": ("value",),
+    "uniform": ("min", "max"),
+    "normal": ("mean", "std", "min", "max"),
+    "lognormal": ("mean", "std", "min", "max"),
+}
+_REQUIRED = {
+    "fixed": ("value",),
+    "uniform": ("min", "max"),
+    "normal": ("mean", "std"),
+    "lognormal": ("mean", "std"),
+}
+
+
+def parse_distribution(text: str) -> Distribution:
+    """Parse a spec such as ``lognormal:mean=1000,std=400,max=8000``; raise ``SpecError``."""
+    text = text.strip()
+    kind, _, body = text.partition(":") if ":" in text else ("fixed", ":", text)
+    kind = kind.strip().lower()
+    if kind not in _KEYS:
+        raise SpecError(f"unknown distribution {kind!r} in {text!r} (use fixed, uniform, normal, lognormal)")
+    params: dict[str, float] = {}
+    for pos, item in enumerate(p.strip() for p in body.split(",") if p.strip()):
+        key, eq, value = item.partition("=")
+        if not eq:
+            if pos >= len(_KEYS[kind]):
+                raise SpecError(f"too many values in {text!r}")
+            key, value = _KEYS[kind][pos], item
+        key = key.strip().lower()
+        if key not in _KEYS[kind]:
+            raise SpecError(f"{kind} takes {', '.join(_KEYS[kind])}; got {key!r} in {text!r}")
+        try:
+            params[key] = float(value)
+        except ValueError:
+            raise SpecError(f"not a number: {value!r} in {text!r}") from None
+    _check(kind, params, text)
+    return Distribution(kind, params)
+
+
+def _check(kind: str, params: dict[str, float], text: str) -> None:
+    missing = [k for k in _REQUIRED[kind] if k not in params]
+    if missing:
+        raise SpecError(f"{kind} needs {', '.join(missing)} in {text!r}")
+    if any(v < 0 for v in params.values()):
+        raise SpecError(f"negative value in {text!r}")
+    lo = params.get("value", params.get("min", 1))
+    if lo < 1:
+        raise SpecError(f"lengths are at least 1 token: {text!r}")
+    if params.get("max", math.inf) < lo:
+        raise SpecError(f"max below min in {text!r}")
+    if kind in ("normal", "lognormal") and (params["mean"] <= 0 or params["std"] < 0):
+        raise SpecError(f"{kind} needs mean > 0 and std >= 0: {text!r}")
+
+
+@dataclass(frozen=True)
+class SyntheticLengths:
+    """Independent input and output distributions (a synthetic profile has no joint relation)."""
+
+    input: Distribution
+    output: Distribution
+    name: str = "synthetic"
+
+    def draw(self, rng: np.random.Generator) -> LengthSample:
+        return LengthSample(self.input.draw(rng), self.output.draw(rng))
+
+    def describe(self) -> dict[str, Any]:
+        return {"name": self.name, "input_tokens": self.input.spec(), "output_tokens": self.output.spec()}

@@ -1,0 +1,171 @@
+"""Natural-looking prompt text of an exact token count, cut from a pre-tokenized corpus.
+
+Why this shape: the hot path must not call a tokenizer, yet every prompt must have an
+exact length and a unique start. So, once per workload, the corpus prose is shuffled
+into a long text, split into *pieces* (leading whitespace plus one word or one
+punctuation mark) and each distinct piece is costed with the tokenizer *in context*
+(``count("Then" + piece) - count("Then")``). Pre-tokenizers of current BPE tokenizers
+split on the same boundaries, so the cost of a span is the sum of its pieces' costs and
+a prompt of ``m`` tokens is an O(log n) slice: a prefix-sum search plus, if a multi-token
+word overshoots, a few one-token filler words.
+
+Every prompt starts with a *nonce*: ``D`` words, each one token after a space (the
+first also one token at the very start of a text), spelling the pair (stream index,
+request number) in mixed radix. No two requests share a first token sequence by accident,
+and the nonce's cost is exactly ``D``. Prompts shorter than ``D`` tokens use a shorter
+nonce (they are below one KV block, so a server cannot cache them anyway).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import numpy as np
+
+from llm_locust.workload.corpus import PARAGRAPHS
+from llm_locust.workload.tokenizer import Tokenizer, TokenizerError
+
+__all__ = ["PromptBuilder", "splitmix64"]
+
+_PIECE = re.compile(r"\s*(?:\w+|[^\w\s])")
+_CONTEXT = "Then"
+_MIN_PIECES = 65_536
+_MAX_NONCE_VOCAB = 256
+_ID_BITS = 48  # 24 bits of stream index, 24 bits of request number
+_MASK = (1 << 64) - 1
+
+
+def splitmix64(x: int) -> int:
+    """A cheap, well-mixed 64-bit hash: deterministic positions without an RNG."""
+    x = (x + 0x9E3779B97F4A7C15) & _MASK
+    x = ((x ^ (x >> 30)) * 0xBF58476D1CE4E5B9) & _MASK
+    x = ((x ^ (x >> 27)) * 0x94D049BB133111EB) & _MASK
+    return x ^ (x >> 31)
+
+
+@dataclass(frozen=True)
+class _Corpus:
+    text: str
+    starts: np.ndarray  # char offset where piece i begins (its leading whitespace included)
+    cum: np.ndarray  # cum[i] = tokens in pieces [0, i); len = pieces + 1
+    word_starts: np.ndarray  # pieces that begin with whitespace then a word: where slices may start
+
+
+class PromptBuilder:
+    """Builds exact-length text; all costs come from ``tokenizer`` once, at construction."""
+
+    def __init__(self, tokenizer: Tokenizer, seed: int = 0, min_tokens: int = 0) -> None:
+        self.tokenizer = tokenizer
+        self.seed = seed
+        self._corpus = self._build_corpus(max(min_tokens, 0))
+        self.vocab, self.first_vocab = self._nonce_vocab()
+        self.nonce_words = 1
+        span = len(self.first_vocab)
+        while span < 1 << _ID_BITS:  # mixed radix: first word, then ``len(vocab)``-ary digits
+            span *= len(self.vocab)
+            self.nonce_words += 1
+
+    # -- construction -------------------------------------------------------------------
+    def _build_corpus(self, min_tokens: int) -> _Corpus:
+        rng = np.random.default_rng(np.random.SeedSequence([self.seed, 0xC0C0]))
+        paras: list[str] = []
+        need = max(_MIN_PIECES, int(min_tokens * 1.1) + 1024)
+        pieces_so_far = 0
+        per_round = sum(len(_PIECE.findall(p)) for p in PARAGRAPHS)
+        while pieces_so_far < need:
+            paras.extend(PARAGRAPHS[i] for i in rng.permutation(len(PARAGRAPHS)))
+            pieces_so_far += per_round
+        text = " " + " ".join(paras)
+        pieces = _PIECE.findall(text)
+        costs = self._piece_costs(pieces)
+        cost_arr = np.array([costs[p] for p in pieces], dtype=np.int64)
+        lens = np.fromiter((len(p) for p in pieces), dtype=np.int64, count=len(pieces))
+        starts = np.concatenate([[0], np.cumsum(lens)])
+        cum = np.concatenate([[0], np.cumsum(cost_arr)])
+        ws = np.array([i for i, p in enumerate(pieces) if p[:1].isspace() and p.strip()[:1].isalnum()])
+        corpus = _Corpus(text, starts, cum, ws)
+        if corpus.cum[-1] < min_tokens:  # multi-token words: grow until long enough
+            return self._build_corpus(int(min_tokens * 1.5))
+        return corpus
+
+    def _piece_costs(self, pieces: list[str]) -> dict[str, int]:
+        distinct = sorted(set(pieces))
+        base = self.tokenizer.count_batch([_CONTEXT])[0]
+        counts = self.tokenizer.count_batch([_CONTEXT + p for p in distinct])
+        return {p: max(0, c - base) for p, c in zip(distinct, counts, strict=False)}
+
+    def _nonce_vocab(self) -> tuple[list[str], list[str]]:
+        """(words that are one token after a space, those of them also one token at the start)."""
+        words = sorted({w.lower() for w in re.findall(r"[A-Za-z]{3,}", " ".join(PARAGRAPHS))})
+        base = self.tokenizer.count_batch([_CONTEXT])[0]
+        spaced = self.tokenizer.count_batch([f"{_CONTEXT} {w}" for w in words])
+        vocab = [w for w, s in zip(words, spaced, strict=True) if s - base == 1]
+        alone = self.tokenizer.count_batch(vocab)
+        first = [w for w, a in zip(vocab, alone, strict=True) if a == 1]
+        if len(vocab) < 16 or not first:
+            raise TokenizerError(
+                f"tokenizer {self.tokenizer.name} has only {len(vocab)} single-token common words; "
+                "cannot build exact-length prompts"
+            )
+        rng = np.random.default_rng(np.random.SeedSequence([self.seed, 0x70C]))
+        vocab = [vocab[i] for i in rng.permutation(len(vocab))[:_MAX_NONCE_VOCAB]]
+        return vocab, [first[i] for i in rng.permutation(len(first))[:_MAX_NONCE_VOCAB]]
+
+    # -- hot path -----------------------------------------------------------------------
+    def tag(self, key: int, words: int) -> str:
+        """``words`` one-token words spelling ``key`` (no leading space)."""
+        key, digit = divmod(key, len(self.first_vocab))
+        out = [self.first_vocab[digit]]
+        for _ in range(words - 1):
+            key, digit = divmod(key, len(self.vocab))
+            out.append(self.vocab[digit])
+        return " ".join(out)
+
+    def nonce_key(self, stream: int, counter: int) -> int:
+        """A unique key per (stream, request) for 16M streams of 16M requests each.
+
+        The request number's low byte is the first word, so consecutive nonces differ at once.
+        """
+        return (counter & 0xFFFFFF) | ((stream & 0xFFFFFF) << 24)
+
+    def body(self, tokens: int, start_key: int) -> str:
+        """Exactly ``tokens`` tokens of prose beginning with a space; position from ``start_key``."""
+        c = self._corpus
+        out: list[str] = []
+        total = int(c.cum[-1])
+        while tokens > 0:
+            chunk = min(tokens, total // 2)
+            out.append(self._slice(chunk, start_key))
+            tokens -= chunk
+            start_key = splitmix64(start_key)
+        return "".join(out)
+
+    def _slice(self, tokens: int, key: int) -> str:
+        c = self._corpus
+        s_max = int(np.searchsorted(c.cum, c.cum[-1] - tokens, side="right")) - 1
+        k_max = int(np.searchsorted(c.word_starts, s_max, side="right"))
+        s = int(c.word_starts[key % max(k_max, 1)])
+        target = int(c.cum[s]) + tokens
+        e = int(np.searchsorted(c.cum, target, side="right")) - 1
+        text = c.text[c.starts[s] : c.starts[e]]
+        deficit = target - int(c.cum[e])
+        if deficit:
+            text += "".join(" " + self.vocab[((key >> 8) + i) & 15] for i in range(deficit))
+        return text
+
+    def text(self, tokens: int, key: int, leading_space: bool = False) -> str:
+        """A tag of up to ``nonce_words`` words spelling ``key``, then prose: ``tokens`` in all."""
+        words = min(self.nonce_words, tokens)
+        head = self.tag(key, words)
+        if leading_space:
+            head = " " + head
+        return head + self.body(tokens - words, splitmix64(key ^ self.seed))
+
+    def prompt(self, tokens: int, stream: int, counter: int) -> str:
+        """A unique prompt of exactly ``tokens`` tokens for request ``counter`` of ``stream``."""
+        return self.text(tokens, self.nonce_key(stream, counter))
+
+    def block(self, key: int, tokens: int, first: bool) -> str:
+        """Deterministic text for a shared prefix block: same ``key`` -> same text (prefix of it)."""
+        return self.text(tokens, splitmix64(key ^ (self.seed << 1)), leading_space=not first)

@@ -1,0 +1,154 @@
+"""Workloads drawn from a length distribution: the built-in profiles and synthetic ones.
+
+Reproducibility: source ``index`` owns ``numpy.random.default_rng(SeedSequence([seed,
+index]))`` and nothing else feeds its draws, so its request sequence depends only on
+``(seed, index)`` and the workload options. Streams are statistically independent, and
+their nonces (stream index, request number) make their prompts disjoint. Hence the union
+of requests over streams ``0..U-1`` does not depend on how those streams are spread over
+workers; it depends on ``U`` and on how many requests each stream gets to send, which is
+a matter of timing. (With ``--tokenizer none`` the run-time calibration may change prompt
+*text lengths* against a server whose count differs; the targets stay the same.)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from llm_locust.workload.base import RequestSpec
+from llm_locust.workload.distributions import LengthSample, LengthSampler
+from llm_locust.workload.limits import LengthGuard
+from llm_locust.workload.prefix import BlockPrefix, NoPrefix, PrefixChoice, SharedPrefix
+from llm_locust.workload.prompts import PromptBuilder
+from llm_locust.workload.tokenizer import LengthCalibrator
+
+__all__ = ["LengthSource", "SampledWorkload", "make_spec", "output_fields", "stream_rng"]
+
+
+def stream_rng(seed: int, index: int) -> np.random.Generator:
+    """The generator for stream ``index``: independent of every other stream."""
+    return np.random.default_rng(np.random.SeedSequence([seed, index]))
+
+
+def output_fields(out: int, ignore_eos: bool, cap: int | None) -> tuple[int, dict[str, Any]]:
+    """``max_tokens`` and the extra body that makes the server generate exactly ``out``."""
+    if cap is not None:
+        out = min(out, cap)
+    return out, ({"ignore_eos": True, "min_tokens": out} if ignore_eos else {})
+
+
+def make_spec(
+    messages: list[dict[str, Any]], target_in: int, out: int, *, ignore_eos: bool, cap: int | None, **kw: Any
+) -> RequestSpec:
+    """Both forms: chat ``messages`` and a completions ``prompt`` (contents joined by a space)."""
+    max_tokens, extra = output_fields(out, ignore_eos, cap)
+    return RequestSpec(
+        messages=messages,
+        prompt=" ".join(m["content"] for m in messages),
+        max_tokens=max_tokens,
+        target_input_tokens=target_in,
+        target_output_tokens=max_tokens,
+        extra_body=extra,
+        **kw,
+    )
+
+
+def user_text(choice: PrefixChoice, body: str) -> str:
+    return choice.head + " " + body if choice.head else body
+
+
+@dataclass
+class SampledWorkload:
+    name: str
+    sampler: LengthSampler
+    builder: PromptBuilder
+    seed: int = 0
+    guard: LengthGuard = field(default_factory=LengthGuard)
+    prefix: NoPrefix | SharedPrefix | BlockPrefix = field(default_factory=NoPrefix)
+    calibrator: LengthCalibrator | None = None
+    ignore_eos: bool = False
+    max_tokens_cap: int | None = None
+    multi_turn: int = 0
+    think_time: float = 0.0
+
+    def source(self, index: int) -> Any:
+        if self.multi_turn > 1:
+            from llm_locust.workload.sessions import SessionSource, SyntheticTurns
+
+            return SessionSource(SyntheticTurns(self, index), index, self)
+        return LengthSource(self, index)
+
+    def draw(self, rng: np.random.Generator) -> LengthSample:
+        return self.guard.draw(lambda: self.sampler.draw(rng))
+
+    def written(self, target: int) -> int:
+        return self.calibrator.approx_for(target) if self.calibrator else target
+
+    def spec_for_lengths(self, input_tokens: int, output_tokens: int, stream: int, counter: int) -> RequestSpec:
+        """A request of given lengths (trace replay): this workload's text, no sampling."""
+        written = self.written(input_tokens)
+        body = self.builder.prompt(max(1, written), stream, counter)
+        return make_spec(
+            [{"role": "user", "content": body}],
+            input_tokens,
+            output_tokens,
+            ignore_eos=self.ignore_eos,
+            cap=self.max_tokens_cap,
+            info={"written_tokens": written},
+        )
+
+    def describe(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "name": self.name,
+            "lengths": self.sampler.describe(),
+            "seed": self.seed,
+            "tokenizer": self.builder.tokenizer.name,
+            "ignore_eos": self.ignore_eos,
+            "max_tokens_cap": self.max_tokens_cap,
+            "length_limit": self.guard.stats(),
+            **self.prefix.describe(),
+        }
+        if self.multi_turn > 1:
+            out["multi_turn"] = {"turns": self.multi_turn, "think_time": self.think_time}
+        return out
+
+
+class LengthSource:
+    """Single-turn requests: draw lengths, pick a prefix, cut the prompt."""
+
+    def __init__(self, workload: SampledWorkload, index: int) -> None:
+        self.w = workload
+        self.index = index
+        self.rng = stream_rng(workload.seed, index)
+        self.counter = 0
+
+    def next_request(self) -> RequestSpec:
+        w, rng = self.w, self.rng
+        sample = w.draw(rng)
+        written = w.written(sample.input_tokens)
+        choice = w.prefix.pick(rng, sample, written)
+        body = w.builder.prompt(max(1, written - choice.tokens), self.index, self.counter)
+        self.counter += 1
+        messages = [{"role": "user", "content": user_text(choice, body)}]
+        if choice.system is not None:
+            messages.insert(0, {"role": "system", "content": choice.system})
+        info = {**choice.info, "written_tokens": written}
+        return make_spec(
+            messages,
+            sample.input_tokens,
+            sample.output_tokens,
+            ignore_eos=w.ignore_eos,
+            cap=w.max_tokens_cap,
+            info=info,
+        )
+
+    def observe(self, spec: RequestSpec, response_text: str, ok: bool) -> None:
+        return None
+
+    def observe_usage(self, spec: RequestSpec, prompt_tokens: int | None) -> None:
+        """Feed the server's ``usage.prompt_tokens`` to the calibrator (``--tokenizer none``)."""
+        written = spec.info.get("written_tokens")
+        if self.w.calibrator is not None and prompt_tokens and written:
+            self.w.calibrator.observe(written, prompt_tokens)

@@ -1,0 +1,169 @@
+"""Multi-turn sessions: a user keeps a conversation and resends the growing history.
+
+A :class:`SessionSource` asks a *turn provider* for the next user message and sends the
+system prompt, all earlier user messages, the server's actual replies and the new user
+message. ``observe`` appends the reply; a failed request, a missing ``observe``, the
+last turn, or a history that would no longer fit ``max_model_len`` ends the session and
+the next request starts a new one. Turns after the first carry ``think_time``, which the
+user sleeps before sending.
+
+Target input lengths are exact for the parts the workload wrote (system and user
+messages) and count each reply with the approximate rule (word and punctuation pieces):
+exact against the simulator, an estimate against a real model, whose tokenizer would
+have to run per request to do better.
+
+Providers: :class:`SyntheticTurns` (lengths drawn per turn from the profile: the sampled
+input length is the new user message) and ``datasets.DatasetTurns`` (the user turns of a
+dataset conversation).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import numpy as np
+
+from llm_locust.workload.base import RequestSpec
+from llm_locust.workload.prefix import PrefixChoice
+from llm_locust.workload.tokenizer import approx_count
+
+__all__ = ["SessionConfig", "SessionSource", "SyntheticTurns", "Turn"]
+
+
+@dataclass(frozen=True)
+class Turn:
+    user: str
+    user_tokens: int
+    output_tokens: int
+    info: dict[str, Any] = field(default_factory=dict)
+    system: str | None = None  # on a first turn: the session's system prompt
+    system_tokens: int = 0
+
+
+@dataclass(frozen=True)
+class SessionStart:
+    system: str | None = None
+    system_tokens: int = 0
+    info: dict[str, Any] = field(default_factory=dict)
+
+
+class TurnProvider(Protocol):
+    rng: np.random.Generator
+
+    def start(self) -> SessionStart: ...
+
+    def turn(self, k: int) -> Turn | None: ...
+
+
+class SessionConfig(Protocol):
+    ignore_eos: bool
+    max_tokens_cap: int | None
+    multi_turn: int
+    think_time: float
+    guard: Any
+
+
+class SessionSource:
+    def __init__(self, provider: TurnProvider, index: int, config: SessionConfig) -> None:
+        self.p, self.index, self.cfg = provider, index, config
+        self.sessions = 0
+        self.cut = 0  # sessions ended early because the history would not fit
+        self._new_session()
+
+    def _new_session(self) -> None:
+        self.start = self.p.start()
+        self.history: list[dict[str, Any]] = []
+        self.history_tokens = self.start.system_tokens
+        self.k = 0
+        self.pending: tuple[dict[str, Any], int] | None = None
+        self.session_id = f"{self.index}-{self.sessions}"
+        self.sessions += 1
+
+    def next_request(self) -> RequestSpec:
+        if self.pending is not None or self.k >= max(self.cfg.multi_turn, 1):
+            self._new_session()
+        turn = self.p.turn(self.k)
+        if turn is None or (self.k and not self._fits(turn)):
+            self.cut += turn is not None
+            self._new_session()
+            turn = self.p.turn(0)
+            assert turn is not None
+        if self.k == 0 and turn.system is not None:
+            self.start = SessionStart(turn.system, turn.system_tokens, self.start.info)
+            self.history_tokens = turn.system_tokens
+        return self._spec(turn)
+
+    def _fits(self, turn: Turn) -> bool:
+        return self.cfg.guard.fits(self.history_tokens + turn.user_tokens, turn.output_tokens)
+
+    def _spec(self, turn: Turn) -> RequestSpec:
+        from llm_locust.workload.sampled import make_spec
+
+        user = {"role": "user", "content": turn.user}
+        messages = [*list(self.history), user]
+        if self.start.system is not None:
+            messages.insert(0, {"role": "system", "content": self.start.system})
+        self.pending = (user, turn.user_tokens)
+        return make_spec(
+            messages,
+            self.history_tokens + turn.user_tokens,
+            turn.output_tokens,
+            ignore_eos=self.cfg.ignore_eos,
+            cap=self.cfg.max_tokens_cap,
+            session_id=self.session_id,
+            turn=self.k,
+            think_time=self.cfg.think_time if self.k else 0.0,
+            info={**self.start.info, **turn.info},
+        )
+
+    def observe(self, spec: RequestSpec, response_text: str, ok: bool) -> None:
+        if self.pending is None or spec.session_id != self.session_id or spec.turn != self.k:
+            return
+        user, user_tokens = self.pending
+        self.pending = None
+        if not ok:
+            self.k = 1 << 30  # ends the session
+            return
+        self.history += [user, {"role": "assistant", "content": response_text}]
+        self.history_tokens += user_tokens + approx_count(response_text)
+        self.k += 1
+
+    def observe_usage(self, spec: RequestSpec, prompt_tokens: int | None) -> None:
+        return None
+
+
+class SyntheticTurns:
+    """Turns for a sampled workload: each turn's new user message has a sampled length."""
+
+    def __init__(self, workload: Any, index: int) -> None:
+        from llm_locust.workload.sampled import stream_rng
+
+        self.w, self.index = workload, index
+        self.rng = stream_rng(workload.seed, index)
+        self.counter = 0
+        self.choice = PrefixChoice()
+
+    def start(self) -> SessionStart:
+        return SessionStart()
+
+    def turn(self, k: int) -> Turn:
+        from llm_locust.workload.sampled import user_text
+
+        w = self.w
+        sample = w.draw(self.rng)
+        written = w.written(sample.input_tokens)
+        choice = w.prefix.pick(self.rng, sample, written) if k == 0 else PrefixChoice()
+        body = w.builder.prompt(max(1, written - choice.tokens), self.index, self.counter)
+        self.counter += 1
+        text = user_text(choice, body)
+        if choice.system is not None:
+            return Turn(
+                text,
+                sample.input_tokens - choice.tokens,
+                sample.output_tokens,
+                dict(choice.info),
+                system=choice.system,
+                system_tokens=choice.tokens,
+            )
+        return Turn(text, sample.input_tokens, sample.output_tokens, dict(choice.info))

@@ -1,0 +1,160 @@
+"""Dataset formats, bad input, and the ``workload`` CLI."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import pytest
+
+from llm_locust.workload.build import WorkloadError, add_workload_arguments, build_workload
+from llm_locust.workload.cli import main
+from llm_locust.workload.tokenizer import approx_count
+
+
+def _wl(*argv: str):
+    p = argparse.ArgumentParser()
+    add_workload_arguments(p)
+    return build_workload(p.parse_args(list(argv)))
+
+
+def _common(a: str, b: str) -> str:
+    n = next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
+    return a[:n]
+
+
+def _check_exact(spec) -> None:
+    assert sum(approx_count(m["content"]) for m in spec.messages) == spec.target_input_tokens
+
+
+def test_messages_jsonl(tmp_path: Path) -> None:
+    path = tmp_path / "m.jsonl"
+    rows = [
+        {"messages": [{"role": "user", "content": f"Question {i}: why is the sky blue?"}], "max_tokens": 7}
+        for i in range(5)
+    ]
+    path.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    w = _wl("--dataset", str(path))
+    src = w.source(0)
+    specs = [src.next_request() for _ in range(5)]
+    assert w.dataset.format == "messages" and all(s.max_tokens == 7 for s in specs)
+    for s in specs:
+        _check_exact(s)
+    contents = {s.messages[0]["content"].split(" ", w.builder.nonce_words)[-1] for s in specs}
+    assert len(contents) == 5  # one pass over the rows before repeating
+
+
+def test_prompts_csv_and_jsonl(tmp_path: Path) -> None:
+    csv_path = tmp_path / "p.csv"
+    csv_path.write_text('prompt,max_tokens\n"Write a haiku about rain.",12\n"List three colors.",\n')
+    spec = _wl("--dataset", str(csv_path), "--output-tokens", "33").source(0).next_request()
+    assert spec.max_tokens in (12, 33)
+    _check_exact(spec)
+    jl = tmp_path / "p.jsonl"
+    jl.write_text('{"prompt": "Hello there."}\n"Just a string prompt."\n')
+    assert _wl("--dataset", str(jl)).dataset.format == "prompts"
+
+
+def test_sharegpt_first_turn(tmp_path: Path) -> None:
+    path = tmp_path / "sg.json"
+    data = [
+        {
+            "id": "a",
+            "conversations": [
+                {"from": "human", "value": "What is a glacier?"},
+                {"from": "gpt", "value": "A slow river of ice."},
+                {"from": "human", "value": "Thanks!"},
+            ],
+        }
+    ]
+    path.write_text(json.dumps(data))
+    s = _wl("--dataset", str(path)).source(0).next_request()
+    assert len(s.messages) == 1 and s.messages[0]["content"].endswith("What is a glacier?")
+    assert s.max_tokens == approx_count("A slow river of ice.")
+    _check_exact(s)
+
+
+def test_mooncake_hash_blocks(tmp_path: Path) -> None:
+    path = tmp_path / "mc.jsonl"
+    rows = [
+        {"timestamp": 0, "input_length": 1200, "output_length": 5, "hash_ids": [0, 1, 2]},
+        {"timestamp": 0, "input_length": 1100, "output_length": 6, "hash_ids": [0, 1, 3]},
+        {"timestamp": 0, "input_length": 700, "output_length": 7, "hash_ids": [0, 4]},
+    ]
+    path.write_text("\n".join(json.dumps(r) for r in rows))
+    w = _wl("--dataset", str(path))
+    src = w.source(0)
+    specs = {s.info["dataset_row"]: s for s in (src.next_request() for _ in range(3))}
+    for s in specs.values():
+        _check_exact(s)
+    a, b, c = (specs[i].prompt for i in range(3))
+    assert 1023 <= approx_count(_common(a, b)) <= 1024  # blocks 0 and 1
+    assert 511 <= approx_count(_common(a, c)) <= 512  # block 0 only
+
+
+def test_malformed_rows_skipped_or_strict(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    path = tmp_path / "bad.jsonl"
+    path.write_text('{"messages": [{"role": "user", "content": "ok"}]}\n{broken\n{"messages": []}\n')
+    w = _wl("--dataset", str(path))
+    assert w.dataset.skipped == 2 and len(w.dataset) == 1
+    assert "skipped 2 malformed rows" in caplog.text
+    with pytest.raises(WorkloadError, match=r"bad.jsonl:2: malformed"):
+        _wl("--dataset", str(path), "--strict")
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--dataset", "/nonexistent/x.jsonl"], "cannot read dataset"),
+        (["--profile", "nope"], "unknown profile 'nope'"),
+        (["--input-tokens", "gauss:1"], "unknown distribution"),
+        (["--input-tokens", "9000", "--max-model-len", "4096"], "exceeds the model's limit of 4096"),
+        (["--tokenizer", "/nonexistent/tokenizer.json"], "tokenizer file not found"),
+        (["--profile", "chat", "--input-tokens", "5"], "not both"),
+    ],
+)
+def test_cli_bad_input_exits_2(argv: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["sample", "-n", "3", *argv]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("llm-locust workload: error: ") and message in err[0]
+
+
+def test_cli_sample_describe_prompts(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["sample", "--profile", "code", "-n", "5", "--seed", "3"]) == 0
+    rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert len(rows) == 5 and set(rows[0]) == {"input_tokens", "output_tokens"}
+    assert main(["sample", "--profile", "code", "-n", "5", "--seed", "3"]) == 0
+    assert [json.loads(line) for line in capsys.readouterr().out.splitlines()] == rows
+
+    assert main(["describe", "--profile", "chat", "-n", "300", "--max-model-len", "2048"]) == 0
+    captured = capsys.readouterr()
+    report = json.loads(captured.out)
+    assert report["count"] == 300 and report["length_accuracy"]["exact_fraction"] == 1.0
+    assert "clipped" in captured.err
+
+    out = tmp_path / "bodies.jsonl"
+    assert (
+        main(
+            [
+                "prompts",
+                "--input-tokens",
+                "50",
+                "--output-tokens",
+                "8",
+                "--ignore-eos",
+                "-n",
+                "4",
+                "--model",
+                "m",
+                "-o",
+                str(out),
+            ]
+        )
+        == 0
+    )
+    bodies = [json.loads(line) for line in out.read_text().splitlines()]
+    assert len(bodies) == 4 and bodies[0]["target_input_tokens"] == 50
+    body = bodies[0]["body"]
+    assert body["model"] == "m" and body["max_tokens"] == 8 and body["ignore_eos"] is True
+    assert approx_count(body["messages"][0]["content"]) == 50

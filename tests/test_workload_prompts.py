@@ -1,0 +1,121 @@
+"""Exact input lengths with a real BPE tokenizer and with the approximate rule."""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+import pytest
+from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+
+from llm_locust.workload.build import WorkloadError, add_workload_arguments, build_workload
+from llm_locust.workload.corpus import PARAGRAPHS
+from llm_locust.workload.prompts import PromptBuilder
+from llm_locust.workload.tokenizer import ApproxTokenizer, HFTokenizer, approx_count
+
+TARGETS = [1, 17, 128, 1024, 8000]
+_EXTRA = [
+    "Tokenizers learn merges from the text they are trained on, so rare words split into pieces.",
+    "Quarterly revenue grew while operating costs fell; analysts nevertheless remained cautious.",
+]
+
+
+@pytest.fixture(scope="module")
+def bpe_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A byte-level BPE trained offline on local text, saved as tokenizer.json."""
+    tok = Tokenizer(models.BPE(unk_token=None))
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=1500, initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    tok.train_from_iterator(list(PARAGRAPHS[::2]) + _EXTRA, trainer=trainer)
+    path = tmp_path_factory.mktemp("tok") / "tokenizer.json"
+    tok.save(str(path))
+    return path
+
+
+def _options(*argv: str) -> argparse.Namespace:
+    p = argparse.ArgumentParser()
+    add_workload_arguments(p)
+    return p.parse_args(list(argv))
+
+
+def _count(tok: Tokenizer, text: str) -> int:
+    return len(tok.encode(text, add_special_tokens=False).ids)
+
+
+def test_bpe_prompts_hit_exact_targets(bpe_path: Path) -> None:
+    builder = PromptBuilder(HFTokenizer(bpe_path), seed=3, min_tokens=8000)
+    tok = Tokenizer.from_file(str(bpe_path))
+    assert any(
+        _count(tok, " " + w) > 1 for w in ["nevertheless", "glaciers", "boulders"]
+    )  # really multi-token
+    for n in TARGETS:
+        for counter in range(5):
+            text = builder.prompt(n, stream=2, counter=counter)
+            assert _count(tok, text) == n, (n, counter)
+
+
+def test_approx_prompts_hit_exact_targets() -> None:
+    builder = PromptBuilder(ApproxTokenizer(), seed=3, min_tokens=8000)
+    for n in [*TARGETS, 70_000]:
+        assert approx_count(builder.prompt(n, 1, 9)) == n
+
+
+def test_profile_workload_with_bpe_is_exact_and_fast(bpe_path: Path) -> None:
+    t0 = time.perf_counter()
+    w = build_workload(_options("--profile", "chat", "--tokenizer", str(bpe_path)))
+    src = w.source(0)
+    specs = [src.next_request() for _ in range(1000)]
+    elapsed = time.perf_counter() - t0
+    tok = Tokenizer.from_file(str(bpe_path))
+    for s in specs[:200]:
+        assert sum(_count(tok, m["content"]) for m in s.messages) == s.target_input_tokens
+    assert elapsed < 5.0, elapsed
+
+
+def test_approx_workload_build_is_fast() -> None:
+    t0 = time.perf_counter()
+    w = build_workload(_options("--profile", "chat"))
+    src = w.source(0)
+    specs = [src.next_request() for _ in range(1000)]
+    assert time.perf_counter() - t0 < 3.0
+    assert all(approx_count(s.messages[0]["content"]) == s.target_input_tokens for s in specs)
+    assert all(s.prompt == s.messages[0]["content"] for s in specs)
+
+
+def test_shared_prefix_prompt_counts_add_up(bpe_path: Path) -> None:
+    w = build_workload(
+        _options(
+            "--input-tokens",
+            "uniform:300,600",
+            "--shared-prefix-fraction",
+            "1",
+            "--shared-prefix-tokens",
+            "100",
+            "--tokenizer",
+            str(bpe_path),
+        )
+    )
+    tok = Tokenizer.from_file(str(bpe_path))
+    for s in [w.source(1).next_request() for _ in range(20)]:
+        assert s.messages[0]["role"] == "system"
+        assert _count(tok, s.messages[0]["content"]) == 100
+        assert sum(_count(tok, m["content"]) for m in s.messages) == s.target_input_tokens
+        assert _count(tok, s.prompt) == s.target_input_tokens  # completions form too
+
+
+def test_ignore_eos_and_output_lengths() -> None:
+    w = build_workload(_options("--input-tokens", "64", "--output-tokens", "uniform:5,9", "--ignore-eos"))
+    s = w.source(0).next_request()
+    assert 5 <= s.max_tokens <= 9
+    assert s.extra_body == {"ignore_eos": True, "min_tokens": s.max_tokens}
+
+
+def test_bad_tokenizer_file(tmp_path: Path) -> None:
+    bad = tmp_path / "tokenizer.json"
+    bad.write_text("{not json")
+    with pytest.raises(WorkloadError, match="cannot load tokenizer"):
+        build_workload(_options("--tokenizer", str(bad)))
+    with pytest.raises(WorkloadError, match="not found"):
+        build_workload(_options("--tokenizer", str(tmp_path / "missing.json")))
