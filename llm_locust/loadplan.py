@@ -134,6 +134,10 @@ def _build(options: Any, mode: str | None) -> LoadPlan:
     elif mode in ("--request-rate", "--rate-ramp"):
         plan.stages = _rate_stages(options, mode, step, warmup)
     elif mode == "--trace":
+        if getattr(options, "dataset", None):
+            raise LoadPlanError(
+                "--trace takes its lengths from the trace: it cannot be combined with --dataset"
+            )
         plan.trace = _trace(options, seed)
         duration = max(plan.trace.duration_s, 1e-3)
         plan.stages = parse_rate_ramp([len(plan.trace.entries) / duration], duration, warmup)

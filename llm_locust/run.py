@@ -222,10 +222,6 @@ class LLMRun:
 
     def trace_spec(self, entry: Any) -> RequestSpec:
         """A request with a trace row's input and output lengths."""
-        if not hasattr(self.workload, "spec_for_lengths"):
-            raise OptionError(
-                "--trace: replay needs a profile or synthetic workload for its text, not --dataset"
-            )
         return self.workload.spec_for_lengths(
             int(entry.input_tokens), int(entry.output_tokens), self.worker_slot(), next(self._trace_counter)
         )

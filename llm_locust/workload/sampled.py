@@ -86,7 +86,9 @@ class SampledWorkload:
     def written(self, target: int) -> int:
         return self.calibrator.approx_for(target) if self.calibrator else target
 
-    def spec_for_lengths(self, input_tokens: int, output_tokens: int, stream: int, counter: int) -> RequestSpec:
+    def spec_for_lengths(
+        self, input_tokens: int, output_tokens: int, stream: int, counter: int
+    ) -> RequestSpec:
         """A request of given lengths (trace replay): this workload's text, no sampling."""
         written = self.written(input_tokens)
         body = self.builder.prompt(max(1, written), stream, counter)
