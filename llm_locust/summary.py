@@ -183,7 +183,12 @@ def format_table(summary: dict[str, Any], title: str = "llm-locust summary") -> 
         lines.append(f"{'-' * 20} SLO: {verdict} {'-' * 20}")
         for line in summary["slo"]["objectives"]:
             measured = line.get("measured")
-            shown = "-" if measured is None else f"{measured:.4g}"
+            if measured is None:
+                shown = "-"
+            elif line.get("name") == "success":
+                shown = f"{measured * 100:.2f}%"
+            else:
+                shown = f"{measured * 1000:.1f} ms"
             lines.append(row(f"{line['objective']}", f"{shown} {'ok' if line['passed'] else 'FAIL'}"))
         lines.append(row("Goodput (req/s):", f"{summary['slo']['goodput_rps']:.2f}"))
     if summary.get("token_sources", {}).get("chunks"):
