@@ -89,10 +89,29 @@ def validate_run_options(args: list[str]) -> None:
         _fail(str(exc))
 
 
+def run_help() -> str:
+    """llm-locust's options (Locust prints its ``--help`` before loading a locustfile)."""
+    from llm_locust.run import option_parsers
+
+    parser = argparse.ArgumentParser(
+        prog="llm-locust run",
+        usage="llm-locust run [llm-locust options] [locust options]",
+        description="A Locust load test of an OpenAI-compatible server with the default locustfile. "
+        "Every option below also works with plain `locust -f locustfiles/chat.py`, in the web UI's "
+        "start form, and as an LLM_LOCUST_* environment variable. Locust's own options: `locust --help`.",
+        add_help=False,
+    )
+    for title, register in option_parsers():
+        register(parser.add_argument_group(title))
+    return parser.format_help()
+
+
 def run_command(args: list[str]) -> int:
     """Validate, then hand over to Locust's own main with the default locustfile."""
-    if not any(a in ("-h", "--help") for a in args):
-        validate_run_options(args)
+    if any(a in ("-h", "--help") for a in args):
+        print(run_help())
+        return 0
+    validate_run_options(args)
     has_locustfile = any(a in ("-f", "--locustfile") or a.startswith("--locustfile=") for a in args)
     if not has_locustfile:
         path = default_locustfile()

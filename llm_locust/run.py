@@ -359,6 +359,15 @@ def _validate(environment: Environment) -> None:
         raise SystemExit(2) from None
 
 
+def option_parsers() -> list[tuple[str, Any]]:
+    """(title, register function) for every group of llm-locust options, in help order."""
+    return [
+        ("request", register_request_options),
+        ("workload", add_workload_arguments),
+        ("load model", register_load_options),
+    ]
+
+
 _installed = False
 
 
@@ -371,9 +380,8 @@ def install() -> None:
 
     @events.init_command_line_parser.add_listener
     def _options(parser: Any) -> None:
-        register_request_options(parser)
-        add_workload_arguments(parser)
-        register_load_options(parser)
+        for _, register in option_parsers():
+            register(parser)
 
     @events.init.add_listener
     def _init(environment: Environment, **_: Any) -> None:

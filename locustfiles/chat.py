@@ -6,7 +6,8 @@
     locust -f locustfiles/chat.py --host ... --request-rate 4 --arrival poisson -t 5m
 
 Every llm-locust option (``--model``, ``--profile``, ``--ramp``, ...) appears in the web
-UI's start form and in ``locust --help``.
+UI's start form; ``llm-locust run --help`` lists them (Locust's own ``--help`` is printed
+before any locustfile is loaded, so it cannot).
 """
 
 import locust  # noqa: F401  (first: gevent monkey-patching before anything else)
