@@ -135,15 +135,10 @@ def _describe(workload: Any, specs: list[Any], args: argparse.Namespace, out: Te
 
 
 def request_body(spec: Any, model: str, endpoint: str) -> dict[str, Any]:
-    """The OpenAI request body for ``spec`` (streaming, usage requested)."""
-    body: dict[str, Any] = {"model": model}
-    if endpoint == "chat":
-        body["messages"] = spec.messages
-    else:
-        body["prompt"] = spec.prompt
-    body.update(max_tokens=spec.max_tokens, stream=True, stream_options={"include_usage": True})
-    body.update(spec.extra_body)
-    return body
+    """The OpenAI request body for ``spec``: the run's own body builder, so exactly what is sent."""
+    from llm_locust.client import ClientConfig, build_body
+
+    return build_body(ClientConfig(host="", model=model, endpoint=endpoint), spec)
 
 
 def _prompts(workload: Any, specs: list[Any], args: argparse.Namespace, out: TextIO) -> None:
