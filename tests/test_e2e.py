@@ -166,3 +166,22 @@ def test_results_dir_with_results_is_refused(tmp_path: Path) -> None:
     )
     assert res.returncode == 2
     assert "--overwrite" in res.stderr and len(res.stderr.strip().splitlines()) == 1
+
+
+def test_chat_profile_lengths_are_exact_and_match_the_server(tmp_path: Path) -> None:
+    with running_sim("--ttft-ms", "10", "--tpot-ms", "1", "--output-tokens", "8") as url:
+        res = run_locust(url, "--profile", "chat", "--seed", "7", results_dir=tmp_path / "r", users=4,
+                         run_time="6s")
+        metrics = urllib.request.urlopen(url + "/metrics", timeout=5).read().decode()
+    assert res.returncode == 0, res.stderr[-2000:]
+    rows = res.rows
+    assert len(rows) >= 20
+    targets = [r["target_input_tokens"] for r in rows]
+    assert len(set(targets)) > 10  # lengths drawn from the profile, not one fixed value
+    assert all(r["prompt_tokens"] == r["target_input_tokens"] for r in rows)
+    server = sum(float(line.rsplit(" ", 1)[1]) for line in metrics.splitlines()
+                 if line.startswith("vllm:prompt_tokens_total{"))
+    assert server == sum(r["prompt_tokens"] for r in rows)
+    acc = res.summary["length_accuracy"]
+    assert acc["input"]["mean"] == 0.0, acc
+    assert res.summary["config"]["workload"]["name"] == "chat"
