@@ -1,0 +1,122 @@
+"""The simulator's ``/metrics``: Prometheus text format with vLLM's metric names.
+
+Hand-written rather than ``prometheus_client`` because the hot path is the token stream:
+counting a token here is one integer addition, and a histogram observation (one per request,
+not per token) is a bisect. Rendering happens only when ``/metrics`` is scraped.
+
+Names follow vLLM's V1 engine, labelled with ``model_name``, so dashboards and the
+load generator's server-metrics scraper work unchanged against the simulator:
+``vllm:num_requests_running``, ``vllm:num_requests_waiting``, ``vllm:kv_cache_usage_perc``,
+``vllm:prompt_tokens_total``, ``vllm:generation_tokens_total``,
+``vllm:request_success_total{finished_reason}``, ``vllm:time_to_first_token_seconds`` and
+``vllm:e2e_request_latency_seconds``. Simulator-only: ``llm_sim_faults_total{kind}``.
+
+Pure module: no network.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Callable, Sequence
+
+__all__ = ["E2E_BUCKETS", "TTFT_BUCKETS", "Histogram", "Metrics"]
+
+TTFT_BUCKETS: tuple[float, ...] = (
+    0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0,
+    2.5, 5.0, 7.5, 10.0, 20.0, 40.0, 80.0, 160.0, 640.0, 2560.0,
+)  # fmt: skip
+E2E_BUCKETS: tuple[float, ...] = (
+    0.3, 0.5, 0.8, 1.0, 1.5, 2.0, 2.5, 5.0, 10.0, 15.0, 20.0, 30.0, 40.0, 50.0,
+    60.0, 120.0, 240.0, 480.0, 960.0, 1920.0, 7680.0,
+)  # fmt: skip
+
+
+class Histogram:
+    """Cumulative-on-render histogram: observe() touches one bucket."""
+
+    def __init__(self, edges: Sequence[float]) -> None:
+        self.edges = tuple(edges)
+        self.counts = [0] * (len(self.edges) + 1)  # last slot is +Inf
+        self.total = 0.0
+        self.n = 0
+
+    def observe(self, value: float) -> None:
+        self.counts[bisect.bisect_left(self.edges, value)] += 1
+        self.total += value
+        self.n += 1
+
+    def render(self, name: str, labels: str) -> list[str]:
+        out = []
+        running = 0
+        for edge, c in zip(self.edges, self.counts, strict=False):
+            running += c
+            out.append(f'{name}_bucket{{le="{edge}",{labels}}} {running}')
+        out.append(f'{name}_bucket{{le="+Inf",{labels}}} {self.n}')
+        out.append(f"{name}_sum{{{labels}}} {self.total!r}")
+        out.append(f"{name}_count{{{labels}}} {self.n}")
+        return out
+
+
+def _label_value(value: str) -> str:
+    return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+
+
+class Metrics:
+    """Counters and histograms; gauges are read through callbacks at render time."""
+
+    def __init__(self, model: str, gauges: Callable[[], tuple[int, int, float]]) -> None:
+        self.model_label = f'model_name="{_label_value(model)}"'
+        self._gauges = gauges  # -> (running, waiting, kv usage 0..1)
+        self.prompt_tokens = 0
+        self.generation_tokens = 0
+        self.success: dict[str, int] = {}
+        self.faults: dict[str, int] = {}
+        self.ttft = Histogram(TTFT_BUCKETS)
+        self.e2e = Histogram(E2E_BUCKETS)
+
+    def request_finished(self, reason: str, e2e: float) -> None:
+        self.success[reason] = self.success.get(reason, 0) + 1
+        self.e2e.observe(e2e)
+
+    def fault(self, kind: str) -> None:
+        self.faults[kind] = self.faults.get(kind, 0) + 1
+
+    def render(self) -> str:
+        lab = self.model_label
+        running, waiting, kv = self._gauges()
+        lines = [
+            "# HELP vllm:num_requests_running Number of requests in model execution batches.",
+            "# TYPE vllm:num_requests_running gauge",
+            f"vllm:num_requests_running{{{lab}}} {running}",
+            "# HELP vllm:num_requests_waiting Number of requests waiting to be processed.",
+            "# TYPE vllm:num_requests_waiting gauge",
+            f"vllm:num_requests_waiting{{{lab}}} {waiting}",
+            "# HELP vllm:kv_cache_usage_perc KV-cache usage. 1 means 100 percent usage.",
+            "# TYPE vllm:kv_cache_usage_perc gauge",
+            f"vllm:kv_cache_usage_perc{{{lab}}} {min(max(kv, 0.0), 1.0)!r}",
+            "# HELP vllm:prompt_tokens_total Number of prefill tokens processed.",
+            "# TYPE vllm:prompt_tokens_total counter",
+            f"vllm:prompt_tokens_total{{{lab}}} {self.prompt_tokens}",
+            "# HELP vllm:generation_tokens_total Number of generation tokens processed.",
+            "# TYPE vllm:generation_tokens_total counter",
+            f"vllm:generation_tokens_total{{{lab}}} {self.generation_tokens}",
+            "# HELP vllm:request_success_total Count of successfully processed requests.",
+            "# TYPE vllm:request_success_total counter",
+        ]
+        for reason in sorted(self.success):
+            lines.append(
+                f'vllm:request_success_total{{finished_reason="{reason}",{lab}}} {self.success[reason]}'
+            )
+        lines += [
+            "# HELP vllm:time_to_first_token_seconds Histogram of time to first token in seconds.",
+            "# TYPE vllm:time_to_first_token_seconds histogram",
+            *self.ttft.render("vllm:time_to_first_token_seconds", lab),
+            "# HELP vllm:e2e_request_latency_seconds Histogram of e2e request latency in seconds.",
+            "# TYPE vllm:e2e_request_latency_seconds histogram",
+            *self.e2e.render("vllm:e2e_request_latency_seconds", lab),
+            "# HELP llm_sim_faults_total Requests given an injected fault, by kind.",
+            "# TYPE llm_sim_faults_total counter",
+        ]
+        for kind in sorted(self.faults):
+            lines.append(f'llm_sim_faults_total{{kind="{kind}",{lab}}} {self.faults[kind]}')
+        return "\n".join(lines) + "\n"

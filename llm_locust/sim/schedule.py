@@ -1,0 +1,128 @@
+"""Token clocks: when each stream's next token is due, in the two timing modes.
+
+Fixed mode (:class:`FixedScheduler`): every request is independent; token ``i`` is due at
+``t0 + ttft + i * tpot`` (absolute deadlines, so lateness never accumulates). One heap holds
+every live stream's next deadline and one event-loop timer is armed for the earliest, so
+1,000 streams cost one wake-up per distinct deadline instead of one task or sleep per
+token. A wake-up delivers every token due within ``_SLACK`` of now, which also catches up
+after a late wake.
+
+Engine mode (:class:`EngineDriver`): the pure :class:`~llm_locust.sim.engine.Engine` is
+stepped back to back on one timer; each step's tokens are written together when the step
+ends. The next step starts at the previous step's scheduled end, unless the loop is
+running late by more than ``_LATE``, so step timing does not drift either.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import heapq
+import itertools
+import math
+from typing import Any
+
+from llm_locust.sim.engine import Engine, Seq
+from llm_locust.sim.stream import Stream
+
+__all__ = ["EngineDriver", "FixedScheduler"]
+
+#: Tokens due this close to "now" are delivered in the current wake-up. epoll timeouts have
+#: 1 ms resolution and asyncio rounds them up, so wake-ups are 0-1 ms late anyway.
+_SLACK = 0.0002
+_LATE = 0.002
+
+
+class FixedScheduler:
+    """Timer heap for fixed TTFT/TPOT. Cancelled streams are dropped lazily when popped."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, ttft: float, tpot: float) -> None:
+        self._loop = loop
+        self.ttft = ttft
+        self.tpot = tpot
+        self._heap: list[tuple[float, int, Stream]] = []
+        self._seq = itertools.count()
+        self._timer: asyncio.TimerHandle | None = None
+        self._timer_at = math.inf
+
+    def submit(self, stream: Stream) -> None:
+        self._push(stream.t0 + self.ttft, stream)
+        self._arm()
+
+    def _push(self, deadline: float, stream: Stream) -> None:
+        heapq.heappush(self._heap, (deadline, next(self._seq), stream))
+
+    def _arm(self) -> None:
+        if not self._heap:
+            return
+        first = self._heap[0][0]
+        if first >= self._timer_at:
+            return
+        if self._timer is not None:
+            self._timer.cancel()
+        self._timer_at = first
+        self._timer = self._loop.call_at(first, self._wake)
+
+    def _wake(self) -> None:
+        self._timer = None
+        self._timer_at = math.inf
+        heap = self._heap
+        pop, push = heapq.heappop, self._push
+        t0_offset, tpot = self.ttft, self.tpot
+        limit = self._loop.time() + _SLACK
+        while heap and heap[0][0] <= limit:
+            deadline, _, stream = pop(heap)
+            if stream.on_token(deadline):
+                push(stream.t0 + t0_offset + stream.sent * tpot, stream)
+        self._arm()
+
+    def stop(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+        self._heap.clear()
+
+
+class EngineDriver:
+    """Steps the engine on the event loop and delivers each step's tokens at its end."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, engine: Engine) -> None:
+        self._loop = loop
+        self.engine = engine
+        self._timer: asyncio.TimerHandle | None = None
+        self._batch: list[Seq] = []
+        self._step_end = 0.0
+
+    def submit(self, stream: Stream) -> None:
+        """Queue the stream's sequence. Raises ``ValueError`` if it can never fit the KV cache."""
+        seq = Seq(prompt_tokens=stream.prompt_tokens, output_tokens=stream.n_tokens, payload=stream)
+        self.engine.add(seq)
+        stream.release = lambda: self._release(seq)
+        if self._timer is None:
+            self._start(self._loop.time())
+
+    def _release(self, seq: Seq) -> None:
+        self.engine.abort(seq)
+
+    def _start(self, start: float) -> None:
+        result = self.engine.step()
+        if not result.batch:
+            self._timer = None
+            return
+        self._batch = result.batch
+        self._step_end = start + result.duration
+        self._timer = self._loop.call_at(self._step_end, self._end)
+
+    def _end(self) -> None:
+        end = self._step_end
+        for seq in self._batch:
+            stream: Any = seq.payload
+            stream.on_token(end)
+        self._batch = []
+        self._timer = None
+        if self.engine.has_work:
+            now = self._loop.time()
+            self._start(end if now - end < _LATE else now)
+
+    def stop(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None

@@ -1,0 +1,246 @@
+"""One generation request's response, fed one token at a time by a scheduler.
+
+Both timing modes drive the same object: :meth:`Stream.on_token` is called when the next
+token is due, and the stream writes it (or, for non-streaming requests, just counts it
+until the last one). Faults that happen mid-response live here too.
+
+The wire format follows vLLM's OpenAI server exactly:
+
+- chat: a role chunk ``delta: {"role": "assistant", "content": ""}`` (written together with
+  the first token, as vLLM does), one chunk per token ``delta: {"content": ...}``; the last
+  token's chunk carries ``finish_reason``;
+- completions: one chunk per token with ``choices[0].text``;
+- then, if ``stream_options.include_usage``, a usage chunk with ``"choices": []``, then
+  ``data: [DONE]`` and the zero-length chunk ending the chunked body.
+
+Per-token cost is kept to a few byte concatenations: each stream builds its JSON prefix and
+suffix once, and token texts are pre-escaped.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from llm_locust.sim.faults import FaultPlan
+from llm_locust.sim.http import SSE_HEADERS, HttpConnection, chunk, response_bytes
+from llm_locust.sim.tokens import OUTPUT_WORDS, escaped_word
+
+if TYPE_CHECKING:
+    from llm_locust.sim.metrics import Metrics
+
+__all__ = ["Stream", "StreamOwner"]
+
+_WORDS_ESC: tuple[bytes, ...] = tuple(escaped_word(w) for w in OUTPUT_WORDS)
+_N_WORDS = len(OUTPUT_WORDS)
+_END = chunk(b"data: [DONE]\n\n") + b"0\r\n\r\n"
+_MALFORMED = chunk(b'data: {"id": broken\n\n')
+
+
+class StreamOwner:
+    """What a stream needs from the server (implemented by the app)."""
+
+    metrics: Metrics
+    stall_seconds: float
+
+    def stream_ended(self, stream: Stream) -> None: ...
+
+    def call_later(self, delay: float, callback: Callable[[], Any]) -> Any: ...
+
+
+class Stream:
+    """State of one response. ``live`` is true until it finished, failed or was cancelled."""
+
+    __slots__ = (
+        "_done_suffix",
+        "_prefix",
+        "_suffix",
+        "chat",
+        "conn",
+        "fault",
+        "finish_reason",
+        "include_usage",
+        "live",
+        "meta",
+        "n_tokens",
+        "offset",
+        "owner",
+        "prompt_tokens",
+        "release",
+        "sent",
+        "streaming",
+        "t0",
+    )
+
+    def __init__(
+        self,
+        owner: StreamOwner,
+        conn: HttpConnection,
+        *,
+        chat: bool,
+        streaming: bool,
+        include_usage: bool,
+        prompt_tokens: int,
+        n_tokens: int,
+        finish_reason: str,
+        offset: int,
+        fault: FaultPlan | None,
+        t0: float,
+        meta: tuple[str, int, str],  # (id, created, model)
+    ) -> None:
+        self.owner = owner
+        self.conn = conn
+        self.chat = chat
+        self.streaming = streaming
+        self.include_usage = include_usage
+        self.prompt_tokens = prompt_tokens
+        self.n_tokens = n_tokens
+        self.finish_reason = finish_reason
+        self.offset = offset
+        self.fault = fault
+        self.t0 = t0
+        self.meta = meta
+        self.sent = 0
+        self.live = True
+        self.release: Callable[[], None] | None = None  # frees scheduler resources
+        self._prefix = self._suffix = self._done_suffix = b""
+        if streaming:
+            self._build_templates()
+
+    # -- templates -------------------------------------------------------------------
+
+    def _head_json(self) -> str:
+        rid, created, model = self.meta
+        obj = "chat.completion.chunk" if self.chat else "text_completion"
+        return f'{{"id":"{rid}","object":"{obj}","created":{created},"model":{json.dumps(model)},'
+
+    def _build_templates(self) -> None:
+        head = self._head_json()
+        reason = json.dumps(self.finish_reason)
+        if self.chat:
+            prefix = f'data: {head}"choices":[{{"index":0,"delta":{{"content":"'
+            suffix = '"},"logprobs":null,"finish_reason":null}]}\n\n'
+            done = f'"}},"logprobs":null,"finish_reason":{reason},"stop_reason":null}}]}}\n\n'
+        else:
+            prefix = f'data: {head}"choices":[{{"index":0,"text":"'
+            suffix = '","logprobs":null,"finish_reason":null,"stop_reason":null}]}\n\n'
+            done = f'","logprobs":null,"finish_reason":{reason},"stop_reason":null}}]}}\n\n'
+        self._prefix, self._suffix, self._done_suffix = prefix.encode(), suffix.encode(), done.encode()
+
+    def _role_chunk(self) -> bytes:
+        payload = (
+            f'data: {self._head_json()}"choices":[{{"index":0,"delta":{{"role":"assistant","content":""}},'
+            f'"logprobs":null,"finish_reason":null}}]}}\n\n'
+        )
+        return chunk(payload.encode())
+
+    def _usage(self) -> dict[str, int]:
+        return {
+            "prompt_tokens": self.prompt_tokens,
+            "total_tokens": self.prompt_tokens + self.n_tokens,
+            "completion_tokens": self.n_tokens,
+        }
+
+    def _usage_chunk(self) -> bytes:
+        usage = json.dumps(self._usage(), separators=(",", ":"))
+        payload = f'data: {self._head_json()}"choices":[],"usage":{usage}}}\n\n'
+        return chunk(payload.encode())
+
+    # -- lifecycle -------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Called once the request is accepted: streaming responses send headers now."""
+        self.conn.on_lost = self.cancel
+        if self.streaming:
+            self.conn.write(SSE_HEADERS)
+
+    def on_token(self, now: float) -> bool:
+        """Deliver the next token at ``now``. Returns whether more tokens are wanted."""
+        if not self.live:
+            return False
+        i = self.sent
+        fault = self.fault
+        if fault is not None and fault.at == i and self._fault(fault.kind):
+            return False
+        self.sent = i + 1
+        metrics = self.owner.metrics
+        metrics.generation_tokens += 1
+        if i == 0:
+            metrics.ttft.observe(now - self.t0)
+        last = self.sent >= self.n_tokens
+        if self.streaming:
+            word = _WORDS_ESC[(self.offset + i) % _N_WORDS]
+            data = chunk(self._prefix + word + (self._done_suffix if last else self._suffix))
+            if i == 0 and self.chat:
+                data = self._role_chunk() + data
+            if last:
+                data += (self._usage_chunk() if self.include_usage else b"") + _END
+            self.conn.write(data)
+        elif last:
+            self.conn.write(self._full_response())
+        if last:
+            self._end(now, ok=True)
+            return False
+        return True
+
+    def cancel(self) -> None:
+        """The client went away."""
+        if self.live:
+            self._end(None, ok=False)
+
+    def _end(self, now: float | None, ok: bool) -> None:
+        self.live = False
+        release, self.release = self.release, None
+        if release is not None:
+            release()
+        if ok and now is not None:
+            self.owner.metrics.request_finished(self.finish_reason, now - self.t0)
+            self.conn.finish()
+        self.owner.stream_ended(self)
+
+    # -- faults ----------------------------------------------------------------------
+
+    def _fault(self, kind: str) -> bool:
+        """Apply a mid-stream fault at this token. True if the stream stops here."""
+        if kind == "malformed":
+            if self.streaming:
+                self.conn.write(_MALFORMED)
+            return False
+        if kind == "disconnect":
+            self._end(None, ok=False)
+            self.conn.abort()
+            return True
+        if kind == "stall":
+            self._end(None, ok=False)
+            self.owner.call_later(self.owner.stall_seconds, self.conn.abort)
+            return True
+        return False
+
+    # -- non-streaming -----------------------------------------------------------------
+
+    def _text(self) -> str:
+        return "".join(OUTPUT_WORDS[(self.offset + i) % _N_WORDS] for i in range(self.n_tokens))
+
+    def _full_response(self) -> bytes:
+        rid, created, model = self.meta
+        if self.chat:
+            choice: dict[str, Any] = {
+                "index": 0,
+                "message": {"role": "assistant", "content": self._text(), "tool_calls": []},
+            }
+        else:
+            choice = {"index": 0, "text": self._text()}
+        choice.update(logprobs=None, finish_reason=self.finish_reason, stop_reason=None)
+        body = {
+            "id": rid,
+            "object": "chat.completion" if self.chat else "text_completion",
+            "created": created,
+            "model": model,
+            "choices": [choice],
+            "usage": self._usage(),
+        }
+        data = json.dumps(body, separators=(",", ":")).encode()
+        if self.fault is not None and self.fault.kind == "malformed":
+            data = data[: len(data) // 2]  # truncated JSON with a correct Content-Length
+        return response_bytes(200, data, close=not self.conn.keep_alive)

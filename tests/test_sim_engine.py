@@ -1,0 +1,137 @@
+"""Unit tests for the pure continuous-batching model (no sockets, no clock)."""
+
+from __future__ import annotations
+
+import pytest
+
+from llm_locust.sim.engine import Engine, EngineConfig, Seq
+
+
+def _run(engine: Engine, max_steps: int = 100_000) -> list[tuple[float, list[Seq]]]:
+    """Step until idle; returns (step end time, batch) per step."""
+    t = 0.0
+    out = []
+    for _ in range(max_steps):
+        if not engine.has_work:
+            return out
+        result = engine.step()
+        t += result.duration
+        out.append((t, result.batch))
+    raise AssertionError("engine did not drain")
+
+
+def _first_token_times(steps: list[tuple[float, list[Seq]]]) -> dict[int, float]:
+    seen: dict[int, float] = {}
+    for t, batch in steps:
+        for s in batch:
+            seen.setdefault(id(s), t)
+    return seen
+
+
+def test_batch_limit_respected_and_excess_waits() -> None:
+    engine = Engine(EngineConfig(max_num_seqs=4, kv_cache_tokens=10**9))
+    seqs = [Seq(prompt_tokens=10, output_tokens=5) for _ in range(10)]
+    for s in seqs:
+        engine.add(s)
+    first = engine.step()
+    assert len(first.batch) == 4
+    assert len(engine.waiting) == 6
+    steps = [(0.0, first.batch), *_run(engine)]
+    assert max(len(b) for _, b in steps) == 4
+    assert all(s.state == "finished" and s.generated == 5 for s in seqs)
+
+
+def test_queueing_makes_ttft_explode_past_max_num_seqs() -> None:
+    cfg = EngineConfig(max_num_seqs=8, kv_cache_tokens=10**9)
+    engine = Engine(cfg)
+    seqs = [Seq(prompt_tokens=100, output_tokens=50) for _ in range(24)]
+    for s in seqs:
+        engine.add(s)
+    firsts = _first_token_times(_run(engine))
+    ttft = [firsts[id(s)] for s in seqs]
+    # The first wave gets a token after one step; the third wave waits for two full generations.
+    assert max(ttft[:8]) < 0.1
+    assert min(ttft[16:]) > 2 * 49 * cfg.decode_base
+    assert ttft == sorted(ttft)  # FIFO
+
+
+def test_kv_budget_respected() -> None:
+    engine = Engine(EngineConfig(max_num_seqs=100, kv_cache_tokens=1000))
+    seqs = [Seq(prompt_tokens=200, output_tokens=100) for _ in range(6)]  # 300 KV each
+    for s in seqs:
+        engine.add(s)
+    result = engine.step()
+    assert len(result.batch) == 3  # 3 * 300 <= 1000 < 4 * 300
+    assert engine.kv_reserved == 900
+    while engine.has_work:
+        engine.step()
+        assert engine.kv_reserved <= 1000
+    assert engine.kv_reserved == 0
+
+
+def test_request_larger_than_cache_is_rejected() -> None:
+    engine = Engine(EngineConfig(kv_cache_tokens=100))
+    with pytest.raises(ValueError, match="KV cache"):
+        engine.add(Seq(prompt_tokens=90, output_tokens=20))
+
+
+def test_fifo_head_of_line_blocks() -> None:
+    engine = Engine(EngineConfig(max_num_seqs=10, kv_cache_tokens=1000))
+    big, small_a, small_b = Seq(600, 10), Seq(500, 10), Seq(10, 10)
+    for s in (big, small_a, small_b):
+        engine.add(s)
+    engine.step()
+    assert big.state == "running"
+    assert small_a.state == "waiting" and small_b.state == "waiting"  # small_b waits behind small_a
+
+
+def test_decode_step_time_grows_with_batch() -> None:
+    cfg = EngineConfig(decode_base=0.008, decode_per_seq=0.00025, prefill_per_token=0.0)
+
+    def steady_step(n: int) -> float:
+        engine = Engine(cfg)
+        for _ in range(n):
+            engine.add(Seq(prompt_tokens=10, output_tokens=10))
+        engine.step()
+        return engine.step().duration
+
+    d1, d32, d64 = steady_step(1), steady_step(32), steady_step(64)
+    assert d1 < d32 < d64
+    assert d64 == pytest.approx(0.008 + 64 * 0.00025)
+
+
+def test_prefill_cost_only_in_admission_step() -> None:
+    cfg = EngineConfig(decode_base=0.01, decode_per_seq=0.0, prefill_per_token=0.001)
+    engine = Engine(cfg)
+    engine.add(Seq(prompt_tokens=100, output_tokens=3))
+    assert engine.step().duration == pytest.approx(0.01 + 0.1)
+    assert engine.step().duration == pytest.approx(0.01)
+
+
+def test_abort_frees_slot_and_kv() -> None:
+    engine = Engine(EngineConfig(max_num_seqs=1, kv_cache_tokens=10**6))
+    a, b = Seq(10, 100), Seq(10, 100)
+    engine.add(a)
+    engine.add(b)
+    engine.step()
+    assert b.state == "waiting"
+    engine.abort(a)
+    assert engine.kv_reserved == 0
+    result = engine.step()
+    assert result.batch == [b]
+    engine.abort(b)
+    engine.abort(b)  # idempotent
+    assert not engine.has_work
+
+
+def test_cli_converts_ms_to_seconds_with_slowdown() -> None:
+    import argparse
+
+    from llm_locust.sim.cli import add_arguments, build_config
+
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    cfg = build_config(parser.parse_args(["--ttft-ms", "100", "--tpot-ms", "20", "--slowdown", "2"]))
+    assert cfg.ttft == pytest.approx(0.2) and cfg.tpot == pytest.approx(0.04)
+    assert cfg.engine.decode_base == pytest.approx(0.016)
+    assert cfg.mode == "fixed" and cfg.model == "llm-locust/sim-8b" and cfg.max_model_len == 32768
