@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from llm_locust.summary import summarize
-from tests.locustproc import BIN, LOCUSTFILE, REPO, env, free_port, run_distributed
+from tests.locustproc import BIN, LOCUSTFILE, REPO, env, free_port, run_distributed, run_locust
 from tests.simproc import running_sim
 
 pytestmark = pytest.mark.slow
@@ -72,3 +72,12 @@ def test_worker_killed_mid_run_keeps_its_records(tmp_path: Path) -> None:
     assert dead > 0 and alive > dead
     summary = json.loads((tmp_path / "r" / "summary.json").read_text())
     assert summary["completed"] + summary["failed"] == len(rows)
+
+
+def test_processes_flag_forks_workers_that_ship_to_the_master(tmp_path: Path) -> None:
+    with running_sim("--ttft-ms", "30", "--tpot-ms", "5", "--output-tokens", "16") as url:
+        res = run_locust(url, "--processes", "2", *LIGHT, results_dir=tmp_path / "r", users=4, run_time="6s")
+    assert res.returncode == 0, res.stderr[-2000:]
+    rows = res.rows
+    assert len({r["worker"] for r in rows}) == 2
+    assert res.summary["completed"] == len(rows) > 0
