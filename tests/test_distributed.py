@@ -58,7 +58,7 @@ def test_worker_killed_mid_run_keeps_its_records(tmp_path: Path) -> None:
             time.sleep(7)
             victim = workers[0]
             victim.send_signal(signal.SIGKILL)
-            out, err = master.communicate(timeout=150)
+            _out, err = master.communicate(timeout=150)
         finally:
             for p in [master, *workers]:
                 if p.poll() is None:
