@@ -17,7 +17,8 @@ pytestmark = pytest.mark.slow
 
 def test_timing_accuracy_against_fixed_simulator(tmp_path: Path) -> None:
     with running_sim("--ttft-ms", "200", "--tpot-ms", "20", "--output-tokens", "64") as url:
-        res = run_locust(url, "--max-tokens", "256", results_dir=tmp_path / "r", users=4, run_time="10s")
+        res = run_locust(url, "--prompt-tokens", "128", "--max-tokens", "256", results_dir=tmp_path / "r",
+                         users=4, run_time="10s")
     assert res.returncode == 0, res.stderr[-2000:]
     s, rows = res.summary, res.rows
     assert s["failed"] == 0 and s["completed"] >= 12
