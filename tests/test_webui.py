@@ -1,0 +1,80 @@
+"""The /llm page on Locust's web UI: a real run, its JSON, and the page in headless Chromium."""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.browser import chromium_binary, dump_dom, screenshot
+from tests.locustproc import REPO
+from tests.promproc import free_port, http_get, start_locust, stop_process, write_locustfile
+from tests.simproc import running_sim
+
+pytestmark = pytest.mark.slow
+ARTIFACT = REPO / "test-artifacts" / "webui.png"
+
+
+def _wait_for_records(base: str, deadline: float) -> dict:
+    stats: dict = {}
+    while time.monotonic() < deadline:
+        try:
+            stats = json.loads(http_get(f"{base}/llm/stats", timeout=2))
+            if stats["snapshot"]["totals"]["completed"] >= 10 and len(stats["history"]) >= 3:
+                return stats
+        except OSError:
+            pass
+        time.sleep(0.5)
+    raise AssertionError(f"no records reached /llm/stats in time: {stats}")
+
+
+def _tile(dom: str, element_id: str) -> str:
+    match = re.search(rf'id="{element_id}">([^<]*)<', dom)
+    assert match, element_id
+    return match.group(1)
+
+
+@pytest.mark.skipif(chromium_binary() is None, reason="chromium not on PATH (make system-deps)")
+def test_llm_page_shows_live_values(tmp_path: Path) -> None:
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    with running_sim(
+        "--ttft-ms", "60", "--tpot-ms", "8", "--output-tokens", "30", "--error-rate", "0.05"
+    ) as url:
+        proc = start_locust(
+            write_locustfile(tmp_path),
+            url,
+            *("--autostart", "--autoquit", "2", "-t", "15s", "-u", "4", "-r", "4"),
+            *("--web-host", "127.0.0.1", "--web-port", str(port)),
+            log_path=tmp_path / "locust.log",
+        )
+        try:
+            stats = _wait_for_records(base, time.monotonic() + 25)
+            run, snap = stats["run"], stats["snapshot"]
+            assert run["users"] == 4 and run["run_id"] and run["role"] == "local"
+            assert snap["recent"]["output_tokens_per_s"] > 0
+            assert snap["latency"]["ttft"]["p50"] == pytest.approx(0.06, rel=0.5)
+            assert stats["history"][-1]["tokens_per_s"] > 0
+            newer = json.loads(http_get(f"{base}/llm/stats?since={stats['history'][-1]['t']}"))
+            assert all(p["t"] > stats["history"][-1]["t"] for p in newer["history"])
+            # the metrics route and the "LLM" tab of Locust's own UI
+            assert "llm_locust_generation_tokens_total" in http_get(f"{base}/metrics")
+            requests = json.loads(http_get(f"{base}/stats/requests"))
+            tab = next(t for t in requests["extended_stats"] if t["key"] == "llm-locust")
+            assert tab["data"][0]["metric"].startswith("TTFT") and tab["data"][0]["p50"] != ""
+
+            dom = dump_dom(f"{base}/llm")
+            for element_id in ("v-tokens-per-s", "v-ttft-p50", "v-completed", "v-users"):
+                assert float(_tile(dom, element_id)) > 0, element_id
+            assert _tile(dom, "model") not in ("", "-")
+            screenshot(f"{base}/llm", ARTIFACT)
+            assert ARTIFACT.stat().st_size > 20_000  # charts drawn, not a blank page
+            proc.wait(40)  # -t 15s then --autoquit 2
+        finally:
+            stop_process(proc)
+    log = (tmp_path / "locust.log").read_text()
+    assert proc.returncode in (0, 1), log[-3000:]
+    assert "Traceback" not in log, log[-3000:]
