@@ -69,6 +69,10 @@ class ResultsWriter:
         self._file.flush()
         self.count += 1
 
+    @property
+    def closed(self) -> bool:
+        return self._file.closed
+
     def rows(self) -> Iterator[dict[str, Any]]:
         self._file.flush()
         return read_records(self.requests_path)

@@ -33,6 +33,7 @@ import gevent
 
 from llm_locust import distributed
 from llm_locust.client import ClientConfig, fetch_server_info
+from llm_locust.exporter import add_exporter_arguments, install_exporter
 from llm_locust.loadplan import OPEN_LOOP_LEAD, LoadPlan, build_load_plan, stage_of, take_run_time
 from llm_locust.options import (
     OptionError,
@@ -44,8 +45,10 @@ from llm_locust.options import (
 from llm_locust.record import RequestRecord
 from llm_locust.report import Finalizer
 from llm_locust.results import ResultsDirError, ResultsWriter, check_results_dir
+from llm_locust.server_metrics import add_server_metrics_arguments, install_server_metrics
 from llm_locust.shapes import register_load_options
 from llm_locust.slo import parse_slo
+from llm_locust.webui import install_web_ui
 from llm_locust.workload.base import RequestSpec
 from llm_locust.workload.build import WorkloadError, add_workload_arguments, build_workload
 
@@ -103,6 +106,7 @@ class LLMRun:
         self._streams = itertools.count()
         self._request_ids = itertools.count()
         self._trace_counter = itertools.count()
+        self._late = 0  # records that arrived after the results were closed
         self._tests = 0
         runner = environment.runner
         if self.role == "worker":
@@ -260,7 +264,11 @@ class LLMRun:
             self._deliver(row)
 
     def _deliver(self, row: dict[str, Any]) -> None:
-        if self.writer is None or self.writer.requests_path is None:
+        """Write a record, then feed the live aggregates the very same rows (so they agree)."""
+        if self.writer is None or self.writer.closed:
+            self._late += 1
+            if self._late == 1:
+                log.warning("llm-locust: a record arrived after the results were closed; dropped (counted)")
             return
         self.writer.write(row)
         for consumer in self.consumers:
@@ -365,6 +373,8 @@ def option_parsers() -> list[tuple[str, Any]]:
         ("request", register_request_options),
         ("workload", add_workload_arguments),
         ("load model", register_load_options),
+        ("prometheus exporter", add_exporter_arguments),
+        ("server metrics", add_server_metrics_arguments),
     ]
 
 
@@ -388,7 +398,10 @@ def install() -> None:
         _validate(environment)
         if environment.parsed_options is not None:
             take_run_time(environment.parsed_options)
-        run_for(environment)
+        run = run_for(environment)
+        exporter = install_exporter(run)
+        install_server_metrics(run, exporter)
+        install_web_ui(run)
 
     @events.test_start.add_listener
     def _test_start(environment: Environment, **_: Any) -> None:

@@ -165,7 +165,9 @@ def test_selectors_match_their_pods(overlay: str) -> None:
     container_ports = {p["name"]: p["containerPort"] for p in _pod_spec(master)["containers"][0]["ports"]}
     for name in ("master", "metrics"):  # the headless master serves no web UI
         assert container_ports[name] == service_ports[name]["port"]
-    assert str(_env(K8S / "overlays" / overlay)["LLM_LOCUST_METRICS_PORT"]) == str(container_ports["metrics"])
+    env = _env(K8S / "overlays" / overlay)
+    assert str(env["LLM_LOCUST_PROMETHEUS_PORT"]) == str(container_ports["metrics"])
+    assert env["LLM_LOCUST_PROMETHEUS_HOST"] == "0.0.0.0"  # a pod must listen beyond loopback
 
 
 @pytest.mark.parametrize("overlay", OVERLAYS)
