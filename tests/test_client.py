@@ -86,3 +86,18 @@ def test_unreachable_host_is_a_connect_failure() -> None:
         r, _ = send(f"http://127.0.0.1:{port}")
     assert r.outcome == "connect", (r.outcome, r.message)
     assert "Refused" in r.message or "refused" in r.message
+
+
+def test_keep_alive_check_override_targets_a_real_pool_method() -> None:
+    """The pool's own check yields to the gevent hub before every send (TTFT +18 ms at 500
+    users); the client replaces it. Fail loudly if geventhttpclient renames the method."""
+    from geventhttpclient.connectionpool import ConnectionPool
+
+    from llm_locust.client import _socket_alive
+
+    assert callable(getattr(ConnectionPool, "_is_socket_alive", None))
+    client = StreamingClient(ClientConfig(host="http://127.0.0.1:9", model="m"))
+    try:
+        assert client._http._connection_pool._is_socket_alive is _socket_alive
+    finally:
+        client.close()
