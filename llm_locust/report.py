@@ -16,7 +16,7 @@ from llm_locust import __version__
 from llm_locust.options import registered_names
 from llm_locust.record import RequestRecord
 from llm_locust.results import ResultsWriter
-from llm_locust.slo import evaluate
+from llm_locust.slo import evaluate, highest_passing_stage
 from llm_locust.stages import littles_law
 from llm_locust.summary import format_stage_table, format_table, summarize
 from llm_locust.workload.accuracy import input_length_error
@@ -146,14 +146,11 @@ def stage_summaries(
 
 def capacity_verdict(stages: list[dict[str, Any]]) -> dict[str, Any]:
     """The highest stage (in order, before the first failure) that met the SLO."""
-    judged = [s for s in stages if s.get("slo") is not None]
+    judged = [(i, s) for i, s in enumerate(stages) if s.get("slo") is not None]
     if not judged:
         return {}
-    best = None
-    for s in judged:
-        if not s["slo"]["passed"]:
-            break
-        best = s
+    found = highest_passing_stage(judged, passed=lambda s: s["slo"]["passed"])
+    best = None if found is None else stages[found]
     if best is None:
         return {"highest_passing_stage": None, "capacity": "no stage met the SLO"}
     return {

@@ -7,10 +7,8 @@ turns them into a :class:`Workload` (raising :class:`WorkloadError` on bad input
 
 from llm_locust.workload.base import RequestSource, RequestSpec, Workload
 from llm_locust.workload.build import WorkloadError, add_workload_arguments, build_workload
-from llm_locust.workload.fixed import FixedWorkload
 
 __all__ = [
-    "FixedWorkload",
     "RequestSource",
     "RequestSpec",
     "Workload",
