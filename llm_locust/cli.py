@@ -64,12 +64,17 @@ def _fail(message: str) -> NoReturn:
 
 def validate_run_options(args: list[str]) -> None:
     """Check llm-locust's own options before Locust starts: one line and exit 2 if wrong."""
-    from llm_locust.loadplan import build_load_plan
-    from llm_locust.options import OptionError, parse_extra_body, parse_headers, register_request_options
-    from llm_locust.results import ResultsDirError, check_results_dir
-    from llm_locust.run import WorkloadError, add_workload_arguments, build_workload
-    from llm_locust.shapes import register_load_options
-    from llm_locust.slo import parse_slo
+    from llm_locust.config.options import (
+        OptionError,
+        parse_extra_body,
+        parse_headers,
+        register_request_options,
+    )
+    from llm_locust.load.plan import build_load_plan
+    from llm_locust.results.slo import parse_slo
+    from llm_locust.results.writer import ResultsDirError, check_results_dir
+    from llm_locust.runtime.run import WorkloadError, add_workload_arguments, build_workload
+    from llm_locust.runtime.shape import register_load_options
 
     parser = _OneLineParser(prog="llm-locust run", add_help=False)
     register_request_options(parser)
@@ -91,7 +96,7 @@ def validate_run_options(args: list[str]) -> None:
 
 def run_help() -> str:
     """llm-locust's options (Locust prints its ``--help`` before loading a locustfile)."""
-    from llm_locust.run import option_parsers
+    from llm_locust.runtime.run import option_parsers
 
     parser = argparse.ArgumentParser(
         prog="llm-locust run",

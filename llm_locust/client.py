@@ -24,8 +24,8 @@ from gevent.monkey import get_original
 from geventhttpclient import HTTPClient
 from geventhttpclient.response import HTTPConnectionClosed, HTTPParseError
 
+from llm_locust.protocol.sse import DONE, PayloadError, iter_events, parse_chunk
 from llm_locust.record import OK, RequestRecord
-from llm_locust.sse import DONE, PayloadError, iter_events, parse_chunk
 
 __all__ = ["ClientConfig", "StreamingClient", "build_body", "classify_status", "fetch_server_info"]
 

@@ -12,8 +12,8 @@ before any locustfile is loaded, so it cannot).
 
 import locust  # noqa: F401  (first: gevent monkey-patching before anything else)
 
-from llm_locust.shapes import LLMShape
-from llm_locust.user import LLMUser
+from llm_locust.runtime.shape import LLMShape
+from llm_locust.runtime.user import LLMUser
 
 
 class ChatUser(LLMUser):

@@ -22,7 +22,7 @@ import logging
 import math
 from typing import Any
 
-from llm_locust.options import add_argument
+from llm_locust.config.options import add_argument
 from llm_locust.workload.datasets import FORMATS, DatasetError, count_tokens, load_dataset
 from llm_locust.workload.distributions import Distribution, SpecError, SyntheticLengths, parse_distribution
 from llm_locust.workload.limits import POLICIES, LengthGuard

@@ -17,8 +17,8 @@ from typing import Any, TextIO
 
 import numpy as np
 
-from llm_locust.options import add_argument
-from llm_locust.workload.accuracy import relative_errors
+from llm_locust.config.options import add_argument
+from llm_locust.results.accuracy import relative_errors
 from llm_locust.workload.build import WorkloadError, add_workload_arguments, build_workload
 from llm_locust.workload.tokenizer import TokenizerError
 

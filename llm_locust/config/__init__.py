@@ -1,0 +1,1 @@
+"""Command-line options and the typed run configuration."""

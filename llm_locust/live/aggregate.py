@@ -1,0 +1,292 @@
+"""Live aggregates over finished requests, for the Prometheus exporter and the web UI.
+
+The results folder gets every record, but a scrape or a page refresh must not re-read
+it: :class:`LiveAggregate` folds each record in once (``add(row)``, registered as one of
+the run's consumers) and answers from fixed-size state:
+
+- exact counters (requests by outcome, prompt/generation tokens, SLO-good requests and
+  tokens) that only ever grow, so a Prometheus ``rate()`` across a test restarted in
+  the web UI stays right;
+- exact Prometheus ``le`` buckets per latency (:class:`FixedBucketCounts`) over the
+  catalog's edges plus each SLO threshold, so ``X_bucket{le="<threshold>"}`` counts
+  exactly the requests that met it;
+- :class:`LogHistogram` quantiles over the whole process and over a sliding window
+  (a ring of one-second slots), the numbers a person watching a run wants.
+
+Token and request totals follow :func:`llm_locust.results.summary.summarize` (successful records
+only; prompt tokens fall back to the workload's target), so at the end of a run the
+exported totals equal ``summary.json``'s. Memory does not depend on the number of
+requests. :class:`History` keeps a bounded ring of snapshots for charts.
+
+Pure module: numpy only, no Locust, no network.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections import Counter, deque
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from llm_locust.live import catalog as metrics
+from llm_locust.live.histogram import FixedBucketCounts, LogHistogram
+
+__all__ = ["LATENCIES", "QUANTILES", "History", "LiveAggregate", "Window", "history_point"]
+
+#: Live latency name -> (record field, catalog metric).
+LATENCIES: dict[str, tuple[str, metrics.MetricSpec]] = {
+    "ttft": ("ttft", metrics.TIME_TO_FIRST_TOKEN),
+    "tpot": ("tpot", metrics.TIME_PER_OUTPUT_TOKEN),
+    "itl": ("itl", metrics.INTER_TOKEN_LATENCY),
+    "e2e": ("e2e", metrics.E2E_LATENCY),
+}
+QUANTILES = (0.5, 0.95, 0.99)
+OK = "ok"
+# Window slots use 1 % relative error: half the memory of the default layout, plenty
+# for a chart (30 slots x 4 latencies x ~1,000 int64 = ~1 MB in all).
+_WINDOW_LAYOUT = (1e-4, 3600.0, 0.01)
+
+Row = Mapping[str, Any]
+
+
+def _finite(value: Any) -> bool:
+    return isinstance(value, (int, float)) and math.isfinite(value)
+
+
+def _latencies(row: Row, field: str) -> list[float]:
+    value = row.get(field)
+    if field == "itl":
+        return [float(v) for v in (value or ()) if _finite(v)]
+    return [float(value)] if _finite(value) else []
+
+
+def prompt_tokens_of(row: Row) -> int:
+    """As the summary counts them: the server's count, else the workload's target."""
+    actual = row.get("prompt_tokens")
+    return int(actual if actual is not None else (row.get("target_input_tokens") or 0))
+
+
+class _Slot:
+    """What finished within one wall-clock second."""
+
+    __slots__ = ("errors", "hists", "ok", "second", "tokens")
+
+    def __init__(self) -> None:
+        self.second = -1
+        self.hists = {name: LogHistogram(*_WINDOW_LAYOUT) for name in LATENCIES}
+        self.ok = 0
+        self.tokens = 0
+        self.errors: Counter[str] = Counter()
+
+    def reset(self, second: int) -> None:
+        self.second = second
+        for hist in self.hists.values():
+            hist.clear()
+        self.ok = self.tokens = 0
+        self.errors.clear()
+
+
+class Window:
+    """A ring of ``seconds`` one-second slots: the last ``seconds`` seconds, reused forever."""
+
+    def __init__(self, seconds: int = 30) -> None:
+        if seconds < 2:
+            raise ValueError("window must be at least 2 seconds")
+        self.seconds = int(seconds)
+        self._slots = [_Slot() for _ in range(self.seconds)]
+
+    def slot(self, now: float) -> _Slot:
+        second = math.floor(now)
+        slot = self._slots[second % self.seconds]
+        if slot.second != second:
+            slot.reset(second)
+        return slot
+
+    def live(self, now: float) -> list[_Slot]:
+        second = math.floor(now)
+        return [s for s in self._slots if second - self.seconds < s.second <= second]
+
+    def span(self, now: float, since: float | None) -> float:
+        """Seconds the window covers now (shorter while the aggregate is younger)."""
+        full = self.seconds - 1 + (now - math.floor(now))
+        if since is not None:
+            full = min(full, now - since)
+        return max(full, 1.0)
+
+    @property
+    def size(self) -> int:
+        return len(self._slots)
+
+
+class LiveAggregate:
+    """Running totals and histograms over every record added; see the module docstring.
+
+    ``slo_good(row)`` decides whether a successful request met the SLO; without one
+    every successful request counts as good (no threshold to miss), so goodput equals
+    throughput. ``thresholds`` maps a latency name (``ttft``, ``tpot``, ``itl``,
+    ``e2e``) to SLO thresholds in seconds that become exact bucket edges.
+    """
+
+    def __init__(
+        self,
+        slo_good: Callable[[Row], bool] | None = None,
+        thresholds: Mapping[str, Iterable[float]] | None = None,
+        window_s: int = 30,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        thresholds = thresholds or {}
+        unknown = set(thresholds) - set(LATENCIES)
+        if unknown:
+            raise ValueError(f"thresholds for unknown latencies: {sorted(unknown)}")
+        self.slo_good = slo_good
+        self.requests: Counter[str] = Counter()
+        self.prompt_tokens = 0
+        self.generation_tokens = 0
+        self.slo_good_requests = 0
+        self.slo_good_generation_tokens = 0
+        self.buckets = {
+            name: FixedBucketCounts(
+                metrics.buckets_with_thresholds(spec.buckets or (), thresholds.get(name, ()))
+            )
+            for name, (_, spec) in LATENCIES.items()
+        }
+        self.overall = {name: LogHistogram() for name in LATENCIES}
+        self.window = Window(window_s)
+        self.first_time: float | None = None
+        self.last_time: float | None = None
+        self._clock = clock
+
+    # -- folding records in -------------------------------------------------------
+    def add(self, row: Row) -> None:
+        """Fold one finished request (its JSONL form) into every total."""
+        now = self._clock()
+        if self.first_time is None:
+            self.first_time = now
+        self.last_time = now
+        slot = self.window.slot(now)
+        outcome = str(row.get("outcome") or "unknown")
+        self.requests[outcome] += 1
+        if outcome != OK:
+            slot.errors[outcome] += 1
+            return
+        tokens = int(row.get("completion_tokens") or 0)
+        slot.ok += 1
+        slot.tokens += tokens
+        self.prompt_tokens += prompt_tokens_of(row)
+        self.generation_tokens += tokens
+        for name, (field, _) in LATENCIES.items():
+            values = _latencies(row, field)
+            if values:
+                self.buckets[name].add_many(values)
+                self.overall[name].add_many(values)
+                slot.hists[name].add_many(values)
+        if self.slo_good is None or self.slo_good(row):
+            self.slo_good_requests += 1
+            self.slo_good_generation_tokens += tokens
+
+    # -- reading ------------------------------------------------------------------
+    @property
+    def completed(self) -> int:
+        return self.requests.get(OK, 0)
+
+    @property
+    def failed(self) -> int:
+        return sum(n for outcome, n in self.requests.items() if outcome != OK)
+
+    def errors(self) -> dict[str, int]:
+        return dict(sorted((k, v) for k, v in self.requests.items() if k != OK))
+
+    def recent_histograms(self, now: float | None = None) -> dict[str, LogHistogram]:
+        """Each latency's histogram over the sliding window."""
+        now = self._clock() if now is None else now
+        out = {name: LogHistogram(*_WINDOW_LAYOUT) for name in LATENCIES}
+        for slot in self.window.live(now):
+            for name, hist in slot.hists.items():
+                if hist:
+                    out[name].merge(hist)
+        return out
+
+    def recent(self, now: float | None = None) -> dict[str, Any]:
+        """Rates, errors and latency quantiles over the sliding window."""
+        now = self._clock() if now is None else now
+        slots = self.window.live(now)
+        span = self.window.span(now, self.first_time)
+        errors: Counter[str] = Counter()
+        for slot in slots:
+            errors.update(slot.errors)
+        return {
+            "window_s": self.window.seconds,
+            "span_s": span,
+            "requests_per_s": sum(s.ok for s in slots) / span,
+            "errors_per_s": sum(errors.values()) / span,
+            "output_tokens_per_s": sum(s.tokens for s in slots) / span,
+            "errors": dict(sorted(errors.items())),
+            "latency": {name: _stats(h) for name, h in self.recent_histograms(now).items()},
+        }
+
+    def snapshot(self, now: float | None = None) -> dict[str, Any]:
+        """Everything at once, as plain JSON-able types (seconds, counts, per-second rates)."""
+        now = self._clock() if now is None else now
+        return {
+            "time": now,
+            "totals": {
+                "requests": dict(sorted(self.requests.items())),
+                "completed": self.completed,
+                "failed": self.failed,
+                "prompt_tokens": self.prompt_tokens,
+                "generation_tokens": self.generation_tokens,
+                "slo_good_requests": self.slo_good_requests,
+                "slo_good_generation_tokens": self.slo_good_generation_tokens,
+            },
+            "errors": self.errors(),
+            "latency": {name: _stats(h) for name, h in self.overall.items()},
+            "recent": self.recent(now),
+        }
+
+
+def _stats(hist: LogHistogram) -> dict[str, Any]:
+    qs = hist.quantiles(QUANTILES)
+    out: dict[str, Any] = {"count": hist.count, "mean": hist.mean}
+    out.update({f"p{round(q * 100)}": v for q, v in zip(QUANTILES, qs, strict=True)})
+    return out
+
+
+def history_point(snapshot: Mapping[str, Any], gauges: Mapping[str, Any]) -> dict[str, Any]:
+    """One compact chart point from a snapshot and the run's gauges (latencies in seconds)."""
+    recent = snapshot["recent"]
+    point: dict[str, Any] = {
+        "t": round(snapshot["time"], 3),
+        "tokens_per_s": recent["output_tokens_per_s"],
+        "requests_per_s": recent["requests_per_s"],
+        "errors_per_s": recent["errors_per_s"],
+        "completed": snapshot["totals"]["completed"],
+        "failed": snapshot["totals"]["failed"],
+    }
+    for name, stats in recent["latency"].items():
+        point[name] = [stats["p50"], stats["p95"], stats["p99"]]
+    point.update(gauges)
+    return point
+
+
+class History:
+    """A bounded ring of chart points, so a page opened mid-run still shows the past."""
+
+    def __init__(self, maxlen: int = 450) -> None:
+        self._points: deque[dict[str, Any]] = deque(maxlen=maxlen)
+
+    def append(self, point: dict[str, Any]) -> None:
+        self._points.append(point)
+
+    def since(self, t: float | None = None) -> list[dict[str, Any]]:
+        """Points strictly newer than ``t`` (all of them when ``t`` is None)."""
+        if t is None:
+            return list(self._points)
+        return [p for p in self._points if p["t"] > t]
+
+    def __len__(self) -> int:
+        return len(self._points)
+
+    @property
+    def maxlen(self) -> int:
+        return self._points.maxlen or 0

@@ -1,0 +1,333 @@
+"""The metric catalog: every series llm-locust exports, described once.
+
+The Prometheus exporter on the Locust master, the Grafana dashboard and the tests all
+read names, help texts, label sets and bucket edges from here, so a rename or a new
+bucket edge cannot drift between them. Pure module: no Locust, no network, no
+``prometheus_client`` (the exporter turns :class:`MetricSpec` into live metrics).
+
+Conventions (https://prometheus.io/docs/practices/naming/):
+
+- every name starts with ``llm_locust_`` and uses base units: seconds, tokens, ratios
+  in 0..1 (never milliseconds or percent);
+- :attr:`MetricSpec.name` is always the full name as it appears on ``/metrics``. For
+  counters that includes the ``_total`` suffix (``llm_locust_requests_total``).
+  ``prometheus_client.Counter`` and ``CounterMetricFamily`` both accept that name and
+  strip/re-add ``_total`` themselves; :attr:`MetricSpec.family` gives the name
+  without it where an API wants the bare family name;
+- histogram bucket edges equal vLLM's server-side histograms of the same meaning, so
+  client-side and server-side quantiles interpolate over the same buckets and can be
+  overlaid in Grafana (see :data:`VLLM_EQUIVALENTS`).
+
+Run filtering: only ``llm_locust_run_info`` carries ``run_id``. Dashboard queries join
+every series to it on the scrape target (``on(instance, job)``), which keeps working
+when one Prometheus scrapes several masters; the exporter must therefore expose
+exactly one ``llm_locust_run_info`` series at a time.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+__all__ = [
+    "CATALOG",
+    "CATALOG_BY_NAME",
+    "DASHBOARD_PATH",
+    "E2E_LATENCY",
+    "E2E_REQUEST_LATENCY_BUCKETS",
+    "GENERATION_TOKENS",
+    "INTER_TOKEN_LATENCY",
+    "INTER_TOKEN_LATENCY_BUCKETS",
+    "IN_FLIGHT",
+    "PREFIX",
+    "PROMPT_TOKENS",
+    "REQUESTS",
+    "RUN_INFO",
+    "SERVER_KV_CACHE_USAGE",
+    "SERVER_NUM_REQUESTS_RUNNING",
+    "SERVER_NUM_REQUESTS_WAITING",
+    "SLO_GOOD_GENERATION_TOKENS",
+    "SLO_GOOD_REQUESTS",
+    "STAGE",
+    "TARGET_REQUEST_RATE",
+    "TIME_PER_OUTPUT_TOKEN",
+    "TIME_PER_OUTPUT_TOKEN_BUCKETS",
+    "TIME_TO_FIRST_TOKEN",
+    "TIME_TO_FIRST_TOKEN_BUCKETS",
+    "USERS",
+    "VLLM_EQUIVALENTS",
+    "WORKERS",
+    "MetricSpec",
+    "buckets_with_thresholds",
+    "dashboard_expressions",
+    "expression_metric_names",
+    "spec_for_series",
+]
+
+PREFIX = "llm_locust_"
+Kind = Literal["counter", "gauge", "histogram"]
+_HISTOGRAM_SUFFIXES = ("_bucket", "_sum", "_count")
+
+
+@dataclass(frozen=True)
+class MetricSpec:
+    """One exported metric family.
+
+    ``name`` is the exposed name (counters include ``_total``); ``buckets`` are the
+    finite ``le`` edges of a histogram (``+Inf`` is implicit) and ``None`` otherwise;
+    ``unit`` is the base unit the value is in ("" for plain counts).
+    """
+
+    name: str
+    kind: Kind
+    help: str
+    labels: tuple[str, ...] = ()
+    buckets: tuple[float, ...] | None = None
+    unit: str = ""
+
+    @property
+    def family(self) -> str:
+        """The name without a counter's ``_total`` suffix."""
+        if self.kind == "counter" and self.name.endswith("_total"):
+            return self.name[: -len("_total")]
+        return self.name
+
+    @property
+    def series_names(self) -> tuple[str, ...]:
+        """Sample names this family puts on ``/metrics``."""
+        if self.kind == "histogram":
+            return tuple(self.name + s for s in _HISTOGRAM_SUFFIXES)
+        return (self.name,)
+
+
+# --- Bucket edges ---------------------------------------------------------------
+# Copied as numbers from vLLM's PrometheusStatLogger, vllm/v1/metrics/loggers.py
+# (vLLM 0.11/0.12; the TTFT and E2E edges are unchanged since the v0 engine's
+# vllm/engine/metrics.py). In vLLM 0.11+ vllm:inter_token_latency_seconds (per token)
+# and vllm:request_time_per_output_token_seconds (per request) share the edges that
+# the deprecated vllm:time_per_output_token_seconds used.
+
+TIME_TO_FIRST_TOKEN_BUCKETS: tuple[float, ...] = (
+    0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75,
+    1.0, 2.5, 5.0, 7.5, 10.0, 20.0, 40.0, 80.0, 160.0, 640.0, 2560.0,
+)  # fmt: skip
+INTER_TOKEN_LATENCY_BUCKETS: tuple[float, ...] = (
+    0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75,
+    1.0, 2.5, 5.0, 7.5, 10.0, 20.0, 40.0, 80.0,
+)  # fmt: skip
+TIME_PER_OUTPUT_TOKEN_BUCKETS: tuple[float, ...] = INTER_TOKEN_LATENCY_BUCKETS
+E2E_REQUEST_LATENCY_BUCKETS: tuple[float, ...] = (
+    0.3, 0.5, 0.8, 1.0, 1.5, 2.0, 2.5, 5.0, 10.0, 15.0, 20.0, 30.0,
+    40.0, 50.0, 60.0, 120.0, 240.0, 480.0, 960.0, 1920.0, 7680.0,
+)  # fmt: skip
+
+
+def buckets_with_thresholds(base: Sequence[float], thresholds: Iterable[float]) -> tuple[float, ...]:
+    """``base`` plus each SLO threshold as an exact edge, sorted and deduplicated.
+
+    With the threshold as an edge, ``X_bucket{le="<threshold>"}`` counts exactly the
+    observations that met it, so an SLO ratio needs no interpolation. Edges must be
+    finite (``+Inf`` is implicit in a Prometheus histogram).
+    """
+    edges = [float(x) for x in (*base, *thresholds)]
+    bad = [x for x in edges if not math.isfinite(x)]
+    if bad:
+        raise ValueError(f"bucket edges must be finite, got {bad}")
+    return tuple(sorted(set(edges)))
+
+
+# --- Counters -------------------------------------------------------------------
+
+REQUESTS = MetricSpec(
+    f"{PREFIX}requests_total",
+    "counter",
+    "Requests finished, by outcome (ok, or the failure class).",
+    labels=("outcome",),
+)
+PROMPT_TOKENS = MetricSpec(
+    f"{PREFIX}prompt_tokens_total", "counter", "Prompt (input) tokens sent.", unit="tokens"
+)
+GENERATION_TOKENS = MetricSpec(
+    f"{PREFIX}generation_tokens_total",
+    "counter",
+    "Generation (output) tokens received.",
+    unit="tokens",
+)
+SLO_GOOD_REQUESTS = MetricSpec(
+    f"{PREFIX}slo_good_requests_total",
+    "counter",
+    "Successful requests that met every configured SLO threshold.",
+)
+SLO_GOOD_GENERATION_TOKENS = MetricSpec(
+    f"{PREFIX}slo_good_generation_tokens_total",
+    "counter",
+    "Generation tokens of requests that met every SLO threshold (goodput).",
+    unit="tokens",
+)
+
+# --- Histograms -----------------------------------------------------------------
+
+TIME_TO_FIRST_TOKEN = MetricSpec(
+    f"{PREFIX}time_to_first_token_seconds",
+    "histogram",
+    "Time from sending a request to its first content-bearing chunk.",
+    buckets=TIME_TO_FIRST_TOKEN_BUCKETS,
+    unit="seconds",
+)
+TIME_PER_OUTPUT_TOKEN = MetricSpec(
+    f"{PREFIX}time_per_output_token_seconds",
+    "histogram",
+    "Per request: (E2E - TTFT) / (output tokens - 1); one observation per request.",
+    buckets=TIME_PER_OUTPUT_TOKEN_BUCKETS,
+    unit="seconds",
+)
+INTER_TOKEN_LATENCY = MetricSpec(
+    f"{PREFIX}inter_token_latency_seconds",
+    "histogram",
+    "Gap between successive content-bearing chunks; one observation per gap.",
+    buckets=INTER_TOKEN_LATENCY_BUCKETS,
+    unit="seconds",
+)
+E2E_LATENCY = MetricSpec(
+    f"{PREFIX}e2e_request_latency_seconds",
+    "histogram",
+    "Time from sending a request to the last byte of its response.",
+    buckets=E2E_REQUEST_LATENCY_BUCKETS,
+    unit="seconds",
+)
+
+# --- Gauges ---------------------------------------------------------------------
+
+USERS = MetricSpec(f"{PREFIX}users", "gauge", "Simulated users currently running, all workers.")
+IN_FLIGHT = MetricSpec(
+    f"{PREFIX}requests_in_flight", "gauge", "Requests sent and not yet finished, all workers."
+)
+WORKERS = MetricSpec(f"{PREFIX}workers", "gauge", "Locust workers connected to the master.")
+STAGE = MetricSpec(f"{PREFIX}stage", "gauge", "Index of the load stage currently running.")
+TARGET_REQUEST_RATE = MetricSpec(
+    f"{PREFIX}target_request_rate",
+    "gauge",
+    "Request rate the load model aims for in the current stage (0 in closed-loop modes).",
+    unit="requests_per_second",
+)
+RUN_INFO = MetricSpec(
+    f"{PREFIX}run_info",
+    "gauge",
+    "Always 1; labels identify the run. Join on(instance, job) to filter by run_id.",
+    labels=("run_id", "model", "target"),
+)
+SERVER_NUM_REQUESTS_RUNNING = MetricSpec(
+    f"{PREFIX}server_num_requests_running",
+    "gauge",
+    "Server-reported requests in execution batches (re-exported from the target).",
+)
+SERVER_NUM_REQUESTS_WAITING = MetricSpec(
+    f"{PREFIX}server_num_requests_waiting",
+    "gauge",
+    "Server-reported requests waiting to be scheduled (re-exported from the target).",
+)
+SERVER_KV_CACHE_USAGE = MetricSpec(
+    f"{PREFIX}server_kv_cache_usage",
+    "gauge",
+    "Server-reported KV-cache usage as a ratio, 0..1 (re-exported from the target).",
+    unit="ratio",
+)
+
+CATALOG: tuple[MetricSpec, ...] = (
+    REQUESTS,
+    PROMPT_TOKENS,
+    GENERATION_TOKENS,
+    SLO_GOOD_REQUESTS,
+    SLO_GOOD_GENERATION_TOKENS,
+    TIME_TO_FIRST_TOKEN,
+    TIME_PER_OUTPUT_TOKEN,
+    INTER_TOKEN_LATENCY,
+    E2E_LATENCY,
+    USERS,
+    IN_FLIGHT,
+    WORKERS,
+    STAGE,
+    TARGET_REQUEST_RATE,
+    RUN_INFO,
+    SERVER_NUM_REQUESTS_RUNNING,
+    SERVER_NUM_REQUESTS_WAITING,
+    SERVER_KV_CACHE_USAGE,
+)
+CATALOG_BY_NAME: dict[str, MetricSpec] = {spec.name: spec for spec in CATALOG}
+
+#: Our metric -> the vLLM metric(s) of the same meaning, current name first, then
+#: older names. For Grafana overlays of client-side vs server-side views (the
+#: histograms share bucket edges). Caveats: server TTFT excludes network and
+#: HTTP/SSE overhead; vLLM's TPOT histogram is per request (like ours), its ITL per
+#: token; before 0.11, vllm:time_per_output_token_seconds was per token (ITL-like);
+#: vllm:kv_cache_usage_perc is already a 0..1 ratio despite its name.
+VLLM_EQUIVALENTS: dict[str, tuple[str, ...]] = {
+    TIME_TO_FIRST_TOKEN.name: ("vllm:time_to_first_token_seconds",),
+    TIME_PER_OUTPUT_TOKEN.name: ("vllm:request_time_per_output_token_seconds",),
+    INTER_TOKEN_LATENCY.name: (
+        "vllm:inter_token_latency_seconds",
+        "vllm:time_per_output_token_seconds",
+    ),
+    E2E_LATENCY.name: ("vllm:e2e_request_latency_seconds",),
+    PROMPT_TOKENS.name: ("vllm:prompt_tokens_total",),
+    GENERATION_TOKENS.name: ("vllm:generation_tokens_total",),
+    SERVER_NUM_REQUESTS_RUNNING.name: ("vllm:num_requests_running",),
+    SERVER_NUM_REQUESTS_WAITING.name: ("vllm:num_requests_waiting",),
+    SERVER_KV_CACHE_USAGE.name: ("vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc"),
+}
+
+
+def spec_for_series(series: str) -> MetricSpec | None:
+    """The catalog entry a sample name belongs to (``X_bucket`` -> ``X``), if any."""
+    spec = CATALOG_BY_NAME.get(series)
+    if spec is not None:
+        return spec
+    for suffix in _HISTOGRAM_SUFFIXES:
+        if series.endswith(suffix):
+            spec = CATALOG_BY_NAME.get(series[: -len(suffix)])
+            if spec is not None and spec.kind == "histogram":
+                return spec
+    return None
+
+
+# --- Dashboard ------------------------------------------------------------------
+
+DASHBOARD_PATH = Path(__file__).resolve().parent.parent / "dashboards" / "llm-locust.json"
+_METRIC_NAME = re.compile(r"(?<![A-Za-z0-9_:])llm_locust_[A-Za-z0-9_:]*")
+
+
+def expression_metric_names(expr: str) -> set[str]:
+    """Sample names starting with ``llm_locust_`` that a PromQL expression reads."""
+    return set(_METRIC_NAME.findall(expr))
+
+
+def dashboard_expressions(
+    path: str | Path | None = None, *, rate_interval: str = "30s", run_id: str = ".*"
+) -> list[str]:
+    """Every panel target's PromQL in the dashboard, with Grafana variables filled in.
+
+    ``$__rate_interval`` (and ``$__interval``) become ``rate_interval``; ``$run_id``
+    becomes ``run_id`` (a regex: the dashboard matches it with ``=~``).
+    """
+    dashboard = json.loads(Path(path or DASHBOARD_PATH).read_text(encoding="utf-8"))
+    return [_substitute(expr, rate_interval, run_id) for expr in _panel_exprs(dashboard)]
+
+
+def _panel_exprs(node: dict[str, Any]) -> list[str]:
+    exprs: list[str] = []
+    for panel in node.get("panels", []):
+        exprs.extend(t["expr"] for t in panel.get("targets", []) if t.get("expr"))
+        exprs.extend(_panel_exprs(panel))  # rows nest their panels
+    return exprs
+
+
+def _substitute(expr: str, rate_interval: str, run_id: str) -> str:
+    for var, value in (("__rate_interval", rate_interval), ("__interval", rate_interval), ("run_id", run_id)):
+        expr = expr.replace("${" + var + "}", value)
+        expr = re.sub(r"\$" + var + r"(?![A-Za-z0-9_])", lambda _m, v=value: v, expr)
+    return expr

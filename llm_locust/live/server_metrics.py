@@ -1,0 +1,274 @@
+"""The target server's own ``/metrics``, scraped during a run.
+
+Client-side latencies say *that* a server slows down; its queue length and KV-cache
+usage say *why*. With ``--server-metrics URL`` (e.g. vLLM's
+``http://127.0.0.1:8000/metrics``) the master or local runner scrapes the engine every
+``--server-metrics-interval`` seconds (default 5) in a greenlet, and:
+
+- keeps the latest running / waiting / KV-cache values, which the exporter re-exports
+  as ``llm_locust_server_*`` gauges (so one Grafana dashboard needs only our job);
+- appends the key samples to ``server_metrics.jsonl`` in the results folder while a
+  test runs, one ``{"t", "name", "labels", "value"}`` line per sample.
+
+Engines and their names (current name first): vLLM ``vllm:num_requests_running``,
+``vllm:num_requests_waiting``, ``vllm:kv_cache_usage_perc`` (older
+``vllm:gpu_cache_usage_perc``); SGLang ``sglang:num_running_reqs``,
+``sglang:num_queue_reqs``, ``sglang:token_usage``; TGI ``tgi_batch_current_size``,
+``tgi_queue_size``. Counts are summed over label sets (data-parallel engines), the
+cache ratio is the maximum.
+
+A failed scrape is logged once per kind (``connect``, ``timeout``, ``http_NNN``,
+``parse``), counted in :attr:`ServerMetrics.failures`, and never stops the run. Values
+older than three intervals are dropped rather than re-exported stale.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections import Counter
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import IO, Any
+
+import gevent
+from prometheus_client.parser import text_string_to_metric_families
+
+from llm_locust.config.options import add_argument
+from llm_locust.live import catalog as metrics
+
+__all__ = [
+    "JSONL_FILE",
+    "RECORDED",
+    "SERVER_GAUGES",
+    "ServerMetrics",
+    "add_server_metrics_arguments",
+    "install_server_metrics",
+]
+
+log = logging.getLogger("llm_locust")
+JSONL_FILE = "server_metrics.jsonl"
+MAX_BYTES = 16 * 1024 * 1024
+
+#: Our gauge -> (server sample names, most preferred first; how to combine label sets).
+SERVER_GAUGES: dict[str, tuple[tuple[str, ...], Callable[[Iterable[float]], float]]] = {
+    metrics.SERVER_NUM_REQUESTS_RUNNING.name: (
+        ("vllm:num_requests_running", "sglang:num_running_reqs", "tgi_batch_current_size"),
+        sum,
+    ),
+    metrics.SERVER_NUM_REQUESTS_WAITING.name: (
+        ("vllm:num_requests_waiting", "sglang:num_queue_reqs", "tgi_queue_size"),
+        sum,
+    ),
+    metrics.SERVER_KV_CACHE_USAGE.name: (
+        ("vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc", "sglang:token_usage"),
+        max,
+    ),
+}
+#: Server samples written to ``server_metrics.jsonl`` (the gauges above plus token counters).
+RECORDED = frozenset(
+    {name for names, _ in SERVER_GAUGES.values() for name in names}
+    | {
+        "vllm:prompt_tokens_total",
+        "vllm:generation_tokens_total",
+        "vllm:num_preemptions_total",
+        "vllm:request_success_total",
+        "vllm:prefix_cache_queries_total",
+        "vllm:prefix_cache_hits_total",
+        "sglang:prompt_tokens_total",
+        "sglang:generation_tokens_total",
+        "sglang:cache_hit_rate",
+        "tgi_request_count",
+        "tgi_request_success",
+    }
+)
+
+
+def add_server_metrics_arguments(parser: Any) -> None:
+    """``--server-metrics`` and ``--server-metrics-interval``; idempotent per parser."""
+    if "--server-metrics" in getattr(parser, "_option_string_actions", {}):
+        return
+    add_argument(
+        parser,
+        "--server-metrics",
+        default="",
+        web_ui=False,
+        help="Scrape the target's Prometheus metrics from this URL during the run "
+        "(e.g. http://127.0.0.1:8000/metrics); re-exported and saved as server_metrics.jsonl",
+    )
+    add_argument(
+        parser,
+        "--server-metrics-interval",
+        type=float,
+        default=5.0,
+        web_ui=False,
+        help="Seconds between scrapes of --server-metrics",
+    )
+
+
+class ServerMetrics:
+    """Scrapes one URL; keeps the latest key values; records samples while a test runs."""
+
+    def __init__(
+        self,
+        url: str,
+        interval: float = 5.0,
+        run: Any = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        if interval <= 0:
+            raise ValueError("--server-metrics-interval must be > 0")
+        self.url = url
+        self.interval = float(interval)
+        self.run = run
+        self.scrapes = 0
+        self.failures: Counter[str] = Counter()
+        self.values: dict[str, float] = {}
+        self.updated: float | None = None
+        self._clock = clock
+        self._logged: set[str] = set()
+        self._greenlet: gevent.Greenlet | None = None
+        self._file: IO[str] | None = None
+        self._file_dir: Path | None = None
+
+    # -- parsing (pure) --
+    def ingest(self, text: str, now: float | None = None) -> list[dict[str, Any]]:
+        """Parse one exposition; update the latest values; return the recorded samples."""
+        now = self._clock() if now is None else now
+        found: dict[str, list[float]] = {}
+        rows: list[dict[str, Any]] = []
+        for family in text_string_to_metric_families(text):
+            for sample in family.samples:
+                if sample.name not in RECORDED or not math.isfinite(sample.value):
+                    continue
+                found.setdefault(sample.name, []).append(sample.value)
+                rows.append(
+                    {"t": round(now, 3), "name": sample.name, "labels": sample.labels, "value": sample.value}
+                )
+        values: dict[str, float] = {}
+        for ours, (names, combine) in SERVER_GAUGES.items():
+            name = next((n for n in names if n in found), None)
+            if name is not None:
+                values[ours] = float(combine(found[name]))
+        self.values, self.updated = values, now
+        return rows
+
+    def latest(self) -> dict[str, float]:
+        """Our gauge name -> value, or nothing once the last good scrape is stale."""
+        if self.updated is None or self._clock() - self.updated > 3 * self.interval:
+            return {}
+        return dict(self.values)
+
+    # -- scraping --
+    def fetch(self) -> str:
+        timeout = min(max(self.interval, 1.0), 10.0)
+        with urllib.request.urlopen(self.url, timeout=timeout) as response:
+            return response.read(MAX_BYTES).decode("utf-8", errors="replace")
+
+    def scrape_once(self) -> bool:
+        """One scrape; ``False`` (logged once per kind, counted) if it failed."""
+        self.scrapes += 1
+        try:
+            text = self.fetch()
+        except urllib.error.HTTPError as exc:
+            return self._failed(f"http_{exc.code}", exc)
+        except TimeoutError as exc:
+            return self._failed("timeout", exc)
+        except (urllib.error.URLError, OSError) as exc:
+            reason = getattr(exc, "reason", None)
+            kind = "timeout" if isinstance(reason, TimeoutError) else "connect"
+            return self._failed(kind, exc)
+        try:
+            rows = self.ingest(text)
+        except Exception as exc:  # any parser error means a bad exposition
+            return self._failed("parse", exc)
+        self._record(rows)
+        return True
+
+    def _failed(self, kind: str, exc: BaseException) -> bool:
+        self.failures[kind] += 1
+        if kind not in self._logged:
+            self._logged.add(kind)
+            log.warning("llm-locust: --server-metrics %s: scrape failed (%s): %s", self.url, kind, exc)
+        return False
+
+    # -- recording --
+    def _sink(self) -> IO[str] | None:
+        run = self.run
+        writer = getattr(run, "writer", None)
+        directory = getattr(writer, "directory", None)
+        if directory is None or getattr(run, "finalizer", None) is None:
+            return None  # no results folder, or no test running
+        if self._file is None or self._file_dir != Path(directory):
+            self.close()
+            self._file_dir = Path(directory)
+            self._file = open(self._file_dir / JSONL_FILE, "w", encoding="utf-8")  # noqa: SIM115
+        return self._file
+
+    def _record(self, rows: list[dict[str, Any]]) -> None:
+        try:
+            sink = self._sink()
+            if sink is not None and rows:
+                sink.write("".join(json.dumps(r, separators=(",", ":")) + "\n" for r in rows))
+                sink.flush()
+        except OSError as exc:
+            self._failed("write", exc)
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+        self._file = None
+
+    # -- lifecycle --
+    def start(self) -> None:
+        if self._greenlet is None:
+            self._greenlet = gevent.spawn(self._loop)
+
+    def _loop(self) -> None:
+        while True:
+            self.scrape_once()
+            gevent.sleep(self.interval)
+
+    def stop(self) -> None:
+        """Stop scraping and close the file; safe to call more than once."""
+        greenlet, self._greenlet = self._greenlet, None
+        if greenlet is not None:
+            greenlet.kill(block=False)
+        self.close()
+
+
+_SCRAPERS: dict[int, ServerMetrics] = {}
+
+
+def install_server_metrics(run: Any, exporter: Any = None) -> ServerMetrics | None:
+    """Start scraping ``--server-metrics`` (master/local, once); ``None`` when not asked for.
+
+    ``exporter`` (from :func:`llm_locust.live.exporter.install_exporter`) re-exports the
+    latest values. Call from Locust's ``init`` after the exporter.
+    """
+    if run.role == "worker":
+        return None
+    if id(run) in _SCRAPERS:
+        return _SCRAPERS[id(run)]
+    options = run.environment.parsed_options
+    url = getattr(options, "server_metrics", None)
+    if not url:
+        return None
+    interval = getattr(options, "server_metrics_interval", None) or 5.0
+    if interval <= 0:
+        sys.stderr.write(f"llm-locust: error: --server-metrics-interval: must be > 0, got {interval}\n")
+        sys.stderr.flush()
+        raise SystemExit(2)
+    scraper = ServerMetrics(url, interval, run=run)
+    _SCRAPERS[id(run)] = scraper
+    if exporter is not None:
+        exporter.server_metrics = scraper
+    scraper.start()
+    run.environment.events.quitting.add_listener(lambda **_: scraper.stop())
+    log.info("llm-locust: scraping server metrics from %s every %gs", url, interval)
+    return scraper

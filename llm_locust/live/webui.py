@@ -1,0 +1,218 @@
+"""LLM charts in Locust's web UI: a page of our own at ``/llm`` plus an "LLM" tab.
+
+Locust's UI charts requests per second and response times; an LLM run needs TTFT,
+TPOT, ITL and E2E quantiles, output tokens per second and the stage being run. Locust
+lets an extension add *tables* as tabs (``extended_tabs`` / ``extended_tables``, filled
+from ``/stats/requests``'s ``extended_stats``) but not charts, so there are two parts:
+
+- an "LLM" tab in Locust's own UI: a table of the current quantiles and rates, with a
+  row pointing at the chart page (cheap, and visible where people already look);
+- ``/llm``: a static page (``llm_locust/web/``, a small canvas chart of our own, no
+  CDN) polling ``/llm/stats`` every 2 s.
+
+The server keeps the chart history (:class:`~llm_locust.live.aggregate.History`: 15 min at 2 s
+resolution), so a page opened mid-run shows what happened before; the page asks only
+for points newer than its last one. On the master of a distributed run the aggregate
+sees every worker's records. Every route honours ``--web-login``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+from typing import Any
+
+import gevent
+
+from llm_locust.live.aggregate import LATENCIES, History, history_point
+from llm_locust.live.exporter import install_exporter, run_gauges, run_info
+
+__all__ = ["HISTORY_S", "SAMPLE_S", "WEB_DIR", "LiveWebUI", "install_web_ui"]
+
+log = logging.getLogger("llm_locust")
+WEB_DIR = Path(__file__).resolve().parent.parent / "web"
+SAMPLE_S = 2.0
+HISTORY_S = 15 * 60
+TAB_KEY = "llm-locust"
+_LABELS = {"ttft": "TTFT", "tpot": "TPOT", "itl": "ITL", "e2e": "E2E"}
+
+
+class LiveWebUI:
+    """The chart page's data: the exporter's aggregate, the run's gauges, a history ring."""
+
+    def __init__(self, run: Any, exporter: Any, sample_s: float = SAMPLE_S) -> None:
+        self.run = run
+        self.exporter = exporter
+        self.sample_s = sample_s
+        self.history = History(maxlen=int(HISTORY_S / sample_s))
+        self._greenlet: gevent.Greenlet | None = None
+
+    def gauges(self) -> dict[str, Any]:
+        from llm_locust.live import catalog as metrics
+
+        raw = run_gauges(self.run)
+        stage = getattr(self.run, "current_stage", None)
+        server = self.exporter.server_metrics.latest() if self.exporter.server_metrics else {}
+        return {
+            "users": raw[metrics.USERS.name],
+            "in_flight": raw[metrics.IN_FLIGHT.name],
+            "workers": raw[metrics.WORKERS.name],
+            "stage": raw[metrics.STAGE.name],
+            "stage_label": (getattr(stage, "label", "") or "") if stage is not None else "",
+            "target_rate": raw[metrics.TARGET_REQUEST_RATE.name],
+            "server_running": server.get(metrics.SERVER_NUM_REQUESTS_RUNNING.name),
+            "server_waiting": server.get(metrics.SERVER_NUM_REQUESTS_WAITING.name),
+            "server_kv_cache": server.get(metrics.SERVER_KV_CACHE_USAGE.name),
+        }
+
+    def sample(self) -> dict[str, Any]:
+        point = history_point(self.exporter.aggregate.snapshot(), self.gauges())
+        self.history.append(point)
+        return point
+
+    def stats(self, since: float | None = None) -> dict[str, Any]:
+        """The ``/llm/stats`` body: run facts, the live snapshot, history newer than ``since``."""
+        runner = getattr(self.run.environment, "runner", None)
+        return {
+            "run": {
+                **run_info(self.run),
+                "role": self.run.role,
+                "state": str(getattr(runner, "state", "")),
+                **self.gauges(),
+            },
+            "snapshot": self.exporter.aggregate.snapshot(),
+            "history": self.history.since(since),
+            "sample_s": self.sample_s,
+        }
+
+    def table_rows(self) -> list[dict[str, Any]]:
+        """Rows of the "LLM" tab: recent quantiles (ms) per latency, rates, totals, the chart link."""
+        snap = self.exporter.aggregate.snapshot()
+        recent = snap["recent"]
+        rows = []
+        for name in LATENCIES:
+            stats = recent["latency"][name]
+            rows.append(
+                {
+                    "metric": f"{_LABELS[name]} (last {recent['window_s']}s, ms)",
+                    "p50": _ms(stats["p50"]),
+                    "p95": _ms(stats["p95"]),
+                    "p99": _ms(stats["p99"]),
+                    "count": stats["count"],
+                }
+            )
+        blank = {"p50": "", "p95": "", "p99": ""}
+        rows.append(
+            {
+                "metric": "Output tokens/s (last 30s)",
+                **blank,
+                "count": round(recent["output_tokens_per_s"], 1),
+            }
+        )
+        rows.append({"metric": "Requests/s (last 30s)", **blank, "count": round(recent["requests_per_s"], 2)})
+        rows.append(
+            {
+                "metric": "Completed | failed",
+                **blank,
+                "count": f"{snap['totals']['completed']} | {snap['totals']['failed']}",
+            }
+        )
+        rows.append({"metric": "Charts: open /llm", **blank, "count": ""})
+        return rows
+
+    def start(self) -> None:
+        if self._greenlet is None:
+            self._greenlet = gevent.spawn(self._loop)
+
+    def _loop(self) -> None:
+        while True:
+            try:
+                self.sample()
+            except Exception:  # a chart point must never take the master down
+                log.exception("llm-locust: web UI sample failed")
+            gevent.sleep(self.sample_s)
+
+    def stop(self) -> None:
+        greenlet, self._greenlet = self._greenlet, None
+        if greenlet is not None:
+            greenlet.kill(block=False)
+
+
+def _ms(seconds: float | None) -> float | str:
+    return "" if seconds is None else round(seconds * 1000.0, 1)
+
+
+_UIS: dict[int, LiveWebUI] = {}
+
+
+def install_web_ui(run: Any) -> LiveWebUI | None:
+    """Add ``/llm``, ``/llm/stats`` and the "LLM" tab to Locust's web UI (once).
+
+    ``None`` when there is no web UI (headless) or on a worker. Installs the exporter
+    too if it is not installed yet (it holds the aggregate). Call from ``init``.
+    """
+    web_ui = getattr(run.environment, "web_ui", None)
+    if web_ui is None or run.role == "worker":
+        return None
+    if id(run) in _UIS:
+        return _UIS[id(run)]
+    exporter = install_exporter(run)
+    ui = _UIS[id(run)] = LiveWebUI(run, exporter)
+    _add_routes(web_ui, ui)
+    _add_tab(web_ui, ui)
+    ui.start()
+    run.environment.events.quitting.add_listener(lambda **_: ui.stop())
+    return ui
+
+
+def _add_routes(web_ui: Any, ui: LiveWebUI) -> None:
+    from flask import jsonify, request, send_from_directory
+
+    def llm_page() -> Any:
+        response = send_from_directory(WEB_DIR, "index.html")
+        response.headers["Cache-Control"] = "no-store"
+        return response
+
+    def llm_static(name: str) -> Any:
+        return send_from_directory(WEB_DIR, name)
+
+    def llm_stats() -> Any:
+        since = request.args.get("since", type=float)
+        return jsonify(ui.stats(since))
+
+    for rule, endpoint, view in (
+        ("/llm", "llm_locust_page", llm_page),
+        ("/llm/static/<path:name>", "llm_locust_static", llm_static),
+        ("/llm/stats", "llm_locust_stats", llm_stats),
+    ):
+        web_ui.app.add_url_rule(rule, endpoint, web_ui.auth_required_if_enabled(view))
+
+
+def _add_tab(web_ui: Any, ui: LiveWebUI) -> None:
+    """An "LLM" table tab in Locust's UI, fed through ``/stats/requests``."""
+    args = web_ui.template_args
+    args["extended_tabs"] = [*args.get("extended_tabs", []), {"title": "LLM", "key": TAB_KEY}]
+    structure = [
+        {"key": "metric", "title": "Metric"},
+        {"key": "p50", "title": "p50"},
+        {"key": "p95", "title": "p95"},
+        {"key": "p99", "title": "p99"},
+        {"key": "count", "title": "Count / value"},
+    ]
+    args["extended_tables"] = [*args.get("extended_tables", []), {"key": TAB_KEY, "structure": structure}]
+
+    from flask import request
+
+    @web_ui.app.after_request
+    def _extend_stats(response: Any) -> Any:
+        if request.path != "/stats/requests" or response.status_code != 200:
+            return response
+        try:
+            body = json.loads(response.get_data())
+        except ValueError:
+            return response
+        extra = {"key": TAB_KEY, "data": ui.table_rows()}
+        body["extended_stats"] = [*body.get("extended_stats", []), extra]
+        response.set_data(json.dumps(body))
+        return response

@@ -1,0 +1,1 @@
+"""The OpenAI streaming protocol: SSE events, stream chunks. Pure: no network, no Locust."""

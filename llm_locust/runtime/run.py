@@ -1,0 +1,420 @@
+"""One test run in one Locust process: options in, records out.
+
+This is the thin layer between Locust's lifecycle events and the rest of the package:
+
+- ``init``: validate options (one line and exit 2 on bad input), create the
+  :class:`LLMRun` for the process, wire worker -> master shipping.
+- ``test_start``: resolve the model, build the workload, open the results folder.
+- each finished request (:meth:`LLMRun.complete`): Locust stats, then the results sink
+  (local runner, master) or the outbox to the master (worker).
+- ``test_stop`` / ``quitting``: write ``summary.json`` and print the table.
+
+Which process does what: the local runner and workers send requests; the local runner
+and the master own the results. Locust's request statistics get one entry per request
+(``LLM E2E``, so the "Aggregated" row and the charts mean requests and their latency),
+and two derived rows, ``LLM TTFT`` and ``LLM TPOT``, logged into their own entries
+without touching the aggregate (they appear in the table, CSV and HTML report).
+"""
+
+from __future__ import annotations
+
+import locust.runners
+from locust import events
+from locust.env import Environment
+
+import argparse
+import itertools
+import logging
+import sys
+import time
+from typing import Any
+
+import gevent
+
+from llm_locust.client import ClientConfig, fetch_server_info
+from llm_locust.config.options import (
+    OptionError,
+    api_key_from,
+    parse_extra_body,
+    parse_headers,
+    register_request_options,
+)
+from llm_locust.live.exporter import add_exporter_arguments, install_exporter
+from llm_locust.live.server_metrics import add_server_metrics_arguments, install_server_metrics
+from llm_locust.live.webui import install_web_ui
+from llm_locust.load.plan import OPEN_LOOP_LEAD, LoadPlan, build_load_plan, stage_of, take_run_time
+from llm_locust.record import RequestRecord
+from llm_locust.results.finalize import Finalizer
+from llm_locust.results.slo import parse_slo
+from llm_locust.results.writer import ResultsDirError, ResultsWriter, check_results_dir
+from llm_locust.runtime import distributed
+from llm_locust.runtime.shape import register_load_options
+from llm_locust.workload.base import RequestSpec
+from llm_locust.workload.build import WorkloadError, add_workload_arguments, build_workload
+
+__all__ = ["LLMRun", "install", "run_for"]
+
+log = logging.getLogger("llm_locust")
+REQUEST_TYPE = "LLM"
+PLAN_MESSAGE = "llm_locust_plan"
+
+_RUNS: dict[int, LLMRun] = {}
+
+
+class LLMRequestError(Exception):
+    """The exception Locust sees for a failed request: ``<class>: <message>``."""
+
+
+def run_for(environment: Environment) -> LLMRun:
+    run = _RUNS.get(id(environment))
+    if run is None:
+        run = _RUNS[id(environment)] = LLMRun(environment)
+    return run
+
+
+def role_of(runner: Any) -> str:
+    if isinstance(runner, locust.runners.MasterRunner):
+        return "master"
+    if isinstance(runner, locust.runners.WorkerRunner):
+        return "worker"
+    return "local"
+
+
+class LLMRun:
+    """The per-process state of a run; see the module docstring for the flow."""
+
+    def __init__(self, environment: Environment) -> None:
+        self.environment = environment
+        self.role = role_of(environment.runner)
+        self.in_flight = 0
+        self.config: ClientConfig | None = None
+        self.workload: Any = None
+        self.server_info: dict[str, Any] = {}
+        self.writer: ResultsWriter | None = None
+        self.finalizer: Finalizer | None = None
+        self.consumers: list[Any] = []  # live aggregates (exporter, web UI) get every row
+        self.current_stage: Any = None  # the load model's Stage, when one runs
+        self.target_rate: float | None = None  # open-loop target req/s (whole run)
+        self.run_id = ""
+        self.plan: LoadPlan | None = None
+        self.plan_t0: float | None = None  # wall-clock start of the load plan
+        self.plan_workers = 1
+        self.slo: Any = None
+        self._stage_workloads: dict[int, Any] = {}
+        self.outbox: distributed.Outbox | None = None
+        self.inbox: distributed.Inbox | None = None
+        self._streams = itertools.count()
+        self._request_ids = itertools.count()
+        self._trace_counter = itertools.count()
+        self._late = 0  # records that arrived after the results were closed
+        self._tests = 0
+        runner = environment.runner
+        if self.role == "worker":
+            self.outbox = distributed.Outbox(runner.send_message, in_flight=lambda: self.in_flight)
+            runner.register_message(PLAN_MESSAGE, self._on_plan_message)
+        elif self.role == "master":
+            self.inbox = distributed.Inbox(self._deliver)
+            runner.register_message(distributed.MESSAGE_TYPE, self._on_worker_message)
+
+    # -- lifecycle -------------------------------------------------------------------
+    def on_test_start(self) -> None:
+        options = self.environment.parsed_options
+        self._tests += 1
+        self.config = client_config(options, self.environment.host or "")
+        if self.plan is None or self.role == "worker":
+            self.plan = build_load_plan(options)
+        self.slo = parse_slo(options.slo) if options.slo else None
+        self._stage_workloads.clear()
+        self.server_info = fetch_server_info(self.config)
+        if self.config.model is None:
+            self.config.model = self.server_info.get("model")
+        if self.role != "master":
+            self.workload = build_workload(options, self.server_info)
+        if self.role == "worker":
+            assert self.outbox is not None
+            self.outbox.start()
+            return
+        if self.inbox is not None:
+            self.inbox.reset()
+        self.writer = ResultsWriter(self._results_dir(options))
+        self.finalizer = Finalizer(self, time.time())
+        gevent.spawn(self._watch_load, self.finalizer)
+
+    def _watch_load(self, finalizer: Finalizer) -> None:
+        """Sample users and client CPU once a second for the summary's config block."""
+        runner = self.environment.runner
+        while self.finalizer is finalizer and finalizer.stop_time is None:
+            if self.role == "master":
+                cpu = max((c.cpu_usage for c in runner.clients.values()), default=0.0)
+            else:
+                cpu = runner.current_cpu_usage
+            finalizer.observe_load(runner.user_count, cpu)
+            finalizer.cpu_warning = (
+                finalizer.cpu_warning
+                or runner.cpu_warning_emitted
+                or (self.role == "master" and runner.worker_cpu_warning_emitted)
+            )
+            gevent.sleep(1.0)
+
+    def on_test_stop(self) -> None:
+        if self.outbox is not None:
+            self.outbox.stop()
+        if self.finalizer is not None:
+            self.finalizer.stopped(time.time())
+            if self.role == "local" or self._all_workers_final():
+                self.finalize()
+
+    def on_quitting(self) -> None:
+        self.finalize()
+
+    def finalize(self) -> None:
+        if self.finalizer is not None and self.writer is not None:
+            self.finalizer.finish(self.writer)
+            self.writer.close()
+            self.finalizer = None
+
+    def _results_dir(self, options: Any) -> Any:
+        if not options.results_dir:
+            return None
+        directory = options.results_dir if self._tests == 1 else f"{options.results_dir}-{self._tests}"
+        return check_results_dir(directory, options.overwrite or self._tests == 1)
+
+    # -- the load plan -------------------------------------------------------------
+    def start_plan(self, lead_in: float) -> None:
+        """A new shape test: build the plan, fix its start, tell the workers.
+
+        Called at the shape's first tick, which comes before ``test_start``. Open-loop
+        plans start ``OPEN_LOOP_LEAD`` later, once every dispatcher has been spawned.
+        """
+        self.plan = build_load_plan(self.environment.parsed_options)
+        lead = OPEN_LOOP_LEAD if self.plan.open_loop else 0.0
+        t0 = time.time() - lead_in + lead
+        self.current_stage = None
+        self.plan_t0 = t0
+        self.plan_workers = self.worker_count()
+        if self.plan is not None and self.plan.arrival is not None:
+            self.target_rate = self.plan.stages[0].target if self.plan.stages else None
+        if self.role == "master":
+            data = {"t0": t0, "workers": self.plan_workers}
+            self.environment.runner.send_message(PLAN_MESSAGE, data)
+
+    def _on_plan_message(self, environment: Environment, msg: Any, **_: Any) -> None:
+        self.plan_t0 = msg.data["t0"]
+        self.plan_workers = int(msg.data["workers"])
+
+    def worker_count(self) -> int:
+        runner = self.environment.runner
+        return max(int(getattr(runner, "worker_count", 1)), 1) if self.role == "master" else 1
+
+    def worker_slot(self) -> int:
+        """This process's index among the workers that share the open-loop schedule."""
+        return max(getattr(self.environment.runner, "worker_index", 0), 0) % max(self.plan_workers, 1)
+
+    def stage_now(self) -> Any:
+        if self.plan is None or self.plan_t0 is None:
+            return None
+        return stage_of(self.plan, self.plan_t0, time.time())[0]
+
+    def workload_for(self, stage: Any) -> Any:
+        """The workload of a stage: the run's, or a matrix cell's own."""
+        if stage is None or not stage.overrides():
+            return self.workload
+        if stage.index not in self._stage_workloads:
+            options = _with_overrides(self.environment.parsed_options, stage.overrides())
+            self._stage_workloads[stage.index] = build_workload(options, self.server_info)
+        return self._stage_workloads[stage.index]
+
+    def trace_spec(self, entry: Any) -> RequestSpec:
+        """A request with a trace row's input and output lengths."""
+        return self.workload.spec_for_lengths(
+            int(entry.input_tokens), int(entry.output_tokens), self.worker_slot(), next(self._trace_counter)
+        )
+
+    # -- requests --------------------------------------------------------------------
+    def new_source(self, stage: Any = None) -> Any:
+        """A request stream for a new user; its index keeps the stream reproducible."""
+        worker_index = max(getattr(self.environment.runner, "worker_index", 0), 0)
+        return self.workload_for(stage).source(worker_index * 1_000_000 + next(self._streams))
+
+    def new_record(self, spec: RequestSpec) -> RequestRecord:
+        assert self.config is not None
+        return RequestRecord(
+            request_id=f"{self.environment.runner.client_id if self.role == 'worker' else 'local'}"
+            f"-{next(self._request_ids)}",
+            wall_start=0.0,
+            t_sent=0.0,
+            endpoint=self.config.endpoint,
+            target_input_tokens=spec.target_input_tokens,
+            target_output_tokens=spec.target_output_tokens,
+            session_id=spec.session_id,
+            turn=spec.turn,
+            extra=dict(spec.info) if spec.info else {},
+        )
+
+    def complete(self, record: RequestRecord) -> None:
+        """A request finished: Locust stats first, then on to the results."""
+        self._log_stats(record)
+        if self.plan is not None and self.plan.stages is not None and self.plan_t0 is not None:
+            stage, record.warmup = stage_of(self.plan, self.plan_t0, record.wall_start)
+            record.stage = None if stage is None else stage.index
+        row = record.to_json()
+        if self.outbox is not None:
+            self.outbox.add(row)
+        else:
+            self._deliver(row)
+
+    def _deliver(self, row: dict[str, Any]) -> None:
+        """Write a record, then feed the live aggregates the very same rows (so they agree)."""
+        if self.writer is None or self.writer.closed:
+            self._late += 1
+            if self._late == 1:
+                log.warning("llm-locust: a record arrived after the results were closed; dropped (counted)")
+            return
+        self.writer.write(row)
+        for consumer in self.consumers:
+            consumer(row)
+
+    def _log_stats(self, record: RequestRecord) -> None:
+        stats = self.environment.stats
+        e2e_ms = (record.e2e or 0.0) * 1000.0
+        if not record.ok:
+            self.environment.events.request.fire(
+                request_type=REQUEST_TYPE,
+                name="E2E",
+                response_time=e2e_ms,
+                response_length=0,
+                exception=LLMRequestError(f"{record.outcome}: {record.message}"),
+                context={},
+            )
+            return
+        self.environment.events.request.fire(
+            request_type=REQUEST_TYPE,
+            name="E2E",
+            response_time=e2e_ms,
+            response_length=record.completion_tokens or 0,
+            exception=None,
+            context={},
+        )
+        stats.get("TTFT", REQUEST_TYPE).log(record.ttft * 1000.0, 0)  # type: ignore[operator]
+        if record.tpot is not None:
+            stats.get("TPOT", REQUEST_TYPE).log(record.tpot * 1000.0, 0)
+
+    # -- distributed -----------------------------------------------------------------
+    def _on_worker_message(self, environment: Environment, msg: Any, **_: Any) -> None:
+        assert self.inbox is not None
+        self.inbox.handle(msg.node_id, msg.data)
+        stopped = self.finalizer is not None and self.finalizer.stop_time is not None
+        if msg.data.get("final") and stopped and self._all_workers_final():
+            self.finalize()
+
+    def _all_workers_final(self) -> bool:
+        if self.inbox is None:
+            return True
+        runner = self.environment.runner
+        alive = {c.id for c in runner.clients.values() if c.state != locust.runners.STATE_MISSING}
+        return alive <= self.inbox.finals
+
+    def total_in_flight(self) -> int:
+        return self.inbox.total_in_flight() if self.inbox is not None else self.in_flight
+
+
+def client_config(options: Any, host: str) -> ClientConfig:
+    """The request options from Locust's parsed options; raises :class:`OptionError`."""
+    if not host:
+        raise OptionError("--host: no target given (e.g. --host http://127.0.0.1:8000)")
+    return ClientConfig(
+        host=host,
+        model=options.model,
+        endpoint=options.endpoint,
+        api_key=api_key_from(options),
+        max_tokens=options.max_tokens,
+        temperature=options.temperature,
+        extra_body=parse_extra_body(options.extra_body),
+        headers=parse_headers(options.header),
+        request_timeout=options.request_timeout,
+    )
+
+
+def _with_overrides(options: Any, overrides: dict[str, str]) -> Any:
+    """A copy of ``options`` with a matrix cell's workload settings."""
+    copy = argparse.Namespace(**vars(options))
+    names = {"input": "input_tokens", "output": "output_tokens", "profile": "profile"}
+    for key, value in overrides.items():
+        setattr(copy, names[key], value)
+    if "input" in overrides or "output" in overrides:
+        copy.profile = overrides.get("profile")
+    return copy
+
+
+def _validate(environment: Environment) -> None:
+    """Everything that can be checked before load: one line and exit 2 if wrong."""
+    options = environment.parsed_options
+    if options is None:
+        return
+    try:
+        parse_extra_body(options.extra_body)
+        parse_headers(options.header)
+        if role_of(environment.runner) != "worker" and options.results_dir:
+            check_results_dir(options.results_dir, options.overwrite)
+        build_load_plan(options)
+        if options.slo:
+            parse_slo(options.slo)
+        if role_of(environment.runner) != "master":
+            build_workload(options, {})
+    except (OptionError, ResultsDirError, WorkloadError, ValueError) as exc:
+        sys.stderr.write(f"llm-locust: error: {exc}\n")
+        sys.stderr.flush()
+        raise SystemExit(2) from None
+
+
+def option_parsers() -> list[tuple[str, Any]]:
+    """(title, register function) for every group of llm-locust options, in help order."""
+    return [
+        ("request", register_request_options),
+        ("workload", add_workload_arguments),
+        ("load model", register_load_options),
+        ("prometheus exporter", add_exporter_arguments),
+        ("server metrics", add_server_metrics_arguments),
+    ]
+
+
+_installed = False
+
+
+def install() -> None:
+    """Register the listeners on Locust's global events, once per process."""
+    global _installed
+    if _installed:
+        return
+    _installed = True
+
+    @events.init_command_line_parser.add_listener
+    def _options(parser: Any) -> None:
+        for _, register in option_parsers():
+            register(parser)
+
+    @events.init.add_listener
+    def _init(environment: Environment, **_: Any) -> None:
+        _validate(environment)
+        if environment.parsed_options is not None:
+            take_run_time(environment.parsed_options)
+        run = run_for(environment)
+        exporter = install_exporter(run)
+        install_server_metrics(run, exporter)
+        install_web_ui(run)
+
+    @events.test_start.add_listener
+    def _test_start(environment: Environment, **_: Any) -> None:
+        try:
+            run_for(environment).on_test_start()
+        except (OptionError, ResultsDirError, WorkloadError, ValueError) as exc:
+            log.error("llm-locust: %s", exc)
+            gevent.spawn(environment.runner.quit)
+
+    @events.test_stop.add_listener
+    def _test_stop(environment: Environment, **_: Any) -> None:
+        run_for(environment).on_test_stop()
+
+    @events.quitting.add_listener
+    def _quitting(environment: Environment, **_: Any) -> None:
+        run_for(environment).on_quitting()

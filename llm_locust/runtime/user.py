@@ -1,0 +1,79 @@
+"""The Locust user: take a request from the workload, stream it, hand the record on.
+
+Closed loop: each user sends its next request as soon as the last one finished (plus
+any think time the workload asks for, e.g. between turns of a conversation). In an
+open-loop run the single user of each worker becomes the dispatcher of
+:mod:`llm_locust.runtime.openloop`. Every number comes from
+:class:`~llm_locust.client.StreamingClient`'s own clock; Locust's request timer is not used.
+"""
+
+from __future__ import annotations
+
+from locust import FastHttpUser, constant, task
+
+from typing import Any
+
+import gevent
+
+from llm_locust.client import StreamingClient, build_body
+from llm_locust.runtime import openloop
+from llm_locust.runtime.run import LLMRun, install, run_for
+from llm_locust.workload.base import RequestSpec
+
+__all__ = ["LLMUser"]
+
+install()
+
+
+class LLMUser(FastHttpUser):
+    """Sends streaming OpenAI-compatible requests; subclass it in a locustfile."""
+
+    abstract = True
+    wait_time = constant(0)
+
+    def on_start(self) -> None:
+        self.llm_run: LLMRun = run_for(self.environment)
+        self._sources: dict[int | None, Any] = {}
+        assert self.llm_run.config is not None
+        self.llm_client = StreamingClient(self.llm_run.config)
+
+    def on_stop(self) -> None:
+        self.llm_client.close()
+
+    def source(self) -> Any:
+        """This user's request stream for the current stage (matrix cells have their own)."""
+        stage = self.llm_run.stage_now()
+        key = None if stage is None or not stage.overrides() else stage.index
+        if key not in self._sources:
+            self._sources[key] = self.llm_run.new_source(stage)
+        return self._sources[key]
+
+    def next_spec(self, entry: Any = None) -> RequestSpec:
+        """The next request; ``entry`` is a trace row whose lengths it must have."""
+        if entry is not None:
+            return self.llm_run.trace_spec(entry)
+        return self.source().next_request()
+
+    @task
+    def generate(self) -> None:
+        run = self.llm_run
+        if run.plan is not None and run.plan.open_loop:
+            openloop.dispatch(run, self)
+            while True:  # the schedule is done: idle until the shape stops the test
+                gevent.sleep(1.0)
+        source = self.source()
+        spec = source.next_request()
+        think = getattr(spec, "think_time", None)
+        if think:
+            gevent.sleep(think)
+        record = run.new_record(spec)
+        body = build_body(self.llm_client.config, spec)
+        run.in_flight += 1
+        try:
+            text = self.llm_client.send(body, record, keep_text=getattr(source, "keeps_history", False))
+        finally:
+            run.in_flight -= 1
+        run.complete(record)
+        source.observe(spec, text, record.ok)
+        if record.ok and hasattr(source, "observe_usage"):
+            source.observe_usage(spec, record.prompt_tokens)

@@ -1,0 +1,324 @@
+"""The Prometheus collector on a fresh registry, and a real headless run scraped live."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import time
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.parser import text_string_to_metric_families
+
+from llm_locust.live import catalog as metrics
+from llm_locust.live.aggregate import LiveAggregate
+from llm_locust.live.exporter import LLMCollector, add_exporter_arguments, run_gauges, run_info
+from tests.promproc import free_port, http_get, start_locust, stop_process, write_locustfile
+from tests.simproc import running_sim
+from tests.unit.live.test_aggregate import failed_row, ok_row
+
+
+def fake_run(role: str = "local", **kw: Any) -> SimpleNamespace:
+    runner = SimpleNamespace(user_count=7, clients={})
+    environment = SimpleNamespace(runner=runner, host="http://127.0.0.1:9", parsed_options=None)
+    run = SimpleNamespace(
+        environment=environment,
+        role=role,
+        config=SimpleNamespace(model="m1"),
+        run_id="r1",
+        current_stage=None,
+        target_rate=None,
+        total_in_flight=lambda: 3,
+    )
+    for k, v in kw.items():
+        setattr(run, k, v)
+    return run
+
+
+def registry_for(agg: LiveAggregate, run: Any, server: Any = None) -> CollectorRegistry:
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(LLMCollector(agg, lambda: run_gauges(run), lambda: run_info(run), server))
+    return registry
+
+
+def test_counters_histograms_and_gauges() -> None:
+    agg = LiveAggregate()
+    run = fake_run()
+    registry = registry_for(agg, run)
+    get = registry.get_sample_value
+    assert get("llm_locust_requests_total", {"outcome": "ok"}) == 0
+    for ttft in (0.05, 0.1, 0.2):
+        agg.add(ok_row(ttft=ttft, n=11))
+    agg.add(failed_row("timeout"))
+    assert get("llm_locust_requests_total", {"outcome": "ok"}) == 3
+    assert get("llm_locust_requests_total", {"outcome": "timeout"}) == 1
+    assert get("llm_locust_generation_tokens_total") == 33
+    assert get("llm_locust_prompt_tokens_total") == 300
+    assert get("llm_locust_slo_good_requests_total") == 3
+    ttft = metrics.TIME_TO_FIRST_TOKEN.name
+    assert get(f"{ttft}_bucket", {"le": "0.1"}) == 2
+    assert get(f"{ttft}_bucket", {"le": "+Inf"}) == 3
+    assert get(f"{ttft}_count") == 3 and get(f"{ttft}_sum") == pytest.approx(0.35)
+    assert get(f"{metrics.INTER_TOKEN_LATENCY.name}_count") == 30
+    assert get("llm_locust_users") == 7 and get("llm_locust_requests_in_flight") == 3
+    assert get("llm_locust_workers") == 1 and get("llm_locust_stage") == -1
+    assert get("llm_locust_target_request_rate") == 0
+    assert get("llm_locust_run_info", {"run_id": "r1", "model": "m1", "target": "http://127.0.0.1:9"}) == 1
+    assert get("llm_locust_server_kv_cache_usage") is None  # no server metrics configured
+
+
+def test_every_exported_name_is_in_the_catalog_and_run_info_is_single() -> None:
+    agg = LiveAggregate()
+    agg.add(ok_row())
+    run = fake_run(role="master", current_stage=SimpleNamespace(index=2, label="u=8"), target_rate=4.0)
+    run.environment.runner.clients = {
+        "a": SimpleNamespace(state="running"),
+        "b": SimpleNamespace(state="missing"),
+    }
+    server = lambda: {metrics.SERVER_KV_CACHE_USAGE.name: 0.5}  # noqa: E731
+    registry = registry_for(agg, run, server)
+    text = generate_latest(registry).decode()
+    names = set()
+    info = []
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            names.add(sample.name)
+            assert metrics.spec_for_series(sample.name) is not None, sample.name
+            if sample.name == metrics.RUN_INFO.name:
+                info.append(sample)
+    assert len(info) == 1
+    run.config.model = "m2"  # resolved later: still one series, with the new label
+    info = [s for f in registry.collect() for s in f.samples if s.name == metrics.RUN_INFO.name]
+    assert len(info) == 1 and info[0].labels["model"] == "m2"
+    get = registry.get_sample_value
+    assert get("llm_locust_workers") == 1 and get("llm_locust_stage") == 2
+    assert get("llm_locust_target_request_rate") == 4.0
+    assert get("llm_locust_server_kv_cache_usage") == 0.5
+    expected = {n for spec in metrics.CATALOG for n in spec.series_names} - {
+        metrics.SERVER_NUM_REQUESTS_RUNNING.name,
+        metrics.SERVER_NUM_REQUESTS_WAITING.name,
+    }
+    assert expected <= names
+
+
+def test_counters_never_decrease_across_a_test_restart() -> None:
+    agg = LiveAggregate()
+    run = fake_run()
+    registry = registry_for(agg, run)
+    seen = []
+    for _test in range(2):  # a second test in the web UI: the run resets, the aggregate does not
+        run.run_id = f"r{_test}"
+        for _ in range(5):
+            agg.add(ok_row())
+            seen.append(
+                (
+                    registry.get_sample_value("llm_locust_requests_total", {"outcome": "ok"}),
+                    registry.get_sample_value("llm_locust_generation_tokens_total"),
+                    registry.get_sample_value("llm_locust_time_to_first_token_seconds_count"),
+                )
+            )
+    assert seen == sorted(seen) and seen[-1] == (10, 100, 10)
+
+
+def test_options_register_once() -> None:
+    import argparse
+
+    parser = argparse.ArgumentParser()
+    add_exporter_arguments(parser)
+    add_exporter_arguments(parser)  # the lead's run.py and a locustfile may both call it
+    options = parser.parse_args(["--prometheus-port", "0"])
+    assert options.prometheus_port == 0 and options.prometheus_host == "127.0.0.1"
+    assert parser.parse_args([]).prometheus_port is None
+
+
+# -- a real run ----------------------------------------------------------------------
+
+
+def parse(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    return {
+        (s.name, tuple(sorted(s.labels.items()))): s.value
+        for f in text_string_to_metric_families(text)
+        for s in f.samples
+    }
+
+
+def value(samples: dict, name: str, **labels: str) -> float:
+    return samples.get((name, tuple(sorted(labels.items()))), 0.0)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("processes", [0, 2], ids=["local", "master-2-workers"])
+def test_headless_run_exports_live_and_final_totals_equal_the_summary(tmp_path: Path, processes: int) -> None:
+    port = free_port()
+    results = tmp_path / "r"
+    with running_sim(
+        "--ttft-ms", "20", "--tpot-ms", "5", "--output-tokens", "20", "--error-rate", "0.05"
+    ) as url:
+        proc = start_locust(
+            write_locustfile(tmp_path),
+            url,
+            "--headless",
+            "-u",
+            "4",
+            "-r",
+            "4",
+            "-t",
+            "6s",
+            "--results-dir",
+            str(results),
+            "--prometheus-port",
+            str(port),
+            *(("--processes", str(processes)) if processes else ()),
+            log_path=tmp_path / "locust.log",
+        )
+        scrapes = []
+        try:
+            deadline = time.monotonic() + 40
+            while proc.poll() is None and time.monotonic() < deadline:
+                with contextlib.suppress(OSError):
+                    scrapes.append(parse(http_get(f"http://127.0.0.1:{port}/metrics", timeout=2)))
+                time.sleep(0.5)
+        finally:
+            stop_process(proc)
+    log = (tmp_path / "locust.log").read_text()
+    assert proc.returncode in (0, 1), log[-3000:]  # 1: some requests failed (injected errors)
+    assert f"Prometheus metrics on http://127.0.0.1:{port}/metrics" in log
+    assert len(scrapes) >= 5, log[-3000:]
+    ok = [value(s, "llm_locust_requests_total", outcome="ok") for s in scrapes]
+    tokens = [value(s, "llm_locust_generation_tokens_total") for s in scrapes]
+    assert ok == sorted(ok) and tokens == sorted(tokens) and ok[-1] > 0
+    assert max(value(s, "llm_locust_users") for s in scrapes) == 4
+    assert max(value(s, "llm_locust_workers") for s in scrapes) == (processes or 1)
+    assert max(value(s, "llm_locust_requests_in_flight") for s in scrapes) > 0
+    for s in scrapes:
+        assert sum(1 for name, _ in s if name == "llm_locust_run_info") == 1
+
+    summary = json.loads((results / "summary.json").read_text())
+    final = parse((results / "metrics_final.prom").read_text())
+    assert value(final, "llm_locust_requests_total", outcome="ok") == summary["completed"]
+    failed = {dict(lb)["outcome"]: v for (n, lb), v in final.items() if n == "llm_locust_requests_total"}
+    failed.pop("ok")
+    assert failed == summary["errors"] and sum(failed.values()) == summary["failed"] > 0
+    assert value(final, "llm_locust_generation_tokens_total") == summary["total_output_tokens"]
+    assert value(final, "llm_locust_prompt_tokens_total") == summary["total_input_tokens"]
+    ttft = metrics.TIME_TO_FIRST_TOKEN.name
+    assert value(final, f"{ttft}_count") == summary["completed"]
+    assert value(final, f"{ttft}_sum") * 1000 / summary["completed"] == pytest.approx(
+        summary["mean_ttft_ms"], rel=1e-6
+    )
+    assert ok[-1] <= summary["completed"] and tokens[-1] <= summary["total_output_tokens"]
+
+
+# -- server metrics --------------------------------------------------------------------
+
+VLLM_TEXT = """# TYPE vllm:num_requests_running gauge
+vllm:num_requests_running{engine="0",model_name="m"} 3.0
+vllm:num_requests_running{engine="1",model_name="m"} 2.0
+# TYPE vllm:num_requests_waiting gauge
+vllm:num_requests_waiting{engine="0",model_name="m"} 1.0
+# TYPE vllm:gpu_cache_usage_perc gauge
+vllm:gpu_cache_usage_perc{engine="0",model_name="m"} 0.25
+vllm:gpu_cache_usage_perc{engine="1",model_name="m"} 0.5
+# TYPE vllm:generation_tokens counter
+vllm:generation_tokens_total{model_name="m"} 1234.0
+# TYPE vllm:unrelated gauge
+vllm:unrelated 9.0
+"""
+SGLANG_TEXT = """# TYPE sglang:num_running_reqs gauge
+sglang:num_running_reqs{model_name="m"} 4
+# TYPE sglang:num_queue_reqs gauge
+sglang:num_queue_reqs{model_name="m"} 6
+# TYPE sglang:token_usage gauge
+sglang:token_usage{model_name="m"} 0.75
+"""
+
+
+def test_server_metrics_parse_engines_and_go_stale() -> None:
+    from llm_locust.live.server_metrics import ServerMetrics
+
+    clock = [100.0]
+    scraper = ServerMetrics("http://127.0.0.1:9/metrics", interval=1.0, clock=lambda: clock[0])
+    rows = scraper.ingest(VLLM_TEXT)
+    assert scraper.latest() == {
+        metrics.SERVER_NUM_REQUESTS_RUNNING.name: 5.0,  # summed over engines
+        metrics.SERVER_NUM_REQUESTS_WAITING.name: 1.0,
+        metrics.SERVER_KV_CACHE_USAGE.name: 0.5,  # the fullest engine (older vLLM name)
+    }
+    assert {r["name"] for r in rows} == {
+        "vllm:num_requests_running",
+        "vllm:num_requests_waiting",
+        "vllm:gpu_cache_usage_perc",
+        "vllm:generation_tokens_total",
+    }
+    assert rows[0]["labels"] == {"engine": "0", "model_name": "m"} and rows[0]["t"] == 100.0
+    scraper.ingest(SGLANG_TEXT)
+    assert scraper.latest()[metrics.SERVER_NUM_REQUESTS_WAITING.name] == 6
+    assert scraper.latest()[metrics.SERVER_KV_CACHE_USAGE.name] == 0.75
+    clock[0] += 10  # three intervals without a good scrape: nothing re-exported
+    assert scraper.latest() == {}
+
+
+def test_server_metrics_scrape_the_simulator_and_record_jsonl(tmp_path: Path) -> None:
+    from llm_locust.live.server_metrics import JSONL_FILE, ServerMetrics
+
+    run = SimpleNamespace(writer=SimpleNamespace(directory=tmp_path), finalizer=object())
+    with running_sim("--ttft-ms", "5") as url:
+        scraper = ServerMetrics(f"{url}/metrics", interval=1.0, run=run)
+        assert scraper.scrape_once() and scraper.scrape_once()
+    scraper.stop()
+    assert set(scraper.latest()) == {
+        metrics.SERVER_NUM_REQUESTS_RUNNING.name,
+        metrics.SERVER_NUM_REQUESTS_WAITING.name,
+        metrics.SERVER_KV_CACHE_USAGE.name,
+    }
+    lines = [json.loads(x) for x in (tmp_path / JSONL_FILE).read_text().splitlines()]
+    assert {x["name"] for x in lines} >= {"vllm:num_requests_running", "vllm:kv_cache_usage_perc"}
+    assert len({x["t"] for x in lines}) == 2
+
+
+def test_server_metrics_failures_are_counted_and_logged_once(caplog: pytest.LogCaptureFixture) -> None:
+    from llm_locust.live.server_metrics import ServerMetrics
+
+    scraper = ServerMetrics(f"http://127.0.0.1:{free_port()}/metrics", interval=1.0)
+    with caplog.at_level("WARNING", logger="llm_locust"):
+        assert not scraper.scrape_once() and not scraper.scrape_once()
+    assert scraper.failures == {"connect": 2}
+    assert len([r for r in caplog.records if "scrape failed" in r.message]) == 1
+    scraper.fetch = lambda: "this is { not prometheus"  # type: ignore[method-assign]
+    assert not scraper.scrape_once()
+    assert scraper.failures == {"connect": 2, "parse": 1}
+
+
+def test_slo_option_gives_a_predicate_and_exact_edges() -> None:
+    from llm_locust.live.exporter import slo_setup
+
+    assert slo_setup(SimpleNamespace()) == (None, {})
+    good, thresholds = slo_setup(SimpleNamespace(slo="success>=99%,ttft_p95<=300ms,e2e_p99<=2s"))
+    assert thresholds == {"ttft": [0.3], "e2e": [2.0]}
+    assert good is not None
+    row = ok_row(ttft=0.2) | {"request_id": "a"}
+    assert good(row) and not good(row | {"ttft": 0.31})
+    agg = LiveAggregate(slo_good=good, thresholds=thresholds)
+    agg.add(row)
+    assert 0.3 in agg.buckets["ttft"].edges and agg.slo_good_requests == 1
+
+
+@pytest.mark.slow
+def test_busy_port_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    import socket
+    import subprocess
+
+    from tests.locustproc import BIN, REPO, env
+
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        cmd = [str(BIN / "locust"), "-f", str(write_locustfile(tmp_path)), "--host", "http://127.0.0.1:9"]
+        cmd += ["--headless", "-t", "1s", "--prometheus-port", str(port)]
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=60, env=env(), cwd=str(REPO))
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    assert f"--prometheus-port {port}" in proc.stderr and "Traceback" not in proc.stderr

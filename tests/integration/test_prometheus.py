@@ -1,0 +1,87 @@
+"""A real Prometheus scrapes a real headless run; its queries agree with summary.json."""
+
+from __future__ import annotations
+
+import bisect
+import json
+from pathlib import Path
+
+import pytest
+
+from llm_locust.live import catalog as metrics
+from tests.promproc import (
+    free_port,
+    prometheus_binary,
+    running_prometheus,
+    start_locust,
+    stop_process,
+    write_locustfile,
+)
+from tests.simproc import running_sim
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(prometheus_binary() is None, reason="prometheus not on PATH (make system-deps)"),
+]
+
+
+def _bucket_around(value_s: float) -> tuple[float, float]:
+    """The TTFT bucket [lower, upper] holding ``value_s``."""
+    edges = metrics.TIME_TO_FIRST_TOKEN_BUCKETS
+    i = bisect.bisect_left(edges, value_s)
+    return (edges[i - 1] if i else 0.0), edges[i]
+
+
+def test_prometheus_queries_match_the_summary(tmp_path: Path) -> None:
+    port = free_port()
+    results = tmp_path / "r"
+    sim_args = ("--ttft-ms", "100", "--tpot-ms", "10", "--output-tokens", "50")
+    with (
+        running_sim(*sim_args) as url,
+        running_prometheus(tmp_path / "prom", [f"127.0.0.1:{port}"]) as prom,
+    ):
+        proc = start_locust(
+            write_locustfile(tmp_path),
+            url,
+            "--headless",
+            *("-u", "6", "-r", "6", "-t", "20s"),
+            *("--results-dir", str(results), "--prometheus-port", str(port)),
+            *("--server-metrics", f"{url}/metrics", "--server-metrics-interval", "1"),
+            log_path=tmp_path / "locust.log",
+        )
+        try:
+            proc.wait(60)
+        finally:
+            stop_process(proc)
+        log = (tmp_path / "locust.log").read_text()
+        assert proc.returncode == 0, log[-3000:]
+        summary = json.loads((results / "summary.json").read_text())
+        config = summary["config"]
+        at = config["stop_time"] - 3.0  # steady state, a full rate window after the start
+        assert at - config["start_time"] >= 12
+
+        rate = prom.value("sum(rate(llm_locust_generation_tokens_total[10s]))", at)
+        assert rate == pytest.approx(summary["output_throughput"], rel=0.2)
+
+        median = prom.value(
+            "histogram_quantile(0.5, sum by (le) (rate(llm_locust_time_to_first_token_seconds_bucket[15s])))",
+            at,
+        )
+        # in the bucket holding the true median, or in one of its neighbours
+        edges = (0.0, *metrics.TIME_TO_FIRST_TOKEN_BUCKETS)
+        lower, upper = _bucket_around(summary["median_ttft_ms"] / 1000)
+        i = edges.index(upper)
+        assert edges[max(i - 2, 0)] <= median <= edges[i + 1], (median, summary["median_ttft_ms"])
+        print(f"rate {rate:.1f} vs {summary['output_throughput']:.1f}; median {median} in [{lower}, {upper}]")
+
+        empty = [
+            expr
+            for expr in metrics.dashboard_expressions(rate_interval="10s", run_id=".*")
+            if not prom.query(expr, at)
+        ]
+        assert not empty, empty
+        assert prom.value("max(llm_locust_run_info)", at) == 1
+        assert prom.value("count(llm_locust_run_info)", at) == 1
+    assert (results / "server_metrics.jsonl").stat().st_size > 0
+    names = {json.loads(line)["name"] for line in (results / "server_metrics.jsonl").open()}
+    assert {"vllm:num_requests_running", "vllm:kv_cache_usage_perc"} <= names

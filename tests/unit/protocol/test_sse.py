@@ -1,0 +1,100 @@
+"""SSE parsing: every case of the streaming-core issue, with the bytes split at awkward places."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import pytest
+
+from llm_locust.protocol.sse import DONE, PayloadError, iter_events, parse_chunk
+
+
+def splits(raw: bytes, seed: int) -> list[bytes]:
+    """``raw`` cut into random pieces, 1 to 7 bytes long."""
+    rng = random.Random(seed)
+    out, i = [], 0
+    while i < len(raw):
+        n = rng.randint(1, 7)
+        out.append(raw[i : i + n])
+        i += n
+    return out
+
+
+def events_of(raw: bytes) -> list[str]:
+    whole = list(iter_events([raw]))
+    assert list(iter_events([bytes([b]) for b in raw])) == whole  # byte by byte
+    for seed in range(20):
+        assert list(iter_events(splits(raw, seed))) == whole, seed
+    return whole
+
+
+def chunk(delta: dict | None = None, usage: dict | None = None, choices: bool = True) -> str:
+    obj: dict = {"id": "c1", "object": "chat.completion.chunk"}
+    obj["choices"] = [{"index": 0, "delta": delta or {}, "finish_reason": None}] if choices else []
+    if usage:
+        obj["usage"] = usage
+    return json.dumps(obj)
+
+
+STREAM = (
+    f": keep-alive\n\n"
+    f"data: {chunk({'role': 'assistant', 'content': ''})}\n\n"
+    f"data: {chunk({'content': 'Hel'})}\n\n"
+    f"data: {chunk({'content': ''})}\n\n"
+    f"data: {chunk({'reasoning_content': 'hmm'})}\n\n"
+    f": another comment\n\n"
+    f"data: {chunk({'content': 'lo'})}\n\n"
+    f"data: {chunk(usage={'prompt_tokens': 5, 'completion_tokens': 3}, choices=False)}\n\n"
+    f"data: [DONE]\n\n"
+)
+
+
+@pytest.mark.parametrize("newline", ["\n", "\r\n"])
+def test_full_stream_any_split(newline: str) -> None:
+    raw = STREAM.replace("\n", newline).encode()
+    events = events_of(raw)
+    assert len(events) == 7
+    assert events[-1] == DONE
+    parsed = [parse_chunk(e) for e in events[:-1]]
+    assert [c.text for c in parsed] == ["", "Hel", "", "hmm", "lo", ""]
+    assert parsed[-1].usage == {"prompt_tokens": 5, "completion_tokens": 3}
+
+
+def test_several_events_in_one_read_and_split_events() -> None:
+    raw = b"data: a\n\ndata: b\n\ndata: c\n\n"
+    assert events_of(raw) == ["a", "b", "c"]
+
+
+def test_multi_line_data_is_joined_with_newline() -> None:
+    assert events_of(b'data: {"x":\ndata: 1}\n\n') == ['{"x":\n1}']
+
+
+def test_stream_closed_without_done_or_final_blank_line() -> None:
+    assert events_of(b"data: a\n\ndata: b\n") == ["a", "b"]
+    assert events_of(b"data: a\n\n") == ["a"]
+
+
+def test_comments_only_yield_nothing() -> None:
+    assert events_of(b": ping\n\n: ping\r\n\r\n") == []
+
+
+def test_completions_text_and_finish_reason() -> None:
+    c = parse_chunk(json.dumps({"choices": [{"text": " hi", "finish_reason": "length"}]}))
+    assert c.text == " hi" and c.finish_reason == "length"
+
+
+def test_role_only_and_empty_chunks_carry_no_text() -> None:
+    assert parse_chunk(chunk({"role": "assistant"})).text == ""
+    assert parse_chunk(chunk({"content": None})).text == ""
+
+
+def test_in_stream_error_object() -> None:
+    c = parse_chunk(json.dumps({"error": {"message": "overloaded", "code": 503}}))
+    assert c.error == "overloaded"
+
+
+@pytest.mark.parametrize("bad", ['{"id": broken', "[1, 2]", "not json"])
+def test_malformed_payload_raises(bad: str) -> None:
+    with pytest.raises(PayloadError):
+        parse_chunk(bad)
