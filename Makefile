@@ -5,7 +5,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup system-deps demo test lint bench clean
+.PHONY: setup system-deps demo test test-fast lint bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -22,9 +22,15 @@ system-deps:
 demo: setup
 	$(BIN)/llm-locust demo
 
+# The full suite (under 15 minutes on 2 cores); -rs shows the reason of every skip.
 test: setup system-deps
 	$(BIN)/ruff check .
-	$(BIN)/python -m pytest -q -p no:cacheprovider
+	$(BIN)/python -m pytest -q -rs -p no:cacheprovider
+
+# The inner loop: everything but the tests marked slow (long real runs).
+test-fast: setup
+	$(BIN)/ruff check .
+	$(BIN)/python -m pytest -q -rs -p no:cacheprovider -m "not slow"
 
 lint: setup
 	$(BIN)/ruff check .

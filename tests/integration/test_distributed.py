@@ -25,6 +25,7 @@ def _sim_counter(url: str, name: str) -> float:
     return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines() if line.startswith(name + "{"))
 
 
+@pytest.mark.slow
 def test_master_summary_is_the_pooled_computation(tmp_path: Path) -> None:
     with running_sim("--ttft-ms", "30", "--tpot-ms", "5", "--output-tokens", "16") as url:
         res = run_distributed(
@@ -43,6 +44,7 @@ def test_master_summary_is_the_pooled_computation(tmp_path: Path) -> None:
     assert s["completed"] == len(rows) and s["failed"] == 0
 
 
+@pytest.mark.slow
 def test_worker_killed_mid_run_keeps_its_records(tmp_path: Path) -> None:
     port = free_port()
     common = [str(BIN / "locust"), "-f", str(LOCUSTFILE)]

@@ -15,6 +15,7 @@ from tests.simproc import running_sim
 pytestmark = pytest.mark.slow
 
 
+@pytest.mark.slow
 def test_timing_accuracy_against_fixed_simulator(tmp_path: Path) -> None:
     with running_sim("--ttft-ms", "200", "--tpot-ms", "20", "--output-tokens", "64") as url:
         res = run_locust(
@@ -49,6 +50,7 @@ def _sim_faults(url: str) -> dict[str, float]:
     }
 
 
+@pytest.mark.slow
 def test_every_fault_is_a_failure_of_its_class(tmp_path: Path) -> None:
     faults = [
         "--error-rate",

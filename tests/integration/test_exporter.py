@@ -306,7 +306,6 @@ def test_slo_option_gives_a_predicate_and_exact_edges() -> None:
     assert 0.3 in agg.buckets["ttft"].edges and agg.slo_good_requests == 1
 
 
-@pytest.mark.slow
 def test_busy_port_is_one_line_and_exit_2(tmp_path: Path) -> None:
     import socket
     import subprocess

@@ -20,6 +20,7 @@ def stage(summary: dict, i: int) -> dict:
     return summary["stages"][i]
 
 
+@pytest.mark.slow
 def test_ramp_tpot_rises_then_ttft_queues(tmp_path: Path) -> None:
     engine = ("--mode", "engine", "--max-num-seqs", "8", "--decode-ms-per-seq", "0.5")
     with running_sim(*engine) as url:
@@ -59,6 +60,7 @@ def test_ramp_tpot_rises_then_ttft_queues(tmp_path: Path) -> None:
     assert "users=16" in res.stdout  # one table row per stage
 
 
+@pytest.mark.slow
 def test_slo_verdict_follows_capacity_and_sets_exit_code(tmp_path: Path) -> None:
     engine = ("--mode", "engine", "--max-num-seqs", "4")
     with running_sim(*engine) as url:
@@ -93,6 +95,7 @@ def _sends(rows: list[dict]) -> np.ndarray:
     return np.sort(np.array([r["start_time"] for r in rows]))
 
 
+@pytest.mark.slow
 def test_poisson_rate_count_cv_and_lag(tmp_path: Path) -> None:
     with running_sim("--ttft-ms", "20", "--tpot-ms", "2") as url:
         res = run_locust(url, "--request-rate", "20", "-t", "30s", *LIGHT, results_dir=tmp_path / "r")
@@ -108,6 +111,7 @@ def test_poisson_rate_count_cv_and_lag(tmp_path: Path) -> None:
     assert s["achieved_request_rate"] == pytest.approx(20, rel=0.15)
 
 
+@pytest.mark.slow
 def test_gamma_burstiness_quarter_gives_cv2_four(tmp_path: Path) -> None:
     with running_sim("--ttft-ms", "20", "--tpot-ms", "2") as url:
         res = run_locust(
@@ -128,6 +132,7 @@ def test_gamma_burstiness_quarter_gives_cv2_four(tmp_path: Path) -> None:
     assert 3.0 <= cv2 <= 5.0, cv2
 
 
+@pytest.mark.slow
 def test_open_loop_keeps_schedule_when_server_is_slow(tmp_path: Path) -> None:
     with running_sim("--ttft-ms", "1500", "--tpot-ms", "50") as url:
         res = run_locust(
@@ -150,6 +155,7 @@ def test_open_loop_keeps_schedule_when_server_is_slow(tmp_path: Path) -> None:
     assert s["p99_ttft_intended_ms"] > s["p99_ttft_ms"]
 
 
+@pytest.mark.slow
 def test_unbounded_open_loop_is_not_slowed_by_the_server(tmp_path: Path) -> None:
     with running_sim("--ttft-ms", "1500", "--tpot-ms", "50") as url:
         res = run_locust(
@@ -170,6 +176,7 @@ def test_unbounded_open_loop_is_not_slowed_by_the_server(tmp_path: Path) -> None
     assert s["max_concurrent_requests"] >= 17
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not (TRACES / "AzureLLMInferenceTrace_conv.csv").exists(), reason="shared traces absent")
 def test_trace_replay_matches_trace_times(tmp_path: Path) -> None:
     from llm_locust.load.traces import load_trace
@@ -201,6 +208,7 @@ def test_trace_replay_matches_trace_times(tmp_path: Path) -> None:
     }
 
 
+@pytest.mark.slow
 def test_distributed_rate_is_split_so_the_total_matches(tmp_path: Path) -> None:
     with running_sim("--ttft-ms", "20", "--tpot-ms", "2") as url:
         res = run_distributed(

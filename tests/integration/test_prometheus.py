@@ -20,7 +20,6 @@ from tests.promproc import (
 from tests.simproc import running_sim
 
 pytestmark = [
-    pytest.mark.slow,
     pytest.mark.skipif(prometheus_binary() is None, reason="prometheus not on PATH (make system-deps)"),
 ]
 
@@ -32,6 +31,7 @@ def _bucket_around(value_s: float) -> tuple[float, float]:
     return (edges[i - 1] if i else 0.0), edges[i]
 
 
+@pytest.mark.slow
 def test_prometheus_queries_match_the_summary(tmp_path: Path) -> None:
     port = free_port()
     results = tmp_path / "r"

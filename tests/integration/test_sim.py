@@ -25,8 +25,6 @@ import pytest
 
 from tests.simproc import LISTEN_PREFIX, running_sim, start_sim, stop_sim
 
-pytestmark = pytest.mark.slow
-
 MODEL = "llm-locust/sim-8b"
 
 

@@ -14,7 +14,6 @@ from tests.locustproc import REPO
 from tests.promproc import free_port, http_get, start_locust, stop_process, write_locustfile
 from tests.simproc import running_sim
 
-pytestmark = pytest.mark.slow
 ARTIFACT = REPO / "test-artifacts" / "webui.png"
 
 
@@ -37,6 +36,7 @@ def _tile(dom: str, element_id: str) -> str:
     return match.group(1)
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(chromium_binary() is None, reason="chromium not on PATH (make system-deps)")
 def test_llm_page_shows_live_values(tmp_path: Path) -> None:
     port = free_port()
