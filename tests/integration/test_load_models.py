@@ -11,7 +11,6 @@ import pytest
 from tests.locustproc import REPO, run_distributed, run_locust
 from tests.simproc import running_sim
 
-pytestmark = pytest.mark.slow
 TRACES = REPO.parent / "shared" / "data" / "traces"
 LIGHT = ("--prompt-tokens", "32", "--max-tokens", "8")
 
