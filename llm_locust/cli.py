@@ -1,6 +1,6 @@
 """``llm-locust``: the command line.
 
-    llm-locust run [llm-locust and locust options]   a load test (wraps ``locust -f locustfiles/chat.py``)
+    llm-locust run [llm-locust and locust options]   a load test (``locust`` with the packaged locustfile)
     llm-locust sim [options]                          the bundled OpenAI-compatible simulator
     llm-locust workload sample|describe|prompts ...   look at a workload before firing it
     llm-locust demo                                   simulator + a short headless run
@@ -13,6 +13,7 @@ before anything else.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 from typing import NoReturn
@@ -46,8 +47,15 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def default_locustfile() -> Path:
-    """``locustfiles/chat.py`` beside the package (a source checkout or editable install)."""
-    return Path(__file__).resolve().parent.parent / "locustfiles" / "chat.py"
+    """The packaged locustfile (``llm_locust/locustfile.py``): present in every install."""
+    return Path(__file__).resolve().parent / "locustfile.py"
+
+
+def names_locustfile(args: list[str]) -> bool:
+    """Whether the user chose a locustfile: ``-f``/``--locustfile`` or ``LOCUST_LOCUSTFILE``."""
+    if os.environ.get("LOCUST_LOCUSTFILE"):
+        return True
+    return any(a in ("-f", "--locustfile") or a.startswith("--locustfile=") for a in args)
 
 
 class _OneLineParser(argparse.ArgumentParser):
@@ -102,7 +110,7 @@ def run_help() -> str:
         prog="llm-locust run",
         usage="llm-locust run [llm-locust options] [locust options]",
         description="A Locust load test of an OpenAI-compatible server with the default locustfile. "
-        "Every option below also works with plain `locust -f locustfiles/chat.py`, in the web UI's "
+        "Every option below also works with plain `locust` and the same locustfile, in the web UI's "
         "start form, and as an LLM_LOCUST_* environment variable. Locust's own options: `locust --help`.",
         add_help=False,
     )
@@ -117,8 +125,7 @@ def run_command(args: list[str]) -> int:
         print(run_help())
         return 0
     validate_run_options(args)
-    has_locustfile = any(a in ("-f", "--locustfile") or a.startswith("--locustfile=") for a in args)
-    if not has_locustfile:
+    if not names_locustfile(args):
         path = default_locustfile()
         if not path.exists():
             _fail(f"no locustfile given and {path} not found; pass -f FILE")

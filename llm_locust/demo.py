@@ -25,7 +25,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="llm-locust demo", description=__doc__.split("\n\n")[0])
     parser.add_argument("--ramp", default="4,16,48", help="user counts of the ramp (default 4,16,48)")
     parser.add_argument("--step-time", default="15s", help="time per step (default 15s)")
-    parser.add_argument("--slo", default=DEFAULT_SLO, help=f"the SLO (default {DEFAULT_SLO})")
+    parser.add_argument("--slo", default=DEFAULT_SLO, help="the SLO (default %(default)s)")
     parser.add_argument("--results-dir", default="", help="default: demo-results/<timestamp>")
     args = parser.parse_args(argv)
     results = Path(args.results_dir or f"demo-results/{time.strftime('%Y%m%d-%H%M%S')}")

@@ -19,7 +19,7 @@ import os
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 __all__ = ["LISTEN_PREFIX", "running_sim", "start_sim", "stop_sim"]
@@ -28,17 +28,34 @@ LISTEN_PREFIX = "llm-locust sim listening on "
 _REPO = Path(__file__).resolve().parent.parent
 
 
-def start_sim(*args: str, timeout: float = 15.0) -> tuple[subprocess.Popen[str], str]:
+def start_sim(
+    *args: str,
+    timeout: float = 15.0,
+    command: Sequence[str] = (),
+    env: dict[str, str] | None = None,
+    cwd: Path = _REPO,
+) -> tuple[subprocess.Popen[str], str]:
     """Launch ``python -m llm_locust.sim --port 0 ARGS``; returns (process, base_url).
 
-    ``--host 127.0.0.1 --port 0`` come first, so ``args`` may override them.
-    Raises ``RuntimeError`` (with the process's stderr) if it does not announce itself.
+    ``--host 127.0.0.1 --port 0`` come first, so ``args`` may override them. ``command``
+    replaces ``python -m llm_locust.sim`` (an installed ``llm-locust sim``, or one run inside
+    a network namespace), ``env`` the environment (default: this one, with the repository on
+    ``PYTHONPATH``). Raises ``RuntimeError`` (with the process's stderr) if it does not announce
+    itself.
     """
-    cmd = [sys.executable, "-m", "llm_locust.sim", "--host", "127.0.0.1", "--port", "0", *args]
-    env = dict(os.environ)
-    env["PYTHONPATH"] = str(_REPO) + os.pathsep + env.get("PYTHONPATH", "")
+    cmd = [
+        *(command or (sys.executable, "-m", "llm_locust.sim")),
+        "--host",
+        "127.0.0.1",
+        "--port",
+        "0",
+        *args,
+    ]
+    if env is None:
+        env = dict(os.environ)
+        env["PYTHONPATH"] = str(_REPO) + os.pathsep + env.get("PYTHONPATH", "")
     proc = subprocess.Popen(
-        cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=str(_REPO), env=env
+        cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=str(cwd), env=env
     )
     line = _readline(proc, timeout)
     if not line.startswith(LISTEN_PREFIX):

@@ -114,8 +114,13 @@ def register_load_options(parser: Any) -> None:
 
 
 class LLMShape(LoadTestShape):
-    """Stage-by-stage load from the llm-locust options; plain Locust without them."""
+    """Stage-by-stage load from the llm-locust options; plain Locust without them.
 
+    Abstract, like :class:`~llm_locust.runtime.user.LLMUser`: Locust takes the first shape
+    class it finds in a locustfile, and this one is imported there before the subclass.
+    """
+
+    abstract = True
     use_common_options = True
     _drain_until: float | None = None
     _fresh = True  # the next tick is the first of a new test
