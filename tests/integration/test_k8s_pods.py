@@ -35,8 +35,6 @@ from tests.k8sproc import K8S, Doc, PodCommand, by_key, pod_command, render
 from tests.netns import Host, hosts
 from tests.simproc import start_sim, stop_sim
 
-pytestmark = pytest.mark.slow
-
 MODEL = "meta-llama/Llama-3.1-8B-Instruct"  # the manifests' model; the simulator serves it
 SIM_ARGS = ("--ttft-ms", "30", "--tpot-ms", "5", "--output-tokens", "16", "--model", MODEL)
 NOBODY = 65534
@@ -232,6 +230,7 @@ def _pooled(rows: list[dict[str, Any]]) -> dict[str, float]:
     return out
 
 
+@pytest.mark.slow
 def test_distributed_run_on_separate_hosts_equals_the_pooled_computation(
     net: dict[str, Host], server: str, cluster: Any, scratch: Path
 ) -> None:
@@ -269,6 +268,7 @@ def test_distributed_run_on_separate_hosts_equals_the_pooled_computation(
     assert counters["vllm:request_success_total"] == len(ok)
 
 
+@pytest.mark.slow
 def test_slo_failure_is_exit_3_and_the_workers_still_finish(server: str, cluster: Any, scratch: Path) -> None:
     settings = {
         "LOCUST_HOST": server,
