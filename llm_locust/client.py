@@ -3,7 +3,15 @@
 One :class:`StreamingClient` per Locust user holds one keep-alive connection
 (geventhttpclient, the engine under Locust's ``FastHttpUser``). :meth:`StreamingClient.send`
 fills a :class:`~llm_locust.record.RequestRecord` and never raises for a failed request:
-every failure becomes an outcome class and a short message.
+every request ends in exactly one record, whatever the server sends, with an outcome
+class and a short message.
+
+When a stream counts as complete: when a choice carries a ``finish_reason`` (every
+OpenAI-compatible server sends one). ``[DONE]`` or a clean close without one means the
+stream was cut: ``stream_broken``, "cut after N tokens, no finish_reason", with the
+marks it had (TTFT, chunk times, ITL). One fault, one class: once a status line has
+arrived the failure is never ``connect`` (which means no HTTP reply at all), whether the
+bad bytes came in the same read as the headers or later.
 
 Why not ``FastHttpSession.request(stream=True)``: Locust's timer stops at the response
 headers and its ``iter_content`` waits for 1,024 bytes, which delays small SSE events.
@@ -12,7 +20,9 @@ Here every line is handed on the moment ``readline`` finds it in the socket buff
 
 from __future__ import annotations
 
+import functools
 import json
+import logging
 import socket
 import time
 from dataclasses import dataclass, field
@@ -20,18 +30,34 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import gevent
+import gevent.ssl
 from gevent.monkey import get_original
 from geventhttpclient import HTTPClient
-from geventhttpclient.response import HTTPConnectionClosed, HTTPParseError
+from geventhttpclient.response import HTTPConnectionClosed, HTTPParseError, HTTPResponse
 
+from llm_locust.config.tls import INSECURE_WARNING, TlsSettings, tls_context
+from llm_locust.protocol.counts import apply_tokenizer, requested_tokens, settle_counts
 from llm_locust.protocol.sse import DONE, PayloadError, iter_events, parse_chunk
-from llm_locust.record import OK, RequestRecord
+from llm_locust.record import RequestRecord
 
-__all__ = ["ClientConfig", "StreamingClient", "build_body", "classify_status", "fetch_server_info"]
+__all__ = [
+    "ClientConfig",
+    "StreamingClient",
+    "api_prefix",
+    "build_body",
+    "classify_status",
+    "error_text",
+    "exc_text",
+    "http_client",
+    "shown_host",
+]
 
+log = logging.getLogger("llm_locust")
 ENDPOINT_PATHS = {"chat": "/v1/chat/completions", "completions": "/v1/completions"}
 _ERROR_BODY_LIMIT = 64 * 1024
 _select = get_original("select", "select")  # the original, not gevent's yielding one
+#: Failures for which the prompt's size is the likely cause, so the message gives it.
+_SIZE_HINT_SKIP = ("connect", "http_429")
 
 
 def _socket_alive(sock: Any) -> bool:
@@ -52,10 +78,14 @@ def _socket_alive(sock: Any) -> bool:
 
 @dataclass
 class ClientConfig:
-    """Per-run request options (from the command line); the API key never leaves memory."""
+    """Per-run request options (from the command line); the API key never leaves memory.
+
+    ``tokenizer`` (the model's, when the run has one) counts tokens of requests whose
+    server sent no usage; ``ca_cert`` / ``insecure`` set TLS verification.
+    """
 
     host: str
-    model: str
+    model: str | None
     endpoint: str = "chat"
     api_key: str | None = None
     max_tokens: int | None = None
@@ -64,6 +94,13 @@ class ClientConfig:
     headers: dict[str, str] = field(default_factory=dict)
     request_timeout: float = 600.0
     connect_timeout: float = 10.0
+    ca_cert: str | None = None
+    insecure: bool = False
+    tokenizer: Any = None
+
+    @property
+    def tls(self) -> TlsSettings:
+        return TlsSettings(self.ca_cert, self.insecure)
 
 
 class _Failure(Exception):
@@ -71,6 +108,14 @@ class _Failure(Exception):
         super().__init__(message)
         self.outcome = outcome
         self.message = message
+
+
+@dataclass(slots=True)
+class _Stream:
+    """What the stream said besides its text and timing (those go on the record)."""
+
+    usage: dict[str, Any] | None = None
+    parts: list[str] | None = None  # the streamed text, when someone needs it
 
 
 def build_body(config: ClientConfig, spec: Any) -> dict[str, Any]:
@@ -106,6 +151,36 @@ def api_prefix(host: str) -> str:
     return path[: -len("/v1")] if path.endswith("/v1") else path
 
 
+def shown_host(host: str) -> str:
+    """``host`` without credentials (``https://user:key@h`` -> ``https://h``), for messages."""
+    parts = urlsplit(host)
+    if "@" not in parts.netloc:
+        return host
+    return parts._replace(netloc=parts.netloc.rsplit("@", 1)[1]).geturl()
+
+
+@functools.lru_cache(maxsize=8)
+def _gevent_context(settings: TlsSettings) -> Any:
+    if settings.insecure:
+        log.warning("llm-locust: %s", INSECURE_WARNING)
+    return tls_context(settings, gevent.ssl.create_default_context)
+
+
+def http_client(
+    config: ClientConfig, concurrency: int = 1, network_timeout: float | None = None
+) -> HTTPClient:
+    """A connection pool to ``config.host`` with the run's TLS verification."""
+    context = _gevent_context(config.tls)
+    return HTTPClient.from_url(
+        config.host,
+        concurrency=concurrency,
+        connection_timeout=config.connect_timeout,
+        network_timeout=network_timeout,
+        ssl_context_factory=lambda **_: context,
+        insecure=config.insecure,
+    )
+
+
 class StreamingClient:
     """Sends streaming completions over keep-alive connections and times them.
 
@@ -117,15 +192,9 @@ class StreamingClient:
         self.config = config
         self._path = api_prefix(config.host) + ENDPOINT_PATHS[config.endpoint]
         self._headers = self._request_headers()
-        self._http = HTTPClient.from_url(
-            config.host,
-            concurrency=concurrency,
-            connection_timeout=config.connect_timeout,
-            # No per-recv socket timeout: send() bounds the whole request with one
-            # gevent.Timeout of the same length, and a socket timeout costs a timer per read.
-            network_timeout=None,
-            insecure=True,
-        )
+        # No per-recv socket timeout: send() bounds the whole request with one
+        # gevent.Timeout of the same length, and a socket timeout costs a timer per read.
+        self._http = http_client(config, concurrency)
         # geventhttpclient has no hook for this check; a private attribute, pinned by tests.
         self._http._connection_pool._is_socket_alive = _socket_alive
 
@@ -142,41 +211,53 @@ class StreamingClient:
     def send(self, body: dict[str, Any], record: RequestRecord, keep_text: bool = False) -> str:
         """Send ``body``, stream the reply into ``record``; returns the text if ``keep_text``."""
         payload = json.dumps(body).encode()
-        parts: list[str] = []
+        counter = self.config.tokenizer
+        stream = _Stream(parts=[] if keep_text or counter is not None else None)
+        record.max_tokens = requested_tokens(body)
         record.wall_start = time.time()
         record.t_sent = time.perf_counter()
         try:
             with gevent.Timeout(self.config.request_timeout, _Failure("timeout", "request timed out")):
-                self._exchange(payload, record, parts if keep_text else None)
+                self._exchange(payload, record, stream)
         except _Failure as failure:
             record.outcome, record.message = failure.outcome, failure.message
+        except Exception as exc:  # every request ends in one record, whatever arrives
+            record.outcome, record.message = "bad_payload", _unexpected(exc)
         finally:
             if record.t_end is None:
                 record.t_end = time.perf_counter()
-        return "".join(parts)
+            settle_counts(record, stream.usage)
+            _add_size_hint(record)
+        text = "".join(stream.parts or ())
+        if counter is not None and record.ok:
+            _count_with(counter, record, body, text)
+        return text if keep_text else ""
 
-    def _exchange(self, payload: bytes, record: RequestRecord, parts: list[str] | None) -> None:
-        response = self._open(payload, record)
+    def _exchange(self, payload: bytes, record: RequestRecord, stream: _Stream) -> None:
+        response = self._open(payload, record, stream)
+        if response is None:  # the reply ended inside request() (see _open)
+            return
         try:
             record.status = response.status_code
             if response.status_code != 200:
-                raise _Failure(classify_status(response.status_code), _error_text(response))
+                raise _Failure(classify_status(response.status_code), error_text(response))
             content_type = response.get("content-type") or ""
             if "text/event-stream" not in content_type:
                 got = content_type or "no content type"
                 raise _Failure("bad_payload", f"expected text/event-stream, got {got!r}")
-            self._read_stream(response, record, parts)
+            _read_stream(iter(lambda: response.readline(b"\n"), b""), record, stream)
         except (OSError, HTTPParseError) as exc:
-            raise _failure_from_exception(exc, "stream_broken") from None
+            _end_of_transport(record, exc)
         finally:
             response.release()
 
-    def _open(self, payload: bytes, record: RequestRecord) -> Any:
+    def _open(self, payload: bytes, record: RequestRecord, stream: _Stream) -> Any | None:
         """Send the request; retry once if a kept-alive connection was closed before any reply.
 
         An idle connection the server closed (keep-alive timeout) fails only when reused;
         the server never saw the request, so one retry on a fresh connection is safe. The
-        clock restarts with it.
+        clock restarts with it. A reply whose status line arrived but whose body broke in
+        the same read is handled as if the break came later (:func:`_early_break`).
         """
         for attempt in (1, 2):
             try:
@@ -185,25 +266,25 @@ class StreamingClient:
                 if attempt == 2:
                     raise _failure_from_exception(exc, "connect") from None
                 record.wall_start, record.t_sent = time.time(), time.perf_counter()
-            except (ConnectionError, socket.gaierror, OSError, HTTPParseError) as exc:
+            except HTTPParseError as exc:
+                _early_break(exc, record, stream)
+                return None
+            except (ConnectionError, socket.gaierror, OSError) as exc:
                 raise _failure_from_exception(exc, "connect") from None
         raise AssertionError("unreachable")
 
-    @staticmethod
-    def _read_stream(response: Any, record: RequestRecord, parts: list[str] | None) -> None:
-        """The hot loop: one iteration per SSE event, a timestamp as each arrives."""
-        readline = response.readline
-        chunk_times = record.chunk_times
-        perf_counter = time.perf_counter
-        usage = None
-        for data in iter_events(iter(lambda: readline(b"\n"), b"")):
+
+def _read_stream(lines: Any, record: RequestRecord, stream: _Stream) -> None:
+    """The hot loop: one iteration per SSE event, a timestamp as each arrives."""
+    chunk_times = record.chunk_times
+    parts = stream.parts
+    perf_counter = time.perf_counter
+    try:
+        for data in iter_events(lines):
             now = perf_counter()
             if data == DONE:
                 continue
-            try:
-                chunk = parse_chunk(data)
-            except PayloadError as exc:
-                raise _Failure("bad_payload", str(exc)) from None
+            chunk = parse_chunk(data)
             if chunk.error:
                 raise _Failure("stream_error", chunk.error)
             if chunk.text:
@@ -211,28 +292,103 @@ class StreamingClient:
                 if parts is not None:
                     parts.append(chunk.text)
             if chunk.usage:
-                usage = chunk.usage
-        record.t_end = perf_counter()
-        _finish(record, usage)
-
-
-def _finish(record: RequestRecord, usage: dict[str, Any] | None) -> None:
-    if record.chunk_times:
-        record.t_first_token = record.chunk_times[0]
-    if usage and usage.get("completion_tokens") is not None:
-        record.completion_tokens = int(usage["completion_tokens"])
-        record.token_source = "usage"
-    else:
-        record.completion_tokens = len(record.chunk_times)
-        record.token_source = "chunks"
-    if usage and usage.get("prompt_tokens") is not None:
-        record.prompt_tokens = int(usage["prompt_tokens"])
-    if not record.chunk_times:
+                stream.usage = chunk.usage
+            if chunk.finish_reason:
+                record.finish_reason = chunk.finish_reason
+    except PayloadError as exc:
+        raise _Failure("bad_payload", str(exc)) from None
+    record.t_end = perf_counter()
+    if record.finish_reason is None:
+        raise _Failure("stream_broken", _cut(record))
+    if not chunk_times:
         raise _Failure("empty_response", "stream ended without any generated text")
-    record.outcome = OK
 
 
-def _error_text(response: Any) -> str:
+def _cut(record: RequestRecord, cause: str = "") -> str:
+    message = f"cut after {len(record.chunk_times)} tokens, no finish_reason"
+    return f"{message} ({cause})" if cause else message
+
+
+def _end_of_transport(record: RequestRecord, exc: BaseException) -> None:
+    """The connection broke or the HTTP framing was wrong after the status line."""
+    if isinstance(exc, (socket.timeout, TimeoutError)):
+        raise _failure_from_exception(exc, "timeout") from None
+    record.t_end = time.perf_counter()
+    if record.finish_reason is not None and record.chunk_times:
+        # every choice had finished: the reply is complete, only its end was untidy
+        record.message = f"the connection ended badly after finish_reason ({exc_text(exc)})"
+        return
+    raise _Failure("stream_broken", _cut(record, exc_text(exc))) from None
+
+
+def _early_break(exc: HTTPParseError, record: RequestRecord, stream: _Stream) -> None:
+    """A parse error inside ``request()``: a connect failure only if no status arrived.
+
+    geventhttpclient parses the first read (headers and any body bytes with them) before
+    it returns the response, so a broken chunk there surfaces from ``request()``. The
+    half-built response is in the traceback; its status and the body bytes it had parsed
+    are treated exactly as a later read would have treated them.
+    """
+    response = _response_in(exc)
+    if response is None or not response.headers_complete:
+        raise _failure_from_exception(exc, "connect") from None
+    record.status = response.status_code
+    if response.status_code != 200:
+        raise _Failure(classify_status(response.status_code), f"HTTP {response.status_code}: {exc_text(exc)}")
+    body = bytes(response._body_buffer)
+    try:
+        _read_stream(iter([body]), record, stream)
+    except _Failure as failure:
+        if failure.outcome != "stream_broken":
+            raise
+    _end_of_transport(record, exc)
+
+
+def _response_in(exc: BaseException) -> HTTPResponse | None:
+    tb = exc.__traceback__
+    while tb is not None:
+        candidate = tb.tb_frame.f_locals.get("self")
+        if isinstance(candidate, HTTPResponse):
+            return candidate
+        tb = tb.tb_next
+    return None
+
+
+def _add_size_hint(record: RequestRecord) -> None:
+    """A failure before any token: say how big the request was (the prompt may not fit)."""
+    if record.ok or record.chunk_times or record.outcome in _SIZE_HINT_SKIP:
+        return
+    sizes = []
+    if record.target_input_tokens is not None:
+        sizes.append(f"prompt {record.target_input_tokens} tokens")
+    if record.max_tokens is not None:
+        sizes.append(f"max_tokens {record.max_tokens}")
+    if sizes:
+        record.message = f"{record.message} ({', '.join(sizes)})"
+
+
+class _OffLoop:
+    """A CPU-bound tokenizer run on gevent's thread pool: the loop keeps timing other streams."""
+
+    def __init__(self, counter: Any) -> None:
+        self.counter = counter
+
+    def count_batch(self, texts: list[str]) -> list[int]:
+        return gevent.get_hub().threadpool.apply(self.counter.count_batch, (texts,))
+
+
+def _count_with(counter: Any, record: RequestRecord, body: dict[str, Any], text: str) -> None:
+    if record.token_source == "usage" and record.prompt_token_source == "usage":
+        return
+    if getattr(counter, "cpu_bound", False):
+        counter = _OffLoop(counter)
+    try:
+        apply_tokenizer(record, counter, body, text)
+    except Exception as exc:  # a failing tokenizer leaves the fallback counts, it never fails a request
+        log.warning("llm-locust: token count with %s failed (%s); kept chunk/target counts", counter, exc)
+
+
+def error_text(response: Any) -> str:
     """A short message from an error response (OpenAI-style JSON if present)."""
     try:
         with gevent.Timeout(5):
@@ -250,44 +406,25 @@ def _error_text(response: Any) -> str:
     return f"HTTP {response.status_code}: {text[:200]}" if text else f"HTTP {response.status_code}"
 
 
+def exc_text(exc: BaseException) -> str:
+    name = type(exc).__name__
+    return f"{name}: {exc}" if str(exc) else name
+
+
+def _unexpected(exc: BaseException) -> str:
+    """A reply no rule above expected: still one record; the first traceback is logged."""
+    if not _unexpected_seen:
+        _unexpected_seen.append(True)
+        log.warning("llm-locust: unexpected reply, recorded as bad_payload", exc_info=exc)
+    return f"unreadable reply ({exc_text(exc)})"
+
+
+_unexpected_seen: list[bool] = []
+
+
 def _failure_from_exception(exc: BaseException, default: str) -> _Failure:
     if isinstance(exc, (socket.timeout, TimeoutError)):
         return _Failure("timeout", f"timed out: {exc}")
     if isinstance(exc, (ConnectionRefusedError, socket.gaierror)):
-        return _Failure("connect", f"{type(exc).__name__}: {exc}")
-    name = type(exc).__name__
-    return _Failure(default, f"{name}: {exc}" if str(exc) else name)
-
-
-def fetch_server_info(config: ClientConfig, timeout: float = 10.0) -> dict[str, Any]:
-    """``GET /v1/models``: the first model id and its ``max_model_len`` (vLLM), or ``{}``."""
-    headers = {"Accept": "application/json"}
-    if config.api_key:
-        headers["Authorization"] = f"Bearer {config.api_key}"
-    headers.update(config.headers)
-    http = HTTPClient.from_url(
-        config.host, concurrency=1, connection_timeout=timeout, network_timeout=timeout, insecure=True
-    )
-    try:
-        with gevent.Timeout(timeout):
-            response = http.get(api_prefix(config.host) + "/v1/models", headers=headers)
-            body = response.read()
-            status = response.status_code
-            response.release()
-    except (gevent.Timeout, OSError, HTTPParseError) as exc:
-        return {"error": f"GET /v1/models failed: {type(exc).__name__}: {exc}"}
-    finally:
-        http.close()
-    if status != 200:
-        return {"error": f"GET /v1/models returned HTTP {status}"}
-    try:
-        models = json.loads(body).get("data") or []
-    except (ValueError, AttributeError):
-        return {"error": "GET /v1/models returned no JSON model list"}
-    if not models:
-        return {"error": "GET /v1/models listed no model"}
-    first = models[0]
-    info: dict[str, Any] = {"model": first.get("id"), "models": [m.get("id") for m in models]}
-    if first.get("max_model_len"):
-        info["max_model_len"] = int(first["max_model_len"])
-    return info
+        return _Failure("connect", exc_text(exc))
+    return _Failure(default, exc_text(exc))

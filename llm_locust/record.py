@@ -20,13 +20,17 @@ import itertools
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["OK", "TOKEN_SOURCES", "RequestRecord"]
+__all__ = ["OK", "PROMPT_TOKEN_SOURCES", "TOKEN_SOURCES", "RequestRecord"]
 
 OK = "ok"
 
-#: Where ``completion_tokens`` came from: the server's ``usage`` block, or a count
-#: of content-bearing chunks (an approximation: a chunk may carry several tokens).
-TOKEN_SOURCES = ("usage", "chunks")
+#: Where ``completion_tokens`` came from: the server's ``usage`` block, the run's
+#: tokenizer over the streamed text (no usage sent), or a count of content-bearing
+#: chunks (an approximation: a chunk may carry several tokens).
+TOKEN_SOURCES = ("usage", "tokenizer", "chunks")
+#: Where ``prompt_tokens`` came from; ``target``: no count (``prompt_tokens`` is ``None``),
+#: totals use ``target_input_tokens``. See ``llm_locust.protocol.counts``.
+PROMPT_TOKEN_SOURCES = ("usage", "tokenizer", "target")
 
 
 @dataclass
@@ -41,10 +45,14 @@ class RequestRecord:
     chunk_times: list[float] = field(default_factory=list)  # content-bearing chunks only
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
-    token_source: str | None = None  # "usage" | "chunks"
+    token_source: str | None = None  # TOKEN_SOURCES
+    prompt_token_source: str | None = None  # PROMPT_TOKEN_SOURCES
     status: int | None = None
     outcome: str = OK
     message: str = ""
+    finish_reason: str | None = None  # from the stream; none means the stream was cut
+    max_tokens: int | None = None  # the output length the request asked for
+    usage_conflict: str | None = None  # why the server's usage cannot be right, if it cannot
     # What was asked for (filled by the workload; the seam for later work).
     endpoint: str = "chat"
     target_input_tokens: int | None = None
@@ -88,6 +96,13 @@ class RequestRecord:
         return [b - a for a, b in itertools.pairwise(times)]
 
     @property
+    def short_output(self) -> bool | None:
+        """A success with fewer output tokens than ``max_tokens`` asked for (``None``: unknown)."""
+        if not self.ok or self.max_tokens is None or self.completion_tokens is None:
+            return None
+        return self.completion_tokens < self.max_tokens
+
+    @property
     def send_lag(self) -> float | None:
         """Actual send minus intended send (open-loop modes only)."""
         if self.t_intended is None:
@@ -111,6 +126,11 @@ class RequestRecord:
             "prompt_tokens": self.prompt_tokens,
             "completion_tokens": self.completion_tokens,
             "token_source": self.token_source,
+            "prompt_token_source": self.prompt_token_source,
+            "finish_reason": self.finish_reason,
+            "max_tokens": self.max_tokens,
+            "short_output": self.short_output,
+            "usage_conflict": self.usage_conflict,
             "target_input_tokens": self.target_input_tokens,
             "target_output_tokens": self.target_output_tokens,
             "chunks": len(self.chunk_times),
@@ -149,9 +169,13 @@ class RequestRecord:
             prompt_tokens=row.get("prompt_tokens"),
             completion_tokens=row.get("completion_tokens"),
             token_source=row.get("token_source"),
+            prompt_token_source=row.get("prompt_token_source"),
             status=row.get("status"),
             outcome=row.get("outcome", OK),
             message=row.get("message", ""),
+            finish_reason=row.get("finish_reason"),
+            max_tokens=row.get("max_tokens"),
+            usage_conflict=row.get("usage_conflict"),
             endpoint=row.get("endpoint", "chat"),
             target_input_tokens=row.get("target_input_tokens"),
             target_output_tokens=row.get("target_output_tokens"),
@@ -165,4 +189,14 @@ class RequestRecord:
         )
 
 
-_DERIVED_KEYS = {"start_time", "ttft", "tpot", "e2e", "itl", "chunks", "send_lag", "intended_offset"}
+_DERIVED_KEYS = {
+    "start_time",
+    "ttft",
+    "tpot",
+    "e2e",
+    "itl",
+    "chunks",
+    "send_lag",
+    "intended_offset",
+    "short_output",
+}

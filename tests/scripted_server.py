@@ -4,13 +4,17 @@
 
 The request path picks the script: ``/<scenario>/v1/chat/completions``. Each script is a
 list of (bytes to send, seconds to wait after) followed by a clean close or an abort.
-Not a product feature: the bundled simulator is the realistic server; this peer only
-produces byte-level oddities (HTML bodies, torn streams, events split across writes).
+``/<scenario>/v1/models`` and ``/<scenario>/tokenize`` (or ``/extras/tokenize``) answer
+from :data:`MODELS` and :func:`tokenize_reply`, so one peer also plays the servers that
+preflight and ``--tokenizer server`` meet. Not a product feature: the bundled simulator is
+the realistic server; this peer only produces byte-level and protocol oddities (HTML
+bodies, torn streams, events split across writes, wrong shapes, other servers' dialects).
 """
 
 from __future__ import annotations
 
 import json
+import re
 import socket
 import socketserver
 import struct
@@ -22,8 +26,8 @@ def sse(obj: object) -> bytes:
     return b"data: " + (obj if isinstance(obj, bytes) else json.dumps(obj).encode()) + b"\n\n"
 
 
-def delta(text: str) -> dict:
-    return {"choices": [{"index": 0, "delta": {"content": text}, "finish_reason": None}]}
+def delta(text: str, finish: str | None = None) -> dict:
+    return {"choices": [{"index": 0, "delta": {"content": text}, "finish_reason": finish}]}
 
 
 def chunked(data: bytes) -> bytes:
@@ -37,41 +41,98 @@ def plain(status: int, reason: str, body: bytes, content_type: str = "applicatio
 
 
 HEAD_SSE = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
+HEAD_CLOSE = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n"
 USAGE = {"choices": [], "usage": {"prompt_tokens": 7, "completion_tokens": 3, "total_tokens": 10}}
+ROLE = sse({"choices": [{"delta": {"role": "assistant", "content": ""}}]})
+ABC = [sse(delta("a")), sse(delta("b")), sse(delta("c", "stop"))]
+BAD_CHUNK = b"zz\r\nnot a chunk size\r\n"  # broken chunked encoding
 
 
 def body_stream(events: list[bytes], end: bytes = b"0\r\n\r\n") -> list[tuple[bytes, float]]:
     return [(HEAD_SSE, 0.0)] + [(chunked(e), 0.02) for e in events] + [(end, 0.0)]
 
 
+def usage(completion: object, prompt: object = 7) -> bytes:
+    return sse({"choices": [], "usage": {"prompt_tokens": prompt, "completion_tokens": completion}})
+
+
 SCENARIOS: dict[str, list[tuple[bytes, float]] | str] = {
-    "ok": body_stream(
-        [
-            sse({"choices": [{"delta": {"role": "assistant", "content": ""}}]}),
-            sse(delta("a")),
-            sse(delta("b")),
-            sse(delta("c")),
-            sse(USAGE),
-            sse(b"[DONE]"),
-        ]
-    ),
+    "ok": body_stream([ROLE, *ABC, sse(USAGE), sse(b"[DONE]")]),
     # one event delivered in three TCP writes, 50 ms apart, and CRLF line endings
     "split": [
         (HEAD_SSE, 0.0),
         (chunked(b'data: {"choices":[{"delta":'), 0.05),
         (chunked(b'{"content":"x"}}]}\r'), 0.05),
         (chunked(b"\n\r\n"), 0.05),
-        (chunked(b"data: " + json.dumps(delta("y")).encode() + b"\r\n\r\n"), 0.0),
+        (chunked(b"data: " + json.dumps(delta("y", "stop")).encode() + b"\r\n\r\n"), 0.0),
         (b"0\r\n\r\n", 0.0),
     ],
-    "no_usage_no_done": body_stream([sse(delta("a")), sse(delta("b"))]),
+    "no_usage": body_stream([*ABC, sse(b"[DONE]")]),
+    # 3 tokens then a clean end: no finish_reason, no [DONE] (chunked, and close-delimited)
+    "cut_chunked": body_stream([sse(delta("a")), sse(delta("b")), sse(delta("c"))]),
+    "cut_close": [(HEAD_CLOSE, 0.0), (sse(delta("a")) + sse(delta("b")), 0.02), (sse(delta("c")), 0.0)],
+    # 41 tokens, [DONE] without any finish_reason, then the body ends without its last chunk
+    "cut_41": [(HEAD_SSE, 0.0)]
+    + [(chunked(sse(delta(f"t{i} "))), 0.002) for i in range(41)]
+    + [(chunked(sse(b"[DONE]")), 0.0)],
+    "early_stop": body_stream([sse(delta("a")), sse(delta("b", "stop")), usage(2), sse(b"[DONE]")]),
+    "usage_conflict": body_stream(
+        [*(sse(delta(w)) for w in "abcd"), sse(delta("e", "length")), usage(50), sse(b"[DONE]")]
+    ),
+    # valid JSON of the wrong shape, and bytes that are not UTF-8
+    "usage_lots": body_stream([*ABC, sse({"choices": [], "usage": "lots"}), sse(b"[DONE]")]),
+    "tokens_abc": body_stream([*ABC, usage("abc"), sse(b"[DONE]")]),
+    "choices_null": body_stream([sse(delta("a")), sse({"choices": [None]}), sse(b"[DONE]")]),
+    "delta_string": body_stream([sse(delta("a")), sse({"choices": [{"delta": "b"}]}), sse(b"[DONE]")]),
+    "content_number": body_stream([sse(delta("a")), sse({"choices": [{"delta": {"content": 5}}]})]),
+    "not_utf8": body_stream([sse(delta("a")), b'data: {"choices": [{"delta": {"content": "\xff"}}]}\n\n']),
+    # one broken chunked encoding: in the same read as the head, or after a token
+    "bad_chunk_first": [(HEAD_SSE + chunked(sse(delta("a"))) + BAD_CHUNK, 0.0)],
+    "bad_chunk_later": [(HEAD_SSE, 0.05), (chunked(sse(delta("a"))), 0.05), (BAD_CHUNK, 0.0)],
+    # llama.cpp reports an error inside a stream as an ``error:`` field
+    "llama_error": body_stream([b'error: {"code": 400, "message": "the request exceeds the context"}\n\n']),
     "html": [(plain(200, "OK", b"<html>oops</html>\n\n\n", "text/html"), 0.0)],
     "unauthorized": [(plain(401, "Unauthorized", b'{"error": {"message": "invalid api key xx12345"}}'), 0.0)],
     "broken": "abort",
     "malformed": body_stream([sse(delta("a")), b'data: {"id": broken\n\n', sse(delta("b"))]),
     "stream_error": body_stream([sse(delta("a")), sse({"error": {"message": "engine died"}})]),
-    "empty": body_stream([sse({"choices": [{"delta": {"role": "assistant"}}]}), sse(b"[DONE]")]),
+    "empty": body_stream([sse({"choices": [{"delta": {"role": "assistant"}, "finish_reason": "stop"}]})]),
+    "silent": "silent",
 }
+
+#: ``GET /<scenario>/v1/models``: a body, or ``None`` to never answer.
+MODELS: dict[str, bytes | None] = {
+    "default": json.dumps({"data": [{"id": "m", "max_model_len": 4096}, {"id": "m2"}]}).encode(),
+    "nolen": json.dumps({"data": [{"id": "m"}]}).encode(),
+    "silent": None,
+}
+
+
+def tokenize_reply(scenario: str, path: str, body: dict) -> dict | None:
+    """Three servers' tokenize dialects; ``None`` for a 404 (wrong route or field)."""
+    if scenario == "llamacpp_python":  # llama-cpp-python: /extras/tokenize {"input"}, BOS included
+        if not path.endswith("/extras/tokenize") or "input" not in body:
+            return None
+        return {"tokens": [1, *range(len(_pieces(body["input"])))]}
+    if scenario == "llamacpp":  # llama.cpp: /tokenize {"content", "add_special"}; other fields: no tokens
+        if not path.endswith("/tokenize") or path.endswith("/extras/tokenize"):
+            return None
+        if "content" not in body:
+            return {"tokens": []}
+        bos = [1] if body.get("add_special", True) else []
+        return {"tokens": bos + list(range(len(_pieces(body["content"]))))}
+    if "prompt" not in body:  # vLLM: /tokenize {"prompt"}
+        return None
+    return {"count": len(_pieces(body["prompt"])), "max_model_len": 4096}
+
+
+def _pieces(text: str) -> list[str]:
+    return re.findall(r"\w+|[^\w\s]", text)
+
+
+def _json_reply(sock: socket.socket, status: int, obj: object) -> None:
+    reason = {200: "OK", 404: "Not Found"}[status]
+    sock.sendall(plain(status, reason, json.dumps(obj).encode()))
 
 
 class Handler(socketserver.BaseRequestHandler):
@@ -95,19 +156,51 @@ class Handler(socketserver.BaseRequestHandler):
         )
         while len(rest) < length:
             rest += sock.recv(65536)
-        scenario = head.split(b" ")[1].decode().strip("/").split("/")[0]
-        script = SCENARIOS.get(scenario, SCENARIOS["ok"])
+        path = head.split(b" ")[1].decode()
+        scenario = path.strip("/").split("/")[0]
+        if path.endswith("/v1/models"):
+            self._models(sock, scenario)
+        elif path.endswith("tokenize"):
+            reply = tokenize_reply(scenario, path, json.loads(rest or b"{}"))
+            _json_reply(sock, 404 if reply is None else 200, reply or {"detail": "Not Found"})
+        else:
+            self._script(sock, SCENARIOS.get(scenario, SCENARIOS["ok"]))
+
+    def _models(self, sock: socket.socket, scenario: str) -> None:
+        body = MODELS.get(scenario, MODELS["default"])
+        if body is None:
+            _wait_for_close(sock)
+            return
+        sock.sendall(plain(200, "OK", body))
+
+    def _script(self, sock: socket.socket, script: list[tuple[bytes, float]] | str) -> None:
+        if script == "silent":
+            _wait_for_close(sock)
+            return
         if script == "abort":
             sock.sendall(HEAD_SSE + chunked(sse(delta("a"))))
             time.sleep(0.05)
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
             sock.close()  # RST, mid-stream
             return
-        for payload, wait in script:  # type: ignore[union-attr]
-            sock.sendall(payload)
-            if wait:
-                time.sleep(wait)
-        sock.shutdown(socket.SHUT_WR)
+        try:
+            for payload, wait in script:  # type: ignore[union-attr]
+                sock.sendall(payload)
+                if wait:
+                    time.sleep(wait)
+            sock.shutdown(socket.SHUT_WR)
+        except OSError:
+            pass  # the client hung up first (it stops reading at a bad chunk)
+
+
+def _wait_for_close(sock: socket.socket) -> None:
+    """Say nothing until the client gives up (bounded: 60 s)."""
+    sock.settimeout(60)
+    try:
+        while sock.recv(65536):
+            pass
+    except OSError:
+        pass
 
 
 class Server(socketserver.ThreadingTCPServer):

@@ -138,6 +138,27 @@ def register_request_options(parser: Any) -> None:
     )
     add_argument(
         parser,
+        "--ca-cert",
+        default=None,
+        help="PEM file of the CA(s) to trust for an https target (a private CA); host names still checked",
+    )
+    add_argument(
+        parser,
+        "--insecure",
+        action="store_true",
+        default=False,
+        help="Do not verify the target's TLS certificate (a self-signed test server); warns",
+    )
+    add_argument(
+        parser,
+        "--skip-preflight",
+        action="store_true",
+        default=False,
+        help="Send load without first checking the target (reachable, authorised, model served, "
+        "one short streaming request)",
+    )
+    add_argument(
+        parser,
         "--results-dir",
         default="",
         help="Write requests.jsonl (as requests finish) and summary.json here",

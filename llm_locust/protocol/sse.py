@@ -3,11 +3,15 @@
 Two layers, both pure (no HTTP, no Locust):
 
 - :func:`iter_events` turns an iterable of byte chunks, split anywhere, into the ``data``
-  payloads of complete SSE events. It delegates the SSE grammar (``: comment`` lines,
-  LF or CRLF endings, multi-line ``data:``, events split across reads or several per
-  read, a last event cut off by a clean close) to sseclient-py.
+  payloads of complete SSE events: ``: comment`` lines, LF, CRLF or CR endings, multi-line
+  ``data:``, events split across reads or several per read, a last event cut off by a
+  clean close. Two servers' ways of reporting an error inside a stream become an
+  ``{"error": ...}`` payload: llama.cpp's ``error: {...}`` field and ``event: error``.
+  Bytes that are not UTF-8 raise :class:`PayloadError`.
 - :func:`parse_chunk` reads one OpenAI ``chat.completion.chunk`` / ``text_completion``
-  payload and says whether it carries generated text, usage, or an error.
+  payload and says whether it carries generated text, usage, a finish reason or an error.
+  Valid JSON of the wrong shape (``"usage": "lots"``, ``"choices": [null]``) raises
+  :class:`PayloadError` with the reason, never ``AttributeError``.
 
 The client feeds :func:`iter_events` one line at a time, as each line arrives, so every
 event is timestamped when its bytes land rather than when a read buffer fills.
@@ -20,11 +24,10 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from sseclient import SSEClient
-
 __all__ = ["DONE", "Chunk", "PayloadError", "iter_events", "parse_chunk"]
 
 DONE = "[DONE]"
+_COUNTS = ("prompt_tokens", "completion_tokens")
 
 
 class PayloadError(ValueError):
@@ -36,28 +39,76 @@ class Chunk:
     """What one stream chunk means for timing and token counting."""
 
     text: str = ""  # content or reasoning text; non-empty marks a token-bearing chunk
-    usage: dict[str, Any] | None = None
-    finish_reason: str | None = None
+    usage: dict[str, Any] | None = None  # counts checked: absent, or non-negative ints
+    finish_reason: str | None = None  # set on any choice: the stream is complete
     error: str | None = None  # an in-stream error object's message
 
 
-class _Source:
-    """The minimal file-like object SSEClient wants: iterable and closable."""
-
-    def __init__(self, chunks: Iterable[bytes]) -> None:
-        self._chunks = chunks
-
-    def __iter__(self) -> Iterator[bytes]:
-        return iter(self._chunks)
-
-    def close(self) -> None:
-        return None
+def _lines(chunks: Iterable[bytes]) -> Iterator[bytes]:
+    """Lines without their endings; a CR at a chunk's end waits for a possible LF."""
+    rest = b""
+    for chunk in chunks:
+        if rest:
+            chunk = rest + chunk
+        if b"\r" in chunk:
+            hold = chunk.endswith(b"\r")
+            chunk = (chunk[:-1] if hold else chunk).replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+            *lines, rest = chunk.split(b"\n")
+            rest += b"\r" if hold else b""
+        else:
+            *lines, rest = chunk.split(b"\n")
+        yield from lines
+    if rest:
+        yield rest.rstrip(b"\r")
 
 
 def iter_events(chunks: Iterable[bytes]) -> Iterator[str]:
     """Yield the ``data`` of each complete event, in order, as soon as it is complete."""
-    for event in SSEClient(_Source(chunks)).events():
-        yield event.data
+    data: list[str] = []
+    kind = ""
+    for line in _lines(chunks):
+        if not line:
+            if data:
+                yield _dispatch(kind, data)
+            data, kind = [], ""
+            continue
+        name, sep, value = line.partition(b":")
+        if not name:
+            continue  # a comment
+        if sep and value[:1] == b" ":
+            value = value[1:]
+        if name == b"data":
+            data.append(_text(value))
+        elif name == b"event":
+            kind = _text(value)
+        elif name == b"error":
+            yield _error_payload(_text(value))
+    if data:
+        yield _dispatch(kind, data)
+
+
+def _dispatch(kind: str, data: list[str]) -> str:
+    text = data[0] if len(data) == 1 else "\n".join(data)
+    return _error_payload(text) if kind == "error" else text
+
+
+def _text(raw: bytes) -> str:
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        bad = raw[exc.start : exc.start + 4]
+        raise PayloadError(f"stream is not UTF-8 text: bytes {bad!r} at offset {exc.start}") from None
+
+
+def _error_payload(text: str) -> str:
+    """``{"error": ...}`` for an error reported outside ``data``, unless it already is one."""
+    try:
+        obj: Any = json.loads(text)
+    except ValueError:
+        obj = text
+    if isinstance(obj, dict) and "error" in obj:
+        return text
+    return json.dumps({"error": obj or "error event without a message"})
 
 
 def parse_chunk(data: str) -> Chunk:
@@ -68,23 +119,56 @@ def parse_chunk(data: str) -> Chunk:
         raise PayloadError(f"invalid JSON in stream: {_clip(data)}") from exc
     if not isinstance(obj, dict):
         raise PayloadError(f"stream chunk is not an object: {_clip(data)}")
-    chunk = Chunk(usage=obj.get("usage") or None)
+    chunk = Chunk(usage=_usage(obj.get("usage")))
     error = obj.get("error")
     if error:
         chunk.error = _error_message(error)
         return chunk
     choices = obj.get("choices")
-    if choices:
-        choice = choices[0]
-        chunk.finish_reason = choice.get("finish_reason")
-        delta = choice.get("delta")
-        if delta is not None:  # chat
-            chunk.text = (
-                delta.get("content") or delta.get("reasoning_content") or delta.get("reasoning") or ""
-            )
-        else:  # completions
-            chunk.text = choice.get("text") or ""
+    if choices is None:
+        return chunk
+    if not isinstance(choices, list):
+        raise PayloadError(f"choices is not a list: {_clip(repr(choices))}")
+    for i, choice in enumerate(choices):
+        if not isinstance(choice, dict):
+            raise PayloadError(f"choices[{i}] is not an object: {_clip(json.dumps(choice))}")
+        chunk.text += _choice_text(choice)
+        reason = choice.get("finish_reason")
+        if reason is not None:
+            chunk.finish_reason = str(reason)
     return chunk
+
+
+def _choice_text(choice: dict[str, Any]) -> str:
+    delta = choice.get("delta")
+    if delta is None:  # completions
+        return _string(choice, "text", "text")
+    if not isinstance(delta, dict):
+        raise PayloadError(f"delta is not an object: {_clip(json.dumps(delta))}")
+    for key in ("content", "reasoning_content", "reasoning"):
+        text = _string(delta, key, f"delta.{key}")
+        if text:
+            return text
+    return ""
+
+
+def _string(obj: dict[str, Any], key: str, where: str) -> str:
+    value = obj.get(key)
+    if value is None or isinstance(value, str):
+        return value or ""
+    raise PayloadError(f"{where} is not a string: {_clip(json.dumps(value))}")
+
+
+def _usage(usage: Any) -> dict[str, Any] | None:
+    if not usage:
+        return None
+    if not isinstance(usage, dict):
+        raise PayloadError(f"usage is not an object: {_clip(json.dumps(usage))}")
+    for key in _COUNTS:
+        value = usage.get(key)
+        if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 0):
+            raise PayloadError(f"usage.{key} is not a token count: {_clip(json.dumps(value))}")
+    return usage
 
 
 def _error_message(error: Any) -> str:

@@ -31,7 +31,7 @@ from typing import Any
 
 import gevent
 
-from llm_locust.client import ClientConfig, fetch_server_info
+from llm_locust.client import ClientConfig
 from llm_locust.config.options import (
     OptionError,
     api_key_from,
@@ -39,10 +39,12 @@ from llm_locust.config.options import (
     parse_headers,
     register_request_options,
 )
+from llm_locust.config.tls import check_tls_options
 from llm_locust.live.exporter import add_exporter_arguments, install_exporter
 from llm_locust.live.server_metrics import add_server_metrics_arguments, install_server_metrics
 from llm_locust.live.webui import install_web_ui
 from llm_locust.load.plan import OPEN_LOOP_LEAD, LoadPlan, build_load_plan, stage_of, take_run_time
+from llm_locust.preflight import fetch_server_info
 from llm_locust.record import RequestRecord
 from llm_locust.results.finalize import Finalizer
 from llm_locust.results.slo import parse_slo
@@ -51,6 +53,7 @@ from llm_locust.runtime import distributed
 from llm_locust.runtime.shape import register_load_options
 from llm_locust.workload.base import RequestSpec
 from llm_locust.workload.build import WorkloadError, add_workload_arguments, build_workload
+from llm_locust.workload.tokenizer import counting_tokenizer
 
 __all__ = ["LLMRun", "install", "run_for"]
 
@@ -130,6 +133,7 @@ class LLMRun:
             self.config.model = self.server_info.get("model")
         if self.role != "master":
             self.workload = build_workload(options, self.server_info)
+            self.config.tokenizer = counting_tokenizer(self.workload)  # counts when usage is absent
         if self.role == "worker":
             assert self.outbox is not None
             self.outbox.start()
@@ -332,6 +336,8 @@ def client_config(options: Any, host: str) -> ClientConfig:
         extra_body=parse_extra_body(options.extra_body),
         headers=parse_headers(options.header),
         request_timeout=options.request_timeout,
+        ca_cert=options.ca_cert,
+        insecure=options.insecure,
     )
 
 
@@ -354,6 +360,7 @@ def _validate(environment: Environment) -> None:
     try:
         parse_extra_body(options.extra_body)
         parse_headers(options.header)
+        check_tls_options(options.ca_cert, options.insecure)
         if role_of(environment.runner) != "worker" and options.results_dir:
             check_results_dir(options.results_dir, options.overwrite)
         build_load_plan(options)

@@ -22,7 +22,8 @@ import logging
 import math
 from typing import Any
 
-from llm_locust.config.options import add_argument
+from llm_locust.config.options import add_argument, api_key_from
+from llm_locust.config.tls import TlsSettings
 from llm_locust.workload.datasets import FORMATS, DatasetError, count_tokens, load_dataset
 from llm_locust.workload.distributions import Distribution, SpecError, SyntheticLengths, parse_distribution
 from llm_locust.workload.limits import POLICIES, LengthGuard
@@ -147,7 +148,11 @@ class _Opts:
 def _build(opt: _Opts, info: dict[str, Any]) -> Any:
     _check_numbers(opt)
     tokenizer = load_tokenizer(
-        opt.tokenizer or "none", info.get("base_url") or opt.host, info.get("model") or opt.model
+        opt.tokenizer or "none",
+        info.get("base_url") or opt.host,
+        info.get("model") or opt.model,
+        tls=TlsSettings(opt.ca_cert, bool(opt.insecure)),
+        api_key=api_key_from(opt),
     )
     limit = opt.max_model_len or info.get("max_model_len") or getattr(tokenizer, "max_model_len", None)
     guard = LengthGuard(limit, opt.length_policy or "clip")

@@ -9,9 +9,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
 from llm_locust.client import ClientConfig, StreamingClient
 from llm_locust.record import RequestRecord
+from llm_locust.workload.corpus import PARAGRAPHS
+from llm_locust.workload.tokenizer import HFTokenizer
 
 HERE = Path(__file__).resolve().parents[1]
 
@@ -29,11 +32,11 @@ def peer() -> Iterator[str]:
         proc.wait()
 
 
-def send(host: str, timeout: float = 5.0) -> tuple[RequestRecord, str]:
+def send(host: str, timeout: float = 5.0, body: dict | None = None) -> tuple[RequestRecord, str]:
     client = StreamingClient(ClientConfig(host=host, model="m", request_timeout=timeout))
     record = RequestRecord(request_id="t", wall_start=0.0, t_sent=0.0)
     try:
-        text = client.send({"model": "m", "messages": [], "stream": True}, record, keep_text=True)
+        text = client.send(body or {"model": "m", "messages": [], "stream": True}, record, keep_text=True)
     finally:
         client.close()
     return record, text
@@ -44,6 +47,7 @@ def test_ok_stream(peer: str) -> None:
     assert r.ok, r.message
     assert text == "abc"
     assert r.completion_tokens == 3 and r.token_source == "usage" and r.prompt_tokens == 7
+    assert r.prompt_token_source == "usage" and r.finish_reason == "stop"
     assert len(r.chunk_times) == 3 and r.ttft is not None and r.ttft > 0
 
 
@@ -55,10 +59,118 @@ def test_event_split_across_writes_is_timed_on_arrival(peer: str) -> None:
     assert r.ttft is not None and r.ttft >= 0.09
 
 
-def test_stream_without_usage_or_done_counts_chunks(peer: str) -> None:
-    r, _ = send(f"{peer}/no_usage_no_done")
+@pytest.fixture(scope="module")
+def bpe(tmp_path_factory: pytest.TempPathFactory) -> HFTokenizer:
+    """A byte-level BPE trained here on the bundled corpus: a real tokenizer the client never saw."""
+    tok = Tokenizer(models.BPE(unk_token=None))
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=600, initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    tok.train_from_iterator(list(PARAGRAPHS), trainer=trainer)
+    path = tmp_path_factory.mktemp("bpe") / "tokenizer.json"
+    tok.save(str(path))
+    return HFTokenizer(path)
+
+
+def test_stream_without_usage_is_counted_by_the_runs_tokenizer(peer: str, bpe: HFTokenizer) -> None:
+    prompt = "Quarterly revenue grew while operating costs fell."
+    body = {"model": "m", "messages": [{"role": "user", "content": prompt}], "stream": True}
+    client = StreamingClient(ClientConfig(host=f"{peer}/no_usage", model="m", tokenizer=bpe))
+    record = RequestRecord(request_id="t", wall_start=0.0, t_sent=0.0, target_input_tokens=9)
+    try:
+        text = client.send(body, record)
+    finally:
+        client.close()
+    assert record.ok, record.message
+    assert text == ""  # counted, not returned: keep_text was not asked for
+    assert (record.completion_tokens, record.token_source) == (bpe.count_batch(["abc"])[0], "tokenizer")
+    assert (record.prompt_tokens, record.prompt_token_source) == (bpe.count_batch([prompt])[0], "tokenizer")
+    assert record.prompt_tokens != 9  # the count, not the target
+
+
+def test_stream_without_usage_counts_chunks_and_says_so(peer: str) -> None:
+    r, _ = send(f"{peer}/no_usage")
     assert r.ok, r.message
-    assert r.completion_tokens == 2 and r.token_source == "chunks" and r.prompt_tokens is None
+    assert r.completion_tokens == 3 and r.token_source == "chunks"
+    assert r.prompt_tokens is None and r.prompt_token_source is None  # no target, no tokenizer
+
+
+@pytest.mark.parametrize("scenario", ["cut_chunked", "cut_close"])
+def test_clean_end_without_finish_reason_is_a_cut_stream(peer: str, scenario: str) -> None:
+    """3 tokens and a clean end, no finish_reason: cut, not a 3-token success."""
+    r, _ = send(f"{peer}/{scenario}")
+    assert r.outcome == "stream_broken", (r.outcome, r.message)
+    assert r.message.startswith("cut after 3 tokens, no finish_reason"), r.message
+    assert r.ttft is not None and len(r.chunk_times) == 3 and len(r.itl) == 2
+
+
+def test_cut_stream_keeps_its_partial_marks(peer: str) -> None:
+    """41 tokens, [DONE] without finish_reason, then the body ends short of its last chunk."""
+    r, _ = send(f"{peer}/cut_41")
+    assert r.outcome == "stream_broken", (r.outcome, r.message)
+    assert r.message.startswith("cut after 41 tokens, no finish_reason"), r.message
+    assert r.status == 200
+    assert r.ttft is not None and r.ttft > 0
+    assert len(r.chunk_times) == 41 and len(r.itl) == 40
+    assert r.completion_tokens == 41 and r.token_source == "chunks"
+
+
+def test_early_clean_stop_is_a_short_success(peer: str) -> None:
+    body = {"model": "m", "messages": [], "stream": True, "max_tokens": 8}
+    r, _ = send(f"{peer}/early_stop", body=body)
+    assert r.ok, r.message
+    assert r.completion_tokens == 2 and r.max_tokens == 8 and r.finish_reason == "stop"
+    assert r.short_output is True and r.to_json()["short_output"] is True
+    assert r.usage_conflict is None
+
+
+def test_usage_that_contradicts_the_stream_is_kept_and_flagged(peer: str) -> None:
+    body = {"model": "m", "messages": [], "stream": True, "max_tokens": 8}
+    r, _ = send(f"{peer}/usage_conflict", body=body)
+    assert r.ok, r.message
+    assert r.completion_tokens == 50 and r.token_source == "usage"  # the server's count is kept
+    assert r.usage_conflict is not None
+    assert "50" in r.usage_conflict and "5 content chunks" in r.usage_conflict and "8" in r.usage_conflict
+    assert r.to_json()["usage_conflict"] == r.usage_conflict
+
+
+@pytest.mark.parametrize(
+    ("scenario", "fragment"),
+    [
+        ("usage_lots", "usage is not an object"),
+        ("tokens_abc", "usage.completion_tokens"),
+        ("choices_null", "choices[0] is not an object"),
+        ("delta_string", "delta is not an object"),
+        ("content_number", "content is not a string"),
+        ("not_utf8", "not UTF-8"),
+    ],
+)
+def test_wrong_shapes_are_one_bad_payload_record(peer: str, scenario: str, fragment: str) -> None:
+    r, _ = send(f"{peer}/{scenario}")
+    assert r.outcome == "bad_payload", (r.outcome, r.message)
+    assert fragment in r.message, r.message
+    assert r.e2e is not None and r.ttft is not None  # the token before the bad chunk is kept
+
+
+@pytest.mark.parametrize("scenario", ["bad_chunk_first", "bad_chunk_later"])
+def test_broken_chunked_encoding_has_one_class_whatever_the_timing(peer: str, scenario: str) -> None:
+    """Status received = not a connect failure, whether the bad bytes came with the head or later."""
+    r, _ = send(f"{peer}/{scenario}")
+    assert r.outcome == "stream_broken", (r.outcome, r.message)
+    assert r.status == 200
+    assert r.message.startswith("cut after 1 tokens, no finish_reason"), r.message
+
+
+def test_llama_cpp_error_field_is_a_stream_error_with_the_prompt_length(peer: str) -> None:
+    client = StreamingClient(ClientConfig(host=f"{peer}/llama_error", model="m"))
+    record = RequestRecord(request_id="t", wall_start=0.0, t_sent=0.0, target_input_tokens=9009)
+    try:
+        client.send({"model": "m", "messages": [], "stream": True, "max_tokens": 512}, record)
+    finally:
+        client.close()
+    assert record.outcome == "stream_error", (record.outcome, record.message)
+    assert "exceeds the context" in record.message
+    assert "prompt 9009 tokens" in record.message and "max_tokens 512" in record.message
 
 
 @pytest.mark.parametrize(
@@ -66,7 +178,7 @@ def test_stream_without_usage_or_done_counts_chunks(peer: str) -> None:
     [
         ("html", "bad_payload", "text/html"),
         ("unauthorized", "http_4xx", "invalid api key"),
-        ("broken", "stream_broken", ""),
+        ("broken", "stream_broken", "cut after 1 tokens"),
         ("malformed", "bad_payload", "invalid JSON"),
         ("stream_error", "stream_error", "engine died"),
         ("empty", "empty_response", "without any generated text"),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 
 import pytest
 
@@ -98,3 +99,53 @@ def test_in_stream_error_object() -> None:
 def test_malformed_payload_raises(bad: str) -> None:
     with pytest.raises(PayloadError):
         parse_chunk(bad)
+
+
+def test_cr_only_line_endings_any_split() -> None:
+    assert events_of(b"data: a\r\rdata: b\r\r") == ["a", "b"]
+
+
+def test_llama_cpp_error_field_becomes_an_error_payload() -> None:
+    """llama.cpp reports a failure inside a stream as ``error: {...}``, not as ``data:``."""
+    (event,) = events_of(b'error: {"code": 400, "message": "exceeds the context size"}\n\n')
+    assert parse_chunk(event).error == "exceeds the context size"
+
+
+def test_error_event_type_becomes_an_error_payload() -> None:
+    (event,) = events_of(b'event: error\ndata: {"message": "overloaded"}\n\n')
+    assert parse_chunk(event).error == "overloaded"
+    (plain,) = events_of(b"event: error\ndata: engine died\n\n")
+    assert parse_chunk(plain).error == "engine died"
+
+
+def test_bytes_that_are_not_utf8_raise_payload_error() -> None:
+    with pytest.raises(PayloadError, match="not UTF-8"):
+        list(iter_events([b'data: {"x": "\xff"}\n\n']))
+
+
+def test_finish_reason_on_any_choice() -> None:
+    obj = {"choices": [{"index": 0, "delta": {}}, {"index": 1, "delta": {}, "finish_reason": "stop"}]}
+    assert parse_chunk(json.dumps(obj)).finish_reason == "stop"
+
+
+@pytest.mark.parametrize(
+    ("obj", "reason"),
+    [
+        ({"choices": [], "usage": "lots"}, "usage is not an object"),
+        ({"choices": [], "usage": {"completion_tokens": "abc"}}, "usage.completion_tokens"),
+        ({"choices": [], "usage": {"prompt_tokens": -1}}, "usage.prompt_tokens"),
+        ({"choices": [], "usage": {"completion_tokens": True}}, "usage.completion_tokens"),
+        ({"choices": [None]}, "choices[0] is not an object"),
+        ({"choices": "abc"}, "choices is not a list"),
+        ({"choices": [{"delta": "b"}]}, "delta is not an object"),
+        ({"choices": [{"delta": {"content": 5}}]}, "delta.content is not a string"),
+        ({"choices": [{"text": ["x"]}]}, "text is not a string"),
+    ],
+)
+def test_wrong_shapes_raise_payload_error_with_the_reason(obj: dict, reason: str) -> None:
+    with pytest.raises(PayloadError, match=re.escape(reason)):
+        parse_chunk(json.dumps(obj))
+
+
+def test_usage_null_on_every_chunk_is_no_usage() -> None:
+    assert parse_chunk(json.dumps({"choices": [], "usage": None})).usage is None

@@ -1,0 +1,244 @@
+"""Preflight: check the target before any load, the way ``vllm bench serve`` does.
+
+A load test against a target that cannot serve fires thousands of doomed requests in
+seconds (14,577 ``connect`` failures in 6 s against a closed port; 9,297 HTTP 404s for a
+wrong ``--model``). :func:`preflight` asks once, in order:
+
+1. ``GET /v1/models``: reachable (a refused connection, an unknown host and a TLS
+   certificate that is not accepted are each named), authorised (401/403), which models
+   are served and their ``max_model_len``;
+2. one short streaming request (8 tokens) to the model the run will use: tokens arrive,
+   and whether the server reports ``usage``. Transient failures (5xx, 429, a torn stream)
+   are retried twice; a 404 for a model the server does not list is "not served".
+
+The result (:class:`Preflight`) is either a refusal with one line naming the cause, or
+what was learned plus warnings: a model missing from the list that the server answered
+anyway, an unknown context limit, a list the server would not give. Nothing waits longer
+than ``--request-timeout`` (the listing at most 10 s, the test request at most 60 s).
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import ssl
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import gevent
+from geventhttpclient.response import HTTPConnectionClosed, HTTPParseError
+
+from llm_locust.client import (
+    ClientConfig,
+    StreamingClient,
+    api_prefix,
+    build_body,
+    error_text,
+    exc_text,
+    http_client,
+    shown_host,
+)
+from llm_locust.record import RequestRecord
+from llm_locust.workload.base import RequestSpec
+
+__all__ = ["ModelList", "Preflight", "fetch_server_info", "list_models", "preflight", "reach_reason"]
+
+LIST_TIMEOUT = 10.0
+TEST_TIMEOUT = 60.0
+TEST_TOKENS = 8
+_TEST_PROMPT = "Say hello in a few words."
+_NO_RETRY = ("connect", "http_4xx")
+
+
+@dataclass(frozen=True)
+class ModelList:
+    """The answer to ``GET /v1/models``; ``problem`` says why there is no list."""
+
+    models: tuple[str, ...] = ()
+    lengths: dict[str, int] = field(default_factory=dict)  # max_model_len by id, where listed
+    status: int | None = None
+    problem: str = ""
+    unreachable: bool = False  # no HTTP reply at all: refused, unknown host, TLS
+
+
+@dataclass(frozen=True)
+class Preflight:
+    """What preflight learned about the target, or why it refused it (``cause``)."""
+
+    ok: bool
+    target: str
+    cause: str = ""
+    model: str | None = None
+    models: tuple[str, ...] = ()
+    max_model_len: int | None = None
+    usage: bool | None = None  # the test stream carried a usage block
+    tokens: int = 0  # content chunks of the test stream
+    ttft: float | None = None
+    warnings: tuple[str, ...] = ()
+
+    def server_info(self) -> dict[str, Any]:
+        """The facts a run needs, in :func:`fetch_server_info`'s shape."""
+        info: dict[str, Any] = {"model": self.model, "models": list(self.models)}
+        if self.max_model_len is not None:
+            info["max_model_len"] = self.max_model_len
+        return info
+
+    def report(self) -> list[str]:
+        """One line of what was learned, then one line per warning."""
+        if not self.ok:
+            return [self.cause]
+        served = f"{len(self.models)} served" if self.models else "no model list"
+        limit = f"max_model_len {self.max_model_len}" if self.max_model_len else "context limit unknown"
+        usage = "reports usage" if self.usage else "reports no usage (counts come from a tokenizer or chunks)"
+        ttft = "" if self.ttft is None else f", first token in {self.ttft:.2f} s"
+        head = f"preflight ok: {self.target}: model {self.model!r} ({served}), {limit}, {usage}{ttft}"
+        return [head, *self.warnings]
+
+
+def reach_reason(exc: BaseException) -> str:
+    """Why a connection gave no HTTP reply, in words (for "cannot reach X: ...")."""
+    if isinstance(exc, ConnectionRefusedError):
+        return "connection refused"
+    if isinstance(exc, socket.gaierror):
+        return f"unknown host ({exc.strerror or exc})"
+    if isinstance(exc, ssl.SSLCertVerificationError):
+        return (
+            f"TLS certificate not accepted: {exc.verify_message or exc.reason} "
+            "(--ca-cert FILE trusts a private CA; --insecure skips verification)"
+        )
+    if isinstance(exc, ssl.SSLError):
+        return f"TLS handshake failed: {exc.reason or exc}"
+    if isinstance(exc, (socket.timeout, TimeoutError)):
+        return "connection timed out"
+    if isinstance(exc, HTTPConnectionClosed):
+        return "the connection closed without a reply"
+    if isinstance(exc, HTTPParseError):
+        return f"not an HTTP reply ({exc_text(exc)})"
+    return exc_text(exc)
+
+
+def _headers(config: ClientConfig) -> dict[str, str]:
+    headers = {"Accept": "application/json"}
+    if config.api_key:
+        headers["Authorization"] = f"Bearer {config.api_key}"
+    headers.update(config.headers)
+    return headers
+
+
+def list_models(config: ClientConfig, timeout: float = LIST_TIMEOUT) -> ModelList:
+    """``GET /v1/models`` with the run's TLS and headers, bounded by ``timeout``."""
+    http = http_client(replace(config, connect_timeout=min(config.connect_timeout, timeout)), 1, timeout)
+    try:
+        with gevent.Timeout(timeout):
+            response = http.get(api_prefix(config.host) + "/v1/models", headers=_headers(config))
+            status = response.status_code
+            body = response.read() if status == 200 else b""
+            message = "" if status == 200 else error_text(response)
+            response.release()
+    except gevent.Timeout:
+        return ModelList(problem=f"no answer in {timeout:g} s")
+    except (OSError, HTTPParseError) as exc:
+        return ModelList(problem=reach_reason(exc), unreachable=True)
+    finally:
+        http.close()
+    if status != 200:
+        return ModelList(status=status, problem=message)
+    return _parse_models(body)
+
+
+def _parse_models(body: bytes) -> ModelList:
+    try:
+        data = json.loads(body).get("data")
+    except (ValueError, AttributeError):
+        data = None
+    if not isinstance(data, list):
+        return ModelList(status=200, problem="no JSON model list")
+    entries = [m for m in data if isinstance(m, dict) and isinstance(m.get("id"), str)]
+    lengths = {m["id"]: int(m["max_model_len"]) for m in entries if isinstance(m.get("max_model_len"), int)}
+    models = tuple(m["id"] for m in entries)
+    return ModelList(models, lengths, 200, "" if models else "lists no model")
+
+
+def fetch_server_info(config: ClientConfig, timeout: float = LIST_TIMEOUT) -> dict[str, Any]:
+    """``GET /v1/models``: the model to use, the ids served and its ``max_model_len``, or ``{"error"}``."""
+    listing = list_models(config, min(timeout, config.request_timeout))
+    if not listing.models:
+        return {"error": f"GET /v1/models: {listing.problem}"}
+    model = config.model or listing.models[0]
+    info: dict[str, Any] = {"model": model, "models": list(listing.models)}
+    if model in listing.lengths:
+        info["max_model_len"] = listing.lengths[model]
+    return info
+
+
+def preflight(config: ClientConfig, attempts: int = 3) -> Preflight:
+    """Check ``config``'s target; a refusal's ``cause`` is one line naming the problem."""
+    target = shown_host(config.host)
+    listing = list_models(config, min(LIST_TIMEOUT, config.request_timeout))
+    if listing.unreachable:
+        return Preflight(False, target, f"cannot reach {target}: {listing.problem}")
+    if listing.status in (401, 403):
+        return Preflight(False, target, listing.problem)
+    warnings: list[str] = []
+    model = config.model
+    if not listing.models:
+        if model is None:
+            return Preflight(False, target, f"GET {target}/v1/models: {listing.problem}; pass --model NAME")
+        warnings.append(f"GET /v1/models: {listing.problem}; model {model!r} not checked")
+    model = model or listing.models[0]
+    unlisted = bool(listing.models) and model not in listing.models
+    record = _test_request(replace(config, model=model, tokenizer=None), attempts)
+    if not record.ok:
+        return Preflight(False, target, _test_failure(record, target, model, listing, unlisted))
+    if unlisted:
+        listed = _listed(listing.models)
+        warnings.append(f"model {model!r} is not in GET /v1/models ({listed}); the server answered anyway")
+    limit = listing.lengths.get(model)
+    if limit is None:
+        warnings.append(
+            "context limit unknown: the server lists no max_model_len; pass --max-model-len N so prompts fit"
+        )
+    return Preflight(
+        True,
+        target,
+        model=model,
+        models=listing.models,
+        max_model_len=limit,
+        usage=record.token_source == "usage",
+        tokens=len(record.chunk_times),
+        ttft=record.ttft,
+        warnings=tuple(warnings),
+    )
+
+
+def _test_request(config: ClientConfig, attempts: int) -> RequestRecord:
+    config = replace(config, request_timeout=min(config.request_timeout, TEST_TIMEOUT))
+    spec = RequestSpec(
+        messages=[{"role": "user", "content": _TEST_PROMPT}], prompt=_TEST_PROMPT, max_tokens=TEST_TOKENS
+    )
+    client = StreamingClient(config)
+    try:
+        for attempt in range(attempts):
+            record = RequestRecord(request_id=f"preflight-{attempt}", wall_start=0.0, t_sent=0.0)
+            client.send(build_body(config, spec), record)
+            if record.ok or record.outcome in _NO_RETRY:
+                break
+            gevent.sleep(0.5)
+    finally:
+        client.close()
+    return record
+
+
+def _test_failure(record: RequestRecord, target: str, model: str, listing: ModelList, unlisted: bool) -> str:
+    if record.outcome == "connect":
+        return f"cannot reach {target}: {record.message}"
+    if record.status in (401, 403):
+        return record.message
+    if record.status in (400, 404) and unlisted:
+        return f"model {model!r} not served; the server lists: {_listed(listing.models)}"
+    return f"a test request to model {model!r} failed: {record.outcome}: {record.message}"
+
+
+def _listed(models: tuple[str, ...], limit: int = 10) -> str:
+    shown = ", ".join(models[:limit])
+    return shown + (f" (and {len(models) - limit} more)" if len(models) > limit else "")

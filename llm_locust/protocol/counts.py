@@ -1,0 +1,118 @@
+"""Token counts of one request, and where each came from.
+
+Sources, best first, for each side separately (``token_source`` for the output,
+``prompt_token_source`` for the prompt):
+
+- ``usage``: the server's own ``usage`` block (we ask for it with
+  ``stream_options.include_usage``). Kept as sent even when it contradicts the stream,
+  but then flagged (:func:`usage_conflict`): a count over ``max_tokens``, or fewer tokens
+  than content-bearing chunks (every such chunk carries at least one), is not believable,
+  and TPOT computed from it would be wrong by the same factor.
+- ``tokenizer``: no usage, but the run has the model's tokenizer (``--tokenizer FILE`` or
+  ``server``): the streamed text and the prompt's messages are counted once, at the end
+  of the request. The stop token is not in the text, so a reply ended by EOS counts one
+  token less than the server would.
+- ``chunks`` (output) / ``target`` (prompt): neither; the content-chunk count (a chunk may
+  carry several tokens) and the workload's target length (``prompt_tokens`` stays
+  ``None``: totals fall back to ``target_input_tokens``, the record says so).
+
+Pure module: no network, no Locust.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+from llm_locust.record import RequestRecord
+
+__all__ = [
+    "TokenCounter",
+    "apply_tokenizer",
+    "prompt_texts",
+    "requested_tokens",
+    "settle_counts",
+    "usage_conflict",
+]
+
+
+class TokenCounter(Protocol):
+    """A tokenizer: anything with ``count_batch`` (``llm_locust.workload.tokenizer``)."""
+
+    def count_batch(self, texts: Sequence[str]) -> list[int]: ...
+
+
+def requested_tokens(body: dict[str, Any]) -> int | None:
+    """The output length the body asks for (``max_tokens`` or ``max_completion_tokens``)."""
+    for key in ("max_tokens", "max_completion_tokens"):
+        value = body.get(key)
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+    return None
+
+
+def usage_conflict(reported: int, chunks: int, max_tokens: int | None) -> str | None:
+    """Why ``reported`` completion tokens cannot be right for this stream, or ``None``."""
+    if max_tokens is not None and reported > max_tokens:
+        return (
+            f"usage reports {reported} completion tokens for {chunks} content chunks "
+            f"and max_tokens {max_tokens}"
+        )
+    if reported < chunks:
+        return f"usage reports {reported} completion tokens for {chunks} content chunks"
+    return None
+
+
+def settle_counts(record: RequestRecord, usage: dict[str, Any] | None) -> None:
+    """Marks and counts from what the stream delivered; partial streams keep theirs."""
+    if record.chunk_times:
+        record.t_first_token = record.chunk_times[0]
+    if record.status != 200:
+        return
+    chunks = len(record.chunk_times)
+    reported = usage.get("completion_tokens") if usage else None
+    if reported is not None:
+        record.completion_tokens, record.token_source = reported, "usage"
+        record.usage_conflict = usage_conflict(reported, chunks, record.max_tokens)
+    else:
+        record.completion_tokens, record.token_source = chunks, "chunks"
+    prompt = usage.get("prompt_tokens") if usage else None
+    if prompt is not None:
+        record.prompt_tokens, record.prompt_token_source = prompt, "usage"
+    elif record.target_input_tokens is not None:
+        record.prompt_token_source = "target"
+
+
+def prompt_texts(body: dict[str, Any]) -> list[str]:
+    """The text of the prompt as sent: each message's content, or the completion prompt."""
+    messages = body.get("messages")
+    if isinstance(messages, list):
+        return [t for m in messages if isinstance(m, dict) for t in _content_texts(m.get("content"))]
+    prompt = body.get("prompt")
+    if isinstance(prompt, str):
+        return [prompt]
+    if isinstance(prompt, list):
+        return [p for p in prompt if isinstance(p, str)]
+    return []
+
+
+def _content_texts(content: Any) -> list[str]:
+    if isinstance(content, str):
+        return [content]
+    if isinstance(content, list):  # multimodal parts: count the text parts
+        return [p["text"] for p in content if isinstance(p, dict) and isinstance(p.get("text"), str)]
+    return []
+
+
+def apply_tokenizer(record: RequestRecord, counter: TokenCounter, body: dict[str, Any], text: str) -> None:
+    """Count what usage did not say; one ``count_batch`` call (the tokenizer may be remote)."""
+    need_output = record.token_source != "usage"
+    prompts = prompt_texts(body) if record.prompt_token_source != "usage" else []
+    texts = [*prompts, text] if need_output else prompts
+    if not texts:
+        return
+    counts = counter.count_batch(texts)
+    if prompts:
+        record.prompt_tokens, record.prompt_token_source = sum(counts[: len(prompts)]), "tokenizer"
+    if need_output:
+        record.completion_tokens, record.token_source = counts[-1], "tokenizer"
