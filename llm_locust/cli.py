@@ -78,6 +78,7 @@ def validate_run_options(args: list[str]) -> None:
         parse_headers,
         register_request_options,
     )
+    from llm_locust.config.tls import check_tls_options
     from llm_locust.load.plan import build_load_plan
     from llm_locust.results.slo import parse_slo
     from llm_locust.results.writer import ResultsDirError, check_results_dir
@@ -85,6 +86,8 @@ def validate_run_options(args: list[str]) -> None:
     from llm_locust.runtime.shape import register_load_options
 
     parser = _OneLineParser(prog="llm-locust run", add_help=False)
+    # Locust's own --host, so that checks needing the target (--tokenizer server) see it
+    parser.add_argument("-H", "--host", default=os.environ.get("LOCUST_HOST") or None)
     register_request_options(parser)
     add_workload_arguments(parser)
     register_load_options(parser)
@@ -92,6 +95,7 @@ def validate_run_options(args: list[str]) -> None:
     try:
         parse_extra_body(options.extra_body)
         parse_headers(options.header)
+        check_tls_options(options.ca_cert, options.insecure)
         if options.results_dir:
             check_results_dir(options.results_dir, options.overwrite)
         build_workload(options, {})

@@ -27,7 +27,6 @@ import socket
 import time
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import urlsplit
 
 import gevent
 import gevent.ssl
@@ -37,6 +36,7 @@ from geventhttpclient.response import HTTPConnectionClosed, HTTPParseError, HTTP
 
 from llm_locust.config.tls import INSECURE_WARNING, TlsSettings, tls_context
 from llm_locust.protocol.counts import apply_tokenizer, requested_tokens, settle_counts
+from llm_locust.protocol.openai import ENDPOINT_PATHS, api_prefix, build_body, classify_status, shown_host
 from llm_locust.protocol.sse import DONE, PayloadError, iter_events, parse_chunk
 from llm_locust.record import RequestRecord
 
@@ -53,7 +53,6 @@ __all__ = [
 ]
 
 log = logging.getLogger("llm_locust")
-ENDPOINT_PATHS = {"chat": "/v1/chat/completions", "completions": "/v1/completions"}
 _ERROR_BODY_LIMIT = 64 * 1024
 _select = get_original("select", "select")  # the original, not gevent's yielding one
 #: Failures for which the prompt's size is the likely cause, so the message gives it.
@@ -116,47 +115,6 @@ class _Stream:
 
     usage: dict[str, Any] | None = None
     parts: list[str] | None = None  # the streamed text, when someone needs it
-
-
-def build_body(config: ClientConfig, spec: Any) -> dict[str, Any]:
-    """The JSON body for ``spec`` (a :class:`~llm_locust.workload.RequestSpec`)."""
-    body: dict[str, Any] = {"model": config.model, "stream": True, "stream_options": {"include_usage": True}}
-    if config.endpoint == "chat":
-        body["messages"] = spec.messages
-    else:
-        body["prompt"] = spec.prompt
-    max_tokens = spec.max_tokens if spec.max_tokens is not None else config.max_tokens
-    if max_tokens is not None:
-        body["max_tokens"] = max_tokens
-    if config.temperature is not None:
-        body["temperature"] = config.temperature
-    body.update(spec.extra_body)
-    body.update(config.extra_body)
-    return body
-
-
-def classify_status(status: int) -> str:
-    if status == 429:
-        return "http_429"
-    if 400 <= status < 500:
-        return "http_4xx"
-    if status >= 500:
-        return "http_5xx"
-    return "http_other"
-
-
-def api_prefix(host: str) -> str:
-    """A path prefix from ``--host`` (``http://h/openai`` -> ``/openai``; a trailing ``/v1`` is dropped)."""
-    path = urlsplit(host).path.rstrip("/")
-    return path[: -len("/v1")] if path.endswith("/v1") else path
-
-
-def shown_host(host: str) -> str:
-    """``host`` without credentials (``https://user:key@h`` -> ``https://h``), for messages."""
-    parts = urlsplit(host)
-    if "@" not in parts.netloc:
-        return host
-    return parts._replace(netloc=parts.netloc.rsplit("@", 1)[1]).geturl()
 
 
 @functools.lru_cache(maxsize=8)

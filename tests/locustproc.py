@@ -78,13 +78,15 @@ def run_locust(
     return LocustResult(proc.returncode, proc.stdout, proc.stderr, results_dir)
 
 
-def llm_locust_cli(*args: str, timeout: float = 60.0) -> subprocess.CompletedProcess[str]:
+def llm_locust_cli(
+    *args: str, timeout: float = 60.0, extra_env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [str(BIN / "llm-locust"), *args],
         capture_output=True,
         text=True,
         timeout=timeout,
-        env=env(),
+        env={**env(), **(extra_env or {})},
         cwd=str(REPO),
     )
 

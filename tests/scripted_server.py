@@ -1,25 +1,33 @@
 """A scripted HTTP peer for client edge cases the simulator does not produce on purpose.
 
     python tests/scripted_server.py   -> prints "port N", serves until killed
+    with running_peer() as base: ...  -> the same as a subprocess, base = "http://127.0.0.1:N"
 
 The request path picks the script: ``/<scenario>/v1/chat/completions``. Each script is a
 list of (bytes to send, seconds to wait after) followed by a clean close or an abort.
 ``/<scenario>/v1/models`` and ``/<scenario>/tokenize`` (or ``/extras/tokenize``) answer
 from :data:`MODELS` and :func:`tokenize_reply`, so one peer also plays the servers that
-preflight and ``--tokenizer server`` meet. Not a product feature: the bundled simulator is
+preflight and ``--tokenizer server`` meet; ``GET /<scenario>/count`` says how many
+completions that scenario was asked for. Scenario ``strict`` answers 404 for a model its
+list does not have. Not a product feature: the bundled simulator is
 the realistic server; this peer only produces byte-level and protocol oddities (HTML
 bodies, torn streams, events split across writes, wrong shapes, other servers' dialects).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import socket
 import socketserver
 import struct
+import subprocess
 import sys
+import threading
 import time
+from collections import Counter
+from collections.abc import Iterator
 
 
 def sse(obj: object) -> bytes:
@@ -91,6 +99,9 @@ SCENARIOS: dict[str, list[tuple[bytes, float]] | str] = {
     "bad_chunk_later": [(HEAD_SSE, 0.05), (chunked(sse(delta("a"))), 0.05), (BAD_CHUNK, 0.0)],
     # llama.cpp reports an error inside a stream as an ``error:`` field
     "llama_error": body_stream([b'error: {"code": 400, "message": "the request exceeds the context"}\n\n']),
+    "context_400": [
+        (plain(400, "Bad Request", b'{"error": {"message": "maximum context length exceeded"}}'), 0.0)
+    ],
     "html": [(plain(200, "OK", b"<html>oops</html>\n\n\n", "text/html"), 0.0)],
     "unauthorized": [(plain(401, "Unauthorized", b'{"error": {"message": "invalid api key xx12345"}}'), 0.0)],
     "broken": "abort",
@@ -104,7 +115,8 @@ SCENARIOS: dict[str, list[tuple[bytes, float]] | str] = {
 MODELS: dict[str, bytes | None] = {
     "default": json.dumps({"data": [{"id": "m", "max_model_len": 4096}, {"id": "m2"}]}).encode(),
     "nolen": json.dumps({"data": [{"id": "m"}]}).encode(),
-    "silent": None,
+    "silent": None,  # and its chat completions never answer either
+    "models_silent": None,  # chat completions answer
 }
 
 
@@ -128,6 +140,10 @@ def tokenize_reply(scenario: str, path: str, body: dict) -> dict | None:
 
 def _pieces(text: str) -> list[str]:
     return re.findall(r"\w+|[^\w\s]", text)
+
+
+_REQUESTS: Counter[str] = Counter()
+_LOCK = threading.Lock()
 
 
 def _json_reply(sock: socket.socket, status: int, obj: object) -> None:
@@ -163,7 +179,14 @@ class Handler(socketserver.BaseRequestHandler):
         elif path.endswith("tokenize"):
             reply = tokenize_reply(scenario, path, json.loads(rest or b"{}"))
             _json_reply(sock, 404 if reply is None else 200, reply or {"detail": "Not Found"})
+        elif path.endswith("/count"):
+            _json_reply(sock, 200, {"requests": _REQUESTS[scenario]})
         else:
+            with _LOCK:
+                _REQUESTS[scenario] += 1
+            if scenario == "strict" and json.loads(rest or b"{}").get("model") not in ("m", "m2"):
+                _json_reply(sock, 404, {"error": {"message": "The model does not exist."}})
+                return
             self._script(sock, SCENARIOS.get(scenario, SCENARIOS["ok"]))
 
     def _models(self, sock: socket.socket, scenario: str) -> None:
@@ -201,6 +224,20 @@ def _wait_for_close(sock: socket.socket) -> None:
             pass
     except OSError:
         pass
+
+
+@contextlib.contextmanager
+def running_peer() -> Iterator[str]:
+    """This module as a real server process (its own sockets); yields its base URL."""
+    proc = subprocess.Popen([sys.executable, __file__], stdout=subprocess.PIPE, text=True)
+    try:
+        line = proc.stdout.readline()  # type: ignore[union-attr]
+        yield f"http://127.0.0.1:{int(line.split()[1])}"
+    finally:
+        proc.kill()
+        proc.wait()
+        if proc.stdout is not None:
+            proc.stdout.close()
 
 
 class Server(socketserver.ThreadingTCPServer):

@@ -44,12 +44,11 @@ from llm_locust.live.exporter import add_exporter_arguments, install_exporter
 from llm_locust.live.server_metrics import add_server_metrics_arguments, install_server_metrics
 from llm_locust.live.webui import install_web_ui
 from llm_locust.load.plan import OPEN_LOOP_LEAD, LoadPlan, build_load_plan, stage_of, take_run_time
-from llm_locust.preflight import fetch_server_info
 from llm_locust.record import RequestRecord
 from llm_locust.results.finalize import Finalizer
 from llm_locust.results.slo import parse_slo
 from llm_locust.results.writer import ResultsDirError, ResultsWriter, check_results_dir
-from llm_locust.runtime import distributed
+from llm_locust.runtime import distributed, preflight
 from llm_locust.runtime.shape import register_load_options
 from llm_locust.workload.base import RequestSpec
 from llm_locust.workload.build import WorkloadError, add_workload_arguments, build_workload
@@ -123,17 +122,17 @@ class LLMRun:
     def on_test_start(self) -> None:
         options = self.environment.parsed_options
         self._tests += 1
-        self.config = client_config(options, self.environment.host or "")
+        self.config = None  # set once the start succeeded: users of a failed start send nothing
+        config = client_config(options, self.environment.host or "")
         if self.plan is None or self.role == "worker":
             self.plan = build_load_plan(options)
         self.slo = parse_slo(options.slo) if options.slo else None
         self._stage_workloads.clear()
-        self.server_info = fetch_server_info(self.config)
-        if self.config.model is None:
-            self.config.model = self.server_info.get("model")
+        self.server_info = preflight.server_info(self, config)  # never a null model
         if self.role != "master":
             self.workload = build_workload(options, self.server_info)
-            self.config.tokenizer = counting_tokenizer(self.workload)  # counts when usage is absent
+            config.tokenizer = counting_tokenizer(self.workload)  # counts when usage is absent
+        self.config = config
         if self.role == "worker":
             assert self.outbox is not None
             self.outbox.start()
@@ -409,6 +408,7 @@ def install() -> None:
         exporter = install_exporter(run)
         install_server_metrics(run, exporter)
         install_web_ui(run)
+        preflight.install(run, client_config)  # last check: headless exit 2 before any load; web UI at start
 
     @events.test_start.add_listener
     def _test_start(environment: Environment, **_: Any) -> None:
@@ -416,6 +416,7 @@ def install() -> None:
             run_for(environment).on_test_start()
         except (OptionError, ResultsDirError, WorkloadError, ValueError) as exc:
             log.error("llm-locust: %s", exc)
+            environment.process_exit_code = 2
             gevent.spawn(environment.runner.quit)
 
     @events.test_stop.add_listener

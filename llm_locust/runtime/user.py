@@ -10,6 +10,7 @@ open-loop run the single user of each worker becomes the dispatcher of
 from __future__ import annotations
 
 from locust import FastHttpUser, constant, task
+from locust.exception import StopUser
 
 from typing import Any
 
@@ -34,11 +35,13 @@ class LLMUser(FastHttpUser):
     def on_start(self) -> None:
         self.llm_run: LLMRun = run_for(self.environment)
         self._sources: dict[int | None, Any] = {}
-        assert self.llm_run.config is not None
-        self.llm_client = StreamingClient(self.llm_run.config)
+        config = self.llm_run.config  # None: the test did not start (the run said why)
+        self.llm_client: StreamingClient | None = StreamingClient(config) if config is not None else None
 
     def on_stop(self) -> None:
-        self.llm_client.close()
+        client = getattr(self, "llm_client", None)
+        if client is not None:
+            client.close()
 
     def source(self) -> Any:
         """This user's request stream for the current stage (matrix cells have their own)."""
@@ -57,6 +60,8 @@ class LLMUser(FastHttpUser):
     @task
     def generate(self) -> None:
         run = self.llm_run
+        if self.llm_client is None:
+            raise StopUser()
         if run.plan is not None and run.plan.open_loop:
             openloop.dispatch(run, self)
             while True:  # the schedule is done: idle until the shape stops the test

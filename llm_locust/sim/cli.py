@@ -4,7 +4,8 @@ Flags take milliseconds where they are times (``--ttft-ms``); everything inside 
 ``--slowdown X`` multiplies every simulated time (both modes), to rehearse a slow server.
 
 On start the process prints exactly one line, ``llm-locust sim listening on http://HOST:PORT``
-(the real port, so ``--port 0`` works for tests), then serves until SIGTERM/SIGINT and exits 0.
+(the real port, so ``--port 0`` works for tests; ``https://`` with ``--tls-cert``/``--tls-key``),
+then serves until SIGTERM/SIGINT and exits 0.
 A bad flag value prints one ``llm-locust sim: error: argument --flag: ...`` line and exits 2.
 """
 
@@ -14,6 +15,7 @@ import argparse
 import asyncio
 import contextlib
 import signal
+import ssl
 import sys
 from collections.abc import Callable
 from typing import NoReturn
@@ -62,6 +64,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--max-model-len", type=_pos_int, default=32768, help="context length (default 32768)")
     g.add_argument("--api-key", default=None, help="require 'Authorization: Bearer KEY' on /v1/*")
     g.add_argument("--seed", type=_int, default=None, help="seed for faults and output words")
+    g.add_argument("--tls-cert", default=None, help="serve HTTPS with this PEM certificate (chain)")
+    g.add_argument("--tls-key", default=None, help="the private key of --tls-cert (PEM)")
     g = parser.add_argument_group("tokens")
     g.add_argument(
         "--output-tokens",
@@ -192,8 +196,9 @@ async def serve(
     host: str,
     port: int,
     ready: Callable[[str, int], None] | None = None,
+    tls: ssl.SSLContext | None = None,
 ) -> None:
-    """Serve until SIGTERM/SIGINT (or cancellation)."""
+    """Serve until SIGTERM/SIGINT (or cancellation); HTTPS when ``tls`` is given."""
     loop = asyncio.get_running_loop()
     app = SimApp(config, counter, loop)
     conns: set[HttpConnection] = set()
@@ -201,7 +206,7 @@ async def serve(
     def factory() -> HttpConnection:
         return HttpConnection(app, conns)
 
-    server = await loop.create_server(factory, host, port, backlog=4096, reuse_address=True)
+    server = await loop.create_server(factory, host, port, backlog=4096, reuse_address=True, ssl=tls)
     stop = asyncio.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         with contextlib.suppress(NotImplementedError, RuntimeError):
@@ -220,10 +225,26 @@ async def serve(
         await asyncio.sleep(0)
 
 
-def _announce(host: str, port: int) -> None:
-    shown = f"[{host}]" if ":" in host else host
-    sys.stdout.write(f"llm-locust sim listening on http://{shown}:{port}\n")
-    sys.stdout.flush()
+def _announcer(scheme: str) -> Callable[[str, int], None]:
+    def announce(host: str, port: int) -> None:
+        shown = f"[{host}]" if ":" in host else host
+        sys.stdout.write(f"llm-locust sim listening on {scheme}://{shown}:{port}\n")
+        sys.stdout.flush()
+
+    return announce
+
+
+def _tls(parser: argparse.ArgumentParser, args: argparse.Namespace) -> ssl.SSLContext | None:
+    if not args.tls_cert and not args.tls_key:
+        return None
+    if not (args.tls_cert and args.tls_key):
+        parser.error("argument --tls-cert: --tls-cert and --tls-key go together")
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    try:
+        context.load_cert_chain(args.tls_cert, args.tls_key)
+    except (OSError, ssl.SSLError) as e:
+        parser.error(f"argument --tls-cert: cannot load {args.tls_cert!r} / {args.tls_key!r}: {e}")
+    return context
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -231,9 +252,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
     counter = _check(parser, args)
+    tls = _tls(parser, args)
     config = build_config(args)
+    announce = _announcer("https" if tls else "http")
     try:
-        asyncio.run(serve(config, counter, args.host, args.port, ready=_announce))
+        asyncio.run(serve(config, counter, args.host, args.port, ready=announce, tls=tls))
     except OSError as e:
         sys.stderr.write(f"{PROG}: error: cannot listen on {args.host}:{args.port}: {e.strerror or e}\n")
         return 1

@@ -9,9 +9,13 @@
 - ``server`` (:class:`ServerTokenizer`): the server's tokenize endpoint, probed once in
   this order: vLLM's ``POST /tokenize`` (``{"prompt": ...}``), llama.cpp's ``POST
   /tokenize`` (``{"content": ...}``), llama-cpp-python's ``POST /extras/tokenize``
-  (``{"input": ...}``). Plain ``urllib`` with the run's TLS verification and API key; it
-  is called while the workload is built, before any load is sent, and at the end of a
-  request only when the server sent no ``usage``.
+  (``{"input": ...}``). One kept-alive ``http.client`` connection with the run's TLS
+  verification and API key (building a workload costs about 2,600 calls; a TLS handshake
+  each would take minutes against a remote server). One instance per target and process,
+  and short texts' counts are remembered, so the pre-start check, ``init`` and
+  ``test_start`` build their workloads with one probe and one set of calls. It is called
+  while the workload is built, before any load is sent, and at the end of a request only
+  when the server sent no ``usage``.
 
 Counts exclude special tokens (BOS) and chat-template overhead: they count the text the
 workload writes. Servers that cannot leave BOS out (llama-cpp-python adds it always) are
@@ -22,16 +26,16 @@ usage (``llm_locust.protocol.counts``).
 
 from __future__ import annotations
 
+import http.client
 import json
 import re
 import ssl
 import threading
-import urllib.error
-import urllib.request
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
+from urllib.parse import urlsplit
 
 from llm_locust.config.tls import TlsSettings, tls_context
 
@@ -128,6 +132,9 @@ class ServerTokenizer:
         if api_key:
             self._headers["Authorization"] = f"Bearer {api_key}"
         self._route: tuple[str, str] | None = None
+        self._conn: http.client.HTTPConnection | None = None
+        self._lock = threading.Lock()  # one connection: one call at a time
+        self._memo: dict[str, int] = {}
         self._probe()
 
     def _probe(self) -> None:
@@ -154,26 +161,64 @@ class ServerTokenizer:
             body["add_special"] = False
         if self.model and key != "content":
             body["model"] = self.model
-        data = json.dumps(body).encode()
-        req = urllib.request.Request(self.base_url + path, data=data, headers=self._headers)
+        with self._lock:
+            status, raw = self._exchange(urlsplit(self.base_url).path + path, json.dumps(body).encode())
+        if status != 200:
+            raise TokenizerError(f"HTTP {status}")
         try:
-            with urllib.request.urlopen(req, timeout=self.timeout, context=self._context) as resp:
-                reply = json.loads(resp.read())
-        except (urllib.error.URLError, OSError, ValueError) as exc:
-            raise TokenizerError(_first_line(exc)) from None
+            reply = json.loads(raw)
+        except ValueError:
+            reply = None
         if not isinstance(reply, dict):
             raise TokenizerError("unexpected reply")
         return reply
+
+    def _exchange(self, path: str, data: bytes) -> tuple[int, bytes]:
+        """POST on the kept-alive connection; one fresh retry if the server had closed it."""
+        for attempt in (1, 2):
+            conn = self._conn or self._connect()
+            try:
+                conn.request("POST", path, body=data, headers=self._headers)
+                resp = conn.getresponse()
+                return resp.status, resp.read()
+            except (http.client.HTTPException, OSError) as exc:
+                conn.close()
+                self._conn = None
+                if attempt == 2 or isinstance(exc, (ssl.SSLError, ConnectionRefusedError, TimeoutError)):
+                    raise TokenizerError(_first_line(exc)) from None
+        raise AssertionError("unreachable")
+
+    def _connect(self) -> http.client.HTTPConnection:
+        parts = urlsplit(self.base_url)
+        if parts.scheme == "https":
+            conn: http.client.HTTPConnection = http.client.HTTPSConnection(
+                parts.hostname or "", parts.port, timeout=self.timeout, context=self._context
+            )
+        else:
+            conn = http.client.HTTPConnection(parts.hostname or "", parts.port, timeout=self.timeout)
+        self._conn = conn
+        return conn
 
     def _count_raw(self, text: str) -> int:
         assert self._route is not None
         return _count_of(self._post(*self._route, text))
 
     def count(self, text: str) -> int:
-        return max(self._count_raw(text) - self.overhead, 0)
+        known = self._memo.get(text)
+        if known is not None:
+            return known
+        count = max(self._count_raw(text) - self.overhead, 0)
+        if len(text) <= _MEMO_TEXT and len(self._memo) < _MEMO_SIZE:
+            self._memo[text] = count
+        return count
 
     def count_batch(self, texts: Sequence[str]) -> list[int]:
         return [self.count(t) for t in texts]
+
+
+_MEMO_TEXT = 256  # remember counts of texts this short (the prompt builder's pieces)
+_MEMO_SIZE = 200_000
+_SERVERS: dict[tuple[Any, ...], ServerTokenizer] = {}
 
 
 def _count_of(reply: dict[str, Any]) -> int:
@@ -207,7 +252,10 @@ def load_tokenizer(
     if spec == "server":
         if not base_url:
             raise TokenizerError("--tokenizer server needs the server address (--host)")
-        return ServerTokenizer(base_url, model, tls=tls, api_key=api_key)
+        key = (_server_root(base_url), model, tls, api_key)
+        if key not in _SERVERS:
+            _SERVERS[key] = ServerTokenizer(base_url, model, tls=tls, api_key=api_key)
+        return _SERVERS[key]
     path = Path(spec)
     if not path.is_file():
         raise TokenizerError(f"tokenizer file not found: {spec}")

@@ -28,8 +28,16 @@ def _sim_counter(url: str, name: str) -> float:
 @pytest.mark.slow
 def test_master_summary_is_the_pooled_computation(tmp_path: Path) -> None:
     with running_sim("--ttft-ms", "30", "--tpot-ms", "5", "--output-tokens", "16") as url:
+        # exact accounting against the server's counter: no preflight request besides the load
         res = run_distributed(
-            url, *LIGHT, "--stop-timeout", "10", results_dir=tmp_path / "r", users=6, run_time="8s"
+            url,
+            *LIGHT,
+            "--stop-timeout",
+            "10",
+            "--skip-preflight",
+            results_dir=tmp_path / "r",
+            users=6,
+            run_time="8s",
         )
         server_tokens = _sim_counter(url, "vllm:generation_tokens_total")
     assert res.returncode == 0, res.stderr[-2000:]

@@ -69,7 +69,16 @@ def test_every_fault_is_a_failure_of_its_class(tmp_path: Path) -> None:
     with running_sim(
         "--ttft-ms", "20", "--tpot-ms", "5", "--output-tokens", "20", "--seed", "3", *faults
     ) as url:
-        res = run_locust(url, "--request-timeout", "1.5", results_dir=tmp_path / "r", users=8, run_time="10s")
+        # every injected fault must match a record: no preflight request besides the load
+        res = run_locust(
+            url,
+            "--request-timeout",
+            "1.5",
+            "--skip-preflight",
+            results_dir=tmp_path / "r",
+            users=8,
+            run_time="10s",
+        )
         injected = _sim_faults(url)
     assert res.returncode in (0, 1), res.stderr[-2000:]  # Locust exits 1 when any request failed
     s, rows = res.summary, res.rows
@@ -90,13 +99,17 @@ def test_every_fault_is_a_failure_of_its_class(tmp_path: Path) -> None:
 
 def test_wrong_api_key_and_unknown_model_are_4xx_records(tmp_path: Path) -> None:
     with running_sim("--api-key", "sekret-123", "--ttft-ms", "5", "--tpot-ms", "1") as url:
-        no_key = run_locust(url, "--model", "x", results_dir=tmp_path / "a", users=1, run_time="2s")
+        # the records' classes (preflight, which refuses both targets, is tested in test_preflight.py)
+        no_key = run_locust(
+            url, "--model", "x", "--skip-preflight", results_dir=tmp_path / "a", users=1, run_time="2s"
+        )
         bad_model = run_locust(
             url,
             "--model",
             "no-such-model",
             "--api-key",
             "sekret-123",
+            "--skip-preflight",
             results_dir=tmp_path / "b",
             users=1,
             run_time="2s",
@@ -120,7 +133,11 @@ def test_unreachable_host_gives_connect_records(tmp_path: Path) -> None:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
         res = run_locust(
-            f"http://127.0.0.1:{port}", "--model", "m", results_dir=tmp_path / "r", users=1, run_time="2s"
+            f"http://127.0.0.1:{port}",
+            *("--model", "m", "--skip-preflight"),
+            results_dir=tmp_path / "r",
+            users=1,
+            run_time="2s",
         )
     rows = res.rows
     assert rows and {r["outcome"] for r in rows} == {"connect"}
@@ -142,6 +159,7 @@ def test_html_instead_of_sse_is_bad_payload(tmp_path: Path) -> None:
             f"http://127.0.0.1:{port}/html",
             "--model",
             "m",
+            "--skip-preflight",
             results_dir=tmp_path / "r",
             users=1,
             run_time="2s",
@@ -184,7 +202,17 @@ def test_results_dir_with_results_is_refused(tmp_path: Path) -> None:
 def test_chat_profile_lengths_are_exact_and_match_the_server(tmp_path: Path) -> None:
     with running_sim("--ttft-ms", "10", "--tpot-ms", "1", "--output-tokens", "8") as url:
         res = run_locust(
-            url, "--profile", "chat", "--seed", "7", results_dir=tmp_path / "r", users=4, run_time="6s"
+            url,
+            *(
+                "--profile",
+                "chat",
+                "--seed",
+                "7",
+                "--skip-preflight",
+            ),  # the server's count is the load's only
+            results_dir=tmp_path / "r",
+            users=4,
+            run_time="6s",
         )
         metrics = urllib.request.urlopen(url + "/metrics", timeout=5).read().decode()
     assert res.returncode == 0, res.stderr[-2000:]

@@ -3,10 +3,7 @@
 from __future__ import annotations
 
 import socket
-import subprocess
-import sys
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
@@ -15,21 +12,13 @@ from llm_locust.client import ClientConfig, StreamingClient
 from llm_locust.record import RequestRecord
 from llm_locust.workload.corpus import PARAGRAPHS
 from llm_locust.workload.tokenizer import HFTokenizer
-
-HERE = Path(__file__).resolve().parents[1]
+from tests.scripted_server import running_peer
 
 
 @pytest.fixture(scope="module")
 def peer() -> Iterator[str]:
-    proc = subprocess.Popen(
-        [sys.executable, str(HERE / "scripted_server.py")], stdout=subprocess.PIPE, text=True
-    )
-    try:
-        line = proc.stdout.readline()  # type: ignore[union-attr]
-        yield f"http://127.0.0.1:{int(line.split()[1])}"
-    finally:
-        proc.kill()
-        proc.wait()
+    with running_peer() as base:
+        yield base
 
 
 def send(host: str, timeout: float = 5.0, body: dict | None = None) -> tuple[RequestRecord, str]:
@@ -161,16 +150,27 @@ def test_broken_chunked_encoding_has_one_class_whatever_the_timing(peer: str, sc
     assert r.message.startswith("cut after 1 tokens, no finish_reason"), r.message
 
 
-def test_llama_cpp_error_field_is_a_stream_error_with_the_prompt_length(peer: str) -> None:
-    client = StreamingClient(ClientConfig(host=f"{peer}/llama_error", model="m"))
+@pytest.mark.parametrize(
+    ("scenario", "outcome", "fragment"),
+    [
+        ("llama_error", "stream_error", "exceeds the context"),  # llama.cpp's error: field
+        ("context_400", "http_4xx", "HTTP 400: maximum context length exceeded"),
+        ("cut_chunked", "stream_broken", "cut after 3 tokens"),  # tokens came: no size hint
+    ],
+)
+def test_a_failure_before_any_token_gives_the_prompt_length(
+    peer: str, scenario: str, outcome: str, fragment: str
+) -> None:
+    client = StreamingClient(ClientConfig(host=f"{peer}/{scenario}", model="m"))
     record = RequestRecord(request_id="t", wall_start=0.0, t_sent=0.0, target_input_tokens=9009)
     try:
         client.send({"model": "m", "messages": [], "stream": True, "max_tokens": 512}, record)
     finally:
         client.close()
-    assert record.outcome == "stream_error", (record.outcome, record.message)
-    assert "exceeds the context" in record.message
-    assert "prompt 9009 tokens" in record.message and "max_tokens 512" in record.message
+    assert record.outcome == outcome, (record.outcome, record.message)
+    assert fragment in record.message
+    hinted = "(prompt 9009 tokens, max_tokens 512)" in record.message
+    assert hinted is (not record.chunk_times), record.message
 
 
 @pytest.mark.parametrize(

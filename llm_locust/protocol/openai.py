@@ -1,0 +1,55 @@
+"""The request side of the OpenAI-compatible API: paths, the body, status classes.
+
+Pure module: builds dicts and strings; the client sends them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import urlsplit
+
+__all__ = ["ENDPOINT_PATHS", "api_prefix", "build_body", "classify_status", "shown_host"]
+
+ENDPOINT_PATHS = {"chat": "/v1/chat/completions", "completions": "/v1/completions"}
+
+
+def build_body(config: Any, spec: Any) -> dict[str, Any]:
+    """The JSON body for ``spec`` (a :class:`~llm_locust.workload.RequestSpec`) under ``config``
+    (a :class:`~llm_locust.client.ClientConfig`)."""
+    body: dict[str, Any] = {"model": config.model, "stream": True, "stream_options": {"include_usage": True}}
+    if config.endpoint == "chat":
+        body["messages"] = spec.messages
+    else:
+        body["prompt"] = spec.prompt
+    max_tokens = spec.max_tokens if spec.max_tokens is not None else config.max_tokens
+    if max_tokens is not None:
+        body["max_tokens"] = max_tokens
+    if config.temperature is not None:
+        body["temperature"] = config.temperature
+    body.update(spec.extra_body)
+    body.update(config.extra_body)
+    return body
+
+
+def classify_status(status: int) -> str:
+    if status == 429:
+        return "http_429"
+    if 400 <= status < 500:
+        return "http_4xx"
+    if status >= 500:
+        return "http_5xx"
+    return "http_other"
+
+
+def api_prefix(host: str) -> str:
+    """A path prefix from ``--host`` (``http://h/openai`` -> ``/openai``; a trailing ``/v1`` is dropped)."""
+    path = urlsplit(host).path.rstrip("/")
+    return path[: -len("/v1")] if path.endswith("/v1") else path
+
+
+def shown_host(host: str) -> str:
+    """``host`` without credentials (``https://user:key@h`` -> ``https://h``), for messages."""
+    parts = urlsplit(host)
+    if "@" not in parts.netloc:
+        return host
+    return parts._replace(netloc=parts.netloc.rsplit("@", 1)[1]).geturl()

@@ -1,0 +1,140 @@
+"""Preflight in a run: before any user spawns, or when the web UI's start button is pressed.
+
+- Headless (or ``--autostart``): at ``init``, on the local runner or the master, before the
+  runner starts. A refusal is one line on stderr and exit code 2; no request of the load is
+  sent. Workers never check (the master did, once).
+- Web UI: each ``POST /swarm`` (after Locust's own login check) checks the target the form
+  names; a refusal is the form's error message and nothing starts.
+- ``test_start``: :func:`server_info` reuses what the check learned (no second
+  ``GET /v1/models``), or asks for it when the check was skipped (``--skip-preflight``,
+  workers), and refuses to start without a model: a run never sends ``"model": null``.
+
+The check itself is :func:`llm_locust.preflight.preflight`; this module is its Locust wiring.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import logging
+import sys
+from collections.abc import Callable
+from typing import Any
+
+from llm_locust.client import ClientConfig, shown_host
+from llm_locust.config.options import OptionError, registered_names
+from llm_locust.preflight import Preflight, fetch_server_info, preflight
+
+__all__ = ["install", "run_preflight", "server_info"]
+
+log = logging.getLogger("llm_locust")
+MakeConfig = Callable[[Any, str], ClientConfig]
+_CHECKED: dict[int, Preflight] = {}  # by id(environment): the last check's result
+
+
+def run_preflight(config: ClientConfig) -> Preflight:
+    """Check the target and log what was learned (warnings as warnings)."""
+    result = preflight(config)
+    if result.ok:
+        head, *warnings = result.report()
+        log.info("llm-locust: %s", head)
+        for line in warnings:
+            log.warning("llm-locust: preflight: %s", line)
+    return result
+
+
+def install(run: Any, make_config: MakeConfig) -> None:
+    """At ``init``: check now (headless) or at every start from the web UI."""
+    environment = run.environment
+    options = environment.parsed_options
+    if options is None or run.role == "worker":
+        return
+    if options.headless or getattr(options, "autostart", False):
+        if options.skip_preflight:
+            return
+        try:
+            config = make_config(options, environment.host or "")
+        except OptionError:
+            return  # reported by the run's own option checks
+        result = _CHECKED[id(environment)] = run_preflight(config)
+        if not result.ok:
+            sys.stderr.write(f"llm-locust: error: {result.cause}\n")
+            sys.stderr.flush()
+            raise SystemExit(2)
+    elif getattr(environment, "web_ui", None) is not None:
+        _gate_web_start(run, make_config)
+
+
+def server_info(run: Any, config: ClientConfig) -> dict[str, Any]:
+    """The target's facts for ``test_start``; fills ``config.model`` or raises :class:`OptionError`."""
+    checked = _CHECKED.get(id(run.environment))
+    same = (
+        checked is not None
+        and checked.ok
+        and checked.target == shown_host(config.host)
+        and config.model in (None, checked.model)
+    )
+    if same:
+        assert checked is not None
+        info = checked.server_info()
+    else:
+        info = fetch_server_info(config)
+        if "error" in info:
+            log.warning("llm-locust: %s", info["error"])
+    if config.model is None:
+        config.model = info.get("model")
+    if config.model is None:
+        raise OptionError(f"no model to request ({info.get('error', 'none listed')}); pass --model NAME")
+    return info
+
+
+def _gate_web_start(run: Any, make_config: MakeConfig) -> None:
+    """Wrap Locust's ``/swarm`` view: login first (Locust's), then the check, then the start."""
+    web_ui = run.environment.web_ui
+    app = web_ui.app
+    endpoint = next(rule.endpoint for rule in app.url_map.iter_rules() if rule.rule == "/swarm")
+    start = app.view_functions[endpoint]
+
+    def checked_start(*args: Any, **kwargs: Any) -> Any:
+        refusal = _check_form(run, make_config)
+        return refusal if refusal is not None else start(*args, **kwargs)
+
+    app.view_functions[endpoint] = web_ui.auth_required_if_enabled(checked_start)
+
+
+def _check_form(run: Any, make_config: MakeConfig) -> Any:
+    from flask import jsonify, request
+
+    environment = run.environment
+    options = _with_form(environment.parsed_options, request.form)
+    host = request.form.get("host") or environment.host or ""
+    if options.skip_preflight:
+        return None
+    try:
+        config = make_config(options, host)
+    except OptionError as exc:
+        return jsonify({"success": False, "message": str(exc), "host": host})
+    result = _CHECKED[id(environment)] = run_preflight(config)
+    if result.ok:
+        return None
+    log.error("llm-locust: preflight: %s", result.cause)
+    return jsonify({"success": False, "message": f"preflight: {result.cause}", "host": host})
+
+
+def _with_form(options: Any, form: Any) -> argparse.Namespace:
+    """``options`` with the start form's llm-locust values (strings), converted as Locust does."""
+    values = dict(vars(options))
+    for name in registered_names():
+        if name not in form or name not in values:
+            continue
+        raw, current = form[name], values[name]
+        if isinstance(current, bool):
+            values[name] = raw == "true"
+        elif current is None:
+            values[name] = raw or None
+        elif isinstance(current, str):
+            values[name] = raw
+        elif isinstance(current, (int, float)):
+            with contextlib.suppress(ValueError):
+                values[name] = type(current)(raw)
+    return argparse.Namespace(**values)
