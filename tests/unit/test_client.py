@@ -6,12 +6,12 @@ import socket
 from collections.abc import Iterator
 
 import pytest
-from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
 from llm_locust.client import ClientConfig, StreamingClient
 from llm_locust.record import RequestRecord
 from llm_locust.workload.corpus import PARAGRAPHS
 from llm_locust.workload.tokenizer import HFTokenizer
+from tests.bpe import train_bpe
 from tests.scripted_server import running_peer
 
 
@@ -51,14 +51,7 @@ def test_event_split_across_writes_is_timed_on_arrival(peer: str) -> None:
 @pytest.fixture(scope="module")
 def bpe(tmp_path_factory: pytest.TempPathFactory) -> HFTokenizer:
     """A byte-level BPE trained here on the bundled corpus: a real tokenizer the client never saw."""
-    tok = Tokenizer(models.BPE(unk_token=None))
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=600, initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
-    tok.train_from_iterator(list(PARAGRAPHS), trainer=trainer)
-    path = tmp_path_factory.mktemp("bpe") / "tokenizer.json"
-    tok.save(str(path))
-    return HFTokenizer(path)
+    return HFTokenizer(train_bpe(tmp_path_factory.mktemp("bpe") / "tokenizer.json", PARAGRAPHS, 600))
 
 
 def test_stream_without_usage_is_counted_by_the_runs_tokenizer(peer: str, bpe: HFTokenizer) -> None:

@@ -7,12 +7,13 @@ import time
 from pathlib import Path
 
 import pytest
-from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+from tokenizers import Tokenizer
 
 from llm_locust.workload.build import WorkloadError, add_workload_arguments, build_workload
 from llm_locust.workload.corpus import PARAGRAPHS
 from llm_locust.workload.prompts import PromptBuilder
 from llm_locust.workload.tokenizer import ApproxTokenizer, HFTokenizer, approx_count
+from tests.bpe import train_bpe
 
 TARGETS = [1, 17, 128, 1024, 8000]
 _EXTRA = [
@@ -24,14 +25,7 @@ _EXTRA = [
 @pytest.fixture(scope="module")
 def bpe_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A byte-level BPE trained offline on local text, saved as tokenizer.json."""
-    tok = Tokenizer(models.BPE(unk_token=None))
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=1500, initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
-    tok.train_from_iterator(list(PARAGRAPHS[::2]) + _EXTRA, trainer=trainer)
-    path = tmp_path_factory.mktemp("tok") / "tokenizer.json"
-    tok.save(str(path))
-    return path
+    return train_bpe(tmp_path_factory.mktemp("tok") / "tokenizer.json", list(PARAGRAPHS[::2]) + _EXTRA, 1500)
 
 
 def _options(*argv: str) -> argparse.Namespace:
