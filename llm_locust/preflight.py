@@ -75,12 +75,17 @@ class Preflight:
     tokens: int = 0  # content chunks of the test stream
     ttft: float | None = None
     warnings: tuple[str, ...] = ()
+    #: What the check itself cost the server (its test requests), so that the server's own
+    #: counters reconcile with the run's records: ``{"requests", "prompt_tokens", "completion_tokens"}``.
+    sent: dict[str, int] = field(default_factory=dict)
 
     def server_info(self) -> dict[str, Any]:
-        """The facts a run needs, in :func:`fetch_server_info`'s shape."""
+        """The facts a run needs, in :func:`fetch_server_info`'s shape, plus what the check sent."""
         info: dict[str, Any] = {"model": self.model, "models": list(self.models)}
         if self.max_model_len is not None:
             info["max_model_len"] = self.max_model_len
+        if self.sent:
+            info["preflight"] = dict(self.sent)
         return info
 
     def report(self) -> list[str]:
@@ -187,7 +192,7 @@ def preflight(config: ClientConfig, attempts: int = 3) -> Preflight:
         warnings.append(f"GET /v1/models: {listing.problem}; model {model!r} not checked")
     model = model or listing.models[0]
     unlisted = bool(listing.models) and model not in listing.models
-    record = _test_request(replace(config, model=model, tokenizer=None), attempts)
+    record, sent = _test_request(replace(config, model=model, tokenizer=None), attempts)
     if not record.ok:
         return Preflight(False, target, _test_failure(record, target, model, listing, unlisted))
     if unlisted:
@@ -208,25 +213,31 @@ def preflight(config: ClientConfig, attempts: int = 3) -> Preflight:
         tokens=len(record.chunk_times),
         ttft=record.ttft,
         warnings=tuple(warnings),
+        sent=sent,
     )
 
 
-def _test_request(config: ClientConfig, attempts: int) -> RequestRecord:
+def _test_request(config: ClientConfig, attempts: int) -> tuple[RequestRecord, dict[str, int]]:
+    """The test stream (retried on transient failures), and what all attempts sent."""
     config = replace(config, request_timeout=min(config.request_timeout, TEST_TIMEOUT))
     spec = RequestSpec(
         messages=[{"role": "user", "content": _TEST_PROMPT}], prompt=_TEST_PROMPT, max_tokens=TEST_TOKENS
     )
     client = StreamingClient(config)
+    sent = {"requests": 0, "prompt_tokens": 0, "completion_tokens": 0}
     try:
         for attempt in range(attempts):
             record = RequestRecord(request_id=f"preflight-{attempt}", wall_start=0.0, t_sent=0.0)
             client.send(build_body(config, spec), record)
+            sent["requests"] += 1
+            sent["prompt_tokens"] += record.prompt_tokens or 0
+            sent["completion_tokens"] += record.completion_tokens or 0
             if record.ok or record.outcome in _NO_RETRY:
                 break
             gevent.sleep(0.5)
     finally:
         client.close()
-    return record
+    return record, sent
 
 
 def _test_failure(record: RequestRecord, target: str, model: str, listing: ModelList, unlisted: bool) -> str:

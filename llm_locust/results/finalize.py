@@ -178,6 +178,9 @@ def config_block(run: Any, finalizer: Finalizer) -> dict[str, Any]:
     }
     if run.server_info.get("max_model_len"):
         block["max_model_len"] = run.server_info["max_model_len"]
+    if run.server_info.get("preflight"):
+        # the preflight's own requests: the server counted them, the records do not hold them
+        block["preflight_sent"] = run.server_info["preflight"]
     if run.workload is not None:
         block["workload"] = run.workload.describe()
     if run.plan is not None:

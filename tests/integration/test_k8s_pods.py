@@ -263,9 +263,12 @@ def test_distributed_run_on_separate_hosts_equals_the_pooled_computation(
         assert summary[key] == pytest.approx(value, rel=1e-9, abs=1e-9), key
     counters = _server_counters(net, server)
     assert summary["total_output_tokens"] == sum(r["completion_tokens"] for r in ok)
-    assert counters["vllm:generation_tokens_total"] == summary["total_output_tokens"]
-    assert counters["vllm:prompt_tokens_total"] == sum(r["prompt_tokens"] for r in ok)
-    assert counters["vllm:request_success_total"] == len(ok)
+    sent = summary["config"]["preflight_sent"]  # the master's preflight: one request the records omit
+    assert sent["requests"] == 1
+    generated = summary["total_output_tokens"] + sent["completion_tokens"]
+    assert counters["vllm:generation_tokens_total"] == generated
+    assert counters["vllm:prompt_tokens_total"] == sum(r["prompt_tokens"] for r in ok) + sent["prompt_tokens"]
+    assert counters["vllm:request_success_total"] == len(ok) + sent["requests"]
 
 
 @pytest.mark.slow
