@@ -262,4 +262,4 @@ def _dataset(opt: _Opts, tokenizer: Any, common: dict[str, Any], limit: int | No
 def _any_fits(ds: Any, builder: PromptBuilder, limit: int) -> bool:
     if ds.lengths:
         return any(r.input_tokens + 1 <= limit for r in ds.lengths)
-    return any(sum(c.counts) + builder.nonce_words < limit for c in ds.conversations)
+    return any(sum(c.counts) + builder.nonce_tokens < limit for c in ds.conversations)

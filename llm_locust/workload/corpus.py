@@ -5,11 +5,16 @@ natural and do not repeat one sentence. The text avoids apostrophes, digits glue
 letters and runs of punctuation, so that it splits into word and punctuation pieces the
 same way under the approximate counting rule and under common BPE pre-tokenizers: that
 is what lets :mod:`prompts` hit exact token counts by adding up piece costs.
+
+``NONCE_SLOTS`` are the word lists of the one sentence that opens every prompt (see
+:mod:`nonce`): "Yesterday seven quiet farmers waited patiently near the old harbor." Each
+slot is a list of plain, common words of one grammatical role, so any choice reads as a
+sentence; a slot of one word is fixed.
 """
 
 from __future__ import annotations
 
-__all__ = ["PARAGRAPHS"]
+__all__ = ["NONCE_SLOTS", "PARAGRAPHS"]
 
 PARAGRAPHS: tuple[str, ...] = (
     "The river rose slowly through the night, and by morning the lower fields were silver with water. "
@@ -136,4 +141,102 @@ PARAGRAPHS: tuple[str, ...] = (
     "the gaps between them and the time spent waiting in a queue all tell different stories. A fair test "
     "names each of these clearly, repeats the experiment, and reports the slow cases along with the "
     "average.",
+)
+
+_OPENERS = (
+    "Today Yesterday Tonight Later Earlier Meanwhile Then Now Soon Once Again Still Often Sometimes "
+    "Usually Suddenly Finally Recently Afterwards Eventually Perhaps Here There Nearby "
+    "Overnight Somehow Naturally Luckily Apparently Clearly Briefly Strangely Fortunately Unfortunately "
+    "Honestly Surprisingly Happily Sadly Oddly Curiously Occasionally Lately Elsewhere Downstairs "
+    "Upstairs Abroad Instead Anyway Besides Likewise Similarly Afterward Initially Originally Reportedly "
+    "Thus Yet Also Indeed Twice Next First Outdoors Indoors Overseas Shortly Nevertheless However "
+    "Therefore Moreover Otherwise Ultimately Gradually Previously Formerly Typically Generally Mostly "
+    "Traditionally Historically Supposedly Evidently Obviously Certainly Probably Possibly Maybe "
+    "Hopefully Thankfully Interestingly Remarkably Ironically Notably"
+)
+_COUNTS = (
+    "two three four five six seven eight nine ten eleven twelve fifteen twenty thirty forty fifty sixty "
+    "seventy eighty ninety several many some countless numerous these those all both our their my his "
+    "her your"
+)
+_PEOPLE_ADJECTIVES = (
+    "quiet tired young old busy careful patient curious cheerful hungry sleepy nervous calm proud brave "
+    "shy clever friendly honest gentle restless eager anxious silent weary happy lucky local foreign "
+    "famous humble loyal polite serious cautious bored excited worried bold kind strict wise skilled "
+    "sturdy cold wet dusty muddy noisy thirsty lonely grateful angry puzzled confused amused determined "
+    "hopeful relaxed retired elderly talented stubborn generous modest cheerful fearless clumsy tidy "
+    "jolly merry sober sincere gifted diligent chatty grumpy rowdy sunburned bearded barefoot tall short "
+    "strong weak poor rich good nice great little ready sick safe glad free warm hot dry clean dirty "
+    "fresh quick slow loud lazy silly smart sharp keen fit"
+)
+_PEOPLE = (
+    "farmers students teachers sailors nurses doctors engineers painters drivers hikers workers children "
+    "neighbors visitors travelers merchants bakers fishermen pilots builders gardeners musicians writers "
+    "readers clerks guards soldiers miners monks scholars tourists runners climbers cooks waiters tailors "
+    "volunteers villagers pilgrims shepherds hunters singers dancers players actors lawyers judges "
+    "officers tenants passengers customers shoppers campers swimmers riders cyclists scientists "
+    "researchers artists poets priests nuns farmhands carpenters plumbers electricians masons potters "
+    "weavers brewers butchers grocers porters couriers drummers fiddlers pianists students surveyors "
+    "librarians editors reporters photographers architects designers programmers mechanics firefighters "
+    "dogs cats horses geese ducks goats sheep cows foxes owls crows deer rabbits pigeons swans donkeys "
+    "men women boys girls kids friends families parents fans guests members people leaders owners users "
+    "voters kings queens knights birds bees wolves bears lions mice rats cattle chickens pigs"
+)
+_VERBS = (
+    "waited rested gathered walked talked listened worked sang danced argued laughed slept watched stood "
+    "sat paused lingered wandered camped whispered cheered marched queued searched studied prayed played "
+    "trained cooked ate drank met stayed arrived appeared hid shivered waved smiled chatted fished "
+    "painted sketched read wrote gossiped celebrated complained joked rehearsed practiced relaxed "
+    "hurried strolled jogged knelt bowed clapped hummed whistled wept cried lounged idled loitered came "
+    "went left ran rode swam flew drove sailed spoke lived fought stopped started moved turned looked "
+    "helped cleaned voted dined hiked climbed skated feasted bathed dozed napped raced"
+)
+_ADVERBS = (
+    "patiently quietly calmly happily slowly briefly together politely nervously cheerfully carefully "
+    "loudly softly silently eagerly anxiously lazily proudly bravely gently openly quickly warmly "
+    "peacefully wearily sleepily idly freely safely awkwardly boldly alone again anyway early late "
+    "indoors outdoors well badly hard long closely steadily kindly neatly gladly wildly briskly swiftly "
+    "rapidly promptly twice once often rarely daily nightly mostly"
+)
+_PREPOSITIONS = (
+    "near by behind beside under inside outside across along beyond below above around past at beneath "
+    "toward towards over against opposite within throughout alongside round"
+)
+_PLACE_ADJECTIVES = (
+    "old new quiet busy empty crowded narrow wide northern southern eastern western upper lower central "
+    "little big grand ancient modern wooden stone iron broken famous hidden sunny shady windy rainy "
+    "misty frozen green red blue white black golden silver dark bright small large long tall deep "
+    "public private royal local main back front first second third last rusty dusty leafy sandy rocky "
+    "muddy flooded abandoned haunted cozy noisy peaceful lonely distant nearby familiar strange same "
+    "other next whole only open closed hot warm cool clean dirty dry high low full fine nice pretty "
+    "huge tiny vast remote rural urban coastal"
+)
+_PLACES = (
+    "harbor station bridge market library school church chapel river lake forest garden park square "
+    "fountain tower castle gate wall bakery hospital museum theater hotel inn tavern cafe farm barn mill "
+    "well pier dock beach cliff hill valley meadow field orchard vineyard road street lane corner "
+    "crossing tunnel factory warehouse office shop store clinic court prison stadium arena airport port "
+    "canal pond stream island village town city abbey monastery cathedral palace mansion cottage cabin "
+    "shed stable kitchen cellar attic hall gallery studio workshop laboratory observatory lighthouse "
+    "quarry mine dam reservoir bay cove harbour marina wharf jetty terminal depot garage house home "
+    "room door window yard path trail bank shore coast border edge center top bottom side end plaza "
+    "mall club bar pub restaurant stage desk table bench fence tree rock pool sea ocean"
+)
+
+
+def _words(text: str) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(text.split()))  # unique, in order
+
+
+NONCE_SLOTS: tuple[tuple[str, ...], ...] = (
+    _words(_OPENERS),
+    _words(_COUNTS),
+    _words(_PEOPLE_ADJECTIVES),
+    _words(_PEOPLE),
+    _words(_VERBS),
+    _words(_ADVERBS),
+    _words(_PREPOSITIONS),
+    ("the",),
+    _words(_PLACE_ADJECTIVES),
+    _words(_PLACES),
 )

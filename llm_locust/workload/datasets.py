@@ -253,14 +253,14 @@ def _parse_mooncake(row: Any) -> LengthRow:
 
 def count_tokens(ds: Dataset, builder: PromptBuilder) -> None:
     """Fill each conversation's per-message token counts (first message as after a nonce)."""
-    tag = builder.tag(0, builder.nonce_words)
+    tag = builder.tag(0)
     texts: list[str] = []
     for conv in ds.conversations:
         texts.append(tag + " " + conv.messages[0]["content"])
         texts.extend(m["content"] for m in conv.messages[1:])
     counts = iter(builder.tokenizer.count_batch(texts))
     for conv in ds.conversations:
-        conv.counts = [next(counts) - builder.nonce_words] + [next(counts) for _ in conv.messages[1:]]
+        conv.counts = [next(counts) - builder.nonce_tokens] + [next(counts) for _ in conv.messages[1:]]
 
 
 def single_turn(conv: Conversation, first_only: bool) -> tuple[list[dict[str, str]], int, int | None]:

@@ -6,14 +6,14 @@ into a long text, split into *pieces* (leading whitespace plus one word or one
 punctuation mark) and each distinct piece is costed with the tokenizer *in context*
 (``count("Then" + piece) - count("Then")``). Pre-tokenizers of current BPE tokenizers
 split on the same boundaries, so the cost of a span is the sum of its pieces' costs and
-a prompt of ``m`` tokens is an O(log n) slice: a prefix-sum search plus, if a multi-token
-word overshoots, a few one-token filler words.
+a prompt of ``m`` tokens is an O(log n) slice that starts at the beginning of a sentence:
+a prefix-sum search plus, if a multi-token word overshoots, a few one-token filler words
+(all different, so never the same word twice in a row).
 
-Every prompt starts with a *nonce*: ``D`` words, each one token after a space (the
-first also one token at the very start of a text), spelling the pair (stream index,
-request number) in mixed radix. No two requests share a first token sequence by accident,
-and the nonce's cost is exactly ``D``. Prompts shorter than ``D`` tokens use a shorter
-nonce (they are below one KV block, so a server cannot cache them anyway).
+Every prompt starts with a *nonce* (:mod:`nonce`): a short sentence, each of its
+``nonce_tokens`` pieces one token, spelling the pair (stream index, request number).
+No two requests share a first token sequence by accident. Prompts shorter than the nonce
+use its first pieces (they are below one KV block, so a server cannot cache them anyway).
 """
 
 from __future__ import annotations
@@ -24,15 +24,15 @@ from dataclasses import dataclass
 import numpy as np
 
 from llm_locust.workload.corpus import PARAGRAPHS
+from llm_locust.workload.nonce import CONTEXT, Nonce
 from llm_locust.workload.tokenizer import Tokenizer, TokenizerError
 
 __all__ = ["PromptBuilder", "splitmix64"]
 
 _PIECE = re.compile(r"\s*(?:\w+|[^\w\s])")
-_CONTEXT = "Then"
 _MIN_PIECES = 65_536
 _MAX_NONCE_VOCAB = 256
-_ID_BITS = 48  # 24 bits of stream index, 24 bits of request number
+_SENTENCE_END = frozenset(".!?")
 _MASK = (1 << 64) - 1
 
 
@@ -49,7 +49,7 @@ class _Corpus:
     text: str
     starts: np.ndarray  # char offset where piece i begins (its leading whitespace included)
     cum: np.ndarray  # cum[i] = tokens in pieces [0, i); len = pieces + 1
-    word_starts: np.ndarray  # pieces that begin with whitespace then a word: where slices may start
+    sentence_starts: np.ndarray  # pieces that open a sentence (after a space): where slices may start
 
 
 class PromptBuilder:
@@ -59,12 +59,9 @@ class PromptBuilder:
         self.tokenizer = tokenizer
         self.seed = seed
         self._corpus = self._build_corpus(max(min_tokens, 0))
-        self.vocab, self.first_vocab = self._nonce_vocab()
-        self.nonce_words = 1
-        span = len(self.first_vocab)
-        while span < 1 << _ID_BITS:  # mixed radix: first word, then ``len(vocab)``-ary digits
-            span *= len(self.vocab)
-            self.nonce_words += 1
+        self.vocab, self.first_vocab = self._single_token_vocab()
+        self.nonce = Nonce(tokenizer, seed, self.vocab, self.first_vocab)
+        self.nonce_tokens = self.nonce.tokens
 
     # -- construction -------------------------------------------------------------------
     def _build_corpus(self, min_tokens: int) -> _Corpus:
@@ -83,23 +80,22 @@ class PromptBuilder:
         lens = np.fromiter((len(p) for p in pieces), dtype=np.int64, count=len(pieces))
         starts = np.concatenate([[0], np.cumsum(lens)])
         cum = np.concatenate([[0], np.cumsum(cost_arr)])
-        ws = np.array([i for i, p in enumerate(pieces) if p[:1].isspace() and p.strip()[:1].isalnum()])
-        corpus = _Corpus(text, starts, cum, ws)
+        corpus = _Corpus(text, starts, cum, _sentence_starts(pieces))
         if corpus.cum[-1] < min_tokens:  # multi-token words: grow until long enough
             return self._build_corpus(int(min_tokens * 1.5))
         return corpus
 
     def _piece_costs(self, pieces: list[str]) -> dict[str, int]:
         distinct = sorted(set(pieces))
-        base = self.tokenizer.count_batch([_CONTEXT])[0]
-        counts = self.tokenizer.count_batch([_CONTEXT + p for p in distinct])
+        base = self.tokenizer.count_batch([CONTEXT])[0]
+        counts = self.tokenizer.count_batch([CONTEXT + p for p in distinct])
         return {p: max(0, c - base) for p, c in zip(distinct, counts, strict=False)}
 
-    def _nonce_vocab(self) -> tuple[list[str], list[str]]:
+    def _single_token_vocab(self) -> tuple[list[str], list[str]]:
         """(words that are one token after a space, those of them also one token at the start)."""
         words = sorted({w.lower() for w in re.findall(r"[A-Za-z]{3,}", " ".join(PARAGRAPHS))})
-        base = self.tokenizer.count_batch([_CONTEXT])[0]
-        spaced = self.tokenizer.count_batch([f"{_CONTEXT} {w}" for w in words])
+        base = self.tokenizer.count_batch([CONTEXT])[0]
+        spaced = self.tokenizer.count_batch([f"{CONTEXT} {w}" for w in words])
         vocab = [w for w, s in zip(words, spaced, strict=True) if s - base == 1]
         alone = self.tokenizer.count_batch(vocab)
         first = [w for w, a in zip(vocab, alone, strict=True) if a == 1]
@@ -113,20 +109,12 @@ class PromptBuilder:
         return vocab, [first[i] for i in rng.permutation(len(first))[:_MAX_NONCE_VOCAB]]
 
     # -- hot path -----------------------------------------------------------------------
-    def tag(self, key: int, words: int) -> str:
-        """``words`` one-token words spelling ``key`` (no leading space)."""
-        key, digit = divmod(key, len(self.first_vocab))
-        out = [self.first_vocab[digit]]
-        for _ in range(words - 1):
-            key, digit = divmod(key, len(self.vocab))
-            out.append(self.vocab[digit])
-        return " ".join(out)
+    def tag(self, key: int, tokens: int | None = None) -> str:
+        """The nonce of ``key`` (no leading space): all of it, or its first ``tokens`` pieces."""
+        return self.nonce.text(key, tokens)
 
     def nonce_key(self, stream: int, counter: int) -> int:
-        """A unique key per (stream, request) for 16M streams of 16M requests each.
-
-        The request number's low byte is the first word, so consecutive nonces differ at once.
-        """
+        """A unique key per (stream, request) for 16M streams of 16M requests each."""
         return (counter & 0xFFFFFF) | ((stream & 0xFFFFFF) << 24)
 
     def body(self, tokens: int, start_key: int) -> str:
@@ -144,8 +132,8 @@ class PromptBuilder:
     def _slice(self, tokens: int, key: int) -> str:
         c = self._corpus
         s_max = int(np.searchsorted(c.cum, c.cum[-1] - tokens, side="right")) - 1
-        k_max = int(np.searchsorted(c.word_starts, s_max, side="right"))
-        s = int(c.word_starts[key % max(k_max, 1)])
+        k_max = int(np.searchsorted(c.sentence_starts, s_max, side="right"))
+        s = int(c.sentence_starts[key % max(k_max, 1)])
         target = int(c.cum[s]) + tokens
         e = int(np.searchsorted(c.cum, target, side="right")) - 1
         text = c.text[c.starts[s] : c.starts[e]]
@@ -155,12 +143,12 @@ class PromptBuilder:
         return text
 
     def text(self, tokens: int, key: int, leading_space: bool = False) -> str:
-        """A tag of up to ``nonce_words`` words spelling ``key``, then prose: ``tokens`` in all."""
-        words = min(self.nonce_words, tokens)
-        head = self.tag(key, words)
+        """The nonce of ``key`` (its first ``tokens`` pieces if shorter), then prose: ``tokens`` in all."""
+        pieces = min(self.nonce_tokens, tokens)
+        head = self.tag(key, pieces)
         if leading_space:
             head = " " + head
-        return head + self.body(tokens - words, splitmix64(key ^ self.seed))
+        return head + self.body(tokens - pieces, splitmix64(key ^ self.seed))
 
     def prompt(self, tokens: int, stream: int, counter: int) -> str:
         """A unique prompt of exactly ``tokens`` tokens for request ``counter`` of ``stream``."""
@@ -169,3 +157,16 @@ class PromptBuilder:
     def block(self, key: int, tokens: int, first: bool) -> str:
         """Deterministic text for a shared prefix block: same ``key`` -> same text (prefix of it)."""
         return self.text(tokens, splitmix64(key ^ (self.seed << 1)), leading_space=not first)
+
+
+def _sentence_starts(pieces: list[str]) -> np.ndarray:
+    """Pieces that begin with a space and a word, right after a full stop (or first)."""
+    return np.array(
+        [
+            i
+            for i, p in enumerate(pieces)
+            if p[:1].isspace()
+            and p.strip()[:1].isalnum()
+            and (i == 0 or pieces[i - 1].strip() in _SENTENCE_END)
+        ]
+    )

@@ -119,10 +119,10 @@ class DatasetSource:
                 return None
             w.guard._count("clipped")
             out = w.guard.max_model_len - tokens  # type: ignore[operator]
-        nonce = w.builder.tag(w.builder.nonce_key(self.index, self.counter), w.builder.nonce_words)
+        nonce = w.builder.tag(w.builder.nonce_key(self.index, self.counter))
         return make_spec(
             with_nonce(messages, nonce),
-            tokens + w.builder.nonce_words,
+            tokens + w.builder.nonce_tokens,
             out,
             ignore_eos=w.ignore_eos,
             cap=w.max_tokens_cap,
@@ -167,13 +167,11 @@ class DatasetTurns:
         row = self.rows.next()
         self.conv = conv = self.w.dataset.conversations[row]
         self.users = [i for i, m in enumerate(conv.messages) if m["role"] == "user"]
-        self.nonce = self.w.builder.tag(
-            self.w.builder.nonce_key(self.index, self.sessions), self.w.builder.nonce_words
-        )
+        self.nonce = self.w.builder.tag(self.w.builder.nonce_key(self.index, self.sessions))
         self.sessions += 1
         first = conv.messages[0]
         if first["role"] == "system":
-            tokens = conv.counts[0] + self.w.builder.nonce_words
+            tokens = conv.counts[0] + self.w.builder.nonce_tokens
             return SessionStart(self.nonce + " " + first["content"], tokens, {"dataset_row": row})
         return SessionStart(None, 0, {"dataset_row": row})
 
@@ -184,7 +182,7 @@ class DatasetTurns:
         i = self.users[k]
         text, tokens = conv.messages[i]["content"], conv.counts[i]
         if i == 0:
-            text, tokens = self.nonce + " " + text, tokens + self.w.builder.nonce_words
+            text, tokens = self.nonce + " " + text, tokens + self.w.builder.nonce_tokens
         nxt = conv.messages[i + 1] if i + 1 < len(conv.messages) else None
         out = conv.counts[i + 1] if nxt is not None and nxt["role"] == "assistant" else None
         return Turn(text, tokens, out or conv.max_tokens or self.w.output.draw(self.rng))

@@ -82,6 +82,10 @@ class ApproxTokenizer:
 class HFTokenizer:
     """A local Hugging Face ``tokenizer.json``.
 
+    A file saved with truncation or padding settings (``"truncation": {"max_length": 50}``
+    is common in files exported from a pipeline) would cap or pad every count; both are
+    switched off, since a count must be the length of the whole text.
+
     ``cpu_bound``: counting a long text takes a while (about 2 ms per 1,000 tokens, 180 ms
     for 96,000 on the test machine) and holds the calling thread; callers inside a gevent
     loop run it on a thread pool (the client does) so other requests' timing marks are
@@ -98,6 +102,8 @@ class HFTokenizer:
             self._tok = _HF.from_file(str(path))
         except Exception as exc:  # tokenizers raises bare Exception subclasses
             raise TokenizerError(f"cannot load tokenizer {path}: {_first_line(exc)}") from None
+        self._tok.no_truncation()
+        self._tok.no_padding()
 
     def count_batch(self, texts: Sequence[str]) -> list[int]:
         encs = self._tok.encode_batch(list(texts), add_special_tokens=False)

@@ -10,7 +10,7 @@ import pytest
 
 from llm_locust.workload.build import WorkloadError, add_workload_arguments, build_workload
 from llm_locust.workload.cli import main
-from llm_locust.workload.tokenizer import approx_count
+from llm_locust.workload.tokenizer import APPROX_PATTERN, approx_count
 
 
 def _wl(*argv: str):
@@ -19,9 +19,10 @@ def _wl(*argv: str):
     return build_workload(p.parse_args(list(argv)))
 
 
-def _common(a: str, b: str) -> str:
-    n = next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
-    return a[:n]
+def _common_pieces(a: str, b: str) -> int:
+    """How many leading word/punctuation pieces (the approximate tokens) ``a`` and ``b`` share."""
+    pa, pb = APPROX_PATTERN.findall(a), APPROX_PATTERN.findall(b)
+    return next((i for i, (x, y) in enumerate(zip(pa, pb, strict=False)) if x != y), min(len(pa), len(pb)))
 
 
 def _check_exact(spec) -> None:
@@ -41,8 +42,9 @@ def test_messages_jsonl(tmp_path: Path) -> None:
     assert w.dataset.format == "messages" and all(s.max_tokens == 7 for s in specs)
     for s in specs:
         _check_exact(s)
-    contents = {s.messages[0]["content"].split(" ", w.builder.nonce_words)[-1] for s in specs}
-    assert len(contents) == 5  # one pass over the rows before repeating
+    texts = [r["messages"][0]["content"] for r in rows]
+    sent = sorted(t for s in specs for t in texts if s.messages[0]["content"].endswith(" " + t))
+    assert sent == sorted(texts)  # one pass over the rows before repeating, each after its nonce
 
 
 def test_prompts_csv_and_jsonl(tmp_path: Path) -> None:
@@ -89,8 +91,8 @@ def test_mooncake_hash_blocks(tmp_path: Path) -> None:
     for s in specs.values():
         _check_exact(s)
     a, b, c = (specs[i].prompt for i in range(3))
-    assert 1023 <= approx_count(_common(a, b)) <= 1024  # blocks 0 and 1
-    assert 511 <= approx_count(_common(a, c)) <= 512  # block 0 only
+    assert _common_pieces(a, b) == 1024  # blocks 0 and 1, then each its own block
+    assert _common_pieces(a, c) == 512  # block 0 only
 
 
 def test_malformed_rows_skipped_or_strict(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import time
 from pathlib import Path
 
@@ -10,22 +11,10 @@ import pytest
 from tokenizers import Tokenizer
 
 from llm_locust.workload.build import WorkloadError, add_workload_arguments, build_workload
-from llm_locust.workload.corpus import PARAGRAPHS
 from llm_locust.workload.prompts import PromptBuilder
 from llm_locust.workload.tokenizer import ApproxTokenizer, HFTokenizer, approx_count
-from tests.bpe import train_bpe
 
 TARGETS = [1, 17, 128, 1024, 8000]
-_EXTRA = [
-    "Tokenizers learn merges from the text they are trained on, so rare words split into pieces.",
-    "Quarterly revenue grew while operating costs fell; analysts nevertheless remained cautious.",
-]
-
-
-@pytest.fixture(scope="module")
-def bpe_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A byte-level BPE trained offline on local text, saved as tokenizer.json."""
-    return train_bpe(tmp_path_factory.mktemp("tok") / "tokenizer.json", list(PARAGRAPHS[::2]) + _EXTRA, 1500)
 
 
 def _options(*argv: str) -> argparse.Namespace:
@@ -113,3 +102,17 @@ def test_bad_tokenizer_file(tmp_path: Path) -> None:
         build_workload(_options("--tokenizer", str(bad)))
     with pytest.raises(WorkloadError, match="not found"):
         build_workload(_options("--tokenizer", str(tmp_path / "missing.json")))
+
+
+def test_saved_truncation_and_padding_do_not_cap_counts(bpe_path: Path, tmp_path: Path) -> None:
+    """A tokenizer.json exported with ``truncation`` (max_length 50 in some GPT-2 copies) or padding."""
+    tok = Tokenizer.from_file(str(bpe_path))
+    text = PromptBuilder(ApproxTokenizer(), seed=1).prompt(300, 0, 0)
+    want = [_count(tok, text), _count(tok, "Hello there.")]
+    tok.enable_truncation(max_length=50)
+    tok.enable_padding(length=400)
+    path = tmp_path / "truncating.json"
+    tok.save(str(path))
+    assert json.loads(path.read_text())["truncation"]["max_length"] == 50
+    assert want[0] > 50
+    assert HFTokenizer(path).count_batch([text, "Hello there."]) == want
