@@ -5,6 +5,9 @@ of stream ``--stream`` (default 0) as JSONL, ``describe`` summarizes them (and, 
 tokenizer, checks the prompts' actual token counts), ``prompts`` writes the request
 bodies themselves with their targets. Multi-turn sessions are advanced with a stand-in
 reply of the requested output length. Bad input: one line on stderr, exit status 2.
+
+``llm-locust workload build-profiles TRACES_DIR`` rebuilds the built-in profiles from the
+public traces (:mod:`profile_builder`).
 """
 
 from __future__ import annotations
@@ -48,6 +51,11 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["build-profiles"]:
+        from llm_locust.workload.profile_builder import main as build_profiles
+
+        return build_profiles(argv[1:])
     try:
         args = _parser().parse_args(argv)
     except SystemExit as exc:

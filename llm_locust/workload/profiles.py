@@ -1,12 +1,13 @@
 """Built-in length profiles derived from public production traces.
 
 Each profile file in ``profiles/`` is a joint quantile table made by
-``tools/build_profiles.py``: the trace's requests sorted by input length and cut into
-equal-count bins, with per-bin quantiles of input, output (and, for Mooncake, the reused
-prefix in 512-token blocks). Drawing a bin uniformly and then each column by inverse-CDF
-interpolation inside it reproduces both marginals and the input/output relation at the
-resolution of a bin; within one bin input and output are independent. Sources, licences
-and citations: ``profiles/NOTICE.md``.
+:mod:`profile_builder` (``llm-locust workload build-profiles TRACES_DIR``): the trace's
+requests sorted by input length and cut into equal-count bins, with per-bin quantiles of
+input, output (and, for Mooncake, the reused prefix in 512-token blocks). Drawing a bin
+uniformly and then each column by inverse-CDF interpolation inside it reproduces both
+marginals and the input/output relation at the resolution of a bin; within one bin input
+and output are independent. :meth:`ProfileLengths.quantiles` gives the table's own
+quantiles without sampling noise. Sources, licences and citations: ``profiles/NOTICE.md``.
 
 - ``chat`` (default): Azure LLM inference 2023, conversation trace (CC-BY-4.0, Splitwise).
 - ``code``: Azure LLM inference 2023, code trace (CC-BY-4.0, Splitwise).
@@ -18,6 +19,7 @@ and citations: ``profiles/NOTICE.md``.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
@@ -57,6 +59,19 @@ class ProfileLengths:
         if self.reused_q is not None:
             reused = round(np.interp(u[2], self.levels, self.reused_q[b]))
         return LengthSample(inp, out, reused)
+
+    def quantiles(self, column: str, levels: Sequence[float], points: int = 20_001) -> np.ndarray:
+        """The table's quantiles of ``column`` (``input``/``output``/``reused``) at ``levels`` (%).
+
+        Exact up to the grid: every bin's inverse CDF at ``points`` evenly spaced
+        probabilities, rounded as :meth:`draw` rounds, pooled; no sampling noise.
+        """
+        table = {"input": self.input_q, "output": self.output_q, "reused": self.reused_q}[column]
+        if table is None:
+            raise ValueError(f"profile {self.name} has no {column} column")
+        u = (np.arange(points) + 0.5) / points * 100.0
+        values = np.round(np.concatenate([np.interp(u, self.levels, row) for row in table]))
+        return np.percentile(values if column == "reused" else np.maximum(values, 1), list(levels))
 
     @property
     def prefix(self) -> dict[str, Any] | None:
