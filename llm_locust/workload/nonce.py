@@ -62,6 +62,7 @@ class Nonce:
         self.slots = slots or _word_slots(words, first_words)
         self.slots = [[s[i] for i in rng.permutation(len(s))] for s in self.slots]
         self.radix = [_radix(s, self.slots[i - 1] if i else []) for i, s in enumerate(self.slots)]
+        self._index = [{w.strip().lower(): i for i, w in enumerate(s)} for s in self.slots]
         self.tokens = len(self.slots)
 
     @property
@@ -73,12 +74,10 @@ class Nonce:
         """The nonce of ``key`` as pieces (the first without a leading space)."""
         x = self._spread(mix(key & ((1 << KEY_BITS) - 1), self.seed))
         out: list[str] = []
-        for slot, radix in zip(self.slots, self.radix, strict=True):
+        for slot, radix, index in zip(self.slots, self.radix, self._index, strict=True):
             x, digit = divmod(x, radix)
             if radix < len(slot):  # skip the previous word: a word never follows itself
-                prev = out[-1].strip().lower()
-                same = next((i for i, w in enumerate(slot) if w.strip().lower() == prev), len(slot))
-                digit += digit >= same
+                digit += digit >= index.get(out[-1].strip().lower(), len(slot))
             out.append(slot[digit])
         return out
 

@@ -50,9 +50,13 @@ def test_messages_jsonl(tmp_path: Path) -> None:
 def test_prompts_csv_and_jsonl(tmp_path: Path) -> None:
     csv_path = tmp_path / "p.csv"
     csv_path.write_text('prompt,max_tokens\n"Write a haiku about rain.",12\n"List three colors.",\n')
-    spec = _wl("--dataset", str(csv_path), "--output-tokens", "33").source(0).next_request()
-    assert spec.max_tokens in (12, 33)
-    _check_exact(spec)
+    src = _wl("--dataset", str(csv_path), "--output-tokens", "33").source(0)
+    specs = [src.next_request() for _ in range(2)]  # one pass over the rows: both of them
+    want = {"Write a haiku about rain.": 12, "List three colors.": 33}  # own cell; empty cell: the flag
+    got = {t: s.max_tokens for s in specs for t in want if s.messages[0]["content"].endswith(" " + t)}
+    assert got == want
+    for s in specs:
+        _check_exact(s)
     jl = tmp_path / "p.jsonl"
     jl.write_text('{"prompt": "Hello there."}\n"Just a string prompt."\n')
     assert _wl("--dataset", str(jl)).dataset.format == "prompts"
