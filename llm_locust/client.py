@@ -30,6 +30,7 @@ from typing import Any
 
 import gevent
 import gevent.ssl
+from gevent import GreenletExit
 from gevent.monkey import get_original
 from geventhttpclient import HTTPClient
 from geventhttpclient.response import HTTPConnectionClosed, HTTPParseError, HTTPResponse
@@ -38,7 +39,7 @@ from llm_locust.config.tls import INSECURE_WARNING, TlsSettings, tls_context
 from llm_locust.protocol.counts import apply_tokenizer, requested_tokens, settle_counts
 from llm_locust.protocol.openai import ENDPOINT_PATHS, api_prefix, build_body, classify_status, shown_host
 from llm_locust.protocol.sse import DONE, PayloadError, iter_events, parse_chunk
-from llm_locust.record import RequestRecord
+from llm_locust.record import INCOMPLETE, RequestRecord
 
 __all__ = [
     "ClientConfig",
@@ -56,7 +57,7 @@ log = logging.getLogger("llm_locust")
 _ERROR_BODY_LIMIT = 64 * 1024
 _select = get_original("select", "select")  # the original, not gevent's yielding one
 #: Failures for which the prompt's size is the likely cause, so the message gives it.
-_SIZE_HINT_SKIP = ("connect", "http_429")
+_SIZE_HINT_SKIP = ("connect", "http_429", INCOMPLETE)
 
 
 def _socket_alive(sock: Any) -> bool:
@@ -179,6 +180,9 @@ class StreamingClient:
                 self._exchange(payload, record, stream)
         except _Failure as failure:
             record.outcome, record.message = failure.outcome, failure.message
+        except (GreenletExit, KeyboardInterrupt, SystemExit) as stop:
+            _stopped(record, stop)  # the caller hands the partial record on, then lets it unwind
+            raise
         except Exception as exc:  # every request ends in one record, whatever arrives
             record.outcome, record.message = "bad_payload", _unexpected(exc)
         finally:
@@ -344,6 +348,17 @@ def _count_with(counter: Any, record: RequestRecord, body: dict[str, Any], text:
         apply_tokenizer(record, counter, body, text)
     except Exception as exc:  # a failing tokenizer leaves the fallback counts, it never fails a request
         log.warning("llm-locust: token count with %s failed (%s); kept chunk/target counts", counter, exc)
+
+
+def _stopped(record: RequestRecord, stop: BaseException) -> None:
+    """The user was stopped mid-request (end of a run, step down, interrupt): keep its marks
+    (``settle_counts`` then gives it its TTFT and counts, as for any partial stream)."""
+    record.t_end = time.perf_counter()
+    record.outcome = INCOMPLETE
+    record.message = (
+        f"stopped after {record.t_end - record.t_sent:.1f} s with {len(record.chunk_times)} content "
+        f"chunks ({type(stop).__name__}: the load stopped before the response ended)"
+    )
 
 
 def error_text(response: Any) -> str:

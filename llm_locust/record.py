@@ -20,9 +20,12 @@ import itertools
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["OK", "PROMPT_TOKEN_SOURCES", "TOKEN_SOURCES", "RequestRecord"]
+__all__ = ["INCOMPLETE", "OK", "PROMPT_TOKEN_SOURCES", "TOKEN_SOURCES", "RequestRecord"]
 
 OK = "ok"
+#: Still running when the load stopped (the end of a run, a step down, an interrupt) and the
+#: drain ran out: neither a success nor a server failure. The record keeps the marks it got.
+INCOMPLETE = "incomplete"
 
 #: Where ``completion_tokens`` came from: the server's ``usage`` block, the run's
 #: tokenizer over the streamed text (no usage sent), or a count of content-bearing

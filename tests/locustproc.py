@@ -51,31 +51,44 @@ def run_locust(
     run_time: str = "8s",
     timeout: float = 120.0,
     extra_env: dict[str, str] | None = None,
+    spawn_rate: float | str | None = "users",
+    stop_timeout: str | None = "30",
 ) -> LocustResult:
-    """``locust -f locustfiles/chat.py --headless`` against ``host``; waits for it to exit."""
-    cmd = [
-        str(BIN / "locust"),
-        "-f",
-        str(LOCUSTFILE),
-        "--host",
-        host,
-        "--headless",
-        "-u",
-        str(users),
-        "-r",
-        str(users),
-        "-t",
-        run_time,
-        "--stop-timeout",
-        "30",
-    ]
-    if results_dir is not None:
-        cmd += ["--results-dir", str(results_dir)]
-    cmd += list(args)
+    """``locust -f locustfiles/chat.py --headless`` against ``host``; waits for it to exit.
+
+    ``-r`` defaults to ``users`` (``spawn_rate=None`` leaves it out, as a user who never
+    sets it); ``stop_timeout=None`` leaves ``--stop-timeout`` out.
+    """
+    cmd = locust_command(host, users, run_time, spawn_rate, stop_timeout, results_dir, *args)
     e = env()
     e.update(extra_env or {})
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=e, cwd=str(REPO))
     return LocustResult(proc.returncode, proc.stdout, proc.stderr, results_dir)
+
+
+def locust_command(
+    host: str,
+    users: int | None,
+    run_time: str | None,
+    spawn_rate: float | str | None,
+    stop_timeout: str | None,
+    results_dir: Path | None,
+    *args: str,
+) -> list[str]:
+    """The headless ``locust`` command line of :func:`run_locust` (``None`` leaves a flag out)."""
+    cmd = [str(BIN / "locust"), "-f", str(LOCUSTFILE), "--host", host, "--headless"]
+    if users is not None:
+        cmd += ["-u", str(users)]
+    rate = users if spawn_rate == "users" else spawn_rate
+    if rate is not None:
+        cmd += ["-r", str(rate)]
+    if run_time is not None:
+        cmd += ["-t", run_time]
+    if stop_timeout is not None:
+        cmd += ["--stop-timeout", stop_timeout]
+    if results_dir is not None:
+        cmd += ["--results-dir", str(results_dir)]
+    return cmd + list(args)
 
 
 def llm_locust_cli(

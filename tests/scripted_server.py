@@ -109,6 +109,8 @@ SCENARIOS: dict[str, list[tuple[bytes, float]] | str] = {
     "stream_error": body_stream([sse(delta("a")), sse({"error": {"message": "engine died"}})]),
     "empty": body_stream([sse({"choices": [{"delta": {"role": "assistant"}, "finish_reason": "stop"}]})]),
     "silent": "silent",
+    # a long answer, one token every 200 ms: a client stopped mid-stream
+    "slow": [(HEAD_SSE, 0.0)] + [(chunked(sse(delta("t"))), 0.2) for _ in range(50)] + [(b"0\r\n\r\n", 0.0)],
 }
 
 #: ``GET /<scenario>/v1/models``: a body, or ``None`` to never answer.

@@ -31,6 +31,7 @@ from typing import Any
 
 from llm_locust.live import catalog as metrics
 from llm_locust.live.histogram import FixedBucketCounts, LogHistogram
+from llm_locust.record import INCOMPLETE, OK
 
 __all__ = ["LATENCIES", "QUANTILES", "History", "LiveAggregate", "Window", "history_point"]
 
@@ -42,7 +43,6 @@ LATENCIES: dict[str, tuple[str, metrics.MetricSpec]] = {
     "e2e": ("e2e", metrics.E2E_LATENCY),
 }
 QUANTILES = (0.5, 0.95, 0.99)
-OK = "ok"
 # Window slots use 1 % relative error: half the memory of the default layout, plenty
 # for a chart (30 slots x 4 latencies x ~1,000 int64 = ~1 MB in all).
 _WINDOW_LAYOUT = (1e-4, 3600.0, 0.01)
@@ -167,6 +167,8 @@ class LiveAggregate:
         slot = self.window.slot(now)
         outcome = str(row.get("outcome") or "unknown")
         self.requests[outcome] += 1
+        if outcome == INCOMPLETE:  # in flight when the load stopped: not a failure
+            return
         if outcome != OK:
             slot.errors[outcome] += 1
             return
@@ -192,10 +194,14 @@ class LiveAggregate:
 
     @property
     def failed(self) -> int:
-        return sum(n for outcome, n in self.requests.items() if outcome != OK)
+        return sum(n for outcome, n in self.requests.items() if outcome not in (OK, INCOMPLETE))
+
+    @property
+    def incomplete(self) -> int:
+        return self.requests.get(INCOMPLETE, 0)
 
     def errors(self) -> dict[str, int]:
-        return dict(sorted((k, v) for k, v in self.requests.items() if k != OK))
+        return dict(sorted((k, v) for k, v in self.requests.items() if k not in (OK, INCOMPLETE)))
 
     def recent_histograms(self, now: float | None = None) -> dict[str, LogHistogram]:
         """Each latency's histogram over the sliding window."""
@@ -234,6 +240,7 @@ class LiveAggregate:
                 "requests": dict(sorted(self.requests.items())),
                 "completed": self.completed,
                 "failed": self.failed,
+                "incomplete": self.incomplete,
                 "prompt_tokens": self.prompt_tokens,
                 "generation_tokens": self.generation_tokens,
                 "slo_good_requests": self.slo_good_requests,

@@ -6,9 +6,13 @@ lets an extension add *tables* as tabs (``extended_tabs`` / ``extended_tables``,
 from ``/stats/requests``'s ``extended_stats``) but not charts, so there are two parts:
 
 - an "LLM" tab in Locust's own UI: a table of the current quantiles and rates, with a
-  row pointing at the chart page (cheap, and visible where people already look);
+  row linking to the chart page (Locust renders tab cells as text, so a small script
+  injected into Locust's page, ``web/tablink.js``, makes that cell a link);
 - ``/llm``: a static page (``llm_locust/web/``, a small canvas chart of our own, no
-  CDN) polling ``/llm/stats`` every 2 s.
+  CDN) polling ``/llm/stats`` every 2 s. Once a test has ended, ``/llm/stats`` carries its
+  ``result`` (from ``summary.json``): the SLO verdict, the capacity sentence, each stage's
+  verdict, and the whole run's totals, which the page's tiles then show instead of the
+  trailing 30 s window (the load has stopped, so a window rate would only decay to 0).
 
 The server keeps the chart history (:class:`~llm_locust.live.aggregate.History`: 15 min at 2 s
 resolution), so a page opened mid-run shows what happened before; the page asks only
@@ -84,13 +88,15 @@ class LiveWebUI:
             "snapshot": self.exporter.aggregate.snapshot(),
             "history": self.history.since(since),
             "sample_s": self.sample_s,
+            "result": result_view(getattr(self.run, "last_summary", None)),
         }
 
     def table_rows(self) -> list[dict[str, Any]]:
         """Rows of the "LLM" tab: recent quantiles (ms) per latency, rates, totals, the chart link."""
         snap = self.exporter.aggregate.snapshot()
         recent = snap["recent"]
-        rows = []
+        result = result_view(getattr(self.run, "last_summary", None))
+        rows = _result_rows(result) if result else []
         for name in LATENCIES:
             stats = recent["latency"][name]
             rows.append(
@@ -103,14 +109,12 @@ class LiveWebUI:
                 }
             )
         blank = {"p50": "", "p95": "", "p99": ""}
-        rows.append(
-            {
-                "metric": "Output tokens/s (last 30s)",
-                **blank,
-                "count": round(recent["output_tokens_per_s"], 1),
-            }
-        )
-        rows.append({"metric": "Requests/s (last 30s)", **blank, "count": round(recent["requests_per_s"], 2)})
+        if result:
+            tokens, requests, scope = result["output_throughput"], result["request_throughput"], "whole run"
+        else:
+            tokens, requests, scope = recent["output_tokens_per_s"], recent["requests_per_s"], "last 30s"
+        rows.append({"metric": f"Output tokens/s ({scope})", **blank, "count": round(tokens, 1)})
+        rows.append({"metric": f"Requests/s ({scope})", **blank, "count": round(requests, 2)})
         rows.append(
             {
                 "metric": "Completed | failed",
@@ -118,7 +122,7 @@ class LiveWebUI:
                 "count": f"{snap['totals']['completed']} | {snap['totals']['failed']}",
             }
         )
-        rows.append({"metric": "Charts: open /llm", **blank, "count": ""})
+        rows.append({"metric": CHARTS_LINK_TEXT, **blank, "count": ""})
         return rows
 
     def start(self) -> None:
@@ -143,7 +147,48 @@ def _ms(seconds: float | None) -> float | str:
     return "" if seconds is None else round(seconds * 1000.0, 1)
 
 
+_RESULT_KEYS = (
+    "capacity",
+    "interrupted_by",
+    "completed",
+    "failed",
+    "incomplete",
+    "excluded",
+    "duration",
+    "request_throughput",
+    "output_throughput",
+    "median_ttft_ms",
+    "median_tpot_ms",
+    "median_itl_ms",
+    "median_e2el_ms",
+)
+_STAGE_KEYS = ("label", "verdict", "invalid_reason", "completed", "request_throughput", "p95_ttft_ms")
+
+
+def result_view(summary: dict[str, Any] | None) -> dict[str, Any] | None:
+    """What the page shows of a finished test's ``summary.json`` (``None`` while it runs)."""
+    if not summary:
+        return None
+    slo = summary.get("slo")
+    out = {key: summary.get(key) for key in _RESULT_KEYS}
+    out["slo_passed"] = None if slo is None else bool(slo["passed"])
+    out["stages"] = [{key: st.get(key) for key in _STAGE_KEYS} for st in summary.get("stages") or ()]
+    return out
+
+
+def _result_rows(result: dict[str, Any]) -> list[dict[str, Any]]:
+    """The tab's first rows once a test has ended: the verdict and the capacity sentence."""
+    blank = {"p50": "", "p95": "", "p99": ""}
+    rows = []
+    if result["slo_passed"] is not None:
+        rows.append({"metric": "SLO", **blank, "count": "PASS" if result["slo_passed"] else "FAIL"})
+    if result.get("capacity"):
+        rows.append({"metric": "Capacity", **blank, "count": result["capacity"]})
+    return rows
+
+
 _UIS: dict[int, LiveWebUI] = {}
+CHARTS_LINK_TEXT = "Charts: open /llm"
 
 
 def install_web_ui(run: Any) -> LiveWebUI | None:
@@ -161,6 +206,7 @@ def install_web_ui(run: Any) -> LiveWebUI | None:
     ui = _UIS[id(run)] = LiveWebUI(run, exporter)
     _add_routes(web_ui, ui)
     _add_tab(web_ui, ui)
+    _watch_swarm_form(web_ui, run)
     ui.start()
     run.environment.events.quitting.add_listener(lambda **_: ui.stop())
     return ui
@@ -216,3 +262,35 @@ def _add_tab(web_ui: Any, ui: LiveWebUI) -> None:
         body["extended_stats"] = [*body.get("extended_stats", []), extra]
         response.set_data(json.dumps(body))
         return response
+
+    @web_ui.app.after_request
+    def _add_tab_link(response: Any) -> Any:
+        """Locust's page gets ``tablink.js``, which makes the tab's chart row a link."""
+        if request.endpoint != "locust.index" or response.status_code != 200 or response.direct_passthrough:
+            return response
+        html = response.get_data(as_text=True)
+        tag = '<script src="llm/static/tablink.js"></script>'
+        if "</body>" in html and tag not in html:
+            response.set_data(html.replace("</body>", tag + "</body>", 1))
+        return response
+
+
+def _watch_swarm_form(web_ui: Any, run: Any) -> None:
+    """Tell an explicit spawn rate in the start form from the one Locust filled in.
+
+    Locust's form always sends a spawn rate: the command line's ``-r``, or 1 when none was
+    given. A value the user changed is explicit; an unchanged one keeps what the command line
+    said (so a typed 1 without ``-r`` reads as "not given": start with ``-r 1`` for 1 user/s).
+    """
+    from flask import request
+
+    @web_ui.app.before_request
+    def _spawn_rate_from_form() -> None:
+        if request.endpoint != "locust.swarm" or request.method != "POST":
+            return
+        shown = getattr(run.environment.parsed_options, "spawn_rate", None) or 1
+        try:
+            if float(request.form.get("spawn_rate", shown)) != float(shown):
+                run.spawn_rate_given = True
+        except ValueError:
+            pass  # Locust answers a bad value itself

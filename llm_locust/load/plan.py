@@ -105,13 +105,24 @@ def take_run_time(options: Any) -> None:
         options.open_loop_run_time, options.run_time = options.run_time, None
 
 
-def build_load_plan(options: Any) -> LoadPlan:
-    """The plan for parsed options; raises :class:`LoadPlanError` with a one-line message."""
+_FROM_OPTIONS: Any = object()
+
+
+def build_load_plan(options: Any, spawn_rate: float | None = _FROM_OPTIONS) -> LoadPlan:
+    """The plan for parsed options; raises :class:`LoadPlanError` with a one-line message.
+
+    ``spawn_rate`` is the one the user gave (``None``: none, so each stage reaches its level
+    in about a second). By default it is read from ``options.spawn_rate``, which is right
+    only until Locust fills in its own default of 1 for a headless start (after ``init``):
+    later callers pass what they recorded at ``init``.
+    """
     chosen = [flag for flag, name in _MODES if getattr(options, name, None)]
     if len(chosen) > 1:
         raise LoadPlanError(f"{chosen[0]} and {chosen[1]} cannot be combined: choose one load model")
+    if spawn_rate is _FROM_OPTIONS:
+        spawn_rate = getattr(options, "spawn_rate", None)
     try:
-        return _build(options, chosen[0] if chosen else None)
+        return _build(options, chosen[0] if chosen else None, spawn_rate)
     except LoadPlanError:
         raise
     except (ValueError, OSError) as exc:
@@ -127,12 +138,11 @@ _MODES = (
 )
 
 
-def _build(options: Any, mode: str | None) -> LoadPlan:
+def _build(options: Any, mode: str | None, spawn_rate: float | None) -> LoadPlan:
     step = options.step_time
     warmup = options.warmup
     seed = int(getattr(options, "seed", 0) or 0)
     plan = LoadPlan(max_concurrency=options.max_concurrency, seed=seed)
-    spawn_rate = getattr(options, "spawn_rate", None)
     if mode == "--ramp":
         plan.stages = parse_ramp(options.ramp, step, spawn_rate, warmup)
     elif mode == "--matrix":

@@ -17,7 +17,8 @@ YAML file (``--slo slo.yaml``): a mapping ``{success: ">=99%", ttft_p95: "<=5s"}
 (a bare number takes the natural operator: ``>=`` for success, ``<=`` otherwise), a
 list of line strings, or either under a top-level ``slo:`` key.
 
-Aggregates are exact, over successful non-warm-up requests: numpy ``percentile`` with
+Aggregates are exact, over successful non-warm-up requests (incomplete ones, in flight
+when the load stopped, count neither as successes nor as failures): numpy ``percentile`` with
 ``method="linear"`` (as ``vllm bench serve``); ITL pools every gap of every request.
 
 Goodput counts "good" requests: succeeded, and met each latency line as a per-request
@@ -39,7 +40,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from llm_locust.record import RequestRecord
+from llm_locust.record import INCOMPLETE, RequestRecord
 
 __all__ = [
     "LATENCY_METRICS",
@@ -346,9 +347,10 @@ def evaluate(spec: SloSpec, records: Iterable[RequestRecord], duration_s: float)
     """Check ``spec`` against non-warm-up ``records`` that ran over ``duration_s`` seconds.
 
     A line with nothing to measure (no requests, or no TPOT at all) fails: the objective
-    was not shown to hold.
+    was not shown to hold. Incomplete requests (in flight when the load stopped) are left
+    out, of the success ratio too: the server neither served nor failed them.
     """
-    rows = [r for r in records if not r.warmup]
+    rows = [r for r in records if not r.warmup and r.outcome != INCOMPLETE]
     ok = [r for r in rows if r.ok]
     results = [_line_result(line, rows, ok) for line in spec.lines]
     good = [r for r in ok if is_good(r, spec)]

@@ -16,6 +16,8 @@ from typing import Any
 
 import numpy as np
 
+from llm_locust.record import INCOMPLETE, OK
+
 __all__ = [
     "LATENCY_METRICS",
     "PERCENTILES",
@@ -37,10 +39,14 @@ class Columns:
 
     def __init__(self, rows: Iterable[dict[str, Any]]) -> None:
         rows = list(rows)
-        ok = [r for r in rows if r.get("outcome") == "ok"]
+        ok = [r for r in rows if r.get("outcome") == OK]
         self.rows = rows
         self.ok = ok
-        self.errors = Counter(r.get("outcome", "unknown") for r in rows if r.get("outcome") != "ok")
+        #: In flight when the load stopped: neither a success nor a failure (no latency known).
+        self.incomplete = sum(1 for r in rows if r.get("outcome") == INCOMPLETE)
+        self.errors = Counter(
+            r.get("outcome", "unknown") for r in rows if r.get("outcome") not in (OK, INCOMPLETE)
+        )
         self.ttft = _column(r.get("ttft") for r in ok)
         self.tpot = _column(r.get("tpot") for r in ok)
         self.e2e = _column(r.get("e2e") for r in ok)
@@ -59,7 +65,8 @@ def summarize(rows: Iterable[dict[str, Any]], duration: float) -> dict[str, Any]
     duration = max(duration, 1e-9)
     out: dict[str, Any] = {
         "completed": len(cols.ok),
-        "failed": len(cols.rows) - len(cols.ok),
+        "failed": len(cols.rows) - len(cols.ok) - cols.incomplete,
+        "incomplete": cols.incomplete,
         "duration": duration,
         "total_input_tokens": cols.input_tokens,
         "total_output_tokens": cols.output_tokens,
@@ -180,7 +187,8 @@ def format_table(summary: dict[str, Any], title: str = "llm-locust summary") -> 
         )
     if summary.get("slo"):
         verdict = "PASS" if summary["slo"]["passed"] else "FAIL"
-        lines.append(f"{'-' * 20} SLO: {verdict} {'-' * 20}")
+        scope = "SLO over the whole run, stages pooled" if summary.get("stages") else "SLO"
+        lines.append(f"{'-' * 20} {scope}: {verdict} {'-' * 20}")
         for line in summary["slo"]["objectives"]:
             measured = line.get("measured")
             if measured is None:
@@ -198,23 +206,41 @@ def format_table(summary: dict[str, Any], title: str = "llm-locust summary") -> 
 
 
 def format_stage_table(stages: list[dict[str, Any]]) -> str:
-    """One row per stage: load, throughput, latency percentiles, Little's law, SLO."""
+    """One row per stage: the load it ran at, throughput, latency percentiles, Little's law,
+    verdict; then one line per stage that did not run at its level, saying why."""
     head = (
-        f"{'stage':<28}{'ok':>6}{'fail':>6}{'req/s':>8}{'out tok/s':>11}{'TTFT p50':>10}{'TTFT p95':>10}"
-        f"{'TPOT p50':>10}{'E2E p95':>10}{'in-flight':>10}{'L=λW':>8}{'SLO':>6}"
+        f"{'stage':<24}{'load':>10}{'ok':>6}{'fail':>6}{'inc':>5}{'req/s':>8}{'out tok/s':>11}"
+        f"{'TTFT p50':>10}{'TTFT p95':>10}{'TPOT p50':>10}{'E2E p95':>10}{'in-flight':>10}{'L=λW':>8}"
+        f"{'verdict':>9}"
     )
     lines = [head, "-" * len(head)]
     for s in stages:
         law = s.get("littles_law") or {}
-        slo = s.get("slo")
         lines.append(
-            f"{s.get('label', '')[:27]:<28}{s['completed']:>6}{s['failed']:>6}{s['request_throughput']:>8.2f}"
-            f"{s['output_throughput']:>11.1f}{_ms(s.get('median_ttft_ms')):>10}{_ms(s.get('p95_ttft_ms')):>10}"
+            f"{s.get('label', '')[:23]:<24}{_load(s):>10}{s['completed']:>6}{s['failed']:>6}"
+            f"{s.get('incomplete', 0):>5}{s['request_throughput']:>8.2f}{s['output_throughput']:>11.1f}"
+            f"{_ms(s.get('median_ttft_ms')):>10}{_ms(s.get('p95_ttft_ms')):>10}"
             f"{_ms(s.get('median_tpot_ms')):>10}{_ms(s.get('p95_e2el_ms')):>10}"
-            f"{_num(law.get('mean_in_flight')):>10}{_num(law.get('product')):>8}"
-            f"{'' if slo is None else ('pass' if slo['passed'] else 'FAIL'):>6}"
+            f"{_num(law.get('mean_in_flight')):>10}{_num(law.get('product')):>8}{_verdict(s):>9}"
         )
+    for s in stages:
+        if s.get("invalid_reason"):
+            lines.append(f"{s.get('label', '')}: invalid: {s['invalid_reason']}")
     return "\n".join(lines)
+
+
+def _load(stage: dict[str, Any]) -> str:
+    """What ran against what was planned: peak/target users, or sent/target req/s."""
+    if stage.get("kind") == "users":
+        peak = stage.get("peak_users")
+        return f"{'-' if peak is None else peak}/{int(stage['target'])}"
+    sent = stage.get("sent_rate")
+    return f"{'-' if sent is None else f'{sent:.2g}'}/{stage['target']:g}/s"
+
+
+def _verdict(stage: dict[str, Any]) -> str:
+    verdict = stage.get("verdict")
+    return {"pass": "pass", "fail": "FAIL", "invalid": "invalid"}.get(verdict or "", "")
 
 
 def _ms(value: float | None) -> str:
@@ -228,6 +254,7 @@ def _num(value: float | None) -> str:
 _HEADLINE = (
     ("Successful requests:", "completed", "{}"),
     ("Failed requests:", "failed", "{}"),
+    ("Incomplete (in flight at the stop):", "incomplete", "{}"),
     ("Duration (s):", "duration", "{:.2f}"),
     ("Total input tokens:", "total_input_tokens", "{}"),
     ("Total generated tokens:", "total_output_tokens", "{}"),

@@ -45,6 +45,8 @@ def dispatch(run: Any, user: Any) -> None:
             delay = t0 + offset - time.time()
             if delay > 0:
                 gevent.sleep(delay)
+            if run.stopping:  # stopped mid-schedule: send nothing new, let the in-flight drain
+                break
             t_intended = time.perf_counter() + (t0 + offset - time.time())
             group.spawn(_send_one, run, user, client, slots, t_intended, entry)
         group.join()
@@ -93,12 +95,7 @@ def _send_one(
         record.t_intended = t_intended
         if waited:
             record.extra["waited_for_slot"] = True
-        run.in_flight += 1
-        try:
-            client.send(build_body(client.config, spec), record)
-        finally:
-            run.in_flight -= 1
-        run.complete(record)
+        run.send(client, build_body(client.config, spec), record)
     finally:
         if slots is not None:
             slots.release()

@@ -7,7 +7,8 @@ This is the thin layer between Locust's lifecycle events and the rest of the pac
 - ``test_start``: resolve the model, build the workload, open the results folder.
 - each finished request (:meth:`LLMRun.complete`): Locust stats, then the results sink
   (local runner, master) or the outbox to the master (worker).
-- ``test_stop`` / ``quitting``: write ``summary.json`` and print the table.
+- ``test_stop`` / ``quitting``: write ``summary.json`` and print the table (how the load
+  stops without losing requests in flight, on a signal too: :mod:`llm_locust.runtime.stopping`).
 
 Which process does what: the local runner and workers send requests; the local runner
 and the master own the results. Locust's request statistics get one entry per request
@@ -43,12 +44,14 @@ from llm_locust.config.tls import check_tls_options
 from llm_locust.live.exporter import add_exporter_arguments, install_exporter
 from llm_locust.live.server_metrics import add_server_metrics_arguments, install_server_metrics
 from llm_locust.live.webui import install_web_ui
+from llm_locust.load.levels import LevelTracker
 from llm_locust.load.plan import OPEN_LOOP_LEAD, LoadPlan, build_load_plan, stage_of, take_run_time
-from llm_locust.record import RequestRecord
+from llm_locust.record import INCOMPLETE, RequestRecord
 from llm_locust.results.finalize import Finalizer
+from llm_locust.results.report import LOCUST_TABLE_LABEL
 from llm_locust.results.slo import parse_slo
 from llm_locust.results.writer import ResultsDirError, ResultsWriter, check_results_dir
-from llm_locust.runtime import distributed, preflight
+from llm_locust.runtime import distributed, preflight, stopping
 from llm_locust.runtime.shape import register_load_options
 from llm_locust.workload.base import RequestSpec
 from llm_locust.workload.build import WorkloadError, add_workload_arguments, build_workload
@@ -59,6 +62,8 @@ __all__ = ["LLMRun", "install", "run_for"]
 log = logging.getLogger("llm_locust")
 REQUEST_TYPE = "LLM"
 PLAN_MESSAGE = "llm_locust_plan"
+#: How often the runner's user count is sampled for the stages' levels (seconds).
+LEVEL_SAMPLE_S = 0.1
 
 _RUNS: dict[int, LLMRun] = {}
 
@@ -102,6 +107,13 @@ class LLMRun:
         self.plan_t0: float | None = None  # wall-clock start of the load plan
         self.plan_workers = 1
         self.slo: Any = None
+        self.levels: LevelTracker | None = None  # per-stage user levels (master, local)
+        self.spawn_rate_given = False  # -r / LOCUST_SPAWN_RATE / config file / web UI form
+        self.drain: dict[str, Any] | None = None  # how long users finish their request at a stop
+        self.stopping = False  # the load is stopping: send nothing new
+        self.interrupted: str | None = None  # the signal that stopped the run
+        self.interrupt_exit_code: int | None = None
+        self.last_summary: dict[str, Any] | None = None
         self._stage_workloads: dict[int, Any] = {}
         self.outbox: distributed.Outbox | None = None
         self.inbox: distributed.Inbox | None = None
@@ -114,6 +126,7 @@ class LLMRun:
         if self.role == "worker":
             self.outbox = distributed.Outbox(runner.send_message, in_flight=lambda: self.in_flight)
             runner.register_message(PLAN_MESSAGE, self._on_plan_message)
+            runner.register_message(stopping.STOP_MESSAGE, stopping.on_stop_message, concurrent=True)
         elif self.role == "master":
             self.inbox = distributed.Inbox(self._deliver)
             runner.register_message(distributed.MESSAGE_TYPE, self._on_worker_message)
@@ -122,10 +135,11 @@ class LLMRun:
     def on_test_start(self) -> None:
         options = self.environment.parsed_options
         self._tests += 1
+        self.stopping = False
         self.config = None  # set once the start succeeded: users of a failed start send nothing
         config = client_config(options, self.environment.host or "")
         if self.plan is None or self.role == "worker":
-            self.plan = build_load_plan(options)
+            self.plan = build_load_plan(options, spawn_rate=self.spawn_rate())
         self.slo = parse_slo(options.slo) if options.slo else None
         self._stage_workloads.clear()
         self.server_info = preflight.server_info(self, config)  # never a null model
@@ -141,40 +155,57 @@ class LLMRun:
             self.inbox.reset()
         self.writer = ResultsWriter(self._results_dir(options))
         self.finalizer = Finalizer(self, time.time())
+        staged = self.plan is not None and self.plan.stages is not None and self.plan_t0 is not None
+        self.levels = LevelTracker(self.plan.stages, self.plan_t0) if staged else None  # type: ignore[union-attr,arg-type]
         gevent.spawn(self._watch_load, self.finalizer)
 
     def _watch_load(self, finalizer: Finalizer) -> None:
-        """Sample users and client CPU once a second for the summary's config block."""
+        """Sample users (for the stages' levels and the config block) and client CPU."""
         runner = self.environment.runner
+        levels = self.levels
         while self.finalizer is finalizer and finalizer.stop_time is None:
             if self.role == "master":
                 cpu = max((c.cpu_usage for c in runner.clients.values()), default=0.0)
             else:
                 cpu = runner.current_cpu_usage
-            finalizer.observe_load(runner.user_count, cpu)
+            users = runner.user_count
+            finalizer.observe_load(users, cpu)
+            if levels is not None:
+                levels.observe(time.time(), users)
             finalizer.cpu_warning = (
                 finalizer.cpu_warning
                 or runner.cpu_warning_emitted
                 or (self.role == "master" and runner.worker_cpu_warning_emitted)
             )
-            gevent.sleep(1.0)
+            gevent.sleep(LEVEL_SAMPLE_S)
 
     def on_test_stop(self) -> None:
         if self.outbox is not None:
             self.outbox.stop()
         if self.finalizer is not None:
             self.finalizer.stopped(time.time())
-            if self.role == "local" or self._all_workers_final():
-                self.finalize()
+            if self.role == "master":
+                stopping.collect_final_batches(self)  # bounded by the drain
+            self.finalize()
 
     def on_quitting(self) -> None:
         self.finalize()
+        options = self.environment.parsed_options
+        locust_prints_table = not getattr(options, "json_file", None)  # right after this event
+        if self.role != "worker" and getattr(options, "headless", False) and locust_prints_table:
+            logging.getLogger("locust.stats_logger").info(LOCUST_TABLE_LABEL)  # the table's stream
 
     def finalize(self) -> None:
         if self.finalizer is not None and self.writer is not None:
-            self.finalizer.finish(self.writer)
+            self.last_summary = self.finalizer.finish(self.writer)
             self.writer.close()
             self.finalizer = None
+
+    def spawn_rate(self) -> float | None:
+        """The spawn rate the user gave (-r, ``LOCUST_SPAWN_RATE``, a config file, the web UI
+        form); ``None`` when Locust's default stands in (each stage then reaches its level in
+        about a second)."""
+        return getattr(self.environment.parsed_options, "spawn_rate", None) if self.spawn_rate_given else None
 
     def _results_dir(self, options: Any) -> Any:
         if not options.results_dir:
@@ -189,7 +220,7 @@ class LLMRun:
         Called at the shape's first tick, which comes before ``test_start``. Open-loop
         plans start ``OPEN_LOOP_LEAD`` later, once every dispatcher has been spawned.
         """
-        self.plan = build_load_plan(self.environment.parsed_options)
+        self.plan = build_load_plan(self.environment.parsed_options, spawn_rate=self.spawn_rate())
         lead = OPEN_LOOP_LEAD if self.plan.open_loop else 0.0
         t0 = time.time() - lead_in + lead
         self.current_stage = None
@@ -254,9 +285,26 @@ class LLMRun:
             extra=dict(spec.info) if spec.info else {},
         )
 
+    def send(self, client: Any, body: dict[str, Any], record: RequestRecord, keep_text: bool = False) -> str:
+        """Send one request and hand its record on, also when the user is killed mid-request
+        (the client marks it ``incomplete``; the kill then goes on unwinding the user)."""
+        self.in_flight += 1
+        try:
+            text = client.send(body, record, keep_text=keep_text)
+        except BaseException:
+            if record.outcome == INCOMPLETE:
+                self.complete(record)
+            raise
+        finally:
+            self.in_flight -= 1
+        self.complete(record)
+        return text
+
     def complete(self, record: RequestRecord) -> None:
-        """A request finished: Locust stats first, then on to the results."""
-        self._log_stats(record)
+        """A request finished: Locust stats first (not for an incomplete one, which is neither a
+        success nor a failure), then on to the results."""
+        if record.outcome != INCOMPLETE:
+            self._log_stats(record)
         if self.plan is not None and self.plan.stages is not None and self.plan_t0 is not None:
             stage, record.warmup = stage_of(self.plan, self.plan_t0, record.wall_start)
             record.stage = None if stage is None else stage.index
@@ -267,12 +315,14 @@ class LLMRun:
             self._deliver(row)
 
     def _deliver(self, row: dict[str, Any]) -> None:
-        """Write a record, then feed the live aggregates the very same rows (so they agree)."""
+        """Mark ramp-up, write the record, then feed the live aggregates the very same rows."""
         if self.writer is None or self.writer.closed:
             self._late += 1
             if self._late == 1:
                 log.warning("llm-locust: a record arrived after the results were closed; dropped (counted)")
             return
+        if self.levels is not None and row.get("stage") is not None:
+            row["rampup"] = self.levels.ramp_up(row["stage"], row["start_time"])
         self.writer.write(row)
         for consumer in self.consumers:
             consumer(row)
@@ -307,15 +357,16 @@ class LLMRun:
         assert self.inbox is not None
         self.inbox.handle(msg.node_id, msg.data)
         stopped = self.finalizer is not None and self.finalizer.stop_time is not None
-        if msg.data.get("final") and stopped and self._all_workers_final():
+        if msg.data.get("final") and stopped and not self.workers_without_final():
             self.finalize()
 
-    def _all_workers_final(self) -> bool:
+    def workers_without_final(self) -> list[str]:
+        """Connected workers whose final batch of records has not arrived."""
         if self.inbox is None:
-            return True
+            return []
         runner = self.environment.runner
         alive = {c.id for c in runner.clients.values() if c.state != locust.runners.STATE_MISSING}
-        return alive <= self.inbox.finals
+        return sorted(alive - self.inbox.finals)
 
     def total_in_flight(self) -> int:
         return self.inbox.total_in_flight() if self.inbox is not None else self.in_flight
@@ -398,13 +449,20 @@ def install() -> None:
     def _options(parser: Any) -> None:
         for _, register in option_parsers():
             register(parser)
+        stopping.mark_default_stop_timeout(parser)
 
     @events.init.add_listener
     def _init(environment: Environment, **_: Any) -> None:
         _validate(environment)
-        if environment.parsed_options is not None:
-            take_run_time(environment.parsed_options)
+        options = environment.parsed_options
         run = run_for(environment)
+        if options is not None:
+            take_run_time(options)
+            run.spawn_rate_given = getattr(options, "spawn_rate", None) is not None
+            run.drain = stopping.apply_drain(environment, options.request_timeout)
+        stopping.install_signal_handlers(run)
+        # added after the runner's own listeners, so it runs before them (quitting fires reversed)
+        environment.events.quitting.add_listener(lambda **_: stopping.stop_before_quitting(run))
         exporter = install_exporter(run)
         install_server_metrics(run, exporter)
         install_web_ui(run)
@@ -418,6 +476,10 @@ def install() -> None:
             log.error("llm-locust: %s", exc)
             environment.process_exit_code = 2
             gevent.spawn(environment.runner.quit)
+
+    @events.test_stopping.add_listener
+    def _test_stopping(environment: Environment, **_: Any) -> None:
+        run_for(environment).stopping = True
 
     @events.test_stop.add_listener
     def _test_stop(environment: Environment, **_: Any) -> None:

@@ -134,7 +134,7 @@ class LLMShape(LoadTestShape):
             run.start_plan(self.get_run_time())
         plan = run.plan
         if plan is None or plan.stages is None:
-            return self._common_options(self.get_run_time())
+            return self._common_options(run, self.get_run_time())
         stage, _ = plan.stage_at(max(time.time() - run.plan_t0, 0.0))
         if stage is None:
             return self._drain(run)
@@ -162,10 +162,11 @@ class LLMShape(LoadTestShape):
         self._drain_until = None
         self._fresh = True
 
-    def _common_options(self, elapsed: float) -> tuple[int, float] | None:
+    def _common_options(self, run: Any, elapsed: float) -> tuple[int, float] | None:
+        """Plain Locust: ``-u`` users for ``-t``; without an explicit ``-r`` they start within a second."""
         options = self.runner.environment.parsed_options  # type: ignore[union-attr]
         run_time = getattr(options, "run_time", None)
         if run_time and elapsed > run_time:
             return None
         users = int(getattr(options, "num_users", None) or 1)
-        return users, float(getattr(options, "spawn_rate", None) or users)
+        return users, float(run.spawn_rate() or users)

@@ -1,7 +1,9 @@
 """The Locust user: take a request from the workload, stream it, hand the record on.
 
 Closed loop: each user sends its next request as soon as the last one finished (plus
-any think time the workload asks for, e.g. between turns of a conversation). In an
+any think time the workload asks for, e.g. between turns of a conversation). A user
+stopped mid-request (end of the run after the drain, a step down, an interrupt) still
+hands its record on, marked ``incomplete`` (see :meth:`LLMRun.send`). In an
 open-loop run the single user of each worker becomes the dispatcher of
 :mod:`llm_locust.runtime.openloop`. Every number comes from
 :class:`~llm_locust.client.StreamingClient`'s own clock; Locust's request timer is not used.
@@ -11,6 +13,7 @@ from __future__ import annotations
 
 from locust import FastHttpUser, constant, task
 from locust.exception import StopUser
+from locust.user.users import LOCUST_STATE_STOPPING
 
 from typing import Any
 
@@ -43,6 +46,11 @@ class LLMUser(FastHttpUser):
         if client is not None:
             client.close()
 
+    @property
+    def stopping(self) -> bool:
+        """The test is stopping, or Locust is stopping this user (a step down)."""
+        return self.llm_run.stopping or self._state == LOCUST_STATE_STOPPING
+
     def source(self) -> Any:
         """This user's request stream for the current stage (matrix cells have their own)."""
         stage = self.llm_run.stage_now()
@@ -64,21 +72,19 @@ class LLMUser(FastHttpUser):
             raise StopUser()
         if run.plan is not None and run.plan.open_loop:
             openloop.dispatch(run, self)
-            while True:  # the schedule is done: idle until the shape stops the test
-                gevent.sleep(1.0)
+            while not run.stopping:  # the schedule is done: idle until the shape stops the test
+                gevent.sleep(0.2)
+            return
         source = self.source()
         spec = source.next_request()
         think = getattr(spec, "think_time", None)
         if think:
             gevent.sleep(think)
+            if self.stopping:  # no new request after the pause
+                return
         record = run.new_record(spec)
         body = build_body(self.llm_client.config, spec)
-        run.in_flight += 1
-        try:
-            text = self.llm_client.send(body, record, keep_text=getattr(source, "keeps_history", False))
-        finally:
-            run.in_flight -= 1
-        run.complete(record)
+        text = run.send(self.llm_client, body, record, keep_text=getattr(source, "keeps_history", False))
         source.observe(spec, text, record.ok)
         if record.ok and hasattr(source, "observe_usage"):
             source.observe_usage(spec, record.prompt_tokens)

@@ -21,22 +21,58 @@ function fillTable(id, rows) {
   }));
 }
 
+/* While a test runs the tiles show the last 30 s; once it has ended, the whole run from its
+   summary (a trailing window would only decay towards 0 after the stop). */
+function renderTiles(run, snap, result) {
+  const recent = snap.recent;
+  if (result) {
+    setText("rate-scope", `whole run, measured requests (as summary.json), ${formatNumber(result.duration)} s`);
+    setText("v-tokens-per-s", formatNumber(result.output_throughput));
+    setText("v-requests-per-s", formatNumber(result.request_throughput));
+    setText("v-completed", String(result.completed));
+    setText("v-failed", String(result.failed));
+    for (const name of LATENCIES) {
+      const key = `median_${name === "e2e" ? "e2el" : name}_ms`;
+      setText(`v-${name}-p50`, formatNumber(result[key]));
+    }
+  } else {
+    setText("rate-scope", "last 30 s of finished requests");
+    setText("v-tokens-per-s", formatNumber(recent.output_tokens_per_s));
+    setText("v-requests-per-s", formatNumber(recent.requests_per_s));
+    setText("v-completed", String(snap.totals.completed));
+    setText("v-failed", String(snap.totals.failed));
+    for (const name of LATENCIES) setText(`v-${name}-p50`, formatNumber(ms(recent.latency[name].p50)));
+  }
+  setText("v-users", String(run.users));
+  setText("v-in-flight", String(run.in_flight));
+}
+
+/* The answer once a test has ended: the SLO verdict, the capacity sentence, each stage. */
+function renderAnswer(result) {
+  const box = document.getElementById("answer");
+  box.hidden = !result;
+  if (!result) return;
+  const verdict = document.getElementById("verdict");
+  verdict.textContent = result.slo_passed === null ? "No SLO" : `SLO: ${result.slo_passed ? "PASS" : "FAIL"}`;
+  verdict.className = result.slo_passed === null ? "" : (result.slo_passed ? "pass" : "fail");
+  let text = result.capacity || "";
+  if (result.interrupted_by) text += ` (interrupted by ${result.interrupted_by})`;
+  setText("capacity", text);
+  fillTable("stages", result.stages.map((s) => [s.label, s.verdict || "-", s.completed,
+    formatNumber(s.request_throughput), formatNumber(s.p95_ttft_ms), s.invalid_reason || ""]));
+}
+
 function render(data) {
-  const run = data.run, snap = data.snapshot, recent = snap.recent;
+  const run = data.run, snap = data.snapshot;
   setText("model", run.model || "-");
   setText("target", run.target || "-");
   setText("run-id", run.run_id || "-");
   setText("state", run.state || "-");
   setText("stage", run.stage >= 0 ? `${run.stage}${run.stage_label ? " (" + run.stage_label + ")" : ""}` : "-");
-  setText("v-tokens-per-s", formatNumber(recent.output_tokens_per_s));
-  setText("v-requests-per-s", formatNumber(recent.requests_per_s));
-  setText("v-users", String(run.users));
-  setText("v-in-flight", String(run.in_flight));
-  setText("v-completed", String(snap.totals.completed));
-  setText("v-failed", String(snap.totals.failed));
-  for (const name of LATENCIES) setText(`v-${name}-p50`, formatNumber(ms(recent.latency[name].p50)));
+  renderTiles(run, snap, data.result);
+  renderAnswer(data.result);
   const errs = Object.keys(snap.errors);
-  fillTable("errors", errs.length ? errs.map((k) => [k, snap.errors[k], recent.errors[k] || 0]) : [["none", 0, 0]]);
+  fillTable("errors", errs.length ? errs.map((k) => [k, snap.errors[k], snap.recent.errors[k] || 0]) : [["none", 0, 0]]);
   fillTable("overall", LATENCIES.map((name) => {
     const s = snap.latency[name];
     return [name.toUpperCase(), formatNumber(ms(s.p50)), formatNumber(ms(s.p95)), formatNumber(ms(s.p99)),

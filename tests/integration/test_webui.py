@@ -31,7 +31,7 @@ def _wait_for_records(base: str, deadline: float) -> dict:
 
 
 def _tile(dom: str, element_id: str) -> str:
-    match = re.search(rf'id="{element_id}">([^<]*)<', dom)
+    match = re.search(rf'id="{element_id}"[^>]*>([^<]*)<', dom)
     assert match, element_id
     return match.group(1)
 
@@ -77,4 +77,62 @@ def test_llm_page_shows_live_values(tmp_path: Path) -> None:
             stop_process(proc)
     log = (tmp_path / "locust.log").read_text()
     assert proc.returncode in (0, 1), log[-3000:]
+    assert "Traceback" not in log, log[-3000:]
+
+
+def _wait_for_result(base: str, deadline: float) -> dict:
+    stats: dict = {}
+    while time.monotonic() < deadline:
+        try:
+            stats = json.loads(http_get(f"{base}/llm/stats", timeout=2))
+            if stats.get("result"):
+                return stats
+        except OSError:
+            pass
+        time.sleep(0.5)
+    raise AssertionError(f"no result on /llm/stats after the ramp: {stats.get('run')}")
+
+
+def _js_number(v: float) -> str:
+    """chart.js ``formatNumber`` for values under 10,000."""
+    if float(v).is_integer():
+        return str(int(v))
+    return f"{v:.0f}" if abs(v) >= 100 else f"{v:.1f}" if abs(v) >= 10 else f"{v:.2f}"
+
+
+@pytest.mark.skipif(chromium_binary() is None, reason="chromium not on PATH (make system-deps)")
+def test_llm_page_leads_with_the_answer_after_a_ramp(tmp_path: Path) -> None:
+    """Issue 8 §6: once a ramp ends, /llm shows the SLO verdict and the capacity sentence, its
+    tiles show the run's totals (not a trailing 30 s window), and the LLM tab links to /llm."""
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    results = tmp_path / "r"
+    with running_sim("--ttft-ms", "20", "--tpot-ms", "5", "--output-tokens", "20") as url:
+        proc = start_locust(
+            REPO / "locustfiles" / "chat.py",
+            url,
+            *("--autostart", "--ramp", "1,2", "--step-time", "3s", "--slo", "success>=50%"),
+            *("--prompt-tokens", "32", "--max-tokens", "20", "--results-dir", str(results)),
+            *("--web-host", "127.0.0.1", "--web-port", str(port)),
+            log_path=tmp_path / "locust.log",
+        )
+        try:
+            stats = _wait_for_result(base, time.monotonic() + 40)
+            summary = json.loads((results / "summary.json").read_text())
+            result = stats["result"]
+            assert result["capacity"] == summary["capacity"] and "users=2" in result["capacity"]
+            assert result["slo_passed"] is True
+            assert [s["verdict"] for s in result["stages"]] == ["pass", "pass"]
+            dom = dump_dom(f"{base}/llm")
+            assert summary["capacity"] in _tile(dom, "capacity")
+            assert _tile(dom, "verdict") == "SLO: PASS"
+            assert _tile(dom, "v-requests-per-s") == _js_number(summary["request_throughput"])
+            assert _tile(dom, "v-tokens-per-s") == _js_number(summary["output_throughput"])
+            assert _tile(dom, "v-completed") == str(summary["completed"])
+            assert "whole run" in _tile(dom, "rate-scope")
+            tab = dump_dom(f"{base}/?tab=llm-locust", budget_ms=8000)
+            assert re.search(r'<a [^>]*href="[^"]*llm"[^>]*>Charts: open /llm</a>', tab), tab[-3000:]
+        finally:
+            stop_process(proc)
+    log = (tmp_path / "locust.log").read_text()
     assert "Traceback" not in log, log[-3000:]

@@ -5,10 +5,11 @@ from __future__ import annotations
 import socket
 from collections.abc import Iterator
 
+import gevent
 import pytest
 
 from llm_locust.client import ClientConfig, StreamingClient
-from llm_locust.record import RequestRecord
+from llm_locust.record import INCOMPLETE, RequestRecord
 from llm_locust.workload.corpus import PARAGRAPHS
 from llm_locust.workload.tokenizer import HFTokenizer
 from tests.bpe import train_bpe
@@ -206,3 +207,24 @@ def test_keep_alive_check_override_targets_a_real_pool_method() -> None:
         assert client._http._connection_pool._is_socket_alive is _socket_alive
     finally:
         client.close()
+
+
+def test_a_user_killed_mid_stream_leaves_an_incomplete_record_with_its_marks(peer: str) -> None:
+    """Locust stops a user with GreenletExit; the record must say what arrived (issue 8 §2)."""
+    client = StreamingClient(ClientConfig(host=f"{peer}/slow", model="m", request_timeout=30))
+    record = RequestRecord(request_id="t", wall_start=0.0, t_sent=0.0)
+    body = {"model": "m", "messages": [], "stream": True}
+    try:
+        g = gevent.spawn(client.send, body, record)
+        deadline = gevent.get_hub().loop.now() + 10
+        while len(record.chunk_times) < 3 and gevent.get_hub().loop.now() < deadline:
+            gevent.sleep(0.01)
+        g.kill(block=True, timeout=5)
+    finally:
+        client.close()
+    assert g.dead and isinstance(g.value, gevent.GreenletExit)  # the kill went on unwinding
+    assert record.outcome == INCOMPLETE and not record.ok
+    assert record.ttft is not None and 0 < record.ttft < 1.0
+    assert 3 <= len(record.chunk_times) < 50 and record.completion_tokens == len(record.chunk_times)
+    assert record.e2e is not None and record.e2e >= record.ttft
+    assert "stopped after" in record.message and "GreenletExit" in record.message

@@ -184,3 +184,19 @@ def test_non_finite_and_missing_values_are_skipped() -> None:
     assert agg.completed == 1 and agg.generation_tokens == 3
     assert all(h.count == 0 for h in agg.buckets.values())
     assert np.isfinite(agg.recent()["output_tokens_per_s"])
+
+
+def test_incomplete_requests_are_counted_apart_from_failures() -> None:
+    """In flight when the load stopped: the live totals agree with the summary (issue 8 §2)."""
+    agg = LiveAggregate(clock=Clock())
+    cut = {**ok_row(), "outcome": "incomplete", "tpot": None}
+    rows = [ok_row(), failed_row(), cut]
+    for row in rows:
+        agg.add(row)
+    snap = agg.snapshot()
+    summary = summarize(rows, 1.0)
+    assert (snap["totals"]["completed"], snap["totals"]["failed"], snap["totals"]["incomplete"]) == (1, 1, 1)
+    assert (summary["completed"], summary["failed"], summary["incomplete"]) == (1, 1, 1)
+    assert snap["errors"] == summary["errors"] == {"http_5xx": 1}
+    assert snap["recent"]["errors"] == {"http_5xx": 1}
+    assert snap["latency"]["ttft"]["count"] == 1  # no latency from a cut request

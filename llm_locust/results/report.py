@@ -1,0 +1,70 @@
+"""The text at the end of a headless run: the answer first, then the detail.
+
+Order: whether the run was interrupted; the capacity sentence (with an SLO and stages); the
+per-stage table with its legend and a line per stage that did not run at its level; what
+was left out of the statistics and why; the whole-run table; where the files are. Locust's
+own table, printed after ours at exit, gets :data:`LOCUST_TABLE_LABEL` in front of it, so
+two sets of numbers never disagree without a word.
+
+Pure module: no Locust, no network.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from llm_locust.results.summary import format_stage_table, format_table
+
+__all__ = ["LEGEND", "LOCUST_TABLE_LABEL", "end_of_run_text", "exclusions_line"]
+
+LEGEND = (
+    "load: peak/target users (closed loop) or sent/target req/s (open loop). inc: requests in flight\n"
+    "when the load stopped, not counted as ok or fail. in-flight: time-weighted mean of requests in\n"
+    "flight over the stage's measured window, rebuilt from every record overlapping it. L=λW: arrival\n"
+    "rate in the window x mean E2E of those arrivals (Little's law); the two agree within about\n"
+    "E2E/window in a steady stage. invalid: the stage did not run its planned load (never a pass)."
+)
+
+LOCUST_TABLE_LABEL = (
+    "----- Locust's own request statistics follow: every request, including warm-up and ramp-up, "
+    "with response times in rounded buckets (Locust's approximation). The llm-locust tables above "
+    "are exact over the measured requests. -----"
+)
+
+
+def exclusions_line(summary: dict[str, Any]) -> str:
+    """How many requests the statistics leave out, and why (all still in requests.jsonl)."""
+    excluded = summary.get("excluded") or {}
+    drain = (summary.get("drain") or {}).get("seconds")
+    parts = []
+    if excluded.get("warmup"):
+        parts.append(f"{excluded['warmup']} warm-up (the first --warmup seconds of a stage)")
+    if excluded.get("rampup"):
+        parts.append(f"{excluded['rampup']} ramp-up (sent before their stage reached its user count)")
+    if excluded.get("incomplete"):
+        bound = f" and the {drain:g} s drain" if drain is not None else ""
+        parts.append(f"{excluded['incomplete']} incomplete (in flight when the load stopped{bound})")
+    measured = f"{summary.get('completed', 0)} completed and {summary.get('failed', 0)} failed are measured"
+    if not parts:
+        return f"excluded from the statistics: none; {measured}"
+    return f"excluded from the statistics: {'; '.join(parts)}; {measured} (all are in requests.jsonl)"
+
+
+def end_of_run_text(summary: dict[str, Any], paths: str | None = None) -> str:
+    """Everything printed after a headless run, answer first."""
+    lines = []
+    if summary.get("interrupted"):
+        lines.append(
+            f"llm-locust: interrupted by {summary.get('interrupted_by')} after "
+            f"{summary.get('duration', 0):.1f} s: load stopped, requests in flight drained; "
+            "the results cover the run until then"
+        )
+    if summary.get("capacity"):
+        lines.append(f"capacity: {summary['capacity']}")
+    if summary.get("stages"):
+        lines += [format_stage_table(summary["stages"]), LEGEND]
+    lines.append(exclusions_line(summary))
+    lines.append(format_table(summary))
+    if paths:
+        lines.append(paths)
+    return "\n".join(lines)

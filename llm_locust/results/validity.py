@@ -1,0 +1,79 @@
+"""Did a stage run the load it was planned for? A stage that did not is ``invalid``.
+
+A capacity answer is only as true as its stages: "the system holds 48 users" is wrong if
+the stage labelled 48 ran 31. An invalid stage keeps its numbers (for diagnosis) but gets
+``"verdict": "invalid"``, is never a pass, and is never named by the capacity sentence.
+
+The rules (constants below):
+
+- ``users`` stage (closed loop, ramps and matrix cells): valid when the user count reached
+  the target and stayed there for at least ``MIN_HELD_FRACTION`` of the stage's duration
+  (a stage cut short by an interrupt or a slow explicit ``-r`` does not qualify).
+- ``rate`` stage (open loop, rate ramps, matrix cells, trace replay): valid when the requests
+  actually sent in the measured window are at least ``MIN_RATE_FRACTION`` of those scheduled
+  in it (the same Poisson draw on both sides, so no sampling noise), and the send lag p99 is
+  at most ``MAX_SEND_LAG_MS`` (a lagging generator, or arrivals held by ``--max-concurrency``,
+  fail this first).
+
+Pure module: no Locust, no network. Seconds, except the lag threshold in ms.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+__all__ = [
+    "MAX_SEND_LAG_MS",
+    "MIN_HELD_FRACTION",
+    "MIN_RATE_FRACTION",
+    "rate_validity",
+    "users_validity",
+]
+
+MIN_HELD_FRACTION = 0.5
+MIN_RATE_FRACTION = 0.95
+#: A send lag p99 above this means the generator could not keep its schedule.
+MAX_SEND_LAG_MS = 50.0
+
+
+def users_validity(stage: Any, levels: dict[str, Any]) -> str:
+    """``""`` if a ``users`` stage ran at its level, else why not ("reached 31 of 48 users")."""
+    target = int(stage.target)
+    if levels.get("target_reached_s") is None:
+        return f"reached {levels.get('peak_users', 0)} of {target} users"
+    held = levels.get("time_at_target_s") or 0.0
+    if held < MIN_HELD_FRACTION * stage.duration_s:
+        return f"held {target} users for {held:.1f} of {stage.duration_s:g} s"
+    return ""
+
+
+def rate_validity(rows: Sequence[dict[str, Any]], start: float, end: float, target: float) -> dict[str, Any]:
+    """Facts and validity of a ``rate`` stage over its measured window ``[start, end)``.
+
+    ``rows`` are every record of the run (a request scheduled in this window may have been
+    sent in the next one). Returns ``sent_rate`` and ``scheduled_rate`` (req/s in the
+    window) and ``invalid_reason`` (``""`` when valid).
+    """
+    span = max(end - start, 1e-9)
+    sent = [r for r in rows if r.get("send_lag") is not None and start <= r["start_time"] < end]
+    scheduled = sum(1 for r in rows if r.get("send_lag") is not None and start <= _intended(r) < end)
+    lags = np.array([r["send_lag"] for r in sent], dtype=float)
+    lag_p99 = float(np.percentile(lags * 1000.0, 99)) if lags.size else None
+    waited = sum(1 for r in sent if r.get("waited_for_slot"))
+    out: dict[str, Any] = {"sent_rate": len(sent) / span, "scheduled_rate": scheduled / span}
+    out["invalid_reason"] = ""
+    if not sent:
+        out["invalid_reason"] = f"sent no request of its {target:g} req/s"
+    elif len(sent) < MIN_RATE_FRACTION * scheduled:
+        out["invalid_reason"] = f"sent {len(sent) / span:.2f} of {scheduled / span:.2f} req/s scheduled"
+    elif lag_p99 is not None and lag_p99 > MAX_SEND_LAG_MS:
+        why = f"{waited} arrivals waited for --max-concurrency" if waited else "the load generator lagged"
+        out["invalid_reason"] = f"send lag p99 {lag_p99:.0f} ms > {MAX_SEND_LAG_MS:g} ms ({why})"
+    return out
+
+
+def _intended(row: dict[str, Any]) -> float:
+    return float(row["start_time"]) - float(row["send_lag"])

@@ -1,0 +1,173 @@
+"""Stopping a run without losing it: the drain, signals, and the master's workers.
+
+**The drain.** When the load stops (the end of the plan, a step down, an interrupt), users
+finish the request they are streaming for up to ``--stop-timeout`` seconds; a request still
+running then is killed and recorded ``incomplete`` with the marks it has. Locust's own
+default is 0 (kill at once); without the flag llm-locust drains for
+``min(--request-timeout, DEFAULT_DRAIN_S)``. Locust declares ``--stop-timeout`` with the
+default ``"0"``, so an explicit ``0`` looks the same: :func:`mark_default_stop_timeout`
+gives the option a marked zero as its default, so ``--stop-timeout 0`` still means "at once".
+
+**Signals.** Locust installs its SIGTERM handler only after a headless shape run returns
+(in ``locust/main.py`` the shape greenlet is joined inside ``start_automatic_run()``, and
+``gevent.signal_handler(SIGTERM, ...)`` comes after it), and the default locustfile always
+has a shape: a SIGTERM mid-run used to end the process with no summary. A headless local or
+master process gets handlers for SIGTERM and SIGINT at ``init`` that note the signal and
+then do what Ctrl-C does in Locust's main: a ``KeyboardInterrupt`` in the main greenlet, so
+the shape's join returns and Locust quits the runner. The load stops, users drain, the
+results are written, and the exit code is 128 + the signal (130 SIGINT, 143 SIGTERM). A
+second signal cuts the drain short (what is still running is recorded ``incomplete``).
+
+**The master's workers.** A headless master quits with ``stop(send_stop_to_client=False)``:
+its workers hear "quit" only after its ``test_stop``, so their last records would arrive
+after the summary, or never. At its ``test_stop`` the master sends :data:`STOP_MESSAGE` to
+workers still running users and waits (bounded) for every worker's final batch.
+
+**Shutdowns by Locust's own handler** (a worker, the web UI mode): ``quitting`` stops the
+load (with the drain) before anything else, so the results still see every request.
+"""
+
+from __future__ import annotations
+
+import locust.runners
+from locust.env import Environment
+
+import logging
+import signal
+import time
+from typing import Any
+
+import gevent
+
+__all__ = [
+    "DEFAULT_DRAIN_S",
+    "STOP_MESSAGE",
+    "apply_drain",
+    "collect_final_batches",
+    "install_signal_handlers",
+    "mark_default_stop_timeout",
+    "on_stop_message",
+    "stop_before_quitting",
+]
+
+log = logging.getLogger("llm_locust")
+DEFAULT_DRAIN_S = 30.0
+#: The master waits this much longer than the drain for the workers' final batches.
+FINAL_BATCH_MARGIN_S = 10.0
+STOP_MESSAGE = "llm_locust_stop"
+_RUNNING = (locust.runners.STATE_SPAWNING, locust.runners.STATE_RUNNING)
+
+
+class _DefaultZero(float):
+    """Locust's ``--stop-timeout`` default (0 s), marked so it can be told from an explicit 0."""
+
+
+def mark_default_stop_timeout(parser: Any) -> None:
+    """On Locust's parser, make ``--stop-timeout``'s default a marked zero."""
+    action = getattr(parser, "_option_string_actions", {}).get("--stop-timeout")
+    if action is not None:
+        action.default = _DefaultZero(0.0)
+
+
+def apply_drain(environment: Environment, request_timeout: float) -> dict[str, Any]:
+    """Fix the drain at ``init``: ``--stop-timeout`` if given, else the default; returns
+    ``{"seconds", "source"}`` for the summary."""
+    options = environment.parsed_options
+    value = getattr(options, "stop_timeout", None)
+    if value is not None and not isinstance(value, _DefaultZero):
+        return {"seconds": float(value), "source": "--stop-timeout"}
+    seconds = min(float(request_timeout), DEFAULT_DRAIN_S)
+    if options is not None:
+        options.stop_timeout = seconds
+    environment.stop_timeout = seconds
+    return {"seconds": seconds, "source": f"default: min(--request-timeout, {DEFAULT_DRAIN_S:g} s)"}
+
+
+# -- signals ---------------------------------------------------------------------------
+
+
+def install_signal_handlers(run: Any) -> None:
+    """SIGTERM and SIGINT on a headless local or master process (see the module docstring)."""
+    options = run.environment.parsed_options
+    if run.role == "worker" or not getattr(options, "headless", False):
+        return
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        gevent.signal_handler(sig, _on_signal, run, sig)
+
+
+def _on_signal(run: Any, sig: int) -> None:
+    name = signal.Signals(sig).name
+    runner = run.environment.runner
+    if run.stopping:  # already stopping (the plan ended, or a first signal): cut the drain short
+        _mark(run, name, sig)
+        log.warning("llm-locust: %s while stopping: requests still in flight are recorded incomplete", name)
+        skip_drain(run)
+    elif runner.shape_greenlet is not None:  # the shape runs: stop it as Ctrl-C does
+        _mark(run, name, sig)
+        log.warning(
+            "llm-locust: %s: stopping the load, draining requests in flight (up to %g s), writing the "
+            "results; %s again to skip the drain",
+            name,
+            run.environment.stop_timeout,
+            name,
+        )
+        _raise_in_main(KeyboardInterrupt())
+    elif run.writer is None:  # no test has started (e.g. the master waits for its workers)
+        log.warning("llm-locust: %s before the test started: nothing to save", name)
+        runner.quit()
+        _raise_in_main(SystemExit(128 + sig))
+    elif sig == signal.SIGINT:  # after the test: what Python's own SIGINT handler would do
+        _raise_in_main(KeyboardInterrupt())
+
+
+def _mark(run: Any, name: str, sig: int) -> None:
+    if run.interrupted is None:
+        run.interrupted = name
+        run.interrupt_exit_code = 128 + sig
+
+
+def _raise_in_main(exc: BaseException) -> None:
+    """Raise ``exc`` in the main greenlet from the hub, as gevent does for Ctrl-C."""
+    hub = gevent.get_hub()
+    hub.loop.run_callback(hub.parent.throw, exc)
+
+
+def skip_drain(run: Any) -> None:
+    """Kill the users now; the requests they were streaming are recorded incomplete."""
+    runner = run.environment.runner
+    if run.role == "master":
+        runner.send_message(STOP_MESSAGE, {"now": True})
+    else:
+        runner.user_greenlets.kill(block=False)
+
+
+# -- workers ---------------------------------------------------------------------------
+
+
+def on_stop_message(environment: Environment, msg: Any, **_: Any) -> None:
+    """Worker side of :data:`STOP_MESSAGE`: stop the users (with the drain), or now."""
+    runner = environment.runner
+    if msg.data and msg.data.get("now"):
+        runner.user_greenlets.kill(block=False)
+    elif runner.state in _RUNNING:
+        runner.stop()  # drains, then test_stop ships the final batch
+
+
+def collect_final_batches(run: Any) -> None:
+    """Master, at ``test_stop``: make the workers stop and wait for their last records."""
+    runner = run.environment.runner
+    if any(c.state in _RUNNING or c.user_count > 0 for c in runner.clients.values()):
+        runner.send_message(STOP_MESSAGE, {"now": False})
+    deadline = time.monotonic() + run.environment.stop_timeout + FINAL_BATCH_MARGIN_S
+    while run.workers_without_final() and time.monotonic() < deadline:
+        gevent.sleep(0.1)
+    missing = run.workers_without_final()
+    if missing:
+        log.warning("llm-locust: no final records from worker(s) %s after the drain", missing)
+
+
+def stop_before_quitting(run: Any) -> None:
+    """A process shut down mid-test by Locust's own handler: stop the load (drain) first."""
+    runner = run.environment.runner
+    if runner is not None and runner.state in _RUNNING:
+        runner.stop()
