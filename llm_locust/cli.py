@@ -82,8 +82,8 @@ def validate_run_options(args: list[str]) -> None:
     from llm_locust.load.plan import build_load_plan
     from llm_locust.results.slo import parse_slo
     from llm_locust.results.writer import ResultsDirError, check_results_dir
-    from llm_locust.runtime.run import WorkloadError, add_workload_arguments, build_workload
     from llm_locust.runtime.shape import register_load_options
+    from llm_locust.workload.build import WorkloadError, add_workload_arguments, build_workload
 
     parser = _OneLineParser(prog="llm-locust run", add_help=False)
     # Locust's own --host, so that checks needing the target (--tokenizer server) see it

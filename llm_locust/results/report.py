@@ -26,9 +26,9 @@ LEGEND = (
 )
 
 LOCUST_TABLE_LABEL = (
-    "----- Locust's own request statistics follow: every request, including warm-up and ramp-up, "
-    "with response times in rounded buckets (Locust's approximation). The llm-locust tables above "
-    "are exact over the measured requests. -----"
+    "----- Locust's own request statistics follow: every finished request, warm-up and ramp-up "
+    "included (incomplete ones not), with response times in rounded buckets (Locust's "
+    "approximation). The llm-locust tables above are exact over the measured requests. -----"
 )
 
 

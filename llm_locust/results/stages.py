@@ -101,7 +101,7 @@ def _stage_entry(
     if stage.kind == "users":
         entry["invalid_reason"] = users_validity(stage, facts)
     else:
-        entry.update(rate_validity(rows, start, end, stage.target))
+        entry.update(rate_validity(rows, start, end, stage, end - begin))
     entry["valid"] = entry["invalid_reason"] == ""
     if slo is not None:
         entry["slo"] = evaluate(slo, [_record(r) for r in measured], window).to_json()

@@ -9,11 +9,11 @@ The rules (constants below):
 - ``users`` stage (closed loop, ramps and matrix cells): valid when the user count reached
   the target and stayed there for at least ``MIN_HELD_FRACTION`` of the stage's duration
   (a stage cut short by an interrupt or a slow explicit ``-r`` does not qualify).
-- ``rate`` stage (open loop, rate ramps, matrix cells, trace replay): valid when the requests
-  actually sent in the measured window are at least ``MIN_RATE_FRACTION`` of those scheduled
-  in it (the same Poisson draw on both sides, so no sampling noise), and the send lag p99 is
-  at most ``MAX_SEND_LAG_MS`` (a lagging generator, or arrivals held by ``--max-concurrency``,
-  fail this first).
+- ``rate`` stage (open loop, rate ramps, matrix cells, trace replay): valid when it ran for
+  at least ``MIN_HELD_FRACTION`` of its duration, the requests actually sent in its measured
+  window are at least ``MIN_RATE_FRACTION`` of those scheduled in it (the same Poisson draw
+  on both sides, so no sampling noise), and the send lag p99 is at most ``MAX_SEND_LAG_MS``
+  (a lagging generator, or arrivals held by ``--max-concurrency``, fail this first).
 
 Pure module: no Locust, no network. Seconds, except the lag threshold in ms.
 """
@@ -50,8 +50,11 @@ def users_validity(stage: Any, levels: dict[str, Any]) -> str:
     return ""
 
 
-def rate_validity(rows: Sequence[dict[str, Any]], start: float, end: float, target: float) -> dict[str, Any]:
-    """Facts and validity of a ``rate`` stage over its measured window ``[start, end)``.
+def rate_validity(
+    rows: Sequence[dict[str, Any]], start: float, end: float, stage: Any, ran_s: float
+) -> dict[str, Any]:
+    """Facts and validity of a ``rate`` stage over its measured window ``[start, end)``;
+    ``ran_s``: how long the stage ran (less than planned when the run was stopped).
 
     ``rows`` are every record of the run (a request scheduled in this window may have been
     sent in the next one). Returns ``sent_rate`` and ``scheduled_rate`` (req/s in the
@@ -65,8 +68,10 @@ def rate_validity(rows: Sequence[dict[str, Any]], start: float, end: float, targ
     waited = sum(1 for r in sent if r.get("waited_for_slot"))
     out: dict[str, Any] = {"sent_rate": len(sent) / span, "scheduled_rate": scheduled / span}
     out["invalid_reason"] = ""
-    if not sent:
-        out["invalid_reason"] = f"sent no request of its {target:g} req/s"
+    if ran_s < MIN_HELD_FRACTION * stage.duration_s:
+        out["invalid_reason"] = f"ran {ran_s:.1f} of {stage.duration_s:g} s"
+    elif not sent:
+        out["invalid_reason"] = f"sent no request of its {stage.target:g} req/s"
     elif len(sent) < MIN_RATE_FRACTION * scheduled:
         out["invalid_reason"] = f"sent {len(sent) / span:.2f} of {scheduled / span:.2f} req/s scheduled"
     elif lag_p99 is not None and lag_p99 > MAX_SEND_LAG_MS:

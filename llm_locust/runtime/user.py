@@ -21,7 +21,8 @@ import gevent
 
 from llm_locust.client import StreamingClient, build_body
 from llm_locust.runtime import openloop
-from llm_locust.runtime.run import LLMRun, install, run_for
+from llm_locust.runtime.hooks import install
+from llm_locust.runtime.run import LLMRun, run_for
 from llm_locust.workload.base import RequestSpec
 
 __all__ = ["LLMUser"]
