@@ -18,7 +18,6 @@ import pytest
 from tests.locustproc import BIN, LOCUSTFILE, REPO, env, free_port, locust_command
 from tests.simproc import running_sim
 
-pytestmark = pytest.mark.slow
 FIXED = ("--ttft-ms", "20", "--tpot-ms", "20", "--output-tokens", "40")  # E2E 0.8 s
 PLAN = ("--ramp", "2,4", "--step-time", "60s", "--prompt-tokens", "32", "--max-tokens", "40")
 EXIT = {signal.SIGTERM: 143, signal.SIGINT: 130}
@@ -66,6 +65,7 @@ def _check_results(results: Path, log: str, signame: str) -> dict:
     return summary
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
 def test_local_run_interrupted_keeps_its_results(tmp_path: Path, sig: signal.Signals) -> None:
     results = tmp_path / "r"
@@ -83,6 +83,7 @@ def test_local_run_interrupted_keeps_its_results(tmp_path: Path, sig: signal.Sig
     _check_results(results, log, sig.name)
 
 
+@pytest.mark.slow
 def test_master_interrupted_stops_its_workers_and_keeps_their_records(tmp_path: Path) -> None:
     results = tmp_path / "r"
     port = free_port()

@@ -17,7 +17,6 @@ import pytest
 from tests.locustproc import run_locust
 from tests.simproc import running_sim
 
-pytestmark = pytest.mark.slow
 #: E2E = 20 ms + 39 x 20 ms = 0.8 s per request.
 FIXED = ("--ttft-ms", "20", "--tpot-ms", "20", "--output-tokens", "40")
 LIGHT = ("--prompt-tokens", "32", "--max-tokens", "40")
@@ -47,6 +46,7 @@ def assert_clean(res) -> None:
     assert "Traceback" not in res.stdout + res.stderr, (res.stdout + res.stderr)[-3000:]
 
 
+@pytest.mark.slow
 def test_ramp_without_spawn_rate_reaches_every_level(tmp_path: Path) -> None:
     """No -r: each stage reaches its user count in about a second and holds it (main: 8 -> 24
     at Locust's default 1 user/s never got there in a 6 s step)."""
@@ -94,6 +94,7 @@ def test_ramp_without_spawn_rate_reaches_every_level(tmp_path: Path) -> None:
     assert sum(st["completed"] for st in s["stages"]) == len(measured)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("how", ["flag", "env"])
 def test_explicit_spawn_rate_is_honoured_and_a_short_stage_is_invalid(tmp_path: Path, how: str) -> None:
     """-r 2 (or LOCUST_SPAWN_RATE=2): 2 -> 12 users takes 5 s, longer than the 4 s step, so
@@ -174,6 +175,7 @@ def test_requests_in_flight_at_the_stop_are_recorded_incomplete(tmp_path: Path) 
     assert "4 incomplete" in res.stdout
 
 
+@pytest.mark.slow
 def test_a_step_down_records_the_stopped_users_requests(tmp_path: Path) -> None:
     """--ramp 6,2 with --stop-timeout 0 (kill at once): the 4 users stopped at the step down
     leave incomplete records, so stage 1 keeps 6 in flight to its end (main: it fell to 2)."""

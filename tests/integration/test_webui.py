@@ -100,6 +100,7 @@ def _js_number(v: float) -> str:
     return f"{v:.0f}" if abs(v) >= 100 else f"{v:.1f}" if abs(v) >= 10 else f"{v:.2f}"
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(chromium_binary() is None, reason="chromium not on PATH (make system-deps)")
 def test_llm_page_leads_with_the_answer_after_a_ramp(tmp_path: Path) -> None:
     """Issue 8 §6: once a ramp ends, /llm shows the SLO verdict and the capacity sentence, its
