@@ -178,8 +178,9 @@ def test_requests_in_flight_at_the_stop_are_recorded_incomplete(tmp_path: Path) 
 @pytest.mark.slow
 def test_a_step_down_records_the_stopped_users_requests(tmp_path: Path) -> None:
     """--ramp 6,2 with --stop-timeout 0 (kill at once): the 4 users stopped at the step down
-    leave incomplete records, so stage 1 keeps 6 in flight to its end (main: it fell to 2)."""
-    mid = ("--ttft-ms", "20", "--tpot-ms", "50", "--output-tokens", "50")  # E2E 2.5 s
+    leave incomplete records, so the first stage keeps 6 in flight to its end (main: it fell to 2)."""
+    # E2E 3 s against 5 s steps: at the step down every user is 2 s into its second request
+    mid = ("--ttft-ms", "20", "--tpot-ms", "50", "--output-tokens", "60")
     with running_sim(*mid) as url:
         res = run_locust(
             url,
@@ -190,7 +191,7 @@ def test_a_step_down_records_the_stopped_users_requests(tmp_path: Path) -> None:
             "--prompt-tokens",
             "32",
             "--max-tokens",
-            "50",
+            "60",
             users=None,
             run_time=None,
             spawn_rate=None,
