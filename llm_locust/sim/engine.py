@@ -4,26 +4,33 @@ Why a model at all: load tests are about what happens under contention. A server
 fixed TTFT/TPOT never saturates; a real engine does, in two characteristic ways this model
 reproduces:
 
-- TPOT rises with concurrency, because every decode step costs
-  ``decode_base + decode_per_seq * batch_size (+ decode_per_ctx_token * context tokens)``.
-- Past ``max_num_seqs`` running sequences (or a full KV cache) requests wait in a FIFO
+- TPOT rises with concurrency, because every step's cost grows with the running batch and
+  with the context it reads (see :meth:`EngineConfig.step_duration`);
+- past ``max_num_seqs`` running sequences (or a full KV cache) requests wait in a FIFO
   queue, and TTFT grows with the queue rather than with the model.
 
-One :meth:`Engine.step` is one engine iteration:
+One :meth:`Engine.step` is one engine iteration, scheduled like vLLM V1 (chunked prefill):
 
-1. Admit waiting requests in FIFO order while a batch slot is free and the request's KV
-   reservation fits. Strict FCFS: a head request that does not fit blocks those behind it.
-2. The step's duration is the decode cost of the whole running batch plus the prefill cost
-   of the prompts admitted in this step (``prefill_per_token * prompt tokens``), i.e.
-   chunked-prefill style: prefill rides along with decode in the same iteration.
-3. Every running sequence, newly admitted ones included, gains one token at the end of
-   the step. A sequence that reaches its output length finishes and frees its KV.
+1. Every running sequence past its prefill decodes one token; each takes one token of the
+   step's budget (``max_num_batched_tokens``, unlimited when ``None``).
+2. Running sequences still prefilling take the next chunk of their prompt from what is left
+   of the budget, in arrival order.
+3. Waiting requests are admitted in FIFO order while a batch slot is free, the KV
+   reservation fits and budget is left; each starts its prefill with the budget that is left
+   (after skipping the prompt tokens found in the prefix cache). Strict FCFS: a head request
+   that does not fit blocks those behind it.
+4. The step's duration follows from the decode batch, the prefill tokens and the context
+   read; at its end every decoding sequence gains a token, and so does every sequence whose
+   prefill completed in this step (its first token). A sequence that reaches its output
+   length finishes and frees its KV.
+
+With an unlimited budget a request's whole prompt is prefilled in its admission step.
 
 KV policy: **reserve on admission, never preempt.** A request reserves
-``prompt_tokens + output_tokens`` when admitted and releases it when it finishes or is
-aborted. vLLM instead grows block by block and preempts under pressure; reservation gives
-the same saturation shape (a full cache stops admissions) with simpler, predictable
-timing. The KV usage gauge reports reserved / total.
+``prompt_tokens + output_tokens`` (less the prefix blocks it shares) when admitted and
+releases it when it finishes or is aborted (:mod:`~llm_locust.sim.kvcache`). vLLM instead
+grows block by block and preempts under pressure; reservation gives the same saturation
+shape (a full cache stops admissions) with simpler, predictable timing.
 
 The engine has no clock and no I/O: the caller sleeps for ``StepResult.duration`` and then
 delivers the tokens. Times are in seconds.
@@ -33,29 +40,46 @@ Pure module: no network.
 
 from __future__ import annotations
 
+import math
 from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
+
+from llm_locust.sim.kvcache import KvCache
 
 __all__ = ["Engine", "EngineConfig", "Seq", "StepResult"]
 
 
 @dataclass(frozen=True)
 class EngineConfig:
+    """Batch limits and the cost model of one step (seconds).
+
+    ``step_duration`` is ``max(memory, compute) + decode_per_seq * batch +
+    prefill_per_token * prefill_tokens`` with ``memory = decode_base +
+    decode_per_ctx_token * context_tokens`` and ``compute = compute_per_token * (batch +
+    prefill_tokens)``. Hand-set engine mode leaves ``compute_per_token`` at 0, which makes it
+    the additive model ``decode_base + decode_per_seq * batch + ...``; the deployment model
+    (:mod:`~llm_locust.sim.deploy`) sets the roofline terms instead: weights and KV read at
+    memory bandwidth, or every token's FLOPs at achievable compute, whichever is slower.
+    """
+
     max_num_seqs: int = 64
     kv_cache_tokens: int = 200_000
     prefill_per_token: float = 0.05e-3
     decode_base: float = 8e-3
     decode_per_seq: float = 0.25e-3
     decode_per_ctx_token: float = 0.0
+    compute_per_token: float = 0.0
+    max_num_batched_tokens: int | None = None
+    block_size: int = 16
+    prefix_caching: bool = False
 
     def step_duration(self, batch_size: int, prefill_tokens: int, context_tokens: int) -> float:
         """Seconds one iteration takes for this batch."""
+        memory = self.decode_base + self.decode_per_ctx_token * context_tokens
+        compute = self.compute_per_token * (batch_size + prefill_tokens)
         return (
-            self.decode_base
-            + self.decode_per_seq * batch_size
-            + self.prefill_per_token * prefill_tokens
-            + self.decode_per_ctx_token * context_tokens
+            max(memory, compute) + self.decode_per_seq * batch_size + self.prefill_per_token * prefill_tokens
         )
 
 
@@ -66,8 +90,13 @@ class Seq:
     prompt_tokens: int
     output_tokens: int
     payload: Any = None
+    block_hashes: tuple[int, ...] = ()
     generated: int = 0
+    computed: int = 0  # prompt tokens in the KV cache (prefilled or found cached)
+    cached_tokens: int = 0
     state: str = "new"  # new | waiting | running | finished | aborted
+    held: list[int] = field(default_factory=list)
+    private: int = 0
 
     @property
     def kv_tokens(self) -> int:
@@ -82,18 +111,20 @@ class Seq:
 class StepResult:
     duration: float
     batch: list[Seq] = field(default_factory=list)  # every sequence that got one token
-    admitted: list[Seq] = field(default_factory=list)  # got their first token this step
+    admitted: list[Seq] = field(default_factory=list)  # left the queue this step
+    first: list[Seq] = field(default_factory=list)  # got their first token this step
     finished: list[Seq] = field(default_factory=list)
+    prefill_tokens: int = 0
 
 
 class Engine:
-    """The scheduler state: a FIFO waiting queue, a running batch, and a KV ledger."""
+    """The scheduler state: a FIFO waiting queue, a running batch, and the KV ledger."""
 
     def __init__(self, config: EngineConfig) -> None:
         self.config = config
         self.waiting: deque[Seq] = deque()
         self.running: list[Seq] = []
-        self.kv_reserved = 0
+        self.kv = KvCache(config.kv_cache_tokens, config.block_size, config.prefix_caching)
 
     # -- requests ------------------------------------------------------------------
 
@@ -110,12 +141,12 @@ class Engine:
         self.waiting.append(seq)
 
     def abort(self, seq: Seq) -> None:
-        """Drop ``seq`` wherever it is (client went away); frees its KV reservation."""
+        """Drop ``seq`` wherever it is (client went away); frees its KV at once."""
         if seq.state == "waiting":
             self.waiting.remove(seq)
         elif seq.state == "running":
             self.running.remove(seq)
-            self.kv_reserved -= seq.kv_tokens
+            self.kv.release(seq)
         else:
             return
         seq.state = "aborted"
@@ -128,41 +159,63 @@ class Engine:
 
     @property
     def kv_usage(self) -> float:
-        return self.kv_reserved / self.config.kv_cache_tokens
+        return self.kv.usage
+
+    @property
+    def kv_reserved(self) -> int:
+        return self.kv.used
 
     # -- the iteration -------------------------------------------------------------
 
-    def _admit(self) -> list[Seq]:
-        admitted: list[Seq] = []
+    def _prefill(self, seq: Seq, budget: float, result: StepResult) -> float:
+        """Give ``seq`` the next chunk of its prompt; returns the budget left."""
+        chunk = int(min(seq.prompt_tokens - seq.computed, budget))
+        seq.computed += chunk
+        result.prefill_tokens += chunk
+        if seq.computed >= seq.prompt_tokens:
+            self.kv.prefilled(seq)
+            result.first.append(seq)
+        return budget - chunk
+
+    def _admit(self, budget: float, result: StepResult) -> float:
         cfg = self.config
-        while self.waiting and len(self.running) < cfg.max_num_seqs:
+        while self.waiting and len(self.running) < cfg.max_num_seqs and budget > 0:
             head = self.waiting[0]
-            if self.kv_reserved + head.kv_tokens > cfg.kv_cache_tokens:
+            if not self.kv.admit(head):
                 break
             self.waiting.popleft()
             head.state = "running"
-            self.kv_reserved += head.kv_tokens
+            head.computed = head.cached_tokens
             self.running.append(head)
-            admitted.append(head)
-        return admitted
+            result.admitted.append(head)
+            budget = self._prefill(head, budget, result)
+        return budget
 
     def step(self) -> StepResult:
         """Run one iteration; returns its duration and who got a token."""
-        admitted = self._admit()
-        batch = list(self.running)
-        if not batch:
-            return StepResult(duration=0.0)
-        prefill = sum(s.prompt_tokens for s in admitted)
-        context = sum(s.prompt_tokens + s.generated for s in batch)
-        duration = self.config.step_duration(len(batch), prefill, context)
-        finished: list[Seq] = []
+        cap = self.config.max_num_batched_tokens
+        budget: float = math.inf if cap is None else cap
+        result = StepResult(duration=0.0)
+        decoding = [s for s in self.running if s.generated > 0]
+        budget = max(0.0, budget - len(decoding))
+        for s in self.running:
+            if s.generated == 0 and budget > 0:
+                budget = self._prefill(s, budget, result)
+        self._admit(budget, result)
+        batch = decoding + result.first
+        if not batch and not result.prefill_tokens:
+            return result
+        context = sum(s.prompt_tokens + s.generated for s in decoding)
+        context += sum(s.computed for s in self.running if s.generated == 0)
+        result.duration = self.config.step_duration(len(batch), result.prefill_tokens, context)
         for s in batch:
             s.generated += 1
             if s.done:
-                finished.append(s)
-        if finished:
-            for s in finished:
+                result.finished.append(s)
+        if result.finished:
+            for s in result.finished:
                 s.state = "finished"
-                self.kv_reserved -= s.kv_tokens
+                self.kv.release(s)
             self.running = [s for s in self.running if s.state == "running"]
-        return StepResult(duration=duration, batch=batch, admitted=admitted, finished=finished)
+        result.batch = batch
+        return result

@@ -135,3 +135,88 @@ def test_cli_converts_ms_to_seconds_with_slowdown() -> None:
     assert cfg.ttft == pytest.approx(0.2) and cfg.tpot == pytest.approx(0.04)
     assert cfg.engine.decode_base == pytest.approx(0.016)
     assert cfg.mode == "fixed" and cfg.model == "llm-locust/sim-8b" and cfg.max_model_len == 32768
+
+
+# -- chunked prefill, prefix caching, the roofline step -----------------------------------------
+
+
+def test_chunked_prefill_splits_a_long_prompt_and_the_first_token_waits_for_the_last_chunk() -> None:
+    cfg = EngineConfig(
+        decode_base=0.01, decode_per_seq=0.0, prefill_per_token=0.001, max_num_batched_tokens=100
+    )
+    engine = Engine(cfg)
+    s = Seq(prompt_tokens=250, output_tokens=3)
+    engine.add(s)
+    durations, tokens = [], []
+    while engine.has_work:
+        r = engine.step()
+        durations.append(r.duration)
+        tokens.append(len(r.batch))
+    # chunks of 100, 100, 50; the third step carries the first token, then two decode steps
+    assert durations == pytest.approx([0.11, 0.11, 0.06, 0.01, 0.01])
+    assert tokens == [0, 0, 1, 1, 1]
+
+
+def test_decodes_take_budget_first_and_a_new_prompt_gets_what_is_left() -> None:
+    cfg = EngineConfig(
+        max_num_batched_tokens=10, prefill_per_token=0.001, decode_base=0.0, decode_per_seq=0.0
+    )
+    engine = Engine(cfg)
+    runners = [Seq(prompt_tokens=1, output_tokens=50) for _ in range(4)]
+    for s in runners:
+        engine.add(s)
+    engine.step()  # all four prefilled (4 tokens) and got their first token
+    late = Seq(prompt_tokens=20, output_tokens=2)
+    engine.add(late)
+    r = engine.step()
+    assert len(r.batch) == 4 and r.prefill_tokens == 6  # 10 - 4 decodes
+    r = engine.step()
+    assert r.prefill_tokens == 6 and late not in r.batch
+    r = engine.step()
+    assert r.prefill_tokens == 6
+    r = engine.step()
+    assert r.prefill_tokens == 2 and late in r.first  # 6 + 6 + 6 + 2 = 20
+
+
+def test_prefix_cache_hit_skips_prefill_time() -> None:
+    cfg = EngineConfig(
+        decode_base=0.0, decode_per_seq=0.0, prefill_per_token=0.001, prefix_caching=True, block_size=16
+    )
+    engine = Engine(cfg)
+    ids = tuple(range(10))  # stand-in hashes of 10 full blocks = 160 tokens
+    a = Seq(prompt_tokens=161, output_tokens=1, block_hashes=ids)
+    engine.add(a)
+    assert engine.step().duration == pytest.approx(0.161)
+    b = Seq(prompt_tokens=161, output_tokens=1, block_hashes=ids)
+    engine.add(b)
+    r = engine.step()
+    assert b.cached_tokens == 160 and r.prefill_tokens == 1
+    assert r.duration == pytest.approx(0.001)
+    assert (engine.kv.queries, engine.kv.hits) == (322, 160)
+
+
+def test_abort_mid_prefill_frees_kv_and_the_slot() -> None:
+    engine = Engine(EngineConfig(max_num_seqs=1, max_num_batched_tokens=10, kv_cache_tokens=1000))
+    a, b = Seq(100, 5), Seq(10, 5)
+    engine.add(a)
+    engine.add(b)
+    engine.step()
+    assert a.state == "running" and a.computed == 10 and engine.kv_reserved == 105
+    engine.abort(a)
+    assert engine.kv_reserved == 0 and engine.kv_usage == 0.0
+    engine.step()
+    assert b.state == "running"
+
+
+def test_roofline_step_is_the_slower_of_memory_and_compute() -> None:
+    cfg = EngineConfig(
+        decode_base=0.010,
+        decode_per_ctx_token=1e-6,
+        compute_per_token=1e-4,
+        decode_per_seq=0.0,
+        prefill_per_token=0.0,
+    )
+    # batch 8, context 2000: memory 12 ms, compute 0.8 ms -> memory-bound
+    assert cfg.step_duration(8, 0, 2000) == pytest.approx(0.012)
+    # plus a 1000-token prefill chunk: compute 100.8 ms -> compute-bound
+    assert cfg.step_duration(8, 1000, 2000) == pytest.approx(0.1008)
