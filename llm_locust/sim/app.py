@@ -1,15 +1,17 @@
-"""Routing and request validation: turns HTTP requests into streams on a token clock.
+"""Routing: turns HTTP requests into streams on a token clock.
 
 Endpoints (vLLM's OpenAI-compatible subset): ``GET /v1/models``, ``POST /v1/chat/completions``,
 ``POST /v1/completions``, ``POST /tokenize``, ``GET /metrics``, ``GET /health``,
 ``GET /version``. With an API key set, ``/v1/*`` requires ``Authorization: Bearer KEY``
 (like vLLM, the other paths stay open).
 
-Output length: ``--output-tokens N`` fixes it (still capped by the request's ``max_tokens``,
-as a real server would never exceed it); otherwise ``max_completion_tokens`` or
-``max_tokens`` from the request, default 256. ``finish_reason`` is ``"length"`` when the
-output stopped at the limit in effect and ``"stop"`` when ``--output-tokens`` ended it
-earlier. ``ignore_eos`` and ``min_tokens`` are accepted and have no further effect.
+What a generation request asks for (output length, prompt tokens, errors) is decided in
+:mod:`~llm_locust.sim.request`.
+
+Chat requests may get a reasoning phase (:mod:`~llm_locust.sim.reasoning`). In engine mode
+with prefix caching, the prompt's token ids are cut into block hashes
+(:func:`~llm_locust.sim.kvcache.block_hashes`) for the engine's prefix cache, and the usage
+reports ``prompt_tokens_details.cached_tokens``.
 """
 
 from __future__ import annotations
@@ -24,17 +26,19 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from llm_locust.sim.deploy import Deployment
 from llm_locust.sim.engine import Engine, EngineConfig
-from llm_locust.sim.faults import FaultConfig
+from llm_locust.sim.faults import Drift, FaultConfig
 from llm_locust.sim.http import HttpConnection, Request
+from llm_locust.sim.kvcache import block_hashes
 from llm_locust.sim.metrics import Metrics
+from llm_locust.sim.reasoning import ReasoningSpec
+from llm_locust.sim.request import GenRequest, HttpError, Limits, bad_request, json_body, prompt_ids, validate
 from llm_locust.sim.schedule import EngineDriver, FixedScheduler
 from llm_locust.sim.stream import Stream, StreamOwner
-from llm_locust.sim.tokens import OUTPUT_WORDS, PromptError, TokenCounter, completion_prompt
+from llm_locust.sim.tokens import OUTPUT_WORDS, PromptError, TokenCounter
 
 __all__ = ["SimApp", "SimConfig"]
-
-DEFAULT_MAX_TOKENS = 256
 
 
 @dataclass(frozen=True)
@@ -51,32 +55,18 @@ class SimConfig:
     output_tokens: int | None = None
     faults: FaultConfig = field(default_factory=FaultConfig)
     seed: int | None = None
+    reasoning: ReasoningSpec | None = None
+    reasoning_field: str = "reasoning_content"
+    drift: Drift = field(default_factory=Drift)
+    speedup: float = 1.0  # simulated seconds per wall second (reported by /version)
+    deployment: Deployment | None = None
+    replica: int = 0
 
 
-class _HttpError(Exception):
-    def __init__(self, status: int, message: str, err_type: str) -> None:
-        super().__init__(message)
-        self.status = status
-        self.err_type = err_type
-
-    def body(self) -> dict[str, Any]:
-        return {"error": {"message": str(self), "type": self.err_type, "param": None, "code": self.status}}
-
-
-def _bad(message: str) -> _HttpError:
-    return _HttpError(400, message, "BadRequestError")
-
-
-@dataclass(frozen=True)
-class _Gen:
-    """A validated generation request."""
-
-    chat: bool
-    streaming: bool
-    include_usage: bool
-    prompt_tokens: int
-    n_tokens: int
-    finish_reason: str
+_RETRY_FAULTS = {
+    "rate_limit": (429, "simulated rate limit", "RateLimitError"),
+    "unavailable": (503, "simulated overload: service unavailable", "ServiceUnavailableError"),
+}
 
 
 class SimApp(StreamOwner):
@@ -88,7 +78,7 @@ class SimApp(StreamOwner):
         self.loop = loop
         self.rng = random.Random(config.seed)
         self.stall_seconds = config.faults.stall_seconds
-        self.metrics = Metrics(config.model, self._gauges)
+        self.metrics = Metrics(config.model, self._gauges, self._info())
         self._ids = itertools.count(1)
         self._id_prefix = f"{config.seed:08x}" if config.seed is not None else os.urandom(4).hex()
         self.active: set[Stream] = set()
@@ -97,9 +87,11 @@ class SimApp(StreamOwner):
         self.scheduler: FixedScheduler | EngineDriver
         if config.mode == "engine":
             self.engine = Engine(config.engine)
-            self.scheduler = EngineDriver(loop, self.engine)
+            self.scheduler = EngineDriver(loop, self.engine, config.drift)
         else:
-            self.scheduler = FixedScheduler(loop, config.ttft, config.tpot)
+            self.scheduler = FixedScheduler(loop, config.ttft, config.tpot, config.drift)
+        self.caching = self.engine is not None and config.engine.prefix_caching
+        self._version_body = json.dumps({"version": "llm-locust-sim", "speedup": config.speedup}).encode()
         self._models_body = json.dumps(
             {
                 "object": "list",
@@ -136,10 +128,38 @@ class SimApp(StreamOwner):
     def call_later(self, delay: float, callback: Callable[[], Any]) -> Any:
         return self.loop.call_later(delay, callback)
 
-    def _gauges(self) -> tuple[int, int, float]:
-        if self.engine is not None:
-            return len(self.engine.running), len(self.engine.waiting), self.engine.kv_usage
-        return len(self.active), 0, self._kv_fixed / self.config.engine.kv_cache_tokens
+    def _gauges(self) -> dict[str, float]:
+        engine = self.engine
+        if engine is not None:
+            assert isinstance(self.scheduler, EngineDriver)
+            self.scheduler.leak(self.loop.time())
+            kv = engine.kv
+            return {
+                "running": len(engine.running),
+                "waiting": len(engine.waiting),
+                "kv": kv.usage,
+                "prefix_queries": kv.queries,
+                "prefix_hits": kv.hits,
+            }
+        capacity = self.config.engine.kv_cache_tokens
+        leaked = self.config.drift.leaked(self.loop.time() - self.scheduler.t_start)
+        return {"running": len(self.active), "waiting": 0, "kv": (self._kv_fixed + leaked) / capacity}
+
+    def _info(self) -> dict[str, str]:
+        """Labels of ``vllm:cache_config_info`` and the simulator's own info gauge."""
+        cfg = self.config
+        info = {
+            "mode": cfg.mode,
+            "replica": str(cfg.replica),
+            "speedup": f"{cfg.speedup:g}",
+            "block_size": str(cfg.engine.block_size),
+            "enable_prefix_caching": str(cfg.mode == "engine" and cfg.engine.prefix_caching),
+            "kv_cache_tokens": str(cfg.engine.kv_cache_tokens),
+        }
+        d = cfg.deployment
+        if d is not None:
+            info.update(gpu=d.gpu.key, gpus=str(d.tp), tp=str(d.tp), model_class=d.model.key, dtype=d.dtype)
+        return info
 
     def close(self) -> None:
         self.scheduler.stop()
@@ -153,18 +173,18 @@ class SimApp(StreamOwner):
         try:
             if route is None:
                 if request.path in self._paths:
-                    raise _HttpError(405, f"method {request.method} not allowed", "MethodNotAllowed")
-                raise _HttpError(404, f"no route for {request.path}", "NotFoundError")
+                    raise HttpError(405, f"method {request.method} not allowed", "MethodNotAllowed")
+                raise HttpError(404, f"no route for {request.path}", "NotFoundError")
             if request.path.startswith("/v1/"):
                 self._check_auth(request)
             route(conn, request)
-        except _HttpError as e:
+        except HttpError as e:
             conn.respond_json(e.status, e.body())
 
     def _check_auth(self, request: Request) -> None:
         key = self.config.api_key
         if key and request.headers.get("authorization", "") != f"Bearer {key}":
-            raise _HttpError(401, "Unauthorized: invalid or missing API key", "AuthenticationError")
+            raise HttpError(401, "Unauthorized: invalid or missing API key", "AuthenticationError")
 
     # -- simple endpoints ------------------------------------------------------------
 
@@ -172,7 +192,7 @@ class SimApp(StreamOwner):
         conn.respond(200, b"", content_type="text/plain")
 
     def _version(self, conn: HttpConnection, request: Request) -> None:
-        conn.respond_json(200, {"version": "llm-locust-sim"})
+        conn.respond(200, self._version_body)
 
     def _metrics(self, conn: HttpConnection, request: Request) -> None:
         conn.respond(200, self.metrics.render().encode(), content_type="text/plain; version=0.0.4")
@@ -181,17 +201,10 @@ class SimApp(StreamOwner):
         conn.respond(200, self._models_body)
 
     def _tokenize(self, conn: HttpConnection, request: Request) -> None:
-        body = self._json_body(request)
         try:
-            if "messages" in body:
-                ids = self.counter.chat_ids(body["messages"])
-            elif "prompt" in body:
-                prompt = completion_prompt(body["prompt"])
-                ids = prompt if isinstance(prompt, list) else self.counter.ids(prompt)
-            else:
-                raise PromptError("send 'prompt' or 'messages'")
+            ids = prompt_ids(json_body(request), self.counter)
         except PromptError as e:
-            raise _bad(str(e)) from None
+            raise bad_request(str(e)) from None
         conn.respond_json(200, {"count": len(ids), "max_model_len": self.config.max_model_len, "tokens": ids})
 
     # -- generation ------------------------------------------------------------------
@@ -202,70 +215,26 @@ class SimApp(StreamOwner):
     def _completions(self, conn: HttpConnection, request: Request) -> None:
         self._generate(conn, request, chat=False)
 
-    def _json_body(self, request: Request) -> dict[str, Any]:
-        try:
-            body = request.json()
-        except (ValueError, UnicodeDecodeError) as e:
-            raise _bad(f"request body is not valid JSON: {e}") from None
-        if not isinstance(body, dict):
-            raise _bad("request body must be a JSON object")
-        return body
-
-    def _count_prompt(self, body: dict[str, Any], chat: bool) -> int:
-        try:
-            if chat:
-                return self.counter.count_chat(body.get("messages"))
-            if "prompt" not in body:
-                raise PromptError("'prompt' is required")
-            prompt = completion_prompt(body["prompt"])
-            return len(prompt) if isinstance(prompt, list) else self.counter.count(prompt)
-        except PromptError as e:
-            raise _bad(str(e)) from None
-
-    def _validate(self, body: dict[str, Any], chat: bool) -> _Gen:
-        cfg = self.config
-        model = body.get("model")
-        if model is not None and model != cfg.model:
-            raise _HttpError(404, f"The model `{model}` does not exist.", "NotFoundError")
-        prompt_tokens = self._count_prompt(body, chat)
-        requested = body.get("max_completion_tokens") if chat else None
-        if requested is None:
-            requested = body.get("max_tokens")
-        if requested is not None and (
-            isinstance(requested, bool) or not isinstance(requested, int) or requested < 1
-        ):
-            raise _bad(f"max_tokens must be an integer >= 1, got {requested!r}")
-        limit = requested if requested is not None else DEFAULT_MAX_TOKENS
-        if requested is None:
-            limit = min(limit, cfg.max_model_len - prompt_tokens)
-        if limit < 1 or prompt_tokens + limit > cfg.max_model_len:
-            raise _bad(
-                f"This model's maximum context length is {cfg.max_model_len} tokens. However, you "
-                f"requested {prompt_tokens + max(limit, 0)} tokens ({prompt_tokens} in the messages, "
-                f"{max(limit, 0)} in the completion). Please reduce the length of the messages or "
-                "completion."
-            )
-        n_tokens = limit if cfg.output_tokens is None else min(cfg.output_tokens, limit)
-        stream_opts = body.get("stream_options") or {}
-        return _Gen(
-            chat=chat,
-            streaming=bool(body.get("stream", False)),
-            include_usage=isinstance(stream_opts, dict) and bool(stream_opts.get("include_usage")),
-            prompt_tokens=prompt_tokens,
-            n_tokens=n_tokens,
-            finish_reason="length" if n_tokens >= limit else "stop",
-        )
+    def _reasoning_tokens(self, gen: GenRequest) -> int | None:
+        spec = self.config.reasoning
+        if spec is None or not gen.chat:
+            return None
+        return spec.draw(self.rng, gen.n_tokens)
 
     def _generate(self, conn: HttpConnection, request: Request, chat: bool) -> None:
-        gen = self._validate(self._json_body(request), chat)
+        cfg = self.config
+        limits = Limits(cfg.model, cfg.max_model_len, cfg.output_tokens)
+        gen = validate(json_body(request), chat, self.counter, limits, with_ids=self.caching)
         fault = self.config.faults.decide(self.rng, gen.n_tokens)
         if fault is not None:
             self.metrics.fault(fault.kind)
             if fault.kind == "error":
-                raise _HttpError(500, "simulated internal server error", "InternalServerError")
-            if fault.kind == "rate_limit":
-                err = _HttpError(429, "simulated rate limit", "RateLimitError")
-                conn.respond_json(429, err.body(), extra_headers=(("Retry-After", "1"),))
+                raise HttpError(500, "simulated internal server error", "InternalServerError")
+            if fault.kind in _RETRY_FAULTS:
+                status, message, err_type = _RETRY_FAULTS[fault.kind]
+                after = self.config.faults.retry_after
+                headers = () if after is None else (("Retry-After", str(after)),)
+                conn.respond_json(status, HttpError(status, message, err_type).body(), extra_headers=headers)
                 return
         rid = ("chatcmpl-" if chat else "cmpl-") + f"{self._id_prefix}{next(self._ids):08x}"
         stream = Stream(
@@ -281,11 +250,18 @@ class SimApp(StreamOwner):
             fault=fault,
             t0=request.t_received,
             meta=(rid, int(time.time()), self.config.model),
+            n_reasoning=self._reasoning_tokens(gen),
+            cached_tokens=0 if self.caching else None,
+            reasoning_field=self.config.reasoning_field,
         )
         try:
-            self.scheduler.submit(stream)
+            if isinstance(self.scheduler, EngineDriver):
+                hashes = block_hashes(gen.prompt_ids, self.config.engine.block_size) if gen.prompt_ids else ()
+                self.scheduler.submit(stream, hashes)
+            else:
+                self.scheduler.submit(stream)
         except ValueError as e:
-            raise _bad(str(e)) from None
+            raise bad_request(str(e)) from None
         self.metrics.prompt_tokens += gen.prompt_tokens
         self.active.add(stream)
         self._kv_fixed += gen.prompt_tokens + gen.n_tokens

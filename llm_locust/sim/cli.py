@@ -1,11 +1,24 @@
 """``llm-locust sim``: argument parsing and the server's main loop.
 
 Flags take milliseconds where they are times (``--ttft-ms``); everything inside is seconds.
-``--slowdown X`` multiplies every simulated time (both modes), to rehearse a slow server.
+``--slowdown X`` multiplies every simulated time (both modes), to rehearse a slow server;
+``--speedup K`` divides them, to rehearse a long test in less time. A closed-loop test
+without think time is time-scale invariant: at ``--speedup K`` every latency is K times
+smaller and every throughput K times larger, and the concurrency at which an SLO breaks is
+the same as at K = 1 for the SLO's thresholds divided by K. ``/version`` reports the
+``speedup`` so a tool can scale back.
 
-On start the process prints exactly one line, ``llm-locust sim listening on http://HOST:PORT``
-(the real port, so ``--port 0`` works for tests; ``https://`` with ``--tls-cert``/``--tls-key``),
-then serves until SIGTERM/SIGINT and exits 0.
+Which timing mode a set of flags means is decided in :mod:`~llm_locust.sim.flags` (an
+engine-only flag selects engine mode; flags of both modes are an error). ``--gpus``/``--tp``
+/``--gpu``/``--model`` derive the engine from :mod:`~llm_locust.sim.deploy`'s roofline,
+and ``--explain`` prints what was derived and exits 0.
+
+On start the process prints exactly one line, ``llm-locust sim listening on URL`` (the real
+port, so ``--port 0`` works for tests; ``https://`` with ``--tls-cert``/``--tls-key``), then
+serves until SIGTERM/SIGINT and exits 0. With
+``--replicas R`` it serves R independent engines on R ports (consecutive from ``--port``,
+or R free ones with ``--port 0``) and the line lists them comma-separated, in replica order,
+as ``--endpoints`` takes them: ``llm-locust sim listening on http://127.0.0.1:8000,http://127.0.0.1:8001``.
 A bad flag value prints one ``llm-locust sim: error: argument --flag: ...`` line and exits 2.
 """
 
@@ -13,17 +26,16 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
-import signal
+import functools
 import ssl
 import sys
-from collections.abc import Callable
 from typing import NoReturn
 
-from llm_locust.sim.app import SimApp, SimConfig
-from llm_locust.sim.engine import EngineConfig
-from llm_locust.sim.faults import FaultConfig
-from llm_locust.sim.http import HttpConnection
+from llm_locust.sim import argtypes as T
+from llm_locust.sim import flags
+from llm_locust.sim.app import SimConfig
+from llm_locust.sim.faults import Drift, FaultConfig
+from llm_locust.sim.server import announce, replica_configs, serve
 from llm_locust.sim.tokens import TokenCounter
 
 __all__ = ["add_arguments", "build_config", "main", "serve"]
@@ -31,45 +43,32 @@ __all__ = ["add_arguments", "build_config", "main", "serve"]
 PROG = "llm-locust sim"
 
 
-def _typed(kind: Callable[[str], float], lo: float | None, hi: float | None, what: str) -> Callable:
-    def convert(text: str) -> float:
-        try:
-            value = kind(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}") from None
-        if (lo is not None and value < lo) or (hi is not None and value > hi):
-            raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}")
-        return value
-
-    convert.__name__ = what
-    return convert
-
-
-_port = _typed(int, 0, 65535, "a port number 0-65535")
-_pos_int = _typed(int, 1, None, "an integer >= 1")
-_nonneg_int = _typed(int, 0, None, "an integer >= 0")
-_nonneg_ms = _typed(float, 0, None, "a number of milliseconds >= 0")
-_nonneg_s = _typed(float, 0, None, "a number of seconds >= 0")
-_rate = _typed(float, 0, 1, "a rate between 0 and 1")
-_pos_float = _typed(float, 1e-9, None, "a number > 0")
-_int = _typed(int, None, None, "an integer")
-
-
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Register the simulator's flags on ``parser`` (the ``llm-locust sim`` subcommand)."""
     g = parser.add_argument_group("server")
     g.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
-    g.add_argument("--port", type=_port, default=8000, help="port to bind; 0 picks a free one (default 8000)")
-    g.add_argument("--model", default="llm-locust/sim-8b", help="served model name")
-    g.add_argument("--max-model-len", type=_pos_int, default=32768, help="context length (default 32768)")
+    g.add_argument("--port", type=T.port, default=8000, help="port to bind; 0 picks free ones (default 8000)")
+    g.add_argument(
+        "--replicas",
+        type=T.pos_int,
+        default=1,
+        help="serve R independent engines, one per port (consecutive from --port; free ones with --port 0)",
+    )
+    g.add_argument(
+        "--model",
+        default="llm-locust/sim-8b",
+        help="served model name; with a deployment it also names the model class: the last <N>b "
+        f"in it ({', '.join(flags.MODELS)}), e.g. 70b or meta-llama/Llama-3.1-70B-Instruct",
+    )
+    g.add_argument("--max-model-len", type=T.pos_int, default=32768, help="context length (default 32768)")
     g.add_argument("--api-key", default=None, help="require 'Authorization: Bearer KEY' on /v1/*")
-    g.add_argument("--seed", type=_int, default=None, help="seed for faults and output words")
+    g.add_argument("--seed", type=T.integer, default=None, help="seed for faults and output words")
     g.add_argument("--tls-cert", default=None, help="serve HTTPS with this PEM certificate (chain)")
     g.add_argument("--tls-key", default=None, help="the private key of --tls-cert (PEM)")
     g = parser.add_argument_group("tokens")
     g.add_argument(
         "--output-tokens",
-        type=_pos_int,
+        type=T.pos_int,
         default=None,
         help="emit exactly N tokens per response (capped by the request's max_tokens)",
     )
@@ -80,57 +79,57 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     g.add_argument(
         "--chat-template-tokens",
-        type=_nonneg_int,
+        type=T.nonneg_int,
         default=0,
         help="prompt tokens added per chat message (default 0)",
     )
-    g = parser.add_argument_group("timing")
     g.add_argument(
-        "--mode",
-        choices=("fixed", "engine"),
-        default="fixed",
-        help="fixed TTFT/TPOT per request, or a continuous-batching engine model",
-    )
-    g.add_argument("--ttft-ms", type=_nonneg_ms, default=100.0, help="fixed mode: time to first token")
-    g.add_argument("--tpot-ms", type=_nonneg_ms, default=20.0, help="fixed mode: time per output token")
-    g.add_argument("--max-num-seqs", type=_pos_int, default=64, help="engine mode: running batch limit")
-    g.add_argument(
-        "--kv-cache-tokens",
-        type=_pos_int,
-        default=200_000,
-        help="engine mode: KV cache size in tokens (reserved per request on admission)",
+        "--reasoning-tokens",
+        type=T.reasoning,
+        default=None,
+        metavar="SPEC",
+        help="chat: stream this many reasoning tokens before the answer: N, P%% of the output, or a "
+        "distribution (uniform:100,400, lognormal:mean=500,std=300); counted in completion_tokens",
     )
     g.add_argument(
-        "--prefill-ms-per-token",
-        type=_nonneg_ms,
-        default=0.05,
-        help="engine mode: prefill cost per prompt token",
+        "--reasoning-field",
+        choices=("reasoning_content", "reasoning"),
+        default="reasoning_content",
+        help="delta field of the reasoning tokens (default reasoning_content)",
     )
-    g.add_argument("--decode-base-ms", type=_nonneg_ms, default=8.0, help="engine mode: fixed cost per step")
-    g.add_argument(
-        "--decode-ms-per-seq",
-        type=_nonneg_ms,
-        default=0.25,
-        help="engine mode: step cost per running sequence",
-    )
-    g.add_argument(
-        "--decode-ms-per-ctx-token",
-        type=_nonneg_ms,
-        default=0.0,
-        help="engine mode: step cost per context token in the batch",
-    )
-    g.add_argument("--slowdown", type=_pos_float, default=1.0, help="multiply every simulated time by X")
+    flags.add_engine_arguments(parser)
+    flags.add_deployment_arguments(parser)
     g = parser.add_argument_group("faults (rates in [0, 1], summing to at most 1)")
-    g.add_argument("--error-rate", type=_rate, default=0.0, help="HTTP 500 before any token")
-    g.add_argument("--rate-limit-rate", type=_rate, default=0.0, help="HTTP 429 with Retry-After: 1")
-    g.add_argument("--disconnect-rate", type=_rate, default=0.0, help="connection aborted mid-stream")
-    g.add_argument("--malformed-rate", type=_rate, default=0.0, help="one non-JSON data line mid-stream")
-    g.add_argument("--stall-rate", type=_rate, default=0.0, help="stream goes silent mid-way")
+    g.add_argument("--error-rate", type=T.rate, default=0.0, help="HTTP 500 before any token")
+    g.add_argument("--rate-limit-rate", type=T.rate, default=0.0, help="HTTP 429 with Retry-After")
+    g.add_argument("--unavailable-rate", type=T.rate, default=0.0, help="HTTP 503 with Retry-After")
+    g.add_argument(
+        "--retry-after",
+        type=T.retry_after,
+        default=1,
+        help="Retry-After seconds on 429 and 503 ('none' omits the header; default 1)",
+    )
+    g.add_argument("--disconnect-rate", type=T.rate, default=0.0, help="connection aborted mid-stream")
+    g.add_argument("--malformed-rate", type=T.rate, default=0.0, help="one non-JSON data line mid-stream")
+    g.add_argument("--stall-rate", type=T.rate, default=0.0, help="stream goes silent mid-way")
     g.add_argument(
         "--stall-seconds",
-        type=_nonneg_s,
+        type=T.nonneg_s,
         default=120.0,
         help="close a stalled connection after this many seconds (default 120)",
+    )
+    g = parser.add_argument_group("slow degradation (wall-clock rates, for soak tests)")
+    g.add_argument(
+        "--degrade-tpot-ms-per-min",
+        type=T.nonneg_ms,
+        default=0.0,
+        help="every token interval grows by X ms per minute since start (fixed: TPOT; engine: each step)",
+    )
+    g.add_argument(
+        "--kv-leak-tokens-per-min",
+        type=T.nonneg,
+        default=0.0,
+        help="the KV cache loses N tokens per minute since start, never returned",
     )
 
 
@@ -141,30 +140,45 @@ class _OneLineParser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message}\n")
 
 
+_DESCRIPTION = (
+    "OpenAI-compatible LLM server simulator. Its engine and deployment models are rehearsal "
+    "models, not predictions: they show the shape of a capacity answer, not its last digits."
+)
+
+
 def _parser() -> argparse.ArgumentParser:
-    parser = _OneLineParser(prog=PROG, description="OpenAI-compatible LLM server simulator.")
+    parser = _OneLineParser(prog=PROG, description=_DESCRIPTION)
     add_arguments(parser)
     return parser
 
 
+def _time_scale(args: argparse.Namespace) -> float:
+    """Wall seconds per simulated second (--slowdown X, or 1/K for --speedup K)."""
+    if args.slowdown is not None and args.speedup is not None:
+        raise flags.FlagError("--speedup", "give --slowdown or --speedup, not both")
+    if args.speedup is not None:
+        return 1.0 / args.speedup
+    return args.slowdown if args.slowdown is not None else 1.0
+
+
 def build_config(args: argparse.Namespace) -> SimConfig:
-    """Flags (milliseconds) -> config (seconds, with --slowdown applied)."""
-    k = args.slowdown / 1000.0
-    engine = EngineConfig(
-        max_num_seqs=args.max_num_seqs,
-        kv_cache_tokens=args.kv_cache_tokens,
-        prefill_per_token=args.prefill_ms_per_token * k,
-        decode_base=args.decode_base_ms * k,
-        decode_per_seq=args.decode_ms_per_seq * k,
-        decode_per_ctx_token=args.decode_ms_per_ctx_token * k,
-    )
+    """Flags (milliseconds) -> config (seconds, time scale applied). Raises ``flags.FlagError``."""
+    deployment = flags.resolve(args)
+    scale = _time_scale(args)
+    k = scale / 1000.0
     faults = FaultConfig(
         error=args.error_rate,
         rate_limit=args.rate_limit_rate,
+        unavailable=args.unavailable_rate,
         disconnect=args.disconnect_rate,
         malformed=args.malformed_rate,
         stall=args.stall_rate,
         stall_seconds=args.stall_seconds,
+        retry_after=args.retry_after,
+    )
+    drift = Drift(
+        tpot_per_s=args.degrade_tpot_ms_per_min / 1000.0 / 60.0,
+        kv_leak_per_s=args.kv_leak_tokens_per_min / 60.0,
     )
     return SimConfig(
         model=args.model,
@@ -173,65 +187,26 @@ def build_config(args: argparse.Namespace) -> SimConfig:
         mode=args.mode,
         ttft=args.ttft_ms * k,
         tpot=args.tpot_ms * k,
-        engine=engine,
+        engine=flags.engine_config(args, deployment, scale),
         output_tokens=args.output_tokens,
         faults=faults,
         seed=args.seed,
+        reasoning=args.reasoning_tokens,
+        reasoning_field=args.reasoning_field,
+        drift=drift,
+        speedup=1.0 / scale,
+        deployment=deployment,
     )
 
 
 def _check(parser: argparse.ArgumentParser, args: argparse.Namespace) -> TokenCounter:
-    total = args.error_rate + args.rate_limit_rate + args.disconnect_rate + args.malformed_rate
-    if total + args.stall_rate > 1.0 + 1e-9:
+    rates = (args.error_rate, args.rate_limit_rate, args.unavailable_rate, args.disconnect_rate)
+    if sum(rates) + args.malformed_rate + args.stall_rate > 1.0 + 1e-9:
         parser.error("argument --error-rate: the fault rates must sum to at most 1")
     try:
         return TokenCounter(args.tokenizer, args.chat_template_tokens)
     except Exception as e:  # tokenizers raises its own exception types
         parser.error(f"argument --tokenizer: cannot load {args.tokenizer!r}: {e}")
-
-
-async def serve(
-    config: SimConfig,
-    counter: TokenCounter,
-    host: str,
-    port: int,
-    ready: Callable[[str, int], None] | None = None,
-    tls: ssl.SSLContext | None = None,
-) -> None:
-    """Serve until SIGTERM/SIGINT (or cancellation); HTTPS when ``tls`` is given."""
-    loop = asyncio.get_running_loop()
-    app = SimApp(config, counter, loop)
-    conns: set[HttpConnection] = set()
-
-    def factory() -> HttpConnection:
-        return HttpConnection(app, conns)
-
-    server = await loop.create_server(factory, host, port, backlog=4096, reuse_address=True, ssl=tls)
-    stop = asyncio.Event()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        with contextlib.suppress(NotImplementedError, RuntimeError):
-            loop.add_signal_handler(sig, stop.set)
-    bound = server.sockets[0].getsockname()
-    if ready is not None:
-        ready(host, bound[1])
-    try:
-        await stop.wait()
-    finally:
-        server.close()
-        app.close()
-        for conn in list(conns):
-            if conn.transport is not None and not conn.closed:
-                conn.transport.abort()
-        await asyncio.sleep(0)
-
-
-def _announcer(scheme: str) -> Callable[[str, int], None]:
-    def announce(host: str, port: int) -> None:
-        shown = f"[{host}]" if ":" in host else host
-        sys.stdout.write(f"llm-locust sim listening on {scheme}://{shown}:{port}\n")
-        sys.stdout.flush()
-
-    return announce
 
 
 def _tls(parser: argparse.ArgumentParser, args: argparse.Namespace) -> ssl.SSLContext | None:
@@ -251,12 +226,21 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point for ``llm-locust sim`` and ``python -m llm_locust.sim``."""
     parser = _parser()
     args = parser.parse_args(argv)
+    try:
+        config = build_config(args)
+    except flags.FlagError as e:
+        parser.error(f"argument {e.flag}: {e}")
+    if args.explain:
+        assert config.deployment is not None  # --explain is a deployment flag
+        sys.stdout.write("\n".join(config.deployment.explain()) + "\n")
+        return 0
     counter = _check(parser, args)
     tls = _tls(parser, args)
-    config = build_config(args)
-    announce = _announcer("https" if tls else "http")
+    scheme = "https" if tls else "http"
     try:
-        asyncio.run(serve(config, counter, args.host, args.port, ready=announce, tls=tls))
+        configs = replica_configs(config, args.replicas)
+        ready = functools.partial(announce, scheme=scheme)
+        asyncio.run(serve(configs, counter, args.host, args.port, ready=ready, tls=tls))
     except OSError as e:
         sys.stderr.write(f"{PROG}: error: cannot listen on {args.host}:{args.port}: {e.strerror or e}\n")
         return 1

@@ -5,7 +5,8 @@ request from the seeded RNG, so they must sum to at most 1 and ``--seed`` replay
 faults for the same arrival order.
 
 - ``error``      HTTP 500 with an OpenAI-style JSON error, before any token.
-- ``rate_limit`` HTTP 429 with ``Retry-After: 1``, before any token.
+- ``rate_limit`` HTTP 429 with ``Retry-After``, before any token.
+- ``unavailable`` HTTP 503 with ``Retry-After``, before any token.
 - ``disconnect`` some tokens, then the connection is aborted (no terminating chunk).
 - ``malformed``  one extra ``data:`` line that is not JSON, inserted before a token; the
                  stream then continues normally (non-streaming: the body is not JSON).
@@ -13,6 +14,14 @@ faults for the same arrival order.
                  ``stall_seconds``.
 
 ``at`` is the number of tokens delivered before the fault (1..n-1 when n >= 2, else 0).
+``rate_limit`` and ``unavailable`` answer with ``Retry-After: retry_after`` (whole seconds;
+``None`` omits the header), so a client's honouring of it can be tested.
+
+Slow degradation (:class:`Drift`), so that a soak verdict can be tested against a known
+slope: every token interval grows by ``tpot_per_s`` seconds per second of wall-clock time
+since the simulator started (fixed mode: the TPOT; engine mode: each step), and the KV
+cache loses ``kv_leak_per_s`` tokens per second to a leak that is never returned. Both are
+in wall-clock time, so ``--slowdown``/``--speedup`` do not change the slope a client sees.
 
 Pure module: no network.
 """
@@ -22,9 +31,9 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-__all__ = ["FAULT_KINDS", "FaultConfig", "FaultPlan"]
+__all__ = ["FAULT_KINDS", "Drift", "FaultConfig", "FaultPlan"]
 
-FAULT_KINDS = ("error", "rate_limit", "disconnect", "malformed", "stall")
+FAULT_KINDS = ("error", "rate_limit", "unavailable", "disconnect", "malformed", "stall")
 
 
 @dataclass(frozen=True)
@@ -37,10 +46,12 @@ class FaultPlan:
 class FaultConfig:
     error: float = 0.0
     rate_limit: float = 0.0
+    unavailable: float = 0.0
     disconnect: float = 0.0
     malformed: float = 0.0
     stall: float = 0.0
     stall_seconds: float = 120.0
+    retry_after: int | None = 1
 
     @property
     def any(self) -> bool:
@@ -48,7 +59,7 @@ class FaultConfig:
 
     @property
     def total(self) -> float:
-        return self.error + self.rate_limit + self.disconnect + self.malformed + self.stall
+        return sum(getattr(self, kind) for kind in FAULT_KINDS)
 
     def decide(self, rng: random.Random, n_tokens: int) -> FaultPlan | None:
         """Draw this request's fault (or ``None``). Always consumes one draw when enabled."""
@@ -62,3 +73,17 @@ class FaultConfig:
                 at = rng.randint(1, n_tokens - 1) if n_tokens >= 2 else 0
                 return FaultPlan(kind, at)
         return None
+
+
+@dataclass(frozen=True)
+class Drift:
+    """Slow degradation: token intervals creeping up, KV leaking (wall-clock rates)."""
+
+    tpot_per_s: float = 0.0  # seconds added to each token interval, per second elapsed
+    kv_leak_per_s: float = 0.0  # KV tokens lost per second elapsed
+
+    def extra_tpot(self, elapsed: float) -> float:
+        return self.tpot_per_s * max(elapsed, 0.0)
+
+    def leaked(self, elapsed: float) -> int:
+        return int(self.kv_leak_per_s * max(elapsed, 0.0))

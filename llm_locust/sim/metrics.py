@@ -8,8 +8,13 @@ Names follow vLLM's V1 engine, labelled with ``model_name``, so dashboards and t
 load generator's server-metrics scraper work unchanged against the simulator:
 ``vllm:num_requests_running``, ``vllm:num_requests_waiting``, ``vllm:kv_cache_usage_perc``,
 ``vllm:prompt_tokens_total``, ``vllm:generation_tokens_total``,
-``vllm:request_success_total{finished_reason}``, ``vllm:time_to_first_token_seconds`` and
-``vllm:e2e_request_latency_seconds``. Simulator-only: ``llm_sim_faults_total{kind}``.
+``vllm:request_success_total{finished_reason}`` (``abort`` counts requests whose client went
+away, as vLLM V1 does), ``vllm:time_to_first_token_seconds``,
+``vllm:e2e_request_latency_seconds``, the prefix cache's ``vllm:prefix_cache_queries_total``
+and ``vllm:prefix_cache_hits_total`` (in tokens, engine mode), ``vllm:num_preemptions_total``
+(always 0: the engine reserves KV and never preempts) and ``vllm:cache_config_info``.
+Simulator-only: ``llm_sim_faults_total{kind}`` and ``llm_sim_info`` (mode, replica, time
+scale and, for a deployment, GPU, GPU count, TP and model class), both gauges fixed at 1.
 
 Pure module: no network.
 """
@@ -64,9 +69,12 @@ def _label_value(value: str) -> str:
 class Metrics:
     """Counters and histograms; gauges are read through callbacks at render time."""
 
-    def __init__(self, model: str, gauges: Callable[[], tuple[int, int, float]]) -> None:
+    def __init__(
+        self, model: str, gauges: Callable[[], dict[str, float]], info: dict[str, str] | None = None
+    ) -> None:
         self.model_label = f'model_name="{_label_value(model)}"'
-        self._gauges = gauges  # -> (running, waiting, kv usage 0..1)
+        self._gauges = gauges  # -> running, waiting, kv (usage 0..1), [prefix_queries, prefix_hits]
+        self._info = info or {}
         self.prompt_tokens = 0
         self.generation_tokens = 0
         self.success: dict[str, int] = {}
@@ -74,16 +82,46 @@ class Metrics:
         self.ttft = Histogram(TTFT_BUCKETS)
         self.e2e = Histogram(E2E_BUCKETS)
 
-    def request_finished(self, reason: str, e2e: float) -> None:
+    def request_finished(self, reason: str, e2e: float | None) -> None:
+        """Count a finished request; ``e2e`` None for an aborted one (no latency observed)."""
         self.success[reason] = self.success.get(reason, 0) + 1
-        self.e2e.observe(e2e)
+        if e2e is not None:
+            self.e2e.observe(e2e)
 
     def fault(self, kind: str) -> None:
         self.faults[kind] = self.faults.get(kind, 0) + 1
 
+    def _info_lines(self) -> list[str]:
+        lab = self.model_label
+        cache = ("block_size", "enable_prefix_caching", "kv_cache_tokens")
+        cache_labels = ",".join(f'{k}="{self._info[k]}"' for k in cache if k in self._info)
+        sim_labels = ",".join(f'{k}="{_label_value(v)}"' for k, v in self._info.items() if k not in cache)
+        return [
+            "# HELP vllm:cache_config_info Information of the LLMEngine CacheConfig",
+            "# TYPE vllm:cache_config_info gauge",
+            f"vllm:cache_config_info{{{cache_labels}{',' if cache_labels else ''}{lab}}} 1",
+            "# HELP llm_sim_info The simulator's configuration (mode, replica, time scale, deployment).",
+            "# TYPE llm_sim_info gauge",
+            f"llm_sim_info{{{sim_labels}{',' if sim_labels else ''}{lab}}} 1",
+        ]
+
+    def _prefix_lines(self, gauges: dict[str, float]) -> list[str]:
+        if "prefix_queries" not in gauges:
+            return []
+        lab = self.model_label
+        return [
+            "# HELP vllm:prefix_cache_queries Prefix cache queries, in terms of number of queried tokens.",
+            "# TYPE vllm:prefix_cache_queries counter",
+            f"vllm:prefix_cache_queries_total{{{lab}}} {int(gauges['prefix_queries'])}",
+            "# HELP vllm:prefix_cache_hits Prefix cache hits, in terms of number of cached tokens.",
+            "# TYPE vllm:prefix_cache_hits counter",
+            f"vllm:prefix_cache_hits_total{{{lab}}} {int(gauges['prefix_hits'])}",
+        ]
+
     def render(self) -> str:
         lab = self.model_label
-        running, waiting, kv = self._gauges()
+        gauges = self._gauges()
+        running, waiting, kv = int(gauges["running"]), int(gauges["waiting"]), gauges["kv"]
         lines = [
             "# HELP vllm:num_requests_running Number of requests in model execution batches.",
             "# TYPE vllm:num_requests_running gauge",
@@ -100,6 +138,10 @@ class Metrics:
             "# HELP vllm:generation_tokens_total Number of generation tokens processed.",
             "# TYPE vllm:generation_tokens_total counter",
             f"vllm:generation_tokens_total{{{lab}}} {self.generation_tokens}",
+            "# HELP vllm:num_preemptions Cumulative number of preemptions from the engine.",
+            "# TYPE vllm:num_preemptions counter",
+            f"vllm:num_preemptions_total{{{lab}}} 0",
+            *self._prefix_lines(gauges),
             "# HELP vllm:request_success_total Count of successfully processed requests.",
             "# TYPE vllm:request_success_total counter",
         ]
@@ -119,4 +161,5 @@ class Metrics:
         ]
         for kind in sorted(self.faults):
             lines.append(f'llm_sim_faults_total{{kind="{kind}",{lab}}} {self.faults[kind]}')
+        lines += self._info_lines()
         return "\n".join(lines) + "\n"

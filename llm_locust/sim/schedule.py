@@ -11,6 +11,10 @@ Engine mode (:class:`EngineDriver`): the pure :class:`~llm_locust.sim.engine.Eng
 stepped back to back on one timer; each step's tokens are written together when the step
 ends. The next step starts at the previous step's scheduled end, unless the loop is
 running late by more than ``_LATE``, so step timing does not drift either.
+
+Slow degradation (:class:`~llm_locust.sim.faults.Drift`) lengthens each token interval by
+its wall-clock slope; with a drift, fixed-mode deadlines are chained from the previous
+*scheduled* deadline (not from "now"), so lateness still does not accumulate.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ import math
 from typing import Any
 
 from llm_locust.sim.engine import Engine, Seq
+from llm_locust.sim.faults import Drift
 from llm_locust.sim.stream import Stream
 
 __all__ = ["EngineDriver", "FixedScheduler"]
@@ -35,10 +40,14 @@ _LATE = 0.002
 class FixedScheduler:
     """Timer heap for fixed TTFT/TPOT. Cancelled streams are dropped lazily when popped."""
 
-    def __init__(self, loop: asyncio.AbstractEventLoop, ttft: float, tpot: float) -> None:
+    def __init__(
+        self, loop: asyncio.AbstractEventLoop, ttft: float, tpot: float, drift: Drift | None = None
+    ) -> None:
         self._loop = loop
         self.ttft = ttft
         self.tpot = tpot
+        self.drift = drift if drift is not None and drift.tpot_per_s > 0 else None
+        self.t_start = loop.time()
         self._heap: list[tuple[float, int, Stream]] = []
         self._seq = itertools.count()
         self._timer: asyncio.TimerHandle | None = None
@@ -67,12 +76,15 @@ class FixedScheduler:
         self._timer_at = math.inf
         heap = self._heap
         pop, push = heapq.heappop, self._push
-        t0_offset, tpot = self.ttft, self.tpot
+        t0_offset, tpot, drift = self.ttft, self.tpot, self.drift
         limit = self._loop.time() + _SLACK
         while heap and heap[0][0] <= limit:
             deadline, _, stream = pop(heap)
             if stream.on_token(deadline):
-                push(stream.t0 + t0_offset + stream.sent * tpot, stream)
+                if drift is None:
+                    push(stream.t0 + t0_offset + stream.sent * tpot, stream)
+                else:
+                    push(deadline + tpot + drift.extra_tpot(deadline - self.t_start), stream)
         self._arm()
 
     def stop(self) -> None:
@@ -84,16 +96,23 @@ class FixedScheduler:
 class EngineDriver:
     """Steps the engine on the event loop and delivers each step's tokens at its end."""
 
-    def __init__(self, loop: asyncio.AbstractEventLoop, engine: Engine) -> None:
+    def __init__(self, loop: asyncio.AbstractEventLoop, engine: Engine, drift: Drift | None = None) -> None:
         self._loop = loop
         self.engine = engine
+        self.drift = drift or Drift()
+        self.t_start = loop.time()
         self._timer: asyncio.TimerHandle | None = None
         self._batch: list[Seq] = []
         self._step_end = 0.0
 
-    def submit(self, stream: Stream) -> None:
+    def submit(self, stream: Stream, block_hashes: tuple[int, ...] = ()) -> None:
         """Queue the stream's sequence. Raises ``ValueError`` if it can never fit the KV cache."""
-        seq = Seq(prompt_tokens=stream.prompt_tokens, output_tokens=stream.n_tokens, payload=stream)
+        seq = Seq(
+            prompt_tokens=stream.prompt_tokens,
+            output_tokens=stream.n_tokens,
+            payload=stream,
+            block_hashes=block_hashes,
+        )
         self.engine.add(seq)
         stream.release = lambda: self._release(seq)
         if self._timer is None:
@@ -102,13 +121,22 @@ class EngineDriver:
     def _release(self, seq: Seq) -> None:
         self.engine.abort(seq)
 
+    def leak(self, now: float) -> None:
+        """Bring the KV leak up to date (slow degradation)."""
+        if self.drift.kv_leak_per_s > 0:
+            self.engine.kv.leak(self.drift.leaked(now - self.t_start))
+
     def _start(self, start: float) -> None:
+        self.leak(start)
         result = self.engine.step()
-        if not result.batch:
+        if result.duration <= 0 and not result.batch:
             self._timer = None
             return
+        if self.engine.config.prefix_caching:
+            for seq in result.admitted:
+                seq.payload.cached_tokens = seq.cached_tokens
         self._batch = result.batch
-        self._step_end = start + result.duration
+        self._step_end = start + result.duration + self.drift.extra_tpot(start - self.t_start)
         self._timer = self._loop.call_at(self._step_end, self._end)
 
     def _end(self) -> None:

@@ -8,10 +8,16 @@ The wire format follows vLLM's OpenAI server exactly:
 
 - chat: a role chunk ``delta: {"role": "assistant", "content": ""}`` (written together with
   the first token, as vLLM does), one chunk per token ``delta: {"content": ...}``; the last
-  token's chunk carries ``finish_reason``;
+  token's chunk carries ``finish_reason``. With a reasoning phase, the first
+  ``n_reasoning`` tokens are ``delta: {"reasoning_content": ...}`` chunks (vLLM's reasoning
+  parsers; the field name is configurable, newer vLLM says ``reasoning``), and the usage
+  has ``completion_tokens_details.reasoning_tokens``;
 - completions: one chunk per token with ``choices[0].text``;
 - then, if ``stream_options.include_usage``, a usage chunk with ``"choices": []``, then
   ``data: [DONE]`` and the zero-length chunk ending the chunked body.
+
+``usage.prompt_tokens_details.cached_tokens`` is sent when the engine has prefix caching
+(the scheduler sets :attr:`Stream.cached_tokens` when the request is admitted).
 
 Per-token cost is kept to a few byte concatenations: each stream builds its JSON prefix and
 suffix once, and token texts are pre-escaped.
@@ -55,7 +61,9 @@ class Stream:
     __slots__ = (
         "_done_suffix",
         "_prefix",
+        "_rprefix",
         "_suffix",
+        "cached_tokens",
         "chat",
         "conn",
         "fault",
@@ -63,10 +71,12 @@ class Stream:
         "include_usage",
         "live",
         "meta",
+        "n_reasoning",
         "n_tokens",
         "offset",
         "owner",
         "prompt_tokens",
+        "reasoning_field",
         "release",
         "sent",
         "streaming",
@@ -88,6 +98,9 @@ class Stream:
         fault: FaultPlan | None,
         t0: float,
         meta: tuple[str, int, str],  # (id, created, model)
+        n_reasoning: int | None = None,  # None: no reasoning phase (and no details in usage)
+        cached_tokens: int | None = None,  # None: no prefix caching (and no details in usage)
+        reasoning_field: str = "reasoning_content",
     ) -> None:
         self.owner = owner
         self.conn = conn
@@ -101,10 +114,13 @@ class Stream:
         self.fault = fault
         self.t0 = t0
         self.meta = meta
+        self.n_reasoning = n_reasoning
+        self.cached_tokens = cached_tokens
+        self.reasoning_field = reasoning_field
         self.sent = 0
         self.live = True
         self.release: Callable[[], None] | None = None  # frees scheduler resources
-        self._prefix = self._suffix = self._done_suffix = b""
+        self._prefix = self._rprefix = self._suffix = self._done_suffix = b""
         if streaming:
             self._build_templates()
 
@@ -120,6 +136,8 @@ class Stream:
         reason = json.dumps(self.finish_reason)
         if self.chat:
             prefix = f'data: {head}"choices":[{{"index":0,"delta":{{"content":"'
+            field = json.dumps(self.reasoning_field)
+            self._rprefix = f'data: {head}"choices":[{{"index":0,"delta":{{{field}:"'.encode()
             suffix = '"},"logprobs":null,"finish_reason":null}]}\n\n'
             done = f'"}},"logprobs":null,"finish_reason":{reason},"stop_reason":null}}]}}\n\n'
         else:
@@ -135,12 +153,21 @@ class Stream:
         )
         return chunk(payload.encode())
 
-    def _usage(self) -> dict[str, int]:
-        return {
+    @property
+    def reasoning_tokens(self) -> int:
+        return self.n_reasoning or 0
+
+    def _usage(self) -> dict[str, Any]:
+        usage: dict[str, Any] = {
             "prompt_tokens": self.prompt_tokens,
             "total_tokens": self.prompt_tokens + self.n_tokens,
             "completion_tokens": self.n_tokens,
         }
+        if self.cached_tokens is not None:
+            usage["prompt_tokens_details"] = {"cached_tokens": self.cached_tokens}
+        if self.n_reasoning is not None:
+            usage["completion_tokens_details"] = {"reasoning_tokens": self.n_reasoning}
+        return usage
 
     def _usage_chunk(self) -> bytes:
         usage = json.dumps(self._usage(), separators=(",", ":"))
@@ -171,7 +198,8 @@ class Stream:
         last = self.sent >= self.n_tokens
         if self.streaming:
             word = _WORDS_ESC[(self.offset + i) % _N_WORDS]
-            data = chunk(self._prefix + word + (self._done_suffix if last else self._suffix))
+            prefix = self._rprefix if i < self.reasoning_tokens else self._prefix
+            data = chunk(prefix + word + (self._done_suffix if last else self._suffix))
             if i == 0 and self.chat:
                 data = self._role_chunk() + data
             if last:
@@ -185,8 +213,9 @@ class Stream:
         return True
 
     def cancel(self) -> None:
-        """The client went away."""
+        """The client went away: the sequence is aborted and its KV freed at once."""
         if self.live:
+            self.owner.metrics.request_finished("abort", None)
             self._end(None, ok=False)
 
     def _end(self, now: float | None, ok: bool) -> None:
@@ -219,18 +248,20 @@ class Stream:
 
     # -- non-streaming -----------------------------------------------------------------
 
-    def _text(self) -> str:
-        return "".join(OUTPUT_WORDS[(self.offset + i) % _N_WORDS] for i in range(self.n_tokens))
+    def _text(self, start: int, stop: int) -> str:
+        return "".join(OUTPUT_WORDS[(self.offset + i) % _N_WORDS] for i in range(start, stop))
 
     def _full_response(self) -> bytes:
         rid, created, model = self.meta
+        r = self.reasoning_tokens
         if self.chat:
-            choice: dict[str, Any] = {
-                "index": 0,
-                "message": {"role": "assistant", "content": self._text(), "tool_calls": []},
-            }
+            message: dict[str, Any] = {"role": "assistant", "content": self._text(r, self.n_tokens)}
+            if self.n_reasoning is not None:
+                message[self.reasoning_field] = self._text(0, r)
+            message["tool_calls"] = []
+            choice: dict[str, Any] = {"index": 0, "message": message}
         else:
-            choice = {"index": 0, "text": self._text()}
+            choice = {"index": 0, "text": self._text(0, self.n_tokens)}
         choice.update(logprobs=None, finish_reason=self.finish_reason, stop_reason=None)
         body = {
             "id": rid,

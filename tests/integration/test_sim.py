@@ -17,132 +17,23 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import urlsplit
 
 import pytest
 
+from tests.simclient import (
+    MODEL,
+    Exchange,
+    chat_body,
+    connect,
+    content_events,
+    metric,
+    receive,
+    request,
+    send,
+    wait_until,
+)
 from tests.simproc import LISTEN_PREFIX, running_sim, start_sim, stop_sim
-
-MODEL = "llm-locust/sim-8b"
-
-
-# -- a tiny raw HTTP client ----------------------------------------------------------------
-
-
-@dataclass
-class Exchange:
-    """Everything received for one request, with arrival times of each SSE event."""
-
-    t_sent: float
-    raw: bytes = b""
-    events: list[tuple[float, str]] = field(default_factory=list)
-    closed: bool = False  # the server closed the connection
-    t_last_bytes: float = 0.0
-
-    @property
-    def status(self) -> int:
-        return int(self.raw.split(b" ", 2)[1])
-
-    @property
-    def head(self) -> str:
-        return self.raw.split(b"\r\n\r\n", 1)[0].decode("latin-1")
-
-    @property
-    def body(self) -> bytes:
-        return self.raw.split(b"\r\n\r\n", 1)[1]
-
-    def json(self) -> Any:
-        return json.loads(self.body)
-
-    def data(self) -> list[str]:
-        return [e for _, e in self.events]
-
-
-def _connect(base_url: str, timeout: float = 10.0) -> socket.socket:
-    u = urlsplit(base_url)
-    sock = socket.create_connection((u.hostname, u.port), timeout=timeout)
-    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    return sock
-
-
-def _send(
-    sock: socket.socket, method: str, path: str, body: Any = None, headers: dict | None = None
-) -> float:
-    data = body if isinstance(body, bytes) else (b"" if body is None else json.dumps(body).encode())
-    lines = [f"{method} {path} HTTP/1.1", "Host: sim", f"Content-Length: {len(data)}"]
-    if body is not None:
-        lines.append("Content-Type: application/json")
-    lines += [f"{k}: {v}" for k, v in (headers or {}).items()]
-    sock.sendall(("\r\n".join(lines) + "\r\n\r\n").encode() + data)
-    return time.perf_counter()
-
-
-def _complete(raw: bytes) -> bool:
-    """Whether ``raw`` holds one whole response (Content-Length or chunked)."""
-    head, sep, body = raw.partition(b"\r\n\r\n")
-    if not sep:
-        return False
-    m = re.search(rb"(?i)content-length: *(\d+)", head)
-    if m:
-        return len(body) >= int(m.group(1))
-    return body.endswith(b"0\r\n\r\n")
-
-
-def _receive(sock: socket.socket, ex: Exchange, timeout: float) -> Exchange:
-    sock.settimeout(timeout)
-    pending = b""
-    while not _complete(ex.raw):
-        try:
-            data = sock.recv(65536)
-        except (TimeoutError, ConnectionResetError):
-            ex.closed = True
-            break
-        now = time.perf_counter()
-        if not data:
-            ex.closed = True
-            break
-        ex.raw += data
-        ex.t_last_bytes = now
-        pending += data
-        while (i := pending.find(b"\n\n")) >= 0:
-            event, pending = pending[:i], pending[i + 2 :]
-            j = event.rfind(b"data: ")
-            if j >= 0:
-                ex.events.append((now, event[j + 6 :].decode()))
-    return ex
-
-
-def request(base_url: str, method: str, path: str, body: Any = None, headers: dict | None = None,
-            timeout: float = 10.0, sock: socket.socket | None = None) -> Exchange:  # fmt: skip
-    own = sock is None
-    s = sock or _connect(base_url, timeout)
-    try:
-        t = _send(s, method, path, body, headers)
-        return _receive(s, Exchange(t_sent=t), timeout)
-    finally:
-        if own:
-            s.close()
-
-
-def chat_body(n: int, text: str = "Hello, world! How are you?", **extra: Any) -> dict[str, Any]:
-    body = {"model": MODEL, "messages": [{"role": "user", "content": text}], "max_tokens": n}
-    body.update(extra)
-    return body
-
-
-def content_events(ex: Exchange) -> list[tuple[float, dict]]:
-    out = []
-    for t, e in ex.events:
-        try:
-            obj = json.loads(e)
-        except ValueError:  # [DONE], or an injected malformed line
-            continue
-        if obj["choices"] and obj["choices"][0].get("delta", {}).get("content"):
-            out.append((t, obj))
-    return out
-
 
 # -- fixtures --------------------------------------------------------------------------------
 
@@ -168,7 +59,7 @@ def test_models_and_health(sim: str) -> None:
 
 
 def test_streaming_chat_exact_sequence_and_keepalive(sim: str) -> None:
-    sock = _connect(sim)
+    sock = connect(sim)
     try:
         body = chat_body(5, stream=True, stream_options={"include_usage": True})
         ex = request(sim, "POST", "/v1/chat/completions", body, sock=sock)
@@ -310,7 +201,7 @@ def test_fault_error_and_rate_limit() -> None:
 def test_fault_disconnect() -> None:
     with running_sim("--disconnect-rate", "1", "--ttft-ms", "1", "--tpot-ms", "1") as url:
         ex = _stream(url)
-        assert ex.status == 200 and ex.closed
+        assert ex.status == 200 and ex.closed and not ex.timed_out
         assert not ex.raw.endswith(b"0\r\n\r\n") and "[DONE]" not in ex.data()
         assert 1 <= len(content_events(ex)) < 20
         assert _fault_count(url, "disconnect") == 1
@@ -333,7 +224,7 @@ def test_fault_malformed() -> None:
 def test_fault_stall() -> None:
     with running_sim("--stall-rate", "1", "--stall-seconds", "2", "--ttft-ms", "1", "--tpot-ms", "1") as url:
         ex = _stream(url, timeout=10.0)
-        assert ex.closed and "[DONE]" not in ex.data()
+        assert ex.closed and not ex.timed_out and "[DONE]" not in ex.data()  # the server closed it
         assert content_events(ex), "some tokens before the stall"
         last_token = content_events(ex)[-1][0]
         silent = time.perf_counter() - last_token
@@ -357,28 +248,41 @@ def test_fixed_mode_timing() -> None:
         assert abs(statistics.median(gaps) - 0.020) <= 0.001, gaps
 
 
+def _read_in_background(sock: socket.socket, ex: Exchange) -> threading.Thread:
+    reader = threading.Thread(target=receive, args=(sock, ex, 15.0))
+    reader.start()
+    return reader
+
+
 def test_engine_mode_queueing_over_the_wire() -> None:
-    args = ("--mode", "engine", "--max-num-seqs", "2", "--decode-base-ms", "10", "--decode-ms-per-seq", "0")
+    """Two run at once (max-num-seqs 2); two more wait in the queue for a whole generation."""
+    args = ("--mode", "engine", "--max-num-seqs", "2", "--decode-base-ms", "50", "--decode-ms-per-seq", "0")
     with running_sim(*args) as url:
-        socks = [_connect(url) for _ in range(4)]
+        socks = [connect(url, timeout=15.0) for _ in range(4)]
+        exs = [Exchange(t_sent=0.0) for _ in socks]
+        readers = []
         try:
-            exs = [Exchange(t_sent=0.0) for _ in socks]
-            readers = [
-                threading.Thread(target=_receive, args=(s, ex, 10.0))
-                for s, ex in zip(socks, exs, strict=True)
-            ]
-            for s, ex, reader in zip(socks, exs, readers, strict=True):
-                ex.t_sent = _send(s, "POST", "/v1/chat/completions", chat_body(10, stream=True))
-                reader.start()
+            for i, (sock, ex) in enumerate(zip(socks, exs, strict=True)):
+                ex.t_sent = send(sock, "POST", "/v1/chat/completions", chat_body(10, stream=True))
+                readers.append(_read_in_background(sock, ex))
+                if i == 1:  # the first pair is in the batch before the second pair is sent
+                    wait_until(lambda: metric(url, "vllm:num_requests_running") == 2, what="2 running")
+            wait_until(lambda: metric(url, "vllm:num_requests_waiting") == 2, what="2 waiting")
+            assert metric(url, "vllm:num_requests_running") == 2
             for reader in readers:
-                reader.join(15)
+                reader.join(20)
         finally:
-            for s in socks:
-                s.close()
-        ttfts = [content_events(ex)[0][0] - ex.t_sent for ex in exs]
+            for sock in socks:
+                sock.close()
         assert all(len(content_events(ex)) == 10 for ex in exs)
-        # Two run at once; the other two wait for a whole 10-token generation (~100 ms).
-        assert max(ttfts[:2]) < 0.06 and min(ttfts[2:]) > 0.08, ttfts
+        # On the wire: each queued request starts when a slot frees, so the k-th queued first token
+        # comes after the k-th finish of the first pair (one 50 ms step later); on the server, only
+        # the first pair had a TTFT of about one step.
+        freed = sorted(content_events(ex)[-1][0] for ex in exs[:2])
+        started = sorted(content_events(ex)[0][0] for ex in exs[2:])
+        assert all(s > f for s, f in zip(started, freed, strict=True)), (freed, started)
+        assert metric(url, "vllm:time_to_first_token_seconds_bucket", le="0.25") == 2  # 1-2 steps
+        assert metric(url, "vllm:time_to_first_token_seconds_count") == 4
 
 
 def test_tokenizer_flag_counts_exactly(tmp_path: Any) -> None:
@@ -422,9 +326,9 @@ def test_bad_flag_exits_2_with_one_line(args: tuple[str, ...], flag: str) -> Non
 def test_sigterm_and_sigint_exit_0() -> None:
     for sig in (signal.SIGTERM, signal.SIGINT):
         proc, url = start_sim("--ttft-ms", "1000")
-        sock = _connect(url)
-        _send(sock, "POST", "/v1/chat/completions", chat_body(5, stream=True))  # in flight
-        time.sleep(0.2)
+        sock = connect(url)
+        send(sock, "POST", "/v1/chat/completions", chat_body(5, stream=True))
+        wait_until(lambda u=url: metric(u, "vllm:num_requests_running") == 1, what="a request in flight")
         proc.send_signal(sig)
         try:
             assert proc.wait(10) == 0
@@ -455,7 +359,11 @@ def test_faults_are_reproducible_with_seed() -> None:
 
 def test_sim_never_imports_gevent_or_locust() -> None:
     code = (
-        "import sys, llm_locust.sim.cli, llm_locust.sim.__main__; "
+        "import sys, argparse, llm_locust.sim.cli as c, llm_locust.sim.__main__; "
+        "p = argparse.ArgumentParser(); c.add_arguments(p); "  # every feature that imports lazily
+        "c.build_config(p.parse_args(['--gpus', '4', '--model', '70b', '--reasoning-tokens', "
+        "'lognormal:mean=300,std=100']))"
+        ".reasoning.draw(__import__('random').Random(1), 100); "
         "bad = [m for m in sys.modules if m.split('.')[0] in ('gevent', 'locust')]; "
         "sys.exit(bool(bad))"
     )
