@@ -91,6 +91,7 @@ class Seq:
     output_tokens: int
     payload: Any = None
     block_hashes: tuple[int, ...] = ()
+    arrival: float = 0.0  # when it was sent (the caller's clock): never admitted to an earlier step
     generated: int = 0
     computed: int = 0  # prompt tokens in the KV cache (prefilled or found cached)
     cached_tokens: int = 0
@@ -177,11 +178,11 @@ class Engine:
             result.first.append(seq)
         return budget - chunk
 
-    def _admit(self, budget: float, result: StepResult) -> float:
+    def _admit(self, budget: float, result: StepResult, now: float) -> float:
         cfg = self.config
         while self.waiting and len(self.running) < cfg.max_num_seqs and budget > 0:
             head = self.waiting[0]
-            if not self.kv.admit(head):
+            if head.arrival > now or not self.kv.admit(head):
                 break
             self.waiting.popleft()
             head.state = "running"
@@ -191,8 +192,12 @@ class Engine:
             budget = self._prefill(head, budget, result)
         return budget
 
-    def step(self) -> StepResult:
-        """Run one iteration; returns its duration and who got a token."""
+    def step(self, now: float = math.inf) -> StepResult:
+        """Run one iteration starting at ``now``; returns its duration and who got a token.
+
+        Requests that arrived after ``now`` stay queued (a caller catching up on a late
+        clock must not admit a request into a step that began before it was sent).
+        """
         cap = self.config.max_num_batched_tokens
         budget: float = math.inf if cap is None else cap
         result = StepResult(duration=0.0)
@@ -201,7 +206,7 @@ class Engine:
         for s in self.running:
             if s.generated == 0 and budget > 0:
                 budget = self._prefill(s, budget, result)
-        self._admit(budget, result)
+        self._admit(budget, result, now)
         batch = decoding + result.first
         if not batch and not result.prefill_tokens:
             return result

@@ -9,8 +9,13 @@ after a late wake.
 
 Engine mode (:class:`EngineDriver`): the pure :class:`~llm_locust.sim.engine.Engine` is
 stepped back to back on one timer; each step's tokens are written together when the step
-ends. The next step starts at the previous step's scheduled end, unless the loop is
-running late by more than ``_LATE``, so step timing does not drift either.
+ends. The next step starts at the previous step's *scheduled* end, so a late wake-up (a
+busy host, which matters most under ``--speedup``, where steps last a few milliseconds)
+does not slow the simulated GPU down: the steps catch up, as a real GPU's schedule would
+not wait for its host. Only a loop more than ``_CATCH_UP`` behind (the process was
+suspended) restarts the schedule from now. A step never admits a request that arrived
+after the step's scheduled start (the engine is told the step's time), so catching up
+stays causal.
 
 Slow degradation (:class:`~llm_locust.sim.faults.Drift`) lengthens each token interval by
 its wall-clock slope; with a drift, fixed-mode deadlines are chained from the previous
@@ -34,7 +39,7 @@ __all__ = ["EngineDriver", "FixedScheduler"]
 #: Tokens due this close to "now" are delivered in the current wake-up. epoll timeouts have
 #: 1 ms resolution and asyncio rounds them up, so wake-ups are 0-1 ms late anyway.
 _SLACK = 0.0002
-_LATE = 0.002
+_CATCH_UP = 0.25
 
 
 class FixedScheduler:
@@ -112,6 +117,7 @@ class EngineDriver:
             output_tokens=stream.n_tokens,
             payload=stream,
             block_hashes=block_hashes,
+            arrival=stream.t0,
         )
         self.engine.add(seq)
         stream.release = lambda: self._release(seq)
@@ -128,8 +134,12 @@ class EngineDriver:
 
     def _start(self, start: float) -> None:
         self.leak(start)
-        result = self.engine.step()
+        result = self.engine.step(start)
         if result.duration <= 0 and not result.batch:
+            waiting = self.engine.waiting
+            if waiting and waiting[0].arrival > start:  # caught up to a request not yet arrived
+                self._start(waiting[0].arrival)
+                return
             self._timer = None
             return
         if self.engine.config.prefix_caching:
@@ -148,7 +158,7 @@ class EngineDriver:
         self._timer = None
         if self.engine.has_work:
             now = self._loop.time()
-            self._start(end if now - end < _LATE else now)
+            self._start(end if now - end < _CATCH_UP else now)
 
     def stop(self) -> None:
         if self._timer is not None:

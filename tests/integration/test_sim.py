@@ -285,6 +285,38 @@ def test_engine_mode_queueing_over_the_wire() -> None:
         assert metric(url, "vllm:time_to_first_token_seconds_count") == 4
 
 
+def test_engine_clock_catches_up_after_the_host_stalls() -> None:
+    """A starved simulator must not slow the simulated GPU down (it matters under --speedup)."""
+    args = (
+        "--mode",
+        "engine",
+        "--decode-base-ms",
+        "10",
+        "--decode-ms-per-seq",
+        "0",
+        "--prefill-ms-per-token",
+        "0",
+    )
+    proc, url = start_sim(*args)
+    try:
+        sock = connect(url, timeout=15.0)
+        ex = Exchange(t_sent=send(sock, "POST", "/v1/chat/completions", chat_body(50, stream=True)))
+        reader = _read_in_background(sock, ex)
+        wait_until(lambda: metric(url, "vllm:num_requests_running") == 1, what="streaming")
+        proc.send_signal(signal.SIGSTOP)  # the host stalls for 150 ms mid-generation
+        time.sleep(0.15)
+        proc.send_signal(signal.SIGCONT)
+        reader.join(15)
+        sock.close()
+        tokens = content_events(ex)
+        assert len(tokens) == 50
+        # 50 steps of 10 ms: the stream ends on schedule (plus delivery), not 150 ms late
+        assert tokens[-1][0] - ex.t_sent < 0.5 + 0.06, tokens[-1][0] - ex.t_sent
+        assert metric(url, "vllm:e2e_request_latency_seconds_sum") == pytest.approx(0.5, abs=0.02)
+    finally:
+        assert stop_sim(proc) == 0
+
+
 def test_tokenizer_flag_counts_exactly(tmp_path: Any) -> None:
     from tokenizers import Tokenizer, models, pre_tokenizers
 

@@ -220,3 +220,12 @@ def test_roofline_step_is_the_slower_of_memory_and_compute() -> None:
     assert cfg.step_duration(8, 0, 2000) == pytest.approx(0.012)
     # plus a 1000-token prefill chunk: compute 100.8 ms -> compute-bound
     assert cfg.step_duration(8, 1000, 2000) == pytest.approx(0.1008)
+
+
+def test_a_step_never_admits_a_request_sent_after_it_began() -> None:
+    engine = Engine(EngineConfig())
+    early, late = Seq(10, 2, arrival=0.0), Seq(10, 2, arrival=1.0)
+    engine.add(early)
+    engine.add(late)
+    assert engine.step(now=0.5).admitted == [early]
+    assert engine.step(now=1.0).admitted == [late]
