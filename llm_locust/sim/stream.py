@@ -60,6 +60,7 @@ class Stream:
 
     __slots__ = (
         "_done_suffix",
+        "_n_reasoning",
         "_prefix",
         "_rprefix",
         "_suffix",
@@ -115,6 +116,7 @@ class Stream:
         self.t0 = t0
         self.meta = meta
         self.n_reasoning = n_reasoning
+        self._n_reasoning = n_reasoning or 0  # the hot path reads a plain int
         self.cached_tokens = cached_tokens
         self.reasoning_field = reasoning_field
         self.sent = 0
@@ -198,7 +200,7 @@ class Stream:
         last = self.sent >= self.n_tokens
         if self.streaming:
             word = _WORDS_ESC[(self.offset + i) % _N_WORDS]
-            prefix = self._rprefix if i < self.reasoning_tokens else self._prefix
+            prefix = self._rprefix if i < self._n_reasoning else self._prefix
             data = chunk(prefix + word + (self._done_suffix if last else self._suffix))
             if i == 0 and self.chat:
                 data = self._role_chunk() + data

@@ -151,9 +151,17 @@ def _slope(xs: list[float], ys: list[float]) -> float:
     return sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / sum((x - mx) ** 2 for x in xs)
 
 
-def test_tpot_creeps_up_at_the_configured_slope() -> None:
+@pytest.mark.parametrize(
+    "mode",
+    [
+        ("--ttft-ms", "1", "--tpot-ms", "5"),
+        ("--decode-base-ms", "5", "--decode-ms-per-seq", "0", "--prefill-ms-per-token", "0"),
+    ],
+    ids=["fixed", "engine"],
+)
+def test_tpot_creeps_up_at_the_configured_slope(mode: tuple[str, ...]) -> None:
     # 600 ms per minute = 10 ms more per token gap for every second since start
-    with running_sim("--ttft-ms", "1", "--tpot-ms", "5", "--degrade-tpot-ms-per-min", "600") as url:
+    with running_sim(*mode, "--degrade-tpot-ms-per-min", "600") as url:
         ex = request(url, "POST", "/v1/chat/completions", chat_body(60, stream=True), timeout=30)
         tokens = content_events(ex)
         assert len(tokens) == 60
@@ -200,3 +208,18 @@ def test_many_streams_in_parallel_all_complete() -> None:
         assert metric(url, "vllm:request_success_total", finished_reason="abort") == 5
         assert metric(url, "vllm:request_success_total", finished_reason="length") == 15
         assert MODEL in request(url, "GET", "/v1/models").body.decode()
+
+
+def test_bad_chat_bodies_are_400_with_prefix_caching_on() -> None:
+    """The prefix cache reads the prompt's ids first: a bad body must still be a clean 400."""
+    with running_sim("--mode", "engine") as url:
+        for body in (
+            {"max_tokens": 2},
+            {"messages": "hi", "max_tokens": 2},
+            {"messages": [3], "max_tokens": 2},
+        ):
+            ex = request(url, "POST", "/v1/chat/completions", body)
+            assert ex.status == 400 and ex.json()["error"]["type"] == "BadRequestError", body
+        ex = request(url, "POST", "/v1/completions", {"max_tokens": 2})
+        assert ex.status == 400 and "'prompt' is required" in ex.json()["error"]["message"]
+        assert request(url, "GET", "/health").status == 200
