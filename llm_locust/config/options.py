@@ -1,36 +1,58 @@
-"""Command-line options, declared once and registered on two kinds of parser.
+"""Every llm-locust option, declared once: the table the parsers, the help, the web UI and the env come from.
 
-Locust's parser (configargparse, via ``events.init_command_line_parser``) shows custom
-options in the web UI's start form and reads ``LLM_LOCUST_*`` environment variables; the
-``llm-locust`` CLI uses plain argparse for its subcommands. :func:`add_argument` hides the
-difference so every module declares its options the same way.
+One :class:`Option` per flag says everything the rest of the package needs to know about it:
+its flag and destination, the typed part of the run configuration it belongs to (``group``),
+what kind of value it takes (``type``: a name for the help, the value itself is validated by
+:mod:`llm_locust.config.model`), its default, its choices, its help text, whether Locust's
+web UI shows it in the start form and whether it is a secret. :mod:`llm_locust.config.register`
+puts the table on Locust's parser (``events.init_command_line_parser``; which also makes the
+``LLM_LOCUST_*`` environment variables and the web UI's form fields) or on a plain argparse
+parser (``llm-locust run --help``, ``llm-locust workload``); :mod:`llm_locust.config.build` turns
+the parsed values into the one typed :class:`~llm_locust.config.model.RunConfig`.
+
+Rules of the table:
+
+- ``--foo-bar`` has destination ``foo_bar`` and environment variable ``LLM_LOCUST_FOO_BAR``.
+- Options of the ``workload-command`` group belong to ``llm-locust workload`` only, and
+  ``--host`` there stands in for Locust's own ``--host``.
+- Locust owns ``--host``, ``-u``, ``-r``, ``-t``, ``--headless`` and ``--profile`` (a label that
+  groups test runs); the build reads those from Locust's options, the table never redeclares them.
+
+Pure module: no Locust, no network.
 """
 
 from __future__ import annotations
 
-import argparse
-import json
-import os
+from dataclasses import dataclass, field
 from typing import Any
 
 __all__ = [
-    "OptionError",
-    "add_argument",
-    "api_key_from",
+    "GROUPS",
+    "OPTIONS",
+    "RUN_GROUPS",
+    "WORKLOAD_PROFILES",
+    "Option",
+    "by_dest",
     "env_name",
-    "parse_extra_body",
-    "parse_headers",
-    "register_request_options",
-    "registered_names",
+    "options_in",
 ]
 
+#: The built-in length profiles of ``--workload`` (``workload/profiles.py`` has the data; a test
+#: keeps the two in step).
+WORKLOAD_PROFILES = ("chat", "code", "long-context", "sharegpt")
 
-_REGISTERED: set[str] = set()
-
-
-def registered_names() -> list[str]:
-    """Destination names of every option declared through :func:`add_argument`."""
-    return sorted(_REGISTERED)
+#: group -> help title, in help order. Each group except ``workload-command`` is one typed part.
+GROUPS = {
+    "request": "request",
+    "workload": "workload",
+    "load": "load model",
+    "slo": "SLO",
+    "results": "results",
+    "export": "Prometheus exporter and server metrics",
+    "workload-command": "llm-locust workload",
+}
+#: The groups of a load test (Locust's parser, ``llm-locust run --help``).
+RUN_GROUPS = ("request", "workload", "load", "slo", "results", "export")
 
 
 def env_name(flag: str) -> str:
@@ -38,166 +60,319 @@ def env_name(flag: str) -> str:
     return "LLM_LOCUST_" + flag.lstrip("-").replace("-", "_").upper()
 
 
-def add_argument(parser: Any, flag: str, *, web_ui: bool = True, **kwargs: Any) -> None:
-    """Add ``flag`` to ``parser`` with an ``LLM_LOCUST_*`` environment variable.
+@dataclass(frozen=True)
+class Option:
+    """One command-line option. ``action`` is ``store`` (a value), ``flag`` or ``append``."""
 
-    On Locust's parser the option also appears in the web UI's start form unless
-    ``web_ui`` is false (secrets are marked ``is_secret`` there).
-    """
-    kwargs.setdefault("env_var", env_name(flag))
-    _REGISTERED.add(kwargs.get("dest") or flag.lstrip("-").replace("-", "_"))
-    if _is_configargparse(parser):
-        if flag in getattr(parser, "_option_string_actions", {}):
-            # Locust already has it (``--profile``): share Locust's option and its value.
-            return
-        if web_ui:
-            kwargs.setdefault("include_in_web_ui", True)
-        else:
-            kwargs["include_in_web_ui"] = False
-        parser.add_argument(flag, **kwargs)
-        return
-    env = kwargs.pop("env_var")
-    if env in os.environ and kwargs.get("action") not in ("store_true", "store_false", "append"):
-        kwargs["default"] = os.environ[env]  # argparse applies ``type`` to string defaults
-    kwargs.pop("is_secret", None)
-    kwargs.pop("include_in_web_ui", None)
-    help_text = kwargs.get("help")
-    if help_text is not None and help_text is not argparse.SUPPRESS:
-        kwargs["help"] = f"{help_text} [env {env}]"
-    parser.add_argument(flag, **kwargs)
+    flag: str
+    group: str
+    help: str
+    default: Any = None
+    type: str = "text"  # for the help only: text, int, float, duration, list, json, path, url
+    choices: tuple[str, ...] | None = None
+    action: str = "store"
+    web_ui: bool = True
+    secret: bool = False
+    short: str | None = None
+    env_var: bool = True  # reads LLM_LOCUST_<NAME>
+    dest: str = field(default="")
 
+    def __post_init__(self) -> None:
+        if not self.dest:
+            object.__setattr__(self, "dest", self.flag.lstrip("-").replace("-", "_"))
 
-def _is_configargparse(parser: Any) -> bool:
-    return type(parser).__module__.startswith("locust")
+    @property
+    def env(self) -> str:
+        return env_name(self.flag)
 
-
-def _positive_float(text: str) -> float:
-    value = float(text)
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"must be > 0, got {text}")
-    return value
+    @property
+    def metavar(self) -> str | None:
+        if self.action != "store" or self.choices:
+            return None
+        return {"int": "N", "float": "X", "duration": "TIME", "path": "FILE", "url": "URL"}.get(self.type)
 
 
-def _positive_int(text: str) -> int:
-    value = int(text)
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text}")
-    return value
+def _o(flag: str, group: str = "", help: str = "", **kw: Any) -> Option:
+    return Option(flag, group, help, **kw)
 
 
-def register_request_options(parser: Any) -> None:
-    """The options of the request itself and of the results folder (issue: streaming core)."""
-    add_argument(
-        parser,
-        "--model",
-        default=None,
-        help="Model name to request (default: the first id from GET /v1/models)",
-    )
-    add_argument(
-        parser,
+_REQUEST = (
+    _o("--model", "request", "Model name to request (default: the first id from GET /v1/models)"),
+    _o(
         "--api-key",
-        default=None,
-        is_secret=True,
-        help="Bearer token (default: $OPENAI_API_KEY); never printed or written to results",
-    )
-    add_argument(
-        parser,
+        "request",
+        "Bearer token (default: $OPENAI_API_KEY); never printed or written to results",
+        secret=True,
+    ),
+    _o(
         "--endpoint",
-        choices=["chat", "completions"],
+        "request",
+        "chat -> /v1/chat/completions, completions -> /v1/completions",
         default="chat",
-        help="chat -> /v1/chat/completions, completions -> /v1/completions",
-    )
-    add_argument(
-        parser,
-        "--max-tokens",
-        type=_positive_int,
-        default=None,
-        help="max_tokens for every request (default: from the workload)",
-    )
-    add_argument(parser, "--temperature", type=float, default=None, help="Sampling temperature")
-    add_argument(
-        parser,
+        choices=("chat", "completions"),
+    ),
+    _o("--temperature", "request", "Sampling temperature", type="float"),
+    _o(
         "--extra-body",
-        default="",
-        help='JSON object merged into every request body, e.g. {"ignore_eos": true}',
-    )
-    add_argument(
-        parser,
-        "--header",
-        action="append",
-        default=None,
-        web_ui=False,
-        help="Extra HTTP header K:V (repeatable)",
-    )
-    add_argument(
-        parser,
+        "request",
+        'JSON object merged into every request body, e.g. {"ignore_eos": true}',
+        type="json",
+    ),
+    _o("--header", "request", "Extra HTTP header K:V (repeatable)", action="append", web_ui=False),
+    _o(
         "--request-timeout",
-        type=_positive_float,
+        "request",
+        "Seconds before a request counts as a timeout",
         default=600.0,
-        help="Seconds before a request counts as a timeout",
-    )
-    add_argument(
-        parser,
+        type="float",
+    ),
+    _o(
         "--ca-cert",
-        default=None,
-        help="PEM file of the CA(s) to trust for an https target (a private CA); host names still checked",
-    )
-    add_argument(
-        parser,
+        "request",
+        "PEM file of the CA(s) to trust for an https target (a private CA); host names still checked",
+        type="path",
+    ),
+    _o(
         "--insecure",
-        action="store_true",
+        "request",
+        "Do not verify the target's TLS certificate (a self-signed test server); warns",
         default=False,
-        help="Do not verify the target's TLS certificate (a self-signed test server); warns",
-    )
-    add_argument(
-        parser,
+        action="flag",
+    ),
+    _o(
         "--skip-preflight",
-        action="store_true",
-        default=False,
-        help="Send load without first checking the target (reachable, authorised, model served, "
+        "request",
+        "Send load without first checking the target (reachable, authorised, model served, "
         "one short streaming request)",
-    )
-    add_argument(
-        parser,
-        "--results-dir",
-        default="",
-        help="Write requests.jsonl (as requests finish) and summary.json here",
-    )
-    add_argument(
-        parser,
-        "--overwrite",
-        action="store_true",
         default=False,
-        help="Allow a --results-dir that already holds results",
-    )
+        action="flag",
+    ),
+)
+
+_WORKLOAD = (
+    _o(
+        "--workload",
+        "workload",
+        f"Built-in length profile from real traces: {', '.join(WORKLOAD_PROFILES)} (default chat, "
+        "unless a dataset or length options are given)",
+    ),
+    _o(
+        "--max-tokens",
+        "workload",
+        "Cap on every request's max_tokens; also the output length where the workload has none "
+        "of its own (--prompt-tokens, --input-tokens alone, a dataset row without one; default 128)",
+        type="int",
+    ),
+    _o(
+        "--dataset",
+        "workload",
+        "Dataset file (JSONL messages/prompts, CSV, ShareGPT JSON, Mooncake)",
+        type="path",
+    ),
+    _o(
+        "--dataset-format",
+        "workload",
+        "Dataset format",
+        default="auto",
+        choices=("auto", "messages", "prompts", "sharegpt", "mooncake"),
+    ),
+    _o(
+        "--input-tokens",
+        "workload",
+        "Input length distribution: N | fixed:N | uniform:MIN,MAX | normal:mean=M,std=S[,min=A,max=B] "
+        "| lognormal:mean=M,std=S[,min=A,max=B]",
+    ),
+    _o("--output-tokens", "workload", "Output length distribution (same syntax as --input-tokens)"),
+    _o("--prompt-tokens", "workload", "Fixed prompt length in tokens (default 128)", type="int"),
+    _o(
+        "--tokenizer",
+        "workload",
+        "Token counting: none (word/punctuation approximation), server, or a tokenizer.json path",
+        default="none",
+    ),
+    _o("--seed", "workload", "Seed: the same seed gives the same request sequence", default=0, type="int"),
+    _o("--max-model-len", "workload", "Context limit (default: the server's, if known)", type="int"),
+    _o(
+        "--length-policy",
+        "workload",
+        "Samples over --max-model-len: clip|reject",
+        default="clip",
+        choices=("clip", "reject"),
+    ),
+    _o(
+        "--ignore-eos",
+        "workload",
+        "Send ignore_eos and min_tokens so outputs have exactly the sampled length",
+        default=False,
+        action="flag",
+    ),
+    _o(
+        "--shared-prefix-fraction",
+        "workload",
+        "Fraction of requests with a shared prefix",
+        default=0.0,
+        type="float",
+    ),
+    _o(
+        "--shared-prefixes", "workload", "Number of distinct shared system prompts (K)", default=1, type="int"
+    ),
+    _o(
+        "--shared-prefix-tokens",
+        "workload",
+        "Length of each shared system prompt (L)",
+        default=256,
+        type="int",
+    ),
+    _o("--multi-turn", "workload", "Turns per session (0 or 1: single requests)", default=0, type="int"),
+    _o("--think-time", "workload", "Seconds between a reply and the next turn", default=0.0, type="float"),
+    _o("--strict", "workload", "Stop on a malformed dataset row", default=False, action="flag"),
+)
+
+_LOAD = (
+    _o("--ramp", "load", "Closed-loop step ramp: user counts, e.g. 1,5,10,20,50", type="list"),
+    _o(
+        "--step-time",
+        "load",
+        "How long each ramp/matrix/rate step holds, e.g. 60s, 2m",
+        default="60s",
+        type="duration",
+    ),
+    _o(
+        "--warmup",
+        "load",
+        "Start of each stage excluded from its statistics (kept in requests.jsonl, marked)",
+        default="0s",
+        type="duration",
+    ),
+    _o(
+        "--matrix",
+        "load",
+        'Test matrix, e.g. "users=1,10,50;input=128,1024;output=128,512", or a YAML file',
+    ),
+    _o("--request-rate", "load", "Open loop: arrivals per second (all workers)", type="float"),
+    _o(
+        "--arrival",
+        "load",
+        "Open-loop arrival process",
+        default="poisson",
+        choices=("poisson", "gamma", "constant"),
+    ),
+    _o(
+        "--burstiness",
+        "load",
+        "gamma arrivals: shape k (k<1 burstier than Poisson, 1 = Poisson)",
+        type="float",
+    ),
+    _o(
+        "--max-concurrency",
+        "load",
+        "Open loop: at most this many requests in flight (arrivals wait, and are counted)",
+        type="int",
+    ),
+    _o("--rate-ramp", "load", "Open-loop rate steps in req/s, e.g. 1,2,4,8 (with --step-time)", type="list"),
+    _o(
+        "--trace",
+        "load",
+        "Replay a trace's arrival times and lengths (Azure CSV, Mooncake JSONL)",
+        type="path",
+    ),
+    _o(
+        "--trace-format",
+        "load",
+        "Trace file format",
+        default="auto",
+        choices=("auto", "azure", "mooncake"),
+    ),
+    _o("--time-scale", "load", "Trace replay: X > 1 compresses time (more load)", default=1.0, type="float"),
+    _o(
+        "--trace-spread",
+        "load",
+        "Spread requests of a quantized timestamp slot across the slot",
+        default="auto",
+        choices=("auto", "even", "random", "none"),
+    ),
+    _o("--trace-slot", "load", "Trace slot width in seconds (default: detected)", type="float"),
+    _o("--trace-start", "load", "Replay from this trace offset, e.g. 10m", type="duration"),
+    _o("--trace-duration", "load", "Replay only this much of the trace, e.g. 5m", type="duration"),
+    _o("--trace-limit", "load", "Replay at most this many requests", type="int"),
+)
+
+_SLO = (
+    _o(
+        "--slo",
+        "slo",
+        'SLO, e.g. "success>=99%,ttft_p95<=5s,e2e_p95<=30s", or a YAML file; a failed SLO exits 3',
+    ),
+)
+
+_RESULTS = (
+    _o(
+        "--results-dir",
+        "results",
+        "Write requests.jsonl (as requests finish) and summary.json here",
+        type="path",
+    ),
+    _o(
+        "--overwrite",
+        "results",
+        "Allow a --results-dir that already holds results",
+        default=False,
+        action="flag",
+    ),
+)
+
+_EXPORT = (
+    _o(
+        "--prometheus-port",
+        "export",
+        "Serve Prometheus /metrics on this port (master or local runner; 0 = any free port; "
+        "default: no dedicated server)",
+        type="int",
+        web_ui=False,
+    ),
+    _o(
+        "--prometheus-host",
+        "export",
+        "Address for --prometheus-port (0.0.0.0 in a container/pod)",
+        default="127.0.0.1",
+        web_ui=False,
+    ),
+    _o(
+        "--server-metrics",
+        "export",
+        "Scrape the target's Prometheus metrics from this URL during the run "
+        "(e.g. http://127.0.0.1:8000/metrics); re-exported and saved as server_metrics.jsonl",
+        type="url",
+        web_ui=False,
+    ),
+    _o(
+        "--server-metrics-interval",
+        "export",
+        "Seconds between scrapes of --server-metrics",
+        default=5.0,
+        type="float",
+        web_ui=False,
+    ),
+)
+
+_CMD = {"group": "workload-command", "env_var": False}
+_WORKLOAD_COMMAND = (
+    _o("-n", help="Number of requests", default=1000, type="int", **_CMD),
+    _o("--stream", help="Stream index (the user whose requests are drawn)", default=0, type="int", **_CMD),
+    _o("--output", help="Output file (- for stdout)", default="-", short="-o", type="path", **_CMD),
+    _o("--host", help="Server address, for --tokenizer server", type="url", **_CMD),
+)
+
+#: Every option, in help order.
+OPTIONS: tuple[Option, ...] = _REQUEST + _WORKLOAD + _LOAD + _SLO + _RESULTS + _EXPORT + _WORKLOAD_COMMAND
+_BY_DEST = {o.dest: o for o in OPTIONS}
 
 
-class OptionError(ValueError):
-    """A bad option value; the message names the flag and fits on one line."""
+def by_dest(dest: str) -> Option:
+    """The option whose value lands in ``dest`` (``KeyError`` if none)."""
+    return _BY_DEST[dest]
 
 
-def parse_extra_body(text: str | None) -> dict[str, Any]:
-    if not text:
-        return {}
-    try:
-        value = json.loads(text)
-    except ValueError as exc:
-        raise OptionError(f"--extra-body: not valid JSON ({exc.msg} at position {exc.pos})") from None
-    if not isinstance(value, dict):
-        raise OptionError("--extra-body: must be a JSON object, e.g. '{\"ignore_eos\": true}'")
-    return value
-
-
-def parse_headers(values: list[str] | None) -> dict[str, str]:
-    headers: dict[str, str] = {}
-    for item in values or []:
-        name, sep, value = item.partition(":")
-        if not sep or not name.strip():
-            raise OptionError(f"--header {item!r}: expected NAME:VALUE")
-        headers[name.strip()] = value.strip()
-    return headers
-
-
-def api_key_from(options: Any) -> str | None:
-    """``--api-key`` / ``LLM_LOCUST_API_KEY``, else ``OPENAI_API_KEY``."""
-    return getattr(options, "api_key", None) or os.environ.get("OPENAI_API_KEY") or None
+def options_in(*groups: str) -> tuple[Option, ...]:
+    """The options of ``groups``, in table order."""
+    return tuple(o for o in OPTIONS if o.group in groups)
