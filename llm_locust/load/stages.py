@@ -25,12 +25,13 @@ from __future__ import annotations
 import bisect
 import itertools
 import math
-import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from llm_locust.config.matrix import CELL_KEYS, MatrixSpec, parse_matrix_spec
+from llm_locust.config.units import OptionError, parse_duration, parse_levels
 from llm_locust.record import RequestRecord
 
 __all__ = [
@@ -45,10 +46,6 @@ __all__ = [
     "stage_at",
     "time_weighted_in_flight",
 ]
-
-STAGE_KINDS = ("users", "rate")
-_UNIT_S = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001}
-_DURATION_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ms|h|m|s)")
 
 
 @dataclass(frozen=True)
@@ -142,70 +139,17 @@ class StagePlan:
 # --------------------------------------------------------------------------- parsing
 
 
-def parse_duration(text: str | float | int, flag: str = "--step-time") -> float:
-    """``"60s"``, ``"2m"``, ``"1h30m"``, ``"500ms"`` or a bare ``"90"`` (seconds) -> seconds."""
-    if isinstance(text, bool):
-        raise ValueError(f"{flag}: expected a duration such as 60s, 2m or 1h30m, got {text!r}")
-    if isinstance(text, (int, float)):
-        value = float(text)
-    else:
-        s = str(text).strip().lower().replace(" ", "")
-        value = _parse_duration_text(s, flag, text)
-    if not math.isfinite(value) or value < 0:
-        raise ValueError(f"{flag}: duration must be a finite non-negative number, got {text!r}")
-    return value
-
-
-def _parse_duration_text(s: str, flag: str, original: object) -> float:
-    try:
-        return float(s)
-    except ValueError:
-        pass
-    pos, total = 0, 0.0
-    for m in _DURATION_PART.finditer(s):
-        if m.start() != pos:
-            break
-        total += float(m.group(1)) * _UNIT_S[m.group(2)]
-        pos = m.end()
-    if pos != len(s) or not s:
-        raise ValueError(f"{flag}: expected a duration such as 60s, 2m or 1h30m, got {original!r}")
-    return total
-
-
-def _split_list(text: str | Sequence[Any], flag: str) -> list[str]:
-    items = text.split(",") if isinstance(text, str) else [str(x) for x in text]
-    items = [x.strip() for x in items]
-    if not items or any(not x for x in items):
-        raise ValueError(f"{flag}: expected a comma-separated list, got {text!r}")
-    return items
-
-
-def _parse_levels(text: str | Sequence[Any], kind: str, flag: str) -> list[float]:
-    levels = []
-    for item in _split_list(text, flag):
-        try:
-            value = float(item)
-        except ValueError:
-            raise ValueError(f"{flag}: {item!r} is not a number") from None
-        if not math.isfinite(value) or value <= 0:
-            raise ValueError(f"{flag}: {item!r} must be a positive number")
-        if kind == "users" and value != int(value):
-            raise ValueError(f"{flag}: user counts must be whole numbers, got {item!r}")
-        levels.append(value)
-    return levels
-
-
 def _timing(
     step_time: str | float, warmup: str | float | None, spawn_rate: float | None
 ) -> tuple[float, float, float | None]:
     step_s = parse_duration(step_time, "--step-time")
     if step_s <= 0:
-        raise ValueError(f"--step-time must be positive, got {step_time!r}")
+        raise OptionError("--step-time", step_time, "must be positive")
     warmup_s = 0.0 if warmup is None else parse_duration(warmup, "--warmup")
     if warmup_s >= step_s:
-        raise ValueError(f"--warmup ({warmup_s:g}s) must be shorter than --step-time ({step_s:g}s)")
+        raise OptionError("--warmup", warmup, f"must be shorter than --step-time ({step_s:g}s)")
     if spawn_rate is not None and (not math.isfinite(spawn_rate) or spawn_rate <= 0):
-        raise ValueError(f"--spawn-rate must be a positive number, got {spawn_rate!r}")
+        raise OptionError("--spawn-rate", spawn_rate, "must be a positive number")
     return step_s, warmup_s, spawn_rate
 
 
@@ -258,7 +202,7 @@ def parse_ramp(
     new level is reached in about a second.
     """
     step_s, warmup_s, spawn = _timing(step_time, warmup, spawn_rate)
-    users = _parse_levels(levels, "users", "--ramp")
+    users = parse_levels(levels, "users", "--ramp")
     return StagePlan.build(_level_stages("users", users, step_s, warmup_s, spawn, {}))
 
 
@@ -269,30 +213,28 @@ def parse_rate_ramp(
 ) -> StagePlan:
     """``--rate-ramp 1,2,4,8`` -> one open-loop ``rate`` stage (req/s) per level."""
     step_s, warmup_s, _ = _timing(step_time, warmup, None)
-    rates = _parse_levels(levels, "rate", "--rate-ramp")
+    rates = parse_levels(levels, "rate", "--rate-ramp")
     return StagePlan.build(_level_stages("rate", rates, step_s, warmup_s, None, {}))
 
 
-_MATRIX_KEYS = ("users", "rate", "input", "output", "profile")
-_CELL_KEYS = ("input", "output", "profile")
-
-
 def parse_matrix(
-    spec: str | dict[str, Any],
+    spec: str | dict[str, Any] | MatrixSpec,
     step_time: str | float = "60s",
     spawn_rate: float | None = None,
     warmup: str | float | None = None,
 ) -> StagePlan:
     """``--matrix "users=1,10,50;input=128,1024;output=128,512"`` -> the Cartesian product.
 
-    ``spec`` may also be a mapping (the YAML form) or the path of a YAML file; see
-    :func:`load_matrix_file`. Exactly one of ``users`` or ``rate`` is required;
-    ``input``, ``output`` and ``profile`` are optional and kept as strings.
+    ``spec`` may also be a mapping (the YAML form), the path of a YAML file, or a parsed
+    :class:`~llm_locust.config.matrix.MatrixSpec`, whose ``step_time``, ``warmup`` and
+    ``spawn_rate`` (from a file) override the arguments. Exactly one of ``users`` or ``rate``
+    is required; ``input``, ``output`` and ``profile`` are optional and kept as strings.
     """
-    if isinstance(spec, str) and _looks_like_file(spec):
-        return load_matrix_file(spec, step_time=step_time, spawn_rate=spawn_rate, warmup=warmup)
-    axes = _matrix_axes(spec) if isinstance(spec, str) else _mapping_axes(spec)
-    return _matrix_plan(axes, step_time, spawn_rate, warmup)
+    matrix = spec if isinstance(spec, MatrixSpec) else parse_matrix_spec(spec)
+    step_time = step_time if matrix.step_time is None else matrix.step_time
+    warmup = warmup if matrix.warmup is None else matrix.warmup
+    spawn_rate = spawn_rate if matrix.spawn_rate is None else matrix.spawn_rate
+    return _matrix_plan(dict(matrix.axes), step_time, spawn_rate, warmup)
 
 
 def load_matrix_file(
@@ -301,70 +243,12 @@ def load_matrix_file(
     spawn_rate: float | None = None,
     warmup: str | float | None = None,
 ) -> StagePlan:
-    """A YAML matrix: ``users: [1, 10]``, ``input: [128, 1024]``, ``output: [...]``,
-    ``profile: [...]``, and optionally ``step_time``, ``warmup``, ``spawn_rate``, which
-    override the arguments.
-    """
-    import yaml
-
-    try:
-        data = yaml.safe_load(Path(path).read_text())
-    except OSError as exc:
-        raise ValueError(f"--matrix: cannot read {path}: {exc.strerror or exc}") from None
-    except yaml.YAMLError as exc:
-        raise ValueError(f"--matrix: {path} is not valid YAML: {_one_line(exc)}") from None
-    if not isinstance(data, dict):
-        raise ValueError(f"--matrix: {path} must hold a mapping such as 'users: [1, 10]'")
-    data = dict(data)
-    step_time = data.pop("step_time", step_time)
-    warmup = data.pop("warmup", warmup)
-    spawn_rate = data.pop("spawn_rate", spawn_rate)
-    if spawn_rate is not None:
-        spawn_rate = float(spawn_rate)
-    return _matrix_plan(_mapping_axes(data), step_time, spawn_rate, warmup)
-
-
-def _looks_like_file(spec: str) -> bool:
-    return "=" not in spec and spec.strip().lower().endswith((".yaml", ".yml", ".json"))
-
-
-def _one_line(exc: BaseException) -> str:
-    return " ".join(str(exc).split())
-
-
-def _matrix_axes(spec: str) -> dict[str, list[str]]:
-    axes: dict[str, list[str]] = {}
-    for part in spec.split(";"):
-        if not part.strip():
-            continue
-        key, sep, values = part.partition("=")
-        key = key.strip().lower()
-        if not sep:
-            raise ValueError(f"--matrix: {part.strip()!r} is not key=v1,v2,...")
-        _check_key(key, axes)
-        axes[key] = _split_list(values, f"--matrix {key}")
-    return axes
-
-
-def _mapping_axes(data: dict[str, Any]) -> dict[str, list[str]]:
-    axes: dict[str, list[str]] = {}
-    for key, values in data.items():
-        key = str(key).strip().lower()
-        _check_key(key, axes)
-        seq = values if isinstance(values, (list, tuple)) else [values]
-        axes[key] = _split_list([str(v) for v in seq], f"--matrix {key}")
-    return axes
-
-
-def _check_key(key: str, axes: dict[str, list[str]]) -> None:
-    if key not in _MATRIX_KEYS:
-        raise ValueError(f"--matrix: unknown key {key!r} (expected one of {', '.join(_MATRIX_KEYS)})")
-    if key in axes:
-        raise ValueError(f"--matrix: key {key!r} given twice")
+    """A YAML matrix file (the format: :mod:`llm_locust.config.matrix`) -> its stages."""
+    return parse_matrix(parse_matrix_spec(str(path)), step_time, spawn_rate, warmup)
 
 
 def _matrix_plan(
-    axes: dict[str, list[str]],
+    axes: dict[str, tuple[str, ...]],
     step_time: str | float,
     spawn_rate: float | None,
     warmup: str | float | None,
@@ -374,8 +258,8 @@ def _matrix_plan(
         raise ValueError("--matrix: give exactly one of users=... or rate=...")
     kind = load_keys[0]
     step_s, warmup_s, spawn = _timing(step_time, warmup, spawn_rate if kind == "users" else None)
-    levels = _parse_levels(axes[kind], kind, f"--matrix {kind}")
-    cell_keys = [k for k in _CELL_KEYS if k in axes]
+    levels = parse_levels(axes[kind], kind, f"--matrix {kind}")
+    cell_keys = [k for k in CELL_KEYS if k in axes]
     stages: list[Stage] = []
     for combo in itertools.product(*(axes[k] for k in cell_keys)):
         cell = dict(zip(cell_keys, combo, strict=True))

@@ -1,21 +1,7 @@
 """Service-level objectives: pass/fail per run (or per stage) and goodput.
 
-Spec (``--slo``), comma-separated ``<metric><op><value>`` lines::
-
-    success>=99%,ttft_p95<=5s,e2e_p95<=30s,tpot_p99<=100ms,e2e_p95_intended<=40s
-
-- ``success``: share of requests that succeeded; ``>=``/``>`` only. Value ``99%``,
-  ``0.99``, or a bare number above 1 read as a percentage (``99``); ``1`` means 100%.
-- ``ttft|tpot|itl|e2e`` with a statistic ``_p50|_p90|_p95|_p99|_pNN[.N]|_mean|_max``
-  (bare ``ttft`` means ``ttft_max``: every request); ``<=``/``<`` only. Value in ``ms``,
-  ``s``, or a bare number of seconds.
-- ``_intended`` (``ttft`` and ``e2e`` only) measures from the intended send time
-  (``t_intended``, open-loop schedules), so queueing in the load generator itself counts;
-  records without one fall back to the actual send.
-
-YAML file (``--slo slo.yaml``): a mapping ``{success: ">=99%", ttft_p95: "<=5s"}``
-(a bare number takes the natural operator: ``>=`` for success, ``<=`` otherwise), a
-list of line strings, or either under a top-level ``slo:`` key.
+The SLO itself (``--slo`` text or YAML file, the grammar of its lines) is
+:mod:`llm_locust.config.slo`; this module evaluates a parsed :class:`SloSpec` on records.
 
 Aggregates are exact, over successful non-warm-up requests (incomplete ones, in flight
 when the load stopped, count neither as successes nor as failures): numpy ``percentile`` with
@@ -32,14 +18,13 @@ Pure module; seconds everywhere.
 from __future__ import annotations
 
 import math
-import re
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, TypeVar
 
 import numpy as np
 
+from llm_locust.config.slo import LATENCY_METRICS, SloLine, SloSpec, load_slo_file, parse_slo
 from llm_locust.record import INCOMPLETE, RequestRecord
 
 __all__ = [
@@ -57,11 +42,6 @@ __all__ = [
     "percentile",
 ]
 
-LATENCY_METRICS = ("ttft", "tpot", "itl", "e2e")
-_INTENDED_OK = ("ttft", "e2e")
-_LINE = re.compile(r"^\s*([A-Za-z0-9_.]+)\s*(<=|>=|<|>)\s*(.+?)\s*$")
-_METRIC = re.compile(r"^(ttft|tpot|itl|e2e)(?:_(p\d+(?:\.\d+)?|mean|max))?(_intended)?$")
-_NUMBER = re.compile(r"^([0-9]*\.?[0-9]+(?:e[-+]?\d+)?)\s*(ms|s|%)?$")
 K = TypeVar("K")
 
 
@@ -73,52 +53,6 @@ def percentile(values: Sequence[float] | np.ndarray, q: float) -> float | None:
     return float(np.percentile(arr, q, method="linear"))
 
 
-# --------------------------------------------------------------------------- spec
-
-
-@dataclass(frozen=True)
-class SloLine:
-    """One objective. ``stat`` is ``pNN``, ``mean`` or ``max``; ``None`` for success."""
-
-    metric: str
-    stat: str | None
-    op: str
-    threshold: float  # seconds, or a fraction for success
-    intended: bool = False
-    text: str = ""
-
-    @property
-    def name(self) -> str:
-        if self.metric == "success":
-            return "success"
-        return f"{self.metric}_{self.stat}" + ("_intended" if self.intended else "")
-
-    def holds(self, value: float) -> bool:
-        return {
-            "<=": value <= self.threshold,
-            "<": value < self.threshold,
-            ">=": value >= self.threshold,
-            ">": value > self.threshold,
-        }[self.op]
-
-    def aggregate(self, values: Sequence[float] | np.ndarray) -> float | None:
-        return _stat(values, self.stat or "mean")
-
-
-@dataclass(frozen=True)
-class SloSpec:
-    lines: tuple[SloLine, ...]
-
-    def __iter__(self) -> Iterator[SloLine]:
-        return iter(self.lines)
-
-    def __len__(self) -> int:
-        return len(self.lines)
-
-    def to_json(self) -> list[str]:
-        return [line.text for line in self.lines]
-
-
 def _stat(values: Sequence[float] | np.ndarray, stat: str) -> float | None:
     arr = np.asarray(values, dtype=float)
     if arr.size == 0:
@@ -128,108 +62,6 @@ def _stat(values: Sequence[float] | np.ndarray, stat: str) -> float | None:
     if stat == "max":
         return float(arr.max())
     return percentile(arr, float(stat[1:]))
-
-
-def _bad(part: str, why: str) -> ValueError:
-    return ValueError(f"--slo: {part.strip()!r}: {why}")
-
-
-def _parse_metric(part: str, name: str) -> tuple[str, str | None, bool]:
-    if name == "success":
-        return "success", None, False
-    m = _METRIC.match(name)
-    if not m:
-        raise _bad(part, "unknown metric (use success, or ttft/tpot/itl/e2e with _p95, _mean, _max ...)")
-    metric, stat, intended = m.group(1), m.group(2) or "max", bool(m.group(3))
-    if stat.startswith("p") and not 0 <= float(stat[1:]) <= 100:
-        raise _bad(part, "percentile must be between 0 and 100")
-    if intended and metric not in _INTENDED_OK:
-        raise _bad(part, "_intended applies only to ttft and e2e")
-    return metric, stat, intended
-
-
-def _parse_value(part: str, metric: str, value: str) -> float:
-    m = _NUMBER.match(value.strip().lower())
-    if not m:
-        raise _bad(part, f"bad value {value!r} (e.g. 500ms, 5s, 99%)")
-    number, unit = float(m.group(1)), m.group(2)
-    if metric == "success":
-        if unit in ("ms", "s"):
-            raise _bad(part, "success takes a percentage or a fraction")
-        fraction = number / 100 if unit == "%" or number > 1 else number
-        if fraction > 1:
-            raise _bad(part, "success cannot exceed 100%")
-        return fraction
-    if unit == "%":
-        raise _bad(part, "latencies take ms or s")
-    return number / 1000 if unit == "ms" else number
-
-
-def _parse_line(part: str) -> SloLine:
-    m = _LINE.match(part)
-    if not m:
-        raise _bad(part, "expected <metric><op><value>, e.g. ttft_p95<=5s")
-    name, op, value = m.group(1).lower(), m.group(2), m.group(3)
-    metric, stat, intended = _parse_metric(part, name)
-    if metric == "success" and op.startswith("<"):
-        raise _bad(part, "success needs >= or >")
-    if metric != "success" and op.startswith(">"):
-        raise _bad(part, "latency objectives need <= or <")
-    threshold = _parse_value(part, metric, value)
-    return SloLine(metric, stat, op, threshold, intended, f"{name}{op}{value.strip()}")
-
-
-def parse_slo(spec: str | Sequence[str] | Mapping[str, Any]) -> SloSpec:
-    """``--slo`` text, a YAML file path, a list of lines, or a mapping (the YAML form)."""
-    if isinstance(spec, Mapping):
-        return _from_mapping(spec)
-    if isinstance(spec, str):
-        text = spec.strip()
-        if text.lower().endswith((".yaml", ".yml", ".json")) and not _LINE.match(text):
-            return load_slo_file(text)
-        parts = [p for p in text.split(",") if p.strip()]
-    else:
-        parts = [str(p) for p in spec]
-    if not parts:
-        raise ValueError("--slo: empty objective list")
-    lines = tuple(_parse_line(p) for p in parts)
-    names = [line.name for line in lines]
-    dupes = sorted({n for n in names if names.count(n) > 1})
-    if dupes:
-        raise ValueError(f"--slo: {dupes[0]!r} given more than once")
-    return SloSpec(lines)
-
-
-def _from_mapping(data: Mapping[str, Any]) -> SloSpec:
-    parts = []
-    for key, value in data.items():
-        name = str(key).strip()
-        if isinstance(value, bool) or value is None:
-            raise _bad(f"{name}: {value}", "needs a value such as '<=5s'")
-        text = str(value).strip()
-        if not text.startswith(("<", ">")):
-            text = (">=" if name.lower() == "success" else "<=") + text
-        parts.append(name + text)
-    return parse_slo(parts)
-
-
-def load_slo_file(path: str | Path) -> SloSpec:
-    """A YAML (or JSON) SLO file; see the module docstring for the accepted shapes."""
-    import yaml
-
-    try:
-        data = yaml.safe_load(Path(path).read_text())
-    except OSError as exc:
-        raise ValueError(f"--slo: cannot read {path}: {exc.strerror or exc}") from None
-    except yaml.YAMLError as exc:
-        raise ValueError(f"--slo: {path} is not valid YAML: {' '.join(str(exc).split())}") from None
-    if isinstance(data, Mapping) and set(data) == {"slo"}:
-        data = data["slo"]
-    if isinstance(data, Mapping):
-        return _from_mapping(data)
-    if isinstance(data, list) and all(isinstance(x, str) for x in data):
-        return parse_slo(data)
-    raise ValueError(f"--slo: {path} must hold a mapping (ttft_p95: '<=5s') or a list of lines")
 
 
 # --------------------------------------------------------------------------- evaluation
@@ -338,7 +170,7 @@ def _line_result(line: SloLine, records: list[RequestRecord], ok: list[RequestRe
         n = len(records)
     else:
         values = _values(ok, line)
-        measured, n = line.aggregate(values), len(values)
+        measured, n = _stat(values, line.stat or "mean"), len(values)
     passed = measured is not None and not math.isnan(measured) and line.holds(measured)
     return SloLineResult(line, measured, passed, n)
 

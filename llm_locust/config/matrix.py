@@ -1,0 +1,134 @@
+"""The test-matrix format: ``--matrix`` text or a YAML file, parsed once into a :class:`MatrixSpec`.
+
+Text: ``"users=1,10,50;input=128,1024;output=128,512"``: ``;``-separated axes, each
+``key=v1,v2,...``. YAML (:class:`MatrixFile`): the same axes as lists (or one value),
+optionally with ``step_time``, ``warmup`` and ``spawn_rate``, which override the options of
+the same name for the matrix. Keys: exactly one of ``users`` or ``rate`` (the load level),
+and any of ``input``, ``output`` (length distributions) and ``profile`` (a ``--workload``
+profile). An unknown key, in the text or the file, is an error that names it.
+
+Which cells run in which order, and their stages, is :func:`llm_locust.load.stages.parse_matrix`.
+Pure module: no Locust, no network.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Union
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from llm_locust.config.units import names_file, one_line, split_list
+
+__all__ = ["CELL_KEYS", "MATRIX_KEYS", "MatrixFile", "MatrixSpec", "load_matrix_file", "parse_matrix_spec"]
+
+MATRIX_KEYS = ("users", "rate", "input", "output", "profile")
+CELL_KEYS = ("input", "output", "profile")
+
+_Axis = Union[list[Union[str, int, float]], str, int, float, None]  # noqa: UP007 (pydantic, py3.10)
+
+
+class MatrixSpec(BaseModel):
+    """The axes of a matrix (key -> values as strings) and the file's timing overrides."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    axes: tuple[tuple[str, tuple[str, ...]], ...]
+    step_time: str | float | None = None
+    warmup: str | float | None = None
+    spawn_rate: float | None = None
+
+    def axis(self, key: str) -> tuple[str, ...] | None:
+        return dict(self.axes).get(key)
+
+    def keys(self) -> list[str]:
+        return [k for k, _ in self.axes]
+
+
+class MatrixFile(BaseModel):
+    """A YAML matrix file; any other key is an error naming it."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    users: _Axis = None
+    rate: _Axis = None
+    input: _Axis = None
+    output: _Axis = None
+    profile: _Axis = None
+    step_time: str | float | None = None
+    warmup: str | float | None = None
+    spawn_rate: float | None = None
+
+
+def parse_matrix_spec(spec: str | dict[str, Any]) -> MatrixSpec:
+    """``--matrix`` text, a YAML file's path (see :func:`~llm_locust.config.units.names_file`),
+    or a mapping (the YAML form) -> :class:`MatrixSpec`."""
+    if isinstance(spec, str) and names_file(spec):
+        return load_matrix_file(spec.strip())
+    if isinstance(spec, str):
+        return MatrixSpec(axes=_text_axes(spec))
+    return MatrixSpec(axes=_mapping_axes(spec))
+
+
+def load_matrix_file(path: str | Path) -> MatrixSpec:
+    import yaml
+
+    try:
+        data = yaml.safe_load(Path(path).read_text())
+    except OSError as exc:
+        raise ValueError(f"--matrix: cannot read {path}: {exc.strerror or exc}") from None
+    except yaml.YAMLError as exc:
+        raise ValueError(f"--matrix: {path} is not valid YAML: {one_line(exc)}") from None
+    if not isinstance(data, dict):
+        raise ValueError(f"--matrix: {path} must hold a mapping such as 'users: [1, 10]'")
+    lowered = {str(k).strip().lower(): v for k, v in data.items()}
+    try:
+        parsed = MatrixFile.model_validate(lowered)
+    except ValidationError as exc:
+        raise ValueError(f"--matrix: {path}: {_first_problem(exc)}") from None
+    axes = {k: v for k in MATRIX_KEYS if (v := getattr(parsed, k)) is not None}
+    return MatrixSpec(
+        axes=_mapping_axes(axes),
+        step_time=parsed.step_time,
+        warmup=parsed.warmup,
+        spawn_rate=parsed.spawn_rate,
+    )
+
+
+def _first_problem(exc: ValidationError) -> str:
+    err = exc.errors()[0]
+    key = str(err["loc"][0]) if err["loc"] else ""
+    if err["type"] == "extra_forbidden":
+        return (
+            f"unknown key {key!r} (expected one of {', '.join(MATRIX_KEYS)}, step_time, warmup, spawn_rate)"
+        )
+    return f"{key}: {err['msg']}"
+
+
+def _text_axes(spec: str) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    axes: dict[str, tuple[str, ...]] = {}
+    for part in spec.split(";"):
+        if not part.strip():
+            continue
+        key, sep, values = part.partition("=")
+        key = key.strip().lower()
+        if not sep:
+            raise ValueError(f"--matrix: {part.strip()!r} is not key=v1,v2,...")
+        _check_key(key, axes)
+        axes[key] = tuple(split_list(values, f"--matrix {key}"))
+    return tuple(axes.items())
+
+
+def _mapping_axes(data: dict[str, Any]) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    axes: dict[str, tuple[str, ...]] = {}
+    for key, values in data.items():
+        key = str(key).strip().lower()
+        _check_key(key, axes)
+        seq = values if isinstance(values, (list, tuple)) else [values]
+        axes[key] = tuple(split_list([str(v) for v in seq], f"--matrix {key}"))
+    return tuple(axes.items())
+
+
+def _check_key(key: str, axes: dict[str, Any]) -> None:
+    if key not in MATRIX_KEYS:
+        raise ValueError(f"--matrix: unknown key {key!r} (expected one of {', '.join(MATRIX_KEYS)})")
+    if key in axes:
+        raise ValueError(f"--matrix: key {key!r} given twice")

@@ -1,0 +1,266 @@
+"""The typed run configuration: one frozen, validated :class:`RunConfig` with a part per concern.
+
+Why pydantic (v2): the values arrive as strings from four places (the command line, the
+``LLM_LOCUST_*`` environment, the web UI's start form, YAML files) and must become the same
+typed values with the same checks wherever they came from. A model with ``extra="forbid"``
+rejects an unknown key with its name (a typo in a YAML file or a misspelt field is an
+error, never a silent ``None``), ``frozen=True`` means no code changes the configuration
+after it was validated, and the constraint types (``gt``, ``ge``, ``Literal``) state the
+rules next to the field instead of in ``if`` chains spread over the modules that read it.
+
+Field names are the options' destinations (``--max-tokens`` -> ``max_tokens``; ``--header``
+fills ``headers`` through its alias), so an error's location names its flag
+(:mod:`llm_locust.config.build` turns it into ``--flag 'value': reason``). Defaults live in
+the option table (:mod:`llm_locust.config.options`), not here: the build passes every field.
+
+The parts, and who reads them:
+
+- :class:`RequestConfig`: the HTTP request (``client.py``);
+- :class:`WorkloadConfig`: what to send (``workload/build.py``);
+- :class:`LoadConfig`: the load plan's inputs, Locust's ``-u``/``-r``/``-t`` included (``load/plan.py``);
+- ``RunConfig.slo``: the parsed SLO (:mod:`llm_locust.config.slo`), for the results and the exporter;
+- :class:`ResultsConfig`, :class:`ExportConfig`: the results folder, Prometheus and server metrics.
+
+Pure module: no Locust, no network.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
+
+from llm_locust.config.matrix import MatrixSpec, parse_matrix_spec
+from llm_locust.config.options import WORKLOAD_PROFILES
+from llm_locust.config.slo import SloSpec, parse_slo
+from llm_locust.config.units import parse_duration, parse_levels
+
+__all__ = [
+    "LOAD_MODELS",
+    "ExportConfig",
+    "LoadConfig",
+    "RequestConfig",
+    "ResultsConfig",
+    "RunConfig",
+    "WorkloadConfig",
+]
+
+Positive = Annotated[float, Field(gt=0, allow_inf_nan=False)]
+NonNegative = Annotated[float, Field(ge=0, allow_inf_nan=False)]
+Finite = Annotated[float, Field(allow_inf_nan=False)]
+#: The load models, in the order their conflicts are reported: (flag, LoadConfig field).
+LOAD_MODELS = (
+    ("--ramp", "ramp"),
+    ("--matrix", "matrix"),
+    ("--request-rate", "request_rate"),
+    ("--rate-ramp", "rate_ramp"),
+    ("--trace", "trace"),
+)
+
+
+class Part(BaseModel):
+    """A frozen part of the configuration; unknown keys are errors."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+
+class RequestConfig(Part):
+    model: str | None
+    api_key: SecretStr | None
+    endpoint: Literal["chat", "completions"]
+    temperature: Finite | None
+    extra_body: dict[str, Any]
+    headers: dict[str, str] = Field(alias="header")
+    request_timeout: Positive
+
+    @field_validator("extra_body", mode="before")
+    @classmethod
+    def _json(cls, value: Any) -> Any:
+        if value is None or value == "":
+            return {}
+        if not isinstance(value, str):
+            return value
+        try:
+            parsed = json.loads(value)
+        except ValueError as exc:
+            raise ValueError(f"not valid JSON ({exc.msg} at position {exc.pos})") from None
+        if not isinstance(parsed, dict):
+            raise ValueError("must be a JSON object, e.g. '{\"ignore_eos\": true}'")
+        return parsed
+
+    @field_validator("headers", mode="before")
+    @classmethod
+    def _headers(cls, value: Any) -> Any:
+        if isinstance(value, dict):
+            return value
+        items = [value] if isinstance(value, str) else list(value or [])
+        headers: dict[str, str] = {}
+        for item in items:
+            name, sep, text = str(item).partition(":")
+            if not sep or not name.strip():
+                raise ValueError(f"expected NAME:VALUE, got {str(item)!r}")
+            headers[name.strip()] = text.strip()
+        return headers
+
+    def api_key_value(self) -> str | None:
+        return self.api_key.get_secret_value() if self.api_key is not None else None
+
+
+class WorkloadConfig(Part):
+    workload: str | None
+    max_tokens: Annotated[int, Field(ge=1)] | None
+    dataset: str | None
+    dataset_format: Literal["auto", "messages", "prompts", "sharegpt", "mooncake"]
+    input_tokens: str | None
+    output_tokens: str | None
+    prompt_tokens: Annotated[int, Field(ge=1)] | None
+    tokenizer: str
+    seed: int
+    max_model_len: Annotated[int, Field(ge=2)] | None
+    length_policy: Literal["clip", "reject"]
+    ignore_eos: bool
+    shared_prefix_fraction: Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)]
+    shared_prefixes: Annotated[int, Field(ge=1)]
+    shared_prefix_tokens: Annotated[int, Field(ge=1)]
+    multi_turn: Annotated[int, Field(ge=0)]
+    think_time: NonNegative
+    strict: bool
+
+    @field_validator("workload")
+    @classmethod
+    def _profile(cls, value: str | None) -> str | None:
+        if value is not None and value not in WORKLOAD_PROFILES:
+            raise ValueError(f"unknown profile {value!r} (built in: {', '.join(WORKLOAD_PROFILES)})")
+        return value
+
+    def with_cell(self, overrides: dict[str, str]) -> WorkloadConfig:
+        """This workload with a matrix cell's ``input``/``output``/``profile`` (validated again)."""
+        data = self.model_dump()
+        if "input" in overrides or "output" in overrides:
+            data["workload"] = overrides.get("profile")
+        names = {"input": "input_tokens", "output": "output_tokens", "profile": "workload"}
+        data.update({names[k]: v for k, v in overrides.items()})
+        return WorkloadConfig.model_validate(data)
+
+
+def _seconds(flag: str) -> Any:
+    def parse(value: Any) -> Any:
+        return None if value is None else parse_duration(value, flag)
+
+    return parse
+
+
+class LoadConfig(Part):
+    num_users: Annotated[int, Field(ge=1)] | None
+    spawn_rate: Positive | None
+    run_time: NonNegative | None
+    ramp: tuple[int, ...] | None
+    step_time: Positive
+    warmup: NonNegative
+    matrix: MatrixSpec | None
+    request_rate: Positive | None
+    arrival: Literal["poisson", "gamma", "constant"]
+    burstiness: Positive | None
+    max_concurrency: Annotated[int, Field(ge=1)] | None
+    rate_ramp: tuple[Positive, ...] | None
+    trace: str | None
+    trace_format: Literal["auto", "azure", "mooncake"]
+    time_scale: Positive
+    trace_spread: Literal["auto", "even", "random", "none"]
+    trace_slot: Positive | None
+    trace_start: NonNegative | None
+    trace_duration: NonNegative | None
+    trace_limit: Annotated[int, Field(ge=1)] | None
+
+    @field_validator("ramp", "rate_ramp", mode="before")
+    @classmethod
+    def _levels(cls, value: Any, info: Any) -> Any:
+        if value is None or isinstance(value, tuple):
+            return value
+        ramp = info.field_name == "ramp"
+        levels = parse_levels(value, "users" if ramp else "rate", "--ramp" if ramp else "--rate-ramp")
+        return tuple(int(v) for v in levels) if ramp else tuple(levels)
+
+    @field_validator("run_time", "step_time", "warmup", "trace_start", "trace_duration", mode="before")
+    @classmethod
+    def _durations(cls, value: Any, info: Any) -> Any:
+        name = info.field_name
+        return _seconds("-t/--run-time" if name == "run_time" else "--" + name.replace("_", "-"))(value)
+
+    @field_validator("matrix", mode="before")
+    @classmethod
+    def _matrix(cls, value: Any) -> Any:
+        return parse_matrix_spec(value) if isinstance(value, (str, dict)) else value
+
+    @model_validator(mode="after")
+    def _one_model(self) -> LoadConfig:
+        chosen = [flag for flag, name in LOAD_MODELS if getattr(self, name) is not None]
+        if len(chosen) > 1:
+            raise ValueError(f"{chosen[0]} and {chosen[1]} cannot be combined: choose one load model")
+        if self.max_concurrency is not None and not self.open_loop:
+            raise ValueError(
+                "--max-concurrency applies to open-loop modes (--request-rate, --rate-ramp, --trace)"
+            )
+        return self
+
+    @property
+    def mode(self) -> str | None:
+        """The load model's flag (``--ramp``, ...), or ``None`` for Locust's own ``-u/-r/-t``."""
+        return next((flag for flag, name in LOAD_MODELS if getattr(self, name) is not None), None)
+
+    @property
+    def open_loop(self) -> bool:
+        if self.mode in ("--request-rate", "--rate-ramp", "--trace"):
+            return True
+        return self.matrix is not None and self.matrix.axis("rate") is not None
+
+
+class ResultsConfig(Part):
+    results_dir: str | None
+    overwrite: bool
+
+
+class ExportConfig(Part):
+    prometheus_port: Annotated[int, Field(ge=0, le=65535)] | None
+    prometheus_host: str
+    server_metrics: str | None
+    server_metrics_interval: Positive
+
+
+class RunConfig(Part):
+    """Everything a run was asked to do; built by :func:`llm_locust.config.build.build_config`."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, arbitrary_types_allowed=True)
+    host: str
+    headless: bool
+    request: RequestConfig
+    workload: WorkloadConfig
+    load: LoadConfig
+    slo: SloSpec | None
+    results: ResultsConfig
+    export: ExportConfig
+
+    @field_validator("slo", mode="before")
+    @classmethod
+    def _slo(cls, value: Any) -> Any:
+        return parse_slo(value) if isinstance(value, (str, list, dict)) else value
+
+    @model_validator(mode="after")
+    def _combinations(self) -> RunConfig:
+        if self.load.trace is not None and self.workload.dataset is not None:
+            raise ValueError("--trace takes its lengths from the trace: it cannot be combined with --dataset")
+        return self
+
+    def options(self) -> dict[str, Any]:
+        """Every option's value by destination, as JSON, secrets left out (for ``summary.json``)."""
+        out: dict[str, Any] = {"host": self.host}
+        for part in (self.request, self.workload, self.load, self.results, self.export):
+            out.update(part.model_dump(mode="json", exclude={"api_key"}))
+        out["slo"] = self.slo.to_json() if self.slo is not None else None
+        if out.get("headers"):
+            out["headers"] = {
+                k: "<redacted>" if "auth" in k.lower() else v for k, v in out["headers"].items()
+            }
+        return {k: v for k, v in out.items() if not (isinstance(v, float) and not math.isfinite(v))}
