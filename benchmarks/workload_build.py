@@ -30,7 +30,9 @@ import numpy as np
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from llm_locust.workload.build import add_workload_arguments, build_workload  # noqa: E402
+from llm_locust.config.build import build_config  # noqa: E402
+from llm_locust.config.register import register  # noqa: E402
+from llm_locust.workload.build import build_workload  # noqa: E402
 from llm_locust.workload.corpus import NONCE_SLOTS, PARAGRAPHS  # noqa: E402
 
 TARGETS = {"none": 3.0, "tokenizer.json": 5.0}  # seconds: build + 1,000 requests
@@ -57,8 +59,8 @@ def _train_tokenizer(path: Path) -> Path:
 
 def _build(argv: list[str]) -> Any:
     p = argparse.ArgumentParser()
-    add_workload_arguments(p)
-    return build_workload(p.parse_args(argv))
+    register(p, ("workload",), environ={})
+    return build_workload(build_config(vars(p.parse_args(argv)), environ={}).workload)
 
 
 def _measure(argv: list[str], requests: int, repeat: int) -> dict[str, Any]:
@@ -94,15 +96,15 @@ def main() -> int:
     args = parser.parse_args()
     tok = args.tokenizer or str(_train_tokenizer(Path(tempfile.mkdtemp()) / "tokenizer.json"))
     configs = {
-        "chat, approx": ["--profile", "chat"],
-        "long-context, approx": ["--profile", "long-context"],
-        "chat, multi-turn 4, approx": ["--profile", "chat", "--multi-turn", "4"],
+        "chat, approx": ["--workload", "chat"],
+        "long-context, approx": ["--workload", "long-context"],
+        "chat, multi-turn 4, approx": ["--workload", "chat", "--multi-turn", "4"],
         "synthetic + shared prefix, approx": [
             *("--input-tokens", "uniform:200,2000", "--shared-prefix-fraction", "0.5"),
             *("--shared-prefixes", "8", "--shared-prefix-tokens", "512"),
         ],
-        "chat, tokenizer.json": ["--profile", "chat", "--tokenizer", tok],
-        "long-context, tokenizer.json": ["--profile", "long-context", "--tokenizer", tok],
+        "chat, tokenizer.json": ["--workload", "chat", "--tokenizer", tok],
+        "long-context, tokenizer.json": ["--workload", "long-context", "--tokenizer", tok],
     }
     load = float(Path("/proc/loadavg").read_text().split()[0]) if Path("/proc/loadavg").exists() else None
     rows, ok = {}, True

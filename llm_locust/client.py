@@ -88,7 +88,6 @@ class ClientConfig:
     model: str | None
     endpoint: str = "chat"
     api_key: str | None = None
-    max_tokens: int | None = None
     temperature: float | None = None
     extra_body: dict[str, Any] = field(default_factory=dict)
     headers: dict[str, str] = field(default_factory=dict)

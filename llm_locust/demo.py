@@ -46,7 +46,7 @@ def main(argv: list[str] | None = None) -> int:
             args.step_time,
             "--warmup",
             "3s",
-            "--profile",
+            "--workload",
             "chat",
             "--max-tokens",
             "512",

@@ -7,7 +7,7 @@
 
 These are the same two classes as the packaged default locustfile (``llm_locust/locustfile.py``,
 which ``llm-locust run`` and the container image use): copy this file to write your own.
-Every llm-locust option (``--model``, ``--profile``, ``--ramp``, ...) appears in the web
+Every llm-locust option (``--model``, ``--workload``, ``--ramp``, ...) appears in the web
 UI's start form; ``llm-locust run --help`` lists them (Locust's own ``--help`` is printed
 before any locustfile is loaded, so it cannot).
 """

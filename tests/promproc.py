@@ -42,17 +42,11 @@ LOCUSTFILE = """
 import locust  # noqa: F401  (gevent monkey-patching first)
 from locust import events
 
-from llm_locust.live.exporter import add_exporter_arguments, install_exporter
+from llm_locust.live.exporter import install_exporter
 from llm_locust.runtime.run import run_for
-from llm_locust.live.server_metrics import add_server_metrics_arguments, install_server_metrics
+from llm_locust.live.server_metrics import install_server_metrics
 from llm_locust.runtime.user import LLMUser
 from llm_locust.live.webui import install_web_ui
-
-
-@events.init_command_line_parser.add_listener
-def _options(parser, **_):
-    add_exporter_arguments(parser)
-    add_server_metrics_arguments(parser)
 
 
 @events.init.add_listener

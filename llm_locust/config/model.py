@@ -15,7 +15,7 @@ the option table (:mod:`llm_locust.config.options`), not here: the build passes 
 
 The parts, and who reads them:
 
-- :class:`RequestConfig`: the HTTP request (``client.py``);
+- :class:`RequestConfig`: the HTTP request and its TLS settings, the preflight (``client.py``);
 - :class:`WorkloadConfig`: what to send (``workload/build.py``);
 - :class:`LoadConfig`: the load plan's inputs, Locust's ``-u``/``-r``/``-t`` included (``load/plan.py``);
 - ``RunConfig.slo``: the parsed SLO (:mod:`llm_locust.config.slo`), for the results and the exporter;
@@ -35,6 +35,7 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, m
 from llm_locust.config.matrix import MatrixSpec, parse_matrix_spec
 from llm_locust.config.options import WORKLOAD_PROFILES
 from llm_locust.config.slo import SloSpec, parse_slo
+from llm_locust.config.tls import check_tls_options
 from llm_locust.config.units import parse_duration, parse_levels
 
 __all__ = [
@@ -74,6 +75,9 @@ class RequestConfig(Part):
     extra_body: dict[str, Any]
     headers: dict[str, str] = Field(alias="header")
     request_timeout: Positive
+    ca_cert: str | None
+    insecure: bool
+    skip_preflight: bool
 
     @field_validator("extra_body", mode="before")
     @classmethod
@@ -103,6 +107,11 @@ class RequestConfig(Part):
                 raise ValueError(f"expected NAME:VALUE, got {str(item)!r}")
             headers[name.strip()] = text.strip()
         return headers
+
+    @model_validator(mode="after")
+    def _tls(self) -> RequestConfig:
+        check_tls_options(self.ca_cert, self.insecure)  # the CA file is read here, once
+        return self
 
     def api_key_value(self) -> str | None:
         return self.api_key.get_secret_value() if self.api_key is not None else None

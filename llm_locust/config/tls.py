@@ -20,8 +20,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from llm_locust.config.options import OptionError
-
 __all__ = ["INSECURE_WARNING", "TlsSettings", "check_tls_options", "tls_context"]
 
 INSECURE_WARNING = (
@@ -38,19 +36,19 @@ class TlsSettings:
 
 
 def check_tls_options(ca_cert: str | None, insecure: bool = False) -> None:
-    """Raise :class:`OptionError` (one line naming the flag) for a CA file that cannot be used."""
+    """Raise ``ValueError`` (one line naming the flag) for a CA file that cannot be used."""
     if not ca_cert:
         return
     if insecure:
-        raise OptionError("--ca-cert and --insecure: choose one (--insecure verifies nothing)")
+        raise ValueError("--ca-cert and --insecure: choose one (--insecure verifies nothing)")
     path = Path(ca_cert)
     if not path.is_file():
-        raise OptionError(f"--ca-cert {ca_cert}: no such file")
+        raise ValueError(f"--ca-cert {ca_cert}: no such file")
     try:
         ssl.create_default_context(cafile=str(path))
     except (ssl.SSLError, OSError, ValueError) as exc:
         reason = getattr(exc, "reason", None) or str(exc) or type(exc).__name__
-        raise OptionError(f"--ca-cert {ca_cert}: not a PEM certificate file ({reason})") from None
+        raise ValueError(f"--ca-cert {ca_cert}: not a PEM certificate file ({reason})") from None
 
 
 def tls_context(

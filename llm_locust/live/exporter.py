@@ -19,10 +19,10 @@ samples on demand, with names, help texts and bucket edges from
   registry's text form at the end of a headless run, whose totals equal
   ``summary.json``'s (for the first test of the process; later tests add up).
 
-Options: ``--prometheus-port P`` (env ``LLM_LOCUST_PROMETHEUS_PORT``; unset = no
-dedicated server, ``0`` = an ephemeral port, logged) and ``--prometheus-host``
-(``LLM_LOCUST_PROMETHEUS_HOST``, default ``127.0.0.1``; set ``0.0.0.0`` in a pod so
-Prometheus can reach it).
+Options (the run configuration's ``export`` part): ``--prometheus-port P`` (env
+``LLM_LOCUST_PROMETHEUS_PORT``; unset = no dedicated server, ``0`` = an ephemeral port,
+logged) and ``--prometheus-host`` (``LLM_LOCUST_PROMETHEUS_HOST``, default ``127.0.0.1``;
+set ``0.0.0.0`` in a pod so Prometheus can reach it).
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Histo
 from prometheus_client.registry import Collector
 from prometheus_client.utils import floatToGoString
 
-from llm_locust.config.options import add_argument
+from llm_locust.config.slo import SloSpec
 from llm_locust.live import catalog as metrics
 from llm_locust.live.aggregate import LATENCIES, LiveAggregate
 
@@ -50,7 +50,6 @@ __all__ = [
     "FINAL_FILE",
     "Exporter",
     "LLMCollector",
-    "add_exporter_arguments",
     "exporter_for",
     "install_exporter",
     "run_gauges",
@@ -60,28 +59,6 @@ __all__ = [
 log = logging.getLogger("llm_locust")
 FINAL_FILE = "metrics_final.prom"
 _EXPORTERS: dict[int, Exporter] = {}
-
-
-def add_exporter_arguments(parser: Any) -> None:
-    """``--prometheus-port`` and ``--prometheus-host``; a second call on one parser is a no-op."""
-    if "--prometheus-port" in getattr(parser, "_option_string_actions", {}):
-        return
-    add_argument(
-        parser,
-        "--prometheus-port",
-        type=int,
-        default=None,
-        web_ui=False,
-        help="Serve Prometheus /metrics on this port (master or local runner; 0 = any free port; "
-        "default: no dedicated server)",
-    )
-    add_argument(
-        parser,
-        "--prometheus-host",
-        default="127.0.0.1",
-        web_ui=False,
-        help="Address for --prometheus-port (0.0.0.0 in a container/pod)",
-    )
 
 
 # -- what is exported ------------------------------------------------------------------
@@ -112,9 +89,8 @@ def _workers(run: Any, runner: Any) -> int:
 def run_info(run: Any) -> dict[str, str]:
     config = getattr(run, "config", None)
     model = getattr(config, "model", None)
-    if model is None:
-        options = getattr(run.environment, "parsed_options", None)
-        model = getattr(options, "model", None)
+    if model is None and getattr(run, "run_config", None) is not None:
+        model = run.run_config.request.model
     return {
         "run_id": str(getattr(run, "run_id", "") or ""),
         "model": str(model or ""),
@@ -278,15 +254,13 @@ def new_run_id() -> str:
     return time.strftime("%Y%m%dT%H%M%S") + "-" + secrets.token_hex(2)
 
 
-def slo_setup(options: Any) -> tuple[Callable[[Any], bool] | None, dict[str, list[float]]]:
-    """The per-request SLO predicate and bucket thresholds from ``--slo``, if that option exists."""
-    text = getattr(options, "slo", None)
-    if not text:
+def slo_setup(spec: SloSpec | None) -> tuple[Callable[[Any], bool] | None, dict[str, list[float]]]:
+    """The per-request SLO predicate and bucket thresholds of the run's SLO, if it has one."""
+    if spec is None:
         return None, {}
     from llm_locust.record import RequestRecord
     from llm_locust.results import slo
 
-    spec = slo.load_slo_file(text) if Path(str(text)).is_file() else slo.parse_slo(text)
     thresholds: dict[str, list[float]] = {}
     for line in spec:
         if line.metric in LATENCIES and not line.intended:
@@ -306,19 +280,15 @@ def install_exporter(run: Any) -> Exporter | None:
     existing = exporter_for(run)
     if existing is not None:
         return existing
-    options = run.environment.parsed_options
+    config = run.run_config
     if not run.run_id:
         run.run_id = new_run_id()
-    try:
-        good, thresholds = slo_setup(options)
-    except ValueError as exc:
-        log.warning("llm-locust: exporter ignores the SLO (%s)", exc)
-        good, thresholds = None, {}
+    good, thresholds = slo_setup(config.slo)
     aggregate = LiveAggregate(slo_good=good, thresholds=thresholds)
-    exporter = Exporter(run, aggregate, host=getattr(options, "prometheus_host", None) or "127.0.0.1")
+    exporter = Exporter(run, aggregate, host=config.export.prometheus_host)
     _EXPORTERS[id(run)] = exporter
     run.consumers.append(aggregate.add)
-    port = getattr(options, "prometheus_port", None)
+    port = config.export.prometheus_port
     if port is not None:
         try:
             exporter.start(int(port))

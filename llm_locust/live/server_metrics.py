@@ -27,7 +27,6 @@ from __future__ import annotations
 import json
 import logging
 import math
-import sys
 import time
 import urllib.error
 import urllib.request
@@ -39,7 +38,6 @@ from typing import IO, Any
 import gevent
 from prometheus_client.parser import text_string_to_metric_families
 
-from llm_locust.config.options import add_argument
 from llm_locust.live import catalog as metrics
 
 __all__ = [
@@ -47,7 +45,6 @@ __all__ = [
     "RECORDED",
     "SERVER_GAUGES",
     "ServerMetrics",
-    "add_server_metrics_arguments",
     "install_server_metrics",
 ]
 
@@ -87,28 +84,6 @@ RECORDED = frozenset(
         "tgi_request_success",
     }
 )
-
-
-def add_server_metrics_arguments(parser: Any) -> None:
-    """``--server-metrics`` and ``--server-metrics-interval``; idempotent per parser."""
-    if "--server-metrics" in getattr(parser, "_option_string_actions", {}):
-        return
-    add_argument(
-        parser,
-        "--server-metrics",
-        default="",
-        web_ui=False,
-        help="Scrape the target's Prometheus metrics from this URL during the run "
-        "(e.g. http://127.0.0.1:8000/metrics); re-exported and saved as server_metrics.jsonl",
-    )
-    add_argument(
-        parser,
-        "--server-metrics-interval",
-        type=float,
-        default=5.0,
-        web_ui=False,
-        help="Seconds between scrapes of --server-metrics",
-    )
 
 
 class ServerMetrics:
@@ -255,15 +230,10 @@ def install_server_metrics(run: Any, exporter: Any = None) -> ServerMetrics | No
         return None
     if id(run) in _SCRAPERS:
         return _SCRAPERS[id(run)]
-    options = run.environment.parsed_options
-    url = getattr(options, "server_metrics", None)
+    export = run.run_config.export
+    url, interval = export.server_metrics, export.server_metrics_interval
     if not url:
         return None
-    interval = getattr(options, "server_metrics_interval", None) or 5.0
-    if interval <= 0:
-        sys.stderr.write(f"llm-locust: error: --server-metrics-interval: must be > 0, got {interval}\n")
-        sys.stderr.flush()
-        raise SystemExit(2)
     scraper = ServerMetrics(url, interval, run=run)
     _SCRAPERS[id(run)] = scraper
     if exporter is not None:

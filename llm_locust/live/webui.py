@@ -206,7 +206,6 @@ def install_web_ui(run: Any) -> LiveWebUI | None:
     ui = _UIS[id(run)] = LiveWebUI(run, exporter)
     _add_routes(web_ui, ui)
     _add_tab(web_ui, ui)
-    _watch_swarm_form(web_ui, run)
     ui.start()
     run.environment.events.quitting.add_listener(lambda **_: ui.stop())
     return ui
@@ -273,24 +272,3 @@ def _add_tab(web_ui: Any, ui: LiveWebUI) -> None:
         if "</body>" in html and tag not in html:
             response.set_data(html.replace("</body>", tag + "</body>", 1))
         return response
-
-
-def _watch_swarm_form(web_ui: Any, run: Any) -> None:
-    """Tell an explicit spawn rate in the start form from the one Locust filled in.
-
-    Locust's form always sends a spawn rate: the command line's ``-r``, or 1 when none was
-    given. A value the user changed is explicit; an unchanged one keeps what the command line
-    said (so a typed 1 without ``-r`` reads as "not given": start with ``-r 1`` for 1 user/s).
-    """
-    from flask import request
-
-    @web_ui.app.before_request
-    def _spawn_rate_from_form() -> None:
-        if request.endpoint != "locust.swarm" or request.method != "POST":
-            return
-        shown = getattr(run.environment.parsed_options, "spawn_rate", None) or 1
-        try:
-            if float(request.form.get("spawn_rate", shown)) != float(shown):
-                run.spawn_rate_given = True
-        except ValueError:
-            pass  # Locust answers a bad value itself

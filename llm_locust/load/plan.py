@@ -1,7 +1,8 @@
-"""The load model of a run, from its options: closed-loop stages, open-loop rates, or a trace.
+"""The load model of a run, from its typed options: closed-loop stages, open-loop rates, or a trace.
 
 Every process (local, master, each worker) builds the same :class:`LoadPlan` from the same
-options; only the plan's start time ``t0`` (wall clock) is decided by the process that
+:class:`~llm_locust.config.model.LoadConfig`, once per configuration (a trace file is read
+once per process); only the plan's start time ``t0`` (wall clock) is decided by the process that
 runs the shape and shared with the workers. Everything else, which stage a request
 belongs to, whether it falls in warm-up, when each open-loop arrival is due, follows
 from ``(plan, t0)`` and needs no further coordination.
@@ -11,10 +12,10 @@ Pure module: no Locust, no network.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any
 
+from llm_locust.config.model import LoadConfig
 from llm_locust.load.arrivals import (
     ArrivalProcess,
     ArrivalSchedule,
@@ -25,13 +26,12 @@ from llm_locust.load.arrivals import (
 from llm_locust.load.stages import (
     Stage,
     StagePlan,
-    parse_duration,
     parse_matrix,
     parse_ramp,
     parse_rate_ramp,
     stage_at,
 )
-from llm_locust.load.traces import Trace, load_trace
+from llm_locust.load.traces import Trace, TraceError, load_trace
 
 __all__ = [
     "FOREVER",
@@ -40,7 +40,6 @@ __all__ = [
     "LoadPlanError",
     "build_load_plan",
     "stage_of",
-    "take_run_time",
 ]
 
 FOREVER = 10.0 * 365 * 24 * 3600  # "until stopped": long enough, and still a finite number
@@ -90,106 +89,58 @@ class LoadPlan:
         return out
 
 
-def take_run_time(options: Any) -> None:
-    """Open loop: ``-t`` sets the schedule's length instead of killing the test at that time.
+def build_load_plan(load: LoadConfig, seed: int = 0) -> LoadPlan:
+    """The plan for ``load`` (``seed``: ``--seed``); raises :class:`LoadPlanError` with one line.
 
-    The shape then ends the test when the schedule is done and the requests still in
-    flight have finished, so the last arrivals are measured like the first.
+    Open loop: ``-t`` sets the schedule's length (the test ends when the schedule is done
+    and the requests in flight have finished, so the last arrivals are measured like the
+    first); without ``-t`` the schedule runs until the test is stopped.
     """
-    open_loop = (
-        getattr(options, "request_rate", None)
-        or getattr(options, "trace", None)
-        or getattr(options, "rate_ramp", None)
-    )
-    if open_loop and getattr(options, "run_time", None):
-        options.open_loop_run_time, options.run_time = options.run_time, None
-
-
-_FROM_OPTIONS: Any = object()
-
-
-def build_load_plan(options: Any, spawn_rate: float | None = _FROM_OPTIONS) -> LoadPlan:
-    """The plan for parsed options; raises :class:`LoadPlanError` with a one-line message.
-
-    ``spawn_rate`` is the one the user gave (``None``: none, so each stage reaches its level
-    in about a second). By default it is read from ``options.spawn_rate``, which is right
-    only until Locust fills in its own default of 1 for a headless start (after ``init``):
-    later callers pass what they recorded at ``init``.
-    """
-    chosen = [flag for flag, name in _MODES if getattr(options, name, None)]
-    if len(chosen) > 1:
-        raise LoadPlanError(f"{chosen[0]} and {chosen[1]} cannot be combined: choose one load model")
-    if spawn_rate is _FROM_OPTIONS:
-        spawn_rate = getattr(options, "spawn_rate", None)
     try:
-        return _build(options, chosen[0] if chosen else None, spawn_rate)
+        return _build(load, seed)
     except LoadPlanError:
         raise
-    except (ValueError, OSError) as exc:
-        raise LoadPlanError(str(exc).splitlines()[0]) from None
+    except (ValueError, OSError, TraceError) as exc:
+        message = str(exc).splitlines()[0]
+        if isinstance(exc, TraceError) and not message.startswith("-"):
+            message = f"--trace: {message}"
+        raise LoadPlanError(message) from None
 
 
-_MODES = (
-    ("--ramp", "ramp"),
-    ("--matrix", "matrix"),
-    ("--request-rate", "request_rate"),
-    ("--rate-ramp", "rate_ramp"),
-    ("--trace", "trace"),
-)
-
-
-def _build(options: Any, mode: str | None, spawn_rate: float | None) -> LoadPlan:
-    step = options.step_time
-    warmup = options.warmup
-    seed = int(getattr(options, "seed", 0) or 0)
-    plan = LoadPlan(max_concurrency=options.max_concurrency, seed=seed)
+def _build(load: LoadConfig, seed: int) -> LoadPlan:
+    step, warmup, mode = load.step_time, load.warmup, load.mode
+    plan = LoadPlan(max_concurrency=load.max_concurrency, seed=seed)
     if mode == "--ramp":
-        plan.stages = parse_ramp(options.ramp, step, spawn_rate, warmup)
+        plan.stages = parse_ramp(list(load.ramp or ()), step, load.spawn_rate, warmup)
     elif mode == "--matrix":
-        plan.stages = parse_matrix(options.matrix, step, spawn_rate, warmup)
-    elif mode in ("--request-rate", "--rate-ramp"):
-        plan.stages = _rate_stages(options, mode, step, warmup)
+        assert load.matrix is not None
+        plan.stages = parse_matrix(load.matrix, step, load.spawn_rate, warmup)
+    elif mode == "--rate-ramp":
+        plan.stages = parse_rate_ramp(list(load.rate_ramp or ()), step, warmup)
+    elif mode == "--request-rate":
+        assert load.request_rate is not None
+        duration = load.run_time or FOREVER
+        plan.stages = parse_rate_ramp([load.request_rate], duration, warmup)
     elif mode == "--trace":
-        if getattr(options, "dataset", None):
-            raise LoadPlanError(
-                "--trace takes its lengths from the trace: it cannot be combined with --dataset"
-            )
-        plan.trace = _trace(options, seed)
+        plan.trace = _trace(load, seed)
         duration = max(plan.trace.duration_s, 1e-3)
         plan.stages = parse_rate_ramp([len(plan.trace.entries) / duration], duration, warmup)
     if plan.stages is not None and plan.stages[0].kind == "rate" and plan.trace is None:
-        plan.arrival = parse_arrival(options.arrival, 1.0, options.burstiness)
-    elif options.max_concurrency and not plan.open_loop:
-        raise LoadPlanError(
-            "--max-concurrency applies to open-loop modes (--request-rate, --rate-ramp, --trace)"
-        )
+        plan.arrival = parse_arrival(load.arrival, 1.0, load.burstiness)
     return plan
 
 
-def _rate_stages(options: Any, mode: str, step: Any, warmup: Any) -> StagePlan:
-    if mode == "--rate-ramp":
-        return parse_rate_ramp(options.rate_ramp, step, warmup)
-    rate = float(options.request_rate)
-    if not (math.isfinite(rate) and rate > 0):
-        raise LoadPlanError(f"--request-rate: must be a positive number of requests per second, got {rate}")
-    run_time = getattr(options, "open_loop_run_time", None) or getattr(options, "run_time", None)
-    duration = float(run_time) if run_time else FOREVER
-    return parse_rate_ramp([rate], duration, warmup)
-
-
-def _trace(options: Any, seed: int) -> Trace:
-    def seconds(text: Any, flag: str) -> float | None:
-        return None if text in (None, "") else parse_duration(text, flag)
-
+def _trace(load: LoadConfig, seed: int) -> Trace:
+    assert load.trace is not None
     return load_trace(
-        options.trace,
-        options.trace_format,
-        time_scale=options.time_scale,
-        start_s=seconds(options.trace_start, "--trace-start") or 0.0,
-        duration_s=seconds(options.trace_duration, "--trace-duration"),
-        limit=options.trace_limit,
-        spread=options.trace_spread,
-        slot_s=options.trace_slot,
+        load.trace,
+        load.trace_format,
+        time_scale=load.time_scale,
+        start_s=load.trace_start or 0.0,
+        duration_s=load.trace_duration,
+        limit=load.trace_limit,
+        spread=load.trace_spread,
+        slot_s=load.trace_slot,
         seed=seed,
     )
 

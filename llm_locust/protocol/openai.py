@@ -21,9 +21,8 @@ def build_body(config: Any, spec: Any) -> dict[str, Any]:
         body["messages"] = spec.messages
     else:
         body["prompt"] = spec.prompt
-    max_tokens = spec.max_tokens if spec.max_tokens is not None else config.max_tokens
-    if max_tokens is not None:
-        body["max_tokens"] = max_tokens
+    if spec.max_tokens is not None:  # the workload applies --max-tokens (its one meaning)
+        body["max_tokens"] = spec.max_tokens
     if config.temperature is not None:
         body["temperature"] = config.temperature
     body.update(spec.extra_body)

@@ -15,7 +15,6 @@ import time
 from typing import Any
 
 from llm_locust import __version__
-from llm_locust.config.options import registered_names
 from llm_locust.record import RequestRecord
 from llm_locust.results.accuracy import input_length_error
 from llm_locust.results.report import end_of_run_text
@@ -25,18 +24,13 @@ from llm_locust.results.summary import max_concurrency, summarize
 from llm_locust.results.validity import MAX_SEND_LAG_MS
 from llm_locust.results.writer import ResultsWriter
 
-__all__ = ["SECRET_OPTIONS", "SLO_FAILED_EXIT", "Finalizer", "config_block"]
+__all__ = ["SLO_FAILED_EXIT", "Finalizer", "config_block", "options_block"]
 
 log = logging.getLogger("llm_locust")
 
 SLO_FAILED_EXIT = 3
-#: Options never written anywhere.
-SECRET_OPTIONS = frozenset({"api_key"})
-#: Locust's own options worth recording next to ours.
+#: Locust's own options worth recording next to ours (``-u``, ``-r``, ``-t`` are in the configuration).
 _LOCUST_OPTIONS = (
-    "num_users",
-    "spawn_rate",
-    "run_time",
     "headless",
     "expect_workers",
     "processes",
@@ -69,8 +63,7 @@ class Finalizer:
         summary = self.summary(list(writer.rows()), stop)
         path = writer.write_summary(summary)
         self._set_exit_code(summary)
-        options = self.run.environment.parsed_options
-        if options is not None and getattr(options, "headless", False):
+        if self.run.run_config.headless:
             paths = None if path is None else f"results: {writer.requests_path} and {path}"
             print(end_of_run_text(summary, paths), file=sys.stdout, flush=True)
         self._warn(summary)
@@ -161,19 +154,14 @@ def config_block(run: Any, finalizer: Finalizer) -> dict[str, Any]:
         block["workload"] = run.workload.describe()
     if run.plan is not None:
         block["load_model"] = run.plan.describe()
-    block["options"] = _options_dict(options)
+    block["options"] = options_block(run.run_config, options)
     return block
 
 
-def _options_dict(options: Any) -> dict[str, Any]:
-    if options is None:
-        return {}
-    names = set(registered_names()) | set(_LOCUST_OPTIONS)
-    out = {}
-    for name in sorted(names - SECRET_OPTIONS):
-        if hasattr(options, name):
-            value = getattr(options, name)
-            if name == "header" and value:
-                value = [h.split(":", 1)[0] + ":<redacted>" if "auth" in h.lower() else h for h in value]
-            out[name] = value
-    return out
+def options_block(config: Any, options: Any) -> dict[str, Any]:
+    """Every llm-locust option as the run used it (typed, secrets left out, ``Authorization``-like
+    header values redacted), plus a few of Locust's own."""
+    values = vars(options) if options is not None else {}
+    out = config.options()
+    out.update({name: values[name] for name in _LOCUST_OPTIONS if name in values})
+    return dict(sorted(out.items()))

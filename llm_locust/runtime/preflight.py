@@ -14,21 +14,20 @@ The check itself is :func:`llm_locust.preflight.preflight`; this module is its L
 
 from __future__ import annotations
 
-import argparse
-import contextlib
 import logging
 import sys
 from collections.abc import Callable
 from typing import Any
 
 from llm_locust.client import ClientConfig, shown_host
-from llm_locust.config.options import OptionError, registered_names
+from llm_locust.config.build import ConfigError
+from llm_locust.config.model import RequestConfig
 from llm_locust.preflight import Preflight, fetch_server_info, preflight
 
 __all__ = ["install", "run_preflight", "server_info"]
 
 log = logging.getLogger("llm_locust")
-MakeConfig = Callable[[Any, str], ClientConfig]
+MakeConfig = Callable[[RequestConfig, str], ClientConfig]
 _CHECKED: dict[int, Preflight] = {}  # by id(environment): the last check's result
 
 
@@ -49,12 +48,13 @@ def install(run: Any, make_config: MakeConfig) -> None:
     options = environment.parsed_options
     if options is None or run.role == "worker":
         return
+    request = run.run_config.request
     if options.headless or getattr(options, "autostart", False):
-        if options.skip_preflight:
+        if request.skip_preflight:
             return
         try:
-            config = make_config(options, environment.host or "")
-        except OptionError:
+            config = make_config(request, environment.host or run.run_config.host)
+        except ConfigError:
             return  # reported by the run's own option checks
         result = _CHECKED[id(environment)] = run_preflight(config)
         if not result.ok:
@@ -66,7 +66,7 @@ def install(run: Any, make_config: MakeConfig) -> None:
 
 
 def server_info(run: Any, config: ClientConfig) -> dict[str, Any]:
-    """The target's facts for ``test_start``; fills ``config.model`` or raises :class:`OptionError`."""
+    """The target's facts for ``test_start``; fills ``config.model`` or raises :class:`ConfigError`."""
     checked = _CHECKED.get(id(run.environment))
     same = (
         checked is not None
@@ -84,12 +84,16 @@ def server_info(run: Any, config: ClientConfig) -> dict[str, Any]:
     if config.model is None:
         config.model = info.get("model")
     if config.model is None:
-        raise OptionError(f"no model to request ({info.get('error', 'none listed')}); pass --model NAME")
+        raise ConfigError(f"no model to request ({info.get('error', 'none listed')}); pass --model NAME")
     return info
 
 
 def _gate_web_start(run: Any, make_config: MakeConfig) -> None:
-    """Wrap Locust's ``/swarm`` view: login first (Locust's), then the check, then the start."""
+    """Wrap Locust's ``/swarm`` view: login first (Locust's), then the check, then the start.
+
+    Installed before :func:`llm_locust.runtime.form.install_form_check`, whose wrapper runs
+    first: by the time this check runs, the form's values are the run's configuration.
+    """
     web_ui = run.environment.web_ui
     app = web_ui.app
     endpoint = next(rule.endpoint for rule in app.url_map.iter_rules() if rule.rule == "/swarm")
@@ -106,35 +110,16 @@ def _check_form(run: Any, make_config: MakeConfig) -> Any:
     from flask import jsonify, request
 
     environment = run.environment
-    options = _with_form(environment.parsed_options, request.form)
     host = request.form.get("host") or environment.host or ""
-    if options.skip_preflight:
+    config_request = run.run_config.request  # the form's, adopted by the form check
+    if config_request.skip_preflight:
         return None
     try:
-        config = make_config(options, host)
-    except OptionError as exc:
+        config = make_config(config_request, host)
+    except ConfigError as exc:
         return jsonify({"success": False, "message": str(exc), "host": host})
     result = _CHECKED[id(environment)] = run_preflight(config)
     if result.ok:
         return None
     log.error("llm-locust: preflight: %s", result.cause)
     return jsonify({"success": False, "message": f"preflight: {result.cause}", "host": host})
-
-
-def _with_form(options: Any, form: Any) -> argparse.Namespace:
-    """``options`` with the start form's llm-locust values (strings), converted as Locust does."""
-    values = dict(vars(options))
-    for name in registered_names():
-        if name not in form or name not in values:
-            continue
-        raw, current = form[name], values[name]
-        if isinstance(current, bool):
-            values[name] = raw == "true"
-        elif current is None:
-            values[name] = raw or None
-        elif isinstance(current, str):
-            values[name] = raw
-        elif isinstance(current, (int, float)):
-            with contextlib.suppress(ValueError):
-                values[name] = type(current)(raw)
-    return argparse.Namespace(**values)

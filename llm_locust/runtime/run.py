@@ -2,9 +2,13 @@
 
 This is the thin layer between Locust's lifecycle events and the rest of the package:
 
-- ``init``: validate options (one line and exit 2 on bad input), create the
-  :class:`LLMRun` for the process, wire worker -> master shipping.
-- ``test_start``: resolve the model, build the workload, open the results folder.
+- the command line parsed, then ``init``: the one typed
+  :class:`~llm_locust.config.model.RunConfig`, its load plan and (where requests are sent)
+  its workload, prepared by :mod:`llm_locust.runtime.prepare` (one line and exit 2 on bad
+  input); the :class:`LLMRun` of the process adopts them and wires worker -> master shipping.
+- ``test_start``: the configuration again only if the options changed (a test started from
+  the web UI's form, checked by :mod:`llm_locust.runtime.form`; a worker takes the master's
+  options); resolve the model, build the workload, open the results folder.
 - each finished request (:meth:`LLMRun.complete`): Locust stats, then the results sink
   (local runner, master) or the outbox to the master (worker).
 - ``test_stop`` / ``quitting``: write ``summary.json`` and print the table (how the load
@@ -22,7 +26,6 @@ from __future__ import annotations
 import locust.runners
 from locust.env import Environment
 
-import argparse
 import itertools
 import logging
 import time
@@ -31,29 +34,20 @@ from typing import Any
 import gevent
 
 from llm_locust.client import ClientConfig
-from llm_locust.config.options import (
-    OptionError,
-    api_key_from,
-    parse_extra_body,
-    parse_headers,
-    register_request_options,
-)
-from llm_locust.live.exporter import add_exporter_arguments
-from llm_locust.live.server_metrics import add_server_metrics_arguments
+from llm_locust.config.build import ConfigError, config_from_options
+from llm_locust.config.model import RequestConfig, RunConfig
 from llm_locust.load.levels import LevelTracker
-from llm_locust.load.plan import OPEN_LOOP_LEAD, LoadPlan, build_load_plan, stage_of
+from llm_locust.load.plan import OPEN_LOOP_LEAD, LoadPlan, stage_of
 from llm_locust.record import INCOMPLETE, RequestRecord
 from llm_locust.results.finalize import Finalizer
 from llm_locust.results.report import LOCUST_TABLE_LABEL
-from llm_locust.results.slo import parse_slo
-from llm_locust.results.writer import ResultsWriter, check_results_dir
+from llm_locust.results.writer import ResultsWriter
 from llm_locust.runtime import distributed, preflight, stopping
-from llm_locust.runtime.shape import register_load_options
+from llm_locust.runtime.prepare import PREPARER, Prepared, results_dir, source_of, workload_info
 from llm_locust.workload.base import RequestSpec
-from llm_locust.workload.build import add_workload_arguments, build_workload
 from llm_locust.workload.tokenizer import counting_tokenizer
 
-__all__ = ["LLMRun", "client_config", "option_parsers", "role_of", "run_for"]
+__all__ = ["LLMRun", "client_config", "role_of", "run_for"]
 
 log = logging.getLogger("llm_locust")
 REQUEST_TYPE = "LLM"
@@ -90,6 +84,10 @@ class LLMRun:
         self.environment = environment
         self.role = role_of(environment.runner)
         self.in_flight = 0
+        self.run_config: RunConfig = config_from_options(None)  # the defaults, until init adopts one
+        self.cli_spawn_rate: float | None = None  # -r as the command line gave it (None: not given)
+        self._source: dict[str, Any] | None = None  # the option values run_config came from
+        self._form_pending = False
         self.config: ClientConfig | None = None
         self.workload: Any = None
         self.server_info: dict[str, Any] = {}
@@ -104,7 +102,6 @@ class LLMRun:
         self.plan_workers = 1
         self.slo: Any = None
         self.levels: LevelTracker | None = None  # per-stage user levels (master, local)
-        self.spawn_rate_given = False  # -r / LOCUST_SPAWN_RATE / config file / web UI form
         self.drain: dict[str, Any] | None = None  # how long users finish their request at a stop
         self.stopping = False  # the load is stopping: send nothing new
         self.interrupted: str | None = None  # the signal that stopped the run
@@ -127,20 +124,46 @@ class LLMRun:
             self.inbox = distributed.Inbox(self._deliver)
             runner.register_message(distributed.MESSAGE_TYPE, self._on_worker_message)
 
+    # -- configuration ---------------------------------------------------------------
+    def adopt(self, prepared: Prepared, *, from_form: bool = False) -> None:
+        """Run with a prepared (validated) configuration, its plan and its workload."""
+        if self._source is None and not from_form:
+            self.cli_spawn_rate = prepared.config.load.spawn_rate
+        self.run_config, self.plan, self.slo = prepared.config, prepared.plan, prepared.config.slo
+        if prepared.workload is not None:
+            self.workload = prepared.workload
+        self._form_pending = from_form
+        self._source = None if from_form else prepared.source
+
+    def configure(self, config: RunConfig, *, from_form: bool = False, workload: bool = True) -> None:
+        """Adopt ``config`` (the web UI's form, a master's options); raises one of ``CONFIG_ERRORS``."""
+        source = source_of(self.environment.parsed_options)
+        self.adopt(PREPARER.adopt(config, self.role, source, workload=workload), from_form=from_form)
+
+    def _current_config(self) -> RunConfig:
+        """The configuration for a test starting now (rebuilt only if the options changed)."""
+        source = source_of(self.environment.parsed_options)
+        if self._form_pending:  # the form's values, already validated and adopted
+            self._form_pending, self._source = False, source
+        elif source != self._source:  # e.g. a worker given the master's options
+            self.configure(config_from_options(self.environment.parsed_options), workload=False)
+            self._source = source
+        return self.run_config
+
+    def _workload_info(self, client: ClientConfig) -> dict[str, Any]:
+        return workload_info(self.run_config, client.host, client.model, self.server_info)
+
     # -- lifecycle -------------------------------------------------------------------
     def on_test_start(self) -> None:
-        options = self.environment.parsed_options
+        run_config = self._current_config()
         self._tests += 1
         self.stopping = False
         self.config = None  # set once the start succeeded: users of a failed start send nothing
-        config = client_config(options, self.environment.host or "")
-        if self.plan is None or self.role == "worker":
-            self.plan = build_load_plan(options, spawn_rate=self.spawn_rate())
-        self.slo = parse_slo(options.slo) if options.slo else None
+        config = client_config(run_config.request, self.environment.host or run_config.host)
         self._stage_workloads.clear()
         self.server_info = preflight.server_info(self, config)  # never a null model
         if self.role != "master":
-            self.workload = build_workload(options, self.server_info)
+            self.workload = PREPARER.workloads.build(run_config.workload, self._workload_info(config))
             config.tokenizer = counting_tokenizer(self.workload)  # counts when usage is absent
         self.config = config
         if self.role == "worker":
@@ -149,7 +172,7 @@ class LLMRun:
             return
         if self.inbox is not None:
             self.inbox.reset()
-        self.writer = ResultsWriter(self._results_dir(options))
+        self.writer = ResultsWriter(self._results_dir(self._tests))
         self.finalizer = Finalizer(self, time.time())
         staged = self.plan is not None and self.plan.stages is not None and self.plan_t0 is not None
         self.levels = LevelTracker(self.plan.stages, self.plan_t0) if staged else None  # type: ignore[union-attr,arg-type]
@@ -188,7 +211,7 @@ class LLMRun:
         self.finalize()
         options = self.environment.parsed_options
         locust_prints_table = not getattr(options, "json_file", None)  # right after this event
-        if self.role != "worker" and getattr(options, "headless", False) and locust_prints_table:
+        if self.role != "worker" and self.run_config.headless and locust_prints_table:
             logging.getLogger("locust.stats_logger").info(LOCUST_TABLE_LABEL)  # the table's stream
 
     def finalize(self) -> None:
@@ -197,26 +220,20 @@ class LLMRun:
             self.writer.close()
             self.finalizer = None
 
-    def spawn_rate(self) -> float | None:
-        """The spawn rate the user gave (-r, ``LOCUST_SPAWN_RATE``, a config file, the web UI
-        form); ``None`` when Locust's default stands in (each stage then reaches its level in
-        about a second)."""
-        return getattr(self.environment.parsed_options, "spawn_rate", None) if self.spawn_rate_given else None
-
-    def _results_dir(self, options: Any) -> Any:
-        if not options.results_dir:
-            return None
-        directory = options.results_dir if self._tests == 1 else f"{options.results_dir}-{self._tests}"
-        return check_results_dir(directory, options.overwrite or self._tests == 1)
+    def _results_dir(self, test: int) -> Any:
+        return results_dir(self.run_config, test)
 
     # -- the load plan -------------------------------------------------------------
     def start_plan(self, lead_in: float) -> None:
-        """A new shape test: build the plan, fix its start, tell the workers.
+        """A new shape test: fix the plan's start, tell the workers.
 
-        Called at the shape's first tick, which comes before ``test_start``. Open-loop
-        plans start ``OPEN_LOOP_LEAD`` later, once every dispatcher has been spawned.
+        Called at the shape's first tick, which comes before ``test_start``; the plan is the
+        configuration's (built once when it was adopted, with the spawn rate the user gave:
+        ``None`` when Locust's default stands in, so each stage reaches its level in about a
+        second). Open-loop plans start ``OPEN_LOOP_LEAD`` later, once every dispatcher has
+        been spawned.
         """
-        self.plan = build_load_plan(self.environment.parsed_options, spawn_rate=self.spawn_rate())
+        assert self.plan is not None
         lead = OPEN_LOOP_LEAD if self.plan.open_loop else 0.0
         t0 = time.time() - lead_in + lead
         self.current_stage = None
@@ -250,8 +267,11 @@ class LLMRun:
         if stage is None or not stage.overrides():
             return self.workload
         if stage.index not in self._stage_workloads:
-            options = _with_overrides(self.environment.parsed_options, stage.overrides())
-            self._stage_workloads[stage.index] = build_workload(options, self.server_info)
+            cell = self.run_config.workload.with_cell(stage.overrides())
+            assert self.config is not None  # set at the test's start
+            self._stage_workloads[stage.index] = PREPARER.workloads.build(
+                cell, self._workload_info(self.config)
+            )
         return self._stage_workloads[stage.index]
 
     def trace_spec(self, entry: Any) -> RequestSpec:
@@ -368,42 +388,19 @@ class LLMRun:
         return self.inbox.total_in_flight() if self.inbox is not None else self.in_flight
 
 
-def client_config(options: Any, host: str) -> ClientConfig:
-    """The request options from Locust's parsed options; raises :class:`OptionError`."""
+def client_config(request: RequestConfig, host: str) -> ClientConfig:
+    """The HTTP client's settings: the request part of the configuration and the target."""
     if not host:
-        raise OptionError("--host: no target given (e.g. --host http://127.0.0.1:8000)")
+        raise ConfigError("--host: no target given (e.g. --host http://127.0.0.1:8000)")
     return ClientConfig(
         host=host,
-        model=options.model,
-        endpoint=options.endpoint,
-        api_key=api_key_from(options),
-        max_tokens=options.max_tokens,
-        temperature=options.temperature,
-        extra_body=parse_extra_body(options.extra_body),
-        headers=parse_headers(options.header),
-        request_timeout=options.request_timeout,
-        ca_cert=options.ca_cert,
-        insecure=options.insecure,
+        model=request.model,
+        endpoint=request.endpoint,
+        api_key=request.api_key_value(),
+        temperature=request.temperature,
+        extra_body=dict(request.extra_body),
+        headers=dict(request.headers),
+        request_timeout=request.request_timeout,
+        ca_cert=request.ca_cert,
+        insecure=request.insecure,
     )
-
-
-def _with_overrides(options: Any, overrides: dict[str, str]) -> Any:
-    """A copy of ``options`` with a matrix cell's workload settings."""
-    copy = argparse.Namespace(**vars(options))
-    names = {"input": "input_tokens", "output": "output_tokens", "profile": "profile"}
-    for key, value in overrides.items():
-        setattr(copy, names[key], value)
-    if "input" in overrides or "output" in overrides:
-        copy.profile = overrides.get("profile")
-    return copy
-
-
-def option_parsers() -> list[tuple[str, Any]]:
-    """(title, register function) for every group of llm-locust options, in help order."""
-    return [
-        ("request", register_request_options),
-        ("workload", add_workload_arguments),
-        ("load model", register_load_options),
-        ("prometheus exporter", add_exporter_arguments),
-        ("server metrics", add_server_metrics_arguments),
-    ]

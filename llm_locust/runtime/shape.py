@@ -22,95 +22,9 @@ import logging
 import time
 from typing import Any
 
-from llm_locust.config.options import add_argument
-
-__all__ = ["LLMShape", "register_load_options"]
+__all__ = ["LLMShape"]
 
 log = logging.getLogger("llm_locust")
-
-
-def register_load_options(parser: Any) -> None:
-    """Options of the load model (graded ramps, matrices, open loop, traces, SLOs)."""
-    a = add_argument
-    a(parser, "--ramp", default="", help="Closed-loop step ramp: user counts, e.g. 1,5,10,20,50")
-    a(parser, "--step-time", default="60s", help="How long each ramp/matrix/rate step holds, e.g. 60s, 2m")
-    a(
-        parser,
-        "--warmup",
-        default="0s",
-        help="Start of each stage excluded from its statistics (kept in requests.jsonl, marked)",
-    )
-    a(
-        parser,
-        "--matrix",
-        default="",
-        help='Test matrix, e.g. "users=1,10,50;input=128,1024;output=128,512", or a YAML file',
-    )
-    a(parser, "--request-rate", type=float, default=None, help="Open loop: arrivals per second (all workers)")
-    a(
-        parser,
-        "--arrival",
-        choices=["poisson", "gamma", "constant"],
-        default="poisson",
-        help="Open-loop arrival process",
-    )
-    a(
-        parser,
-        "--burstiness",
-        type=float,
-        default=None,
-        help="gamma arrivals: shape k (k<1 burstier than Poisson, 1 = Poisson)",
-    )
-    a(
-        parser,
-        "--max-concurrency",
-        type=int,
-        default=None,
-        help="Open loop: at most this many requests in flight (arrivals wait, and are counted)",
-    )
-    a(
-        parser,
-        "--rate-ramp",
-        default="",
-        help="Open-loop rate steps in req/s, e.g. 1,2,4,8 (with --step-time)",
-    )
-    a(
-        parser,
-        "--trace",
-        default="",
-        help="Replay a trace's arrival times and lengths (Azure CSV, Mooncake JSONL)",
-    )
-    a(
-        parser,
-        "--trace-format",
-        choices=["auto", "azure", "mooncake"],
-        default="auto",
-        help="Trace file format",
-    )
-    a(parser, "--time-scale", type=float, default=1.0, help="Trace replay: X > 1 compresses time (more load)")
-    a(
-        parser,
-        "--trace-spread",
-        choices=["auto", "even", "random", "none"],
-        default="auto",
-        help="Spread requests of a quantized timestamp slot across the slot",
-    )
-    a(
-        parser,
-        "--trace-slot",
-        type=float,
-        default=None,
-        help="Trace slot width in seconds (default: detected)",
-    )
-    a(parser, "--trace-start", default="", help="Replay from this trace offset, e.g. 10m")
-    a(parser, "--trace-duration", default="", help="Replay only this much of the trace, e.g. 5m")
-    a(parser, "--trace-limit", type=int, default=None, help="Replay at most this many requests")
-    a(
-        parser,
-        "--slo",
-        default="",
-        help='SLO, e.g. "success>=99%%,ttft_p95<=5s,e2e_p95<=30s", or a YAML file; a failed SLO exits 3',
-    )
 
 
 class LLMShape(LoadTestShape):
@@ -163,10 +77,10 @@ class LLMShape(LoadTestShape):
         self._fresh = True
 
     def _common_options(self, run: Any, elapsed: float) -> tuple[int, float] | None:
-        """Plain Locust: ``-u`` users for ``-t``; without an explicit ``-r`` they start within a second."""
-        options = self.runner.environment.parsed_options  # type: ignore[union-attr]
-        run_time = getattr(options, "run_time", None)
-        if run_time and elapsed > run_time:
+        """Plain Locust: ``-u`` users (Locust's default 1) for ``-t``, as validated; without an
+        explicit ``-r`` they start within a second."""
+        load = run.run_config.load
+        if load.run_time and elapsed > load.run_time:
             return None
-        users = int(getattr(options, "num_users", None) or 1)
-        return users, float(run.spawn_rate() or users)
+        users = load.num_users if load.num_users is not None else 1
+        return users, float(load.spawn_rate or users)

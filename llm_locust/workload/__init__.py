@@ -1,18 +1,19 @@
 """What to send: length profiles, datasets, prompt synthesis, seeded sampling.
 
-Entry points: :func:`add_workload_arguments` declares the options, :func:`build_workload`
-turns them into a :class:`Workload` (raising :class:`WorkloadError` on bad input), and
+Entry points: :func:`build_workload` turns the configuration's workload part
+(:class:`~llm_locust.config.model.WorkloadConfig`) into a :class:`Workload` (raising
+:class:`WorkloadError` on bad input), and
 ``llm_locust.workload.cli.main`` is ``llm-locust workload sample|describe|prompts``.
 """
 
 from llm_locust.workload.base import RequestSource, RequestSpec, Workload
-from llm_locust.workload.build import WorkloadError, add_workload_arguments, build_workload
+from llm_locust.workload.build import WorkloadError, WorkloadFactory, build_workload
 
 __all__ = [
     "RequestSource",
     "RequestSpec",
     "Workload",
     "WorkloadError",
-    "add_workload_arguments",
+    "WorkloadFactory",
     "build_workload",
 ]

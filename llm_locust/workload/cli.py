@@ -20,9 +20,11 @@ from typing import Any, TextIO
 
 import numpy as np
 
-from llm_locust.config.options import add_argument
+from llm_locust.config.build import ConfigError, build_config
+from llm_locust.config.model import RequestConfig
+from llm_locust.config.register import OneLineParser, register
 from llm_locust.results.accuracy import relative_errors
-from llm_locust.workload.build import WorkloadError, add_workload_arguments, build_workload
+from llm_locust.workload.build import WorkloadError, build_workload
 from llm_locust.workload.tokenizer import TokenizerError
 
 __all__ = ["main", "request_body"]
@@ -31,7 +33,7 @@ PROG = "llm-locust workload"
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog=PROG, description=__doc__.splitlines()[0])
+    p = OneLineParser(prog=PROG, description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="command", required=True)
     for name, help_text in (
         ("sample", "print sampled lengths as JSONL"),
@@ -39,15 +41,21 @@ def _parser() -> argparse.ArgumentParser:
         ("prompts", "write the request bodies as JSONL"),
     ):
         sp = sub.add_parser(name, help=help_text)
-        sp.add_argument("-n", type=int, default=1000, help="number of requests (default 1000)")
-        sp.add_argument("--stream", type=int, default=0, help="stream index (default 0)")
-        sp.add_argument("-o", "--output", default="-", help="output file (default stdout)")
-        add_argument(sp, "--max-tokens", type=int, default=None, help="cap on max_tokens")
-        add_argument(sp, "--model", default="model", help="model name for request bodies")
-        add_argument(sp, "--endpoint", default="chat", choices=("chat", "completions"), help="endpoint")
-        add_argument(sp, "--host", default=None, help="server address, for --tokenizer server")
-        add_workload_arguments(sp)
+        register(sp, ("workload-command", "workload"))
+        register(sp, ("request",), only=("model", "endpoint"))
     return p
+
+
+def _counts(args: argparse.Namespace) -> tuple[int, int]:
+    """``-n`` and ``--stream``, checked."""
+    for flag, value, low in (("-n", args.n, 1), ("--stream", args.stream, 0)):
+        try:
+            number = int(value)
+        except ValueError:
+            raise ConfigError(f"{flag} {value!r}: not a whole number") from None
+        if number < low:
+            raise ConfigError(f"{flag} {value!r}: must be at least {low}")
+    return int(args.n), int(args.stream)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -61,19 +69,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SystemExit as exc:
         return int(exc.code or 0)
     try:
-        if args.n < 1:
-            raise WorkloadError("-n must be at least 1")
-        workload = build_workload(args)
-        specs = _draw(workload, args.stream, args.n)
+        n, stream = _counts(args)
+        config = build_config(vars(args))
+        info = {"base_url": args.host, "model": config.request.model}
+        workload = build_workload(config.workload, info)
+        specs = _draw(workload, stream, n)
         out: TextIO = sys.stdout if args.output == "-" else open(args.output, "w", encoding="utf-8")  # noqa: SIM115
         try:
             {"sample": _sample, "describe": _describe, "prompts": _prompts}[args.command](
-                workload, specs, args, out
+                workload, specs, config.request, out
             )
         finally:
             if out is not sys.stdout:
                 out.close()
-    except (WorkloadError, TokenizerError, OSError) as exc:
+    except (ConfigError, WorkloadError, TokenizerError, OSError) as exc:
         print(f"{PROG}: error: {exc}", file=sys.stderr)
         return 2
     guard = getattr(workload, "guard", None)
@@ -94,7 +103,7 @@ def _draw(workload: Any, stream: int, n: int) -> list[Any]:
     return specs
 
 
-def _sample(workload: Any, specs: list[Any], args: argparse.Namespace, out: TextIO) -> None:
+def _sample(workload: Any, specs: list[Any], request: RequestConfig, out: TextIO) -> None:
     for s in specs:
         row: dict[str, Any] = {"input_tokens": s.target_input_tokens, "output_tokens": s.target_output_tokens}
         if s.session_id is not None:
@@ -131,7 +140,7 @@ def length_accuracy(workload: Any, specs: list[Any]) -> dict[str, Any]:
     }
 
 
-def _describe(workload: Any, specs: list[Any], args: argparse.Namespace, out: TextIO) -> None:
+def _describe(workload: Any, specs: list[Any], request: RequestConfig, out: TextIO) -> None:
     report = {
         "workload": workload.describe(),
         "count": len(specs),
@@ -149,11 +158,11 @@ def request_body(spec: Any, model: str, endpoint: str) -> dict[str, Any]:
     return build_body(ClientConfig(host="", model=model, endpoint=endpoint), spec)
 
 
-def _prompts(workload: Any, specs: list[Any], args: argparse.Namespace, out: TextIO) -> None:
+def _prompts(workload: Any, specs: list[Any], request: RequestConfig, out: TextIO) -> None:
     for s in specs:
         row = {
-            "endpoint": args.endpoint,
-            "body": request_body(s, args.model, args.endpoint),
+            "endpoint": request.endpoint,
+            "body": request_body(s, request.model or "model", request.endpoint),
             "target_input_tokens": s.target_input_tokens,
             "target_output_tokens": s.target_output_tokens,
         }

@@ -204,7 +204,7 @@ def test_chat_profile_lengths_are_exact_and_match_the_server(tmp_path: Path) -> 
         res = run_locust(
             url,
             *(
-                "--profile",
+                "--workload",
                 "chat",
                 "--seed",
                 "7",

@@ -13,9 +13,11 @@ import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
+from llm_locust.config.build import build_config
+from llm_locust.config.register import register
 from llm_locust.live import catalog as metrics
 from llm_locust.live.aggregate import LiveAggregate
-from llm_locust.live.exporter import LLMCollector, add_exporter_arguments, run_gauges, run_info
+from llm_locust.live.exporter import LLMCollector, run_gauges, run_info
 from tests.promproc import free_port, http_get, start_locust, stop_process, write_locustfile
 from tests.simproc import running_sim
 from tests.unit.live.test_aggregate import failed_row, ok_row
@@ -127,11 +129,11 @@ def test_options_register_once() -> None:
     import argparse
 
     parser = argparse.ArgumentParser()
-    add_exporter_arguments(parser)
-    add_exporter_arguments(parser)  # the lead's run.py and a locustfile may both call it
-    options = parser.parse_args(["--prometheus-port", "0"])
+    register(parser, ("export",), environ={})
+    register(parser, ("export",), environ={})  # a second registration on one parser is a no-op
+    options = build_config(vars(parser.parse_args(["--prometheus-port", "0"]))).export
     assert options.prometheus_port == 0 and options.prometheus_host == "127.0.0.1"
-    assert parser.parse_args([]).prometheus_port is None
+    assert build_config(vars(parser.parse_args([]))).export.prometheus_port is None
 
 
 # -- a real run ----------------------------------------------------------------------
@@ -295,8 +297,8 @@ def test_server_metrics_failures_are_counted_and_logged_once(caplog: pytest.LogC
 def test_slo_option_gives_a_predicate_and_exact_edges() -> None:
     from llm_locust.live.exporter import slo_setup
 
-    assert slo_setup(SimpleNamespace()) == (None, {})
-    good, thresholds = slo_setup(SimpleNamespace(slo="success>=99%,ttft_p95<=300ms,e2e_p99<=2s"))
+    assert slo_setup(build_config({}).slo) == (None, {})
+    good, thresholds = slo_setup(build_config({"slo": "success>=99%,ttft_p95<=300ms,e2e_p99<=2s"}).slo)
     assert thresholds == {"ttft": [0.3], "e2e": [2.0]}
     assert good is not None
     row = ok_row(ttft=0.2) | {"request_id": "a"}

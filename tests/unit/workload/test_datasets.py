@@ -2,21 +2,19 @@
 
 from __future__ import annotations
 
-import argparse
 import json
 from pathlib import Path
 
 import pytest
 
-from llm_locust.workload.build import WorkloadError, add_workload_arguments, build_workload
+from llm_locust.workload.build import WorkloadError, build_workload
 from llm_locust.workload.cli import main
 from llm_locust.workload.tokenizer import APPROX_PATTERN, approx_count
+from tests.unit.workload.args import workload_config
 
 
 def _wl(*argv: str):
-    p = argparse.ArgumentParser()
-    add_workload_arguments(p)
-    return build_workload(p.parse_args(list(argv)))
+    return build_workload(workload_config(*argv))
 
 
 def _common_pieces(a: str, b: str) -> int:
@@ -113,11 +111,11 @@ def test_malformed_rows_skipped_or_strict(tmp_path: Path, caplog: pytest.LogCapt
     ("argv", "message"),
     [
         (["--dataset", "/nonexistent/x.jsonl"], "cannot read dataset"),
-        (["--profile", "nope"], "unknown profile 'nope'"),
+        (["--workload", "nope"], "unknown profile 'nope'"),
         (["--input-tokens", "gauss:1"], "unknown distribution"),
         (["--input-tokens", "9000", "--max-model-len", "4096"], "exceeds the model's limit of 4096"),
         (["--tokenizer", "/nonexistent/tokenizer.json"], "tokenizer file not found"),
-        (["--profile", "chat", "--input-tokens", "5"], "not both"),
+        (["--workload", "chat", "--input-tokens", "5"], "not both"),
     ],
 )
 def test_cli_bad_input_exits_2(argv: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:
@@ -127,13 +125,13 @@ def test_cli_bad_input_exits_2(argv: list[str], message: str, capsys: pytest.Cap
 
 
 def test_cli_sample_describe_prompts(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["sample", "--profile", "code", "-n", "5", "--seed", "3"]) == 0
+    assert main(["sample", "--workload", "code", "-n", "5", "--seed", "3"]) == 0
     rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert len(rows) == 5 and set(rows[0]) == {"input_tokens", "output_tokens"}
-    assert main(["sample", "--profile", "code", "-n", "5", "--seed", "3"]) == 0
+    assert main(["sample", "--workload", "code", "-n", "5", "--seed", "3"]) == 0
     assert [json.loads(line) for line in capsys.readouterr().out.splitlines()] == rows
 
-    assert main(["describe", "--profile", "chat", "-n", "300", "--max-model-len", "2048"]) == 0
+    assert main(["describe", "--workload", "chat", "-n", "300", "--max-model-len", "2048"]) == 0
     captured = capsys.readouterr()
     report = json.loads(captured.out)
     assert report["count"] == 300 and report["length_accuracy"]["exact_fraction"] == 1.0

@@ -9,7 +9,6 @@ the test (``conftest.py``): no token may appear more than ``MAX_RUN`` times in a
 
 from __future__ import annotations
 
-import argparse
 import json
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -18,20 +17,21 @@ from typing import Any
 import pytest
 from tokenizers import Tokenizer
 
-from llm_locust.workload.build import add_workload_arguments, build_workload
+from llm_locust.workload.build import build_workload
 from llm_locust.workload.nonce import KEY_BITS, mix
 from llm_locust.workload.prompts import PromptBuilder
 from llm_locust.workload.tokenizer import APPROX_PATTERN, ApproxTokenizer, HFTokenizer
+from tests.unit.workload.args import workload_config
 
 MAX_RUN = 3  # the same token at most three times in a row ("had had" is English; four is not)
 
 VARIANTS: dict[str, list[str]] = {
-    "chat": ["--profile", "chat"],
-    "code": ["--profile", "code"],
-    "long-context": ["--profile", "long-context", "--max-model-len", "8000"],
-    "sharegpt": ["--profile", "sharegpt"],
+    "chat": ["--workload", "chat"],
+    "code": ["--workload", "code"],
+    "long-context": ["--workload", "long-context", "--max-model-len", "8000"],
+    "sharegpt": ["--workload", "sharegpt"],
     "short": ["--input-tokens", "uniform:1,24", "--output-tokens", "4"],
-    "multi-turn": ["--profile", "chat", "--multi-turn", "3"],
+    "multi-turn": ["--workload", "chat", "--multi-turn", "3"],
     "shared-prefix": [
         "--input-tokens",
         "uniform:200,900",
@@ -71,9 +71,7 @@ def dataset(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def _texts(variant: str, tokenizer: str, seed: int, streams: Sequence[int], n: int, ds: Path) -> list[str]:
     """Every message and every completions prompt of ``n`` requests per stream."""
     argv = [a if a != "DATASET" else str(ds) for a in VARIANTS[variant]]
-    p = argparse.ArgumentParser()
-    add_workload_arguments(p)
-    w = build_workload(p.parse_args([*argv, "--tokenizer", tokenizer, "--seed", str(seed)]))
+    w = build_workload(workload_config(*argv, "--tokenizer", tokenizer, "--seed", str(seed)))
     out: list[str] = []
     for stream in streams:
         src = w.source(stream)

@@ -2,24 +2,23 @@
 
 from __future__ import annotations
 
-import argparse
 import json
 from pathlib import Path
 
 import pytest
 from tokenizers import Tokenizer
 
-from llm_locust.workload.build import WorkloadError, add_workload_arguments, build_workload
+from llm_locust.config.model import WorkloadConfig
+from llm_locust.workload.build import WorkloadError, build_workload
 from llm_locust.workload.prompts import PromptBuilder
 from llm_locust.workload.tokenizer import ApproxTokenizer, HFTokenizer, approx_count
+from tests.unit.workload.args import workload_config
 
 TARGETS = [1, 17, 128, 1024, 8000]
 
 
-def _options(*argv: str) -> argparse.Namespace:
-    p = argparse.ArgumentParser()
-    add_workload_arguments(p)
-    return p.parse_args(list(argv))
+def _options(*argv: str) -> WorkloadConfig:
+    return workload_config(*argv)
 
 
 def _count(tok: Tokenizer, text: str) -> int:
@@ -46,7 +45,7 @@ def test_approx_prompts_hit_exact_targets() -> None:
 
 def test_profile_workload_with_bpe_is_exact(bpe_path: Path) -> None:
     """1,000 requests of the chat profile, each exactly its target (speed: benchmarks/workload_build.py)."""
-    w = build_workload(_options("--profile", "chat", "--tokenizer", str(bpe_path)))
+    w = build_workload(_options("--workload", "chat", "--tokenizer", str(bpe_path)))
     src = w.source(0)
     specs = [src.next_request() for _ in range(1000)]
     tok = Tokenizer.from_file(str(bpe_path))
@@ -58,7 +57,7 @@ def test_profile_workload_with_bpe_is_exact(bpe_path: Path) -> None:
 
 
 def test_approx_workload_is_exact() -> None:
-    w = build_workload(_options("--profile", "chat"))
+    w = build_workload(_options("--workload", "chat"))
     src = w.source(0)
     specs = [src.next_request() for _ in range(1000)]
     assert all(approx_count(s.messages[0]["content"]) == s.target_input_tokens for s in specs)

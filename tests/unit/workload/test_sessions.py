@@ -2,18 +2,16 @@
 
 from __future__ import annotations
 
-import argparse
 import json
 from pathlib import Path
 
-from llm_locust.workload.build import add_workload_arguments, build_workload
+from llm_locust.workload.build import build_workload
 from llm_locust.workload.tokenizer import approx_count
+from tests.unit.workload.args import workload_config
 
 
 def _wl(*argv: str):
-    p = argparse.ArgumentParser()
-    add_workload_arguments(p)
-    return build_workload(p.parse_args(list(argv)))
+    return build_workload(workload_config(*argv))
 
 
 def test_turn_contains_previous_prompt_and_reply() -> None:
@@ -82,7 +80,7 @@ def test_shared_prefix_fraction_matches_setting() -> None:
 
 
 def test_long_context_blocks_are_shared(tmp_path: Path) -> None:
-    w = _wl("--profile", "long-context", "--max-model-len", "40000", "--seed", "3")
+    w = _wl("--workload", "long-context", "--max-model-len", "40000", "--seed", "3")
     src = w.source(0)
     specs = [src.next_request() for _ in range(200)]
     reused = [s for s in specs if s.info.get("reused_blocks", 0) >= 1]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import json
 import threading
 from collections.abc import Iterator
@@ -13,10 +12,11 @@ import pytest
 
 from llm_locust.record import RequestRecord
 from llm_locust.results.accuracy import input_length_error
-from llm_locust.workload.build import add_workload_arguments, build_workload
+from llm_locust.workload.build import build_workload
 from llm_locust.workload.distributions import LengthSample, SpecError, parse_distribution
 from llm_locust.workload.limits import LengthGuard
 from llm_locust.workload.tokenizer import LengthCalibrator, ServerTokenizer, approx_count
+from tests.unit.workload.args import workload_config
 
 
 @pytest.mark.parametrize(
@@ -74,10 +74,8 @@ def test_guard_clip_and_reject() -> None:
 
 
 def test_profile_respects_max_model_len() -> None:
-    p = argparse.ArgumentParser()
-    add_workload_arguments(p)
     w = build_workload(
-        p.parse_args(["--profile", "chat", "--length-policy", "reject"]), {"max_model_len": 1024}
+        workload_config("--workload", "chat", "--length-policy", "reject"), {"max_model_len": 1024}
     )
     src = w.source(0)
     specs = [src.next_request() for _ in range(300)]
@@ -118,9 +116,7 @@ def test_server_tokenizer_against_stub(stub_url: str) -> None:
     tok = ServerTokenizer(stub_url)
     assert tok.max_model_len == 4096
     assert tok.count_batch(["Hello, world.", "one two"]) == [4, 2]
-    p = argparse.ArgumentParser()
-    add_workload_arguments(p)
-    opts = p.parse_args(["--tokenizer", "server", "--input-tokens", "uniform:10,200"])
+    opts = workload_config("--tokenizer", "server", "--input-tokens", "uniform:10,200")
     w = build_workload(opts, {"base_url": stub_url})
     assert w.guard.max_model_len == 4096  # advertised by the tokenize endpoint
     s = w.source(0).next_request()
@@ -130,10 +126,8 @@ def test_server_tokenizer_against_stub(stub_url: str) -> None:
 def test_server_tokenizer_unreachable() -> None:
     from llm_locust.workload.build import WorkloadError
 
-    p = argparse.ArgumentParser()
-    add_workload_arguments(p)
     with pytest.raises(WorkloadError, match="no tokenize endpoint"):
-        build_workload(p.parse_args(["--tokenizer", "server"]), {"base_url": "http://127.0.0.1:9"})
+        build_workload(workload_config("--tokenizer", "server"), {"base_url": "http://127.0.0.1:9"})
 
 
 def test_calibrator_learns_template_overhead() -> None:

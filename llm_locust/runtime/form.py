@@ -1,0 +1,75 @@
+"""The web UI's start form, checked by the typed configuration before Locust starts a test.
+
+Locust copies the form's fields into its parsed options as it finds them: a field whose
+option defaults to ``None`` stays a string (``request_rate="4"``, which later divided an
+``int``), and any other is converted with its default's type (``float("abc")`` raises inside
+Locust's view: an HTTP 500 with a traceback). So ``/swarm`` is wrapped: the form's values
+are laid over the current options and built into a :class:`~llm_locust.config.model.RunConfig`
+with the same code and the same one-line messages as the command line. A bad value answers
+``{"success": false, "message": "<flag> '<value>': <reason>"}`` (and the same line in the
+log) and starts nothing; a good one is adopted by the run (its plan, its workload) and
+Locust's own view starts the test. Behind ``--web-login`` the check runs only after login.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from llm_locust.config.build import config_from_form
+from llm_locust.runtime.prepare import CONFIG_ERRORS, check_results
+
+__all__ = ["SWARM_ENDPOINT", "check_form", "install_form_check", "spawn_rate_as_given"]
+
+log = logging.getLogger("llm_locust")
+SWARM_ENDPOINT = "locust.swarm"
+
+
+def spawn_rate_as_given(run: Any, form: dict[str, str]) -> dict[str, str]:
+    """Tell an explicit spawn rate in the form from the one Locust filled in.
+
+    Locust's form always sends a spawn rate: the command line's ``-r``, or 1 when none was
+    given. A value the user changed is explicit; an unchanged one keeps what the command line
+    said (so a typed 1 without ``-r`` reads as "not given": start with ``-r 1`` for 1 user/s),
+    and without ``-r`` each stage then reaches its level in about a second.
+    """
+    shown = run.cli_spawn_rate or 1.0
+    try:
+        unchanged = float(form.get("spawn_rate", shown)) == float(shown)
+    except ValueError:
+        return form  # the configuration names the bad value
+    if unchanged:
+        given = "" if run.cli_spawn_rate is None else str(run.cli_spawn_rate)
+        return {**form, "spawn_rate": given}
+    return form
+
+
+def check_form(run: Any, form: dict[str, str]) -> str | None:
+    """Validate and adopt the form's configuration; the one-line problem, or ``None``."""
+    try:
+        config = config_from_form(run.environment.parsed_options, spawn_rate_as_given(run, form))
+        if run.role != "worker":
+            check_results(config, run._tests + 1)
+        run.configure(config, from_form=True)
+    except CONFIG_ERRORS as exc:
+        log.error("llm-locust: %s", exc)
+        return str(exc)
+    return None
+
+
+def install_form_check(run: Any) -> None:
+    """Wrap the web UI's ``/swarm`` view (no web UI, or a worker: nothing to do)."""
+    web_ui = getattr(run.environment, "web_ui", None)
+    if web_ui is None or run.role == "worker" or SWARM_ENDPOINT not in web_ui.app.view_functions:
+        return
+    from flask import jsonify, request
+
+    swarm = web_ui.app.view_functions[SWARM_ENDPOINT]
+
+    def checked_swarm() -> Any:
+        problem = check_form(run, request.form.to_dict())
+        if problem is not None:
+            return jsonify({"success": False, "message": problem, "host": run.environment.host})
+        return swarm()
+
+    web_ui.app.view_functions[SWARM_ENDPOINT] = web_ui.auth_required_if_enabled(checked_swarm)

@@ -1,0 +1,166 @@
+"""From Locust's parsed options to a prepared run: the configuration, its load plan, its workload.
+
+Everything that can be checked before load is checked the moment Locust's parser has parsed
+the command line (and the ``LLM_LOCUST_*`` environment): the typed configuration, the load
+plan (a trace file is read here), the workload (a dataset is read here) where requests are
+sent, the results folder where results are written. A problem is one line on stderr and exit
+code 2, before Locust logs anything or starts a runner, for plain ``locust`` and
+``llm-locust run`` alike.
+
+Why at parse time, through the parser Locust hands to ``events.init_command_line_parser``:
+``init`` comes after Locust's first log lines (and after ``--processes`` forked). Locust
+parses again to render the web UI's form; a :class:`Preparer` keeps the last result and
+returns it while the option values are the same, so each item is built once per process.
+
+Roles at parse time: ``--worker`` is a worker; ``--master`` or ``--processes`` (whose parent
+is the master) a master; else the local runner.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from typing import Any
+
+from llm_locust.config.build import LOCUST_FLAGS, ConfigError, check_environment, config_from_options
+from llm_locust.config.model import RunConfig
+from llm_locust.config.options import OPTIONS
+from llm_locust.config.tls import TlsSettings
+from llm_locust.load.plan import LoadPlan, LoadPlanError, build_load_plan
+from llm_locust.results.writer import ResultsDirError, check_results_dir
+from llm_locust.workload.build import WorkloadError, WorkloadFactory
+
+__all__ = [
+    "CONFIG_ERRORS",
+    "PREPARER",
+    "Prepared",
+    "Preparer",
+    "check_when_parsed",
+    "prepare_or_exit",
+    "results_dir",
+    "source_of",
+]
+
+#: What a bad configuration raises (each a one-line message naming the flag).
+CONFIG_ERRORS = (ConfigError, ResultsDirError, WorkloadError, LoadPlanError, ValueError)
+#: The option values a configuration is built from (ours and the Locust options it reads).
+_SOURCE_KEYS = tuple(sorted({o.dest for o in OPTIONS} | set(LOCUST_FLAGS) | {"profile"}))
+
+
+def source_of(options: Any) -> dict[str, Any]:
+    """The values a configuration depends on, to tell whether the options changed."""
+    values = vars(options) if options is not None else {}
+    return {key: values.get(key) for key in _SOURCE_KEYS}
+
+
+def role_of_options(options: Any) -> str:
+    values = vars(options) if options is not None else {}
+    if values.get("worker"):
+        return "worker"
+    return "master" if values.get("master") or values.get("processes") else "local"
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """A validated configuration and what was built from it, for one role."""
+
+    source: dict[str, Any]
+    role: str
+    config: RunConfig
+    plan: LoadPlan
+    workload: Any  # None on the master, which sends no requests
+
+
+class Preparer:
+    """Builds configurations, plans and workloads; one per process (:data:`PREPARER`)."""
+
+    def __init__(self) -> None:
+        self.workloads = WorkloadFactory()  # reads each dataset file once
+        self._last: Prepared | None = None
+
+    def prepare(self, options: Any, role: str) -> Prepared:
+        """The run Locust's parsed ``options`` describe; the last one again if they are unchanged."""
+        source = source_of(options)
+        last = self._last
+        if last is not None and last.source == source and last.role == role:
+            return last
+        values = vars(options) if options is not None else {}
+        check_environment()
+        starts_itself = bool(values.get("headless") or values.get("autostart"))
+        config = config_from_options(options, require_host=starts_itself and role != "worker")
+        self._last = self.adopt(config, role, source)
+        if role != "worker":
+            check_results(config, 1)
+        return self._last
+
+    def adopt(self, config: RunConfig, role: str, source: dict[str, Any], workload: bool = True) -> Prepared:
+        """``config``'s plan (the last one if the load options are the same) and workload."""
+        last = self._last
+        if last is not None and last.config.load == config.load and last.plan.seed == config.workload.seed:
+            plan = last.plan
+        else:
+            plan = build_load_plan(config.load, config.workload.seed)
+        built = None
+        if workload and role != "master":
+            built = self.workloads.build(
+                config.workload, {"base_url": config.host, "model": config.request.model}
+            )
+        return Prepared(source, role, config, plan, built)
+
+
+PREPARER = Preparer()
+
+
+def workload_info(
+    config: RunConfig, host: str | None = None, model: str | None = None, server: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """What a workload takes from the server: its facts (``max_model_len``), and for
+    ``--tokenizer server`` its address, model, TLS settings and API key."""
+    request = config.request
+    return {
+        **(server or {}),
+        "base_url": host or config.host,
+        "model": model or request.model,
+        "tls": TlsSettings(request.ca_cert, request.insecure),
+        "api_key": request.api_key_value(),
+    }
+
+
+def results_dir(config: RunConfig, test: int) -> Any:
+    """Test ``test``'s results folder (``DIR``, then ``DIR-2``, ...), created; the first was
+    checked (``--overwrite``) when the options were prepared."""
+    results = config.results
+    if not results.results_dir:
+        return None
+    directory = results.results_dir if test == 1 else f"{results.results_dir}-{test}"
+    return check_results_dir(directory, results.overwrite or test == 1)
+
+
+def check_results(config: RunConfig, test: int) -> None:
+    """Refuse test ``test``'s results folder before it starts if it cannot take the results."""
+    if test == 1 and config.results.results_dir:
+        check_results_dir(config.results.results_dir, config.results.overwrite)
+    elif test > 1:
+        results_dir(config, test)
+
+
+def prepare_or_exit(options: Any, role: str | None = None) -> Prepared:
+    """:meth:`Preparer.prepare`; a bad option is one line on stderr and exit code 2."""
+    try:
+        return PREPARER.prepare(options, role or role_of_options(options))
+    except CONFIG_ERRORS as exc:
+        sys.stderr.write(f"llm-locust: error: {exc}\n")
+        sys.stderr.flush()
+        raise SystemExit(2) from None
+
+
+def check_when_parsed(parser: Any) -> None:
+    """Prepare the run as soon as ``parser`` (Locust's) has parsed the command line."""
+    parse = parser.parse_args
+
+    def parse_and_prepare(*args: Any, **kwargs: Any) -> Any:
+        options = parse(*args, **kwargs)
+        prepare_or_exit(options)
+        return options
+
+    parser.parse_args = parse_and_prepare
