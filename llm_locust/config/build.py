@@ -165,6 +165,12 @@ def config_from_form(
 def check_environment(environ: Mapping[str, str] | None = None) -> None:
     """An ``LLM_LOCUST_*`` variable that is no option's would be ignored: refuse it, with a hint."""
     env = os.environ if environ is None else environ
+    label = env.get("LOCUST_PROFILE", "").strip()
+    if label in WORKLOAD_PROFILES:  # Locust reads no such variable: it would do nothing at all
+        raise ConfigError(
+            f"environment variable LOCUST_PROFILE={label}: Locust does not read it (its --profile is a run "
+            f"label); the workload profile is LLM_LOCUST_WORKLOAD={label}"
+        )
     known = {o.env for o in OPTIONS if o.env_var}
     for name in sorted(n for n in env if n.startswith(_ENV_PREFIX) and n not in known):
         hint = {"LLM_LOCUST_PROFILE": "LLM_LOCUST_WORKLOAD", "LLM_LOCUST_HOST": "LOCUST_HOST"}.get(name)
