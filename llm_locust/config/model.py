@@ -36,7 +36,7 @@ from llm_locust.config.matrix import MatrixSpec, parse_matrix_spec
 from llm_locust.config.options import WORKLOAD_PROFILES
 from llm_locust.config.slo import SloSpec, parse_slo
 from llm_locust.config.tls import check_tls_options
-from llm_locust.config.units import parse_duration, parse_levels
+from llm_locust.config.units import OptionError, parse_duration, parse_levels
 
 __all__ = [
     "LOAD_MODELS",
@@ -154,9 +154,12 @@ class WorkloadConfig(Part):
         return WorkloadConfig.model_validate(data)
 
 
-def _seconds(flag: str) -> Any:
+def _seconds(flag: str, positive: bool) -> Any:
     def parse(value: Any) -> Any:
-        return None if value is None else parse_duration(value, flag)
+        seconds = None if value is None else parse_duration(value, flag)
+        if positive and seconds is not None and seconds <= 0:
+            raise OptionError(flag, value, "must be above 0")
+        return seconds
 
     return parse
 
@@ -196,7 +199,8 @@ class LoadConfig(Part):
     @classmethod
     def _durations(cls, value: Any, info: Any) -> Any:
         name = info.field_name
-        return _seconds("-t/--run-time" if name == "run_time" else "--" + name.replace("_", "-"))(value)
+        flag = "-t/--run-time" if name == "run_time" else "--" + name.replace("_", "-")
+        return _seconds(flag, positive=name == "step_time")(value)
 
     @field_validator("matrix", mode="before")
     @classmethod

@@ -139,15 +139,20 @@ class StagePlan:
 # --------------------------------------------------------------------------- parsing
 
 
+def _as_given(value: str | float | None) -> str | None:
+    """A duration as typed, or seconds as ``"10s"`` when it arrives parsed (the configuration's)."""
+    return value if value is None or isinstance(value, str) else f"{float(value):g}s"
+
+
 def _timing(
     step_time: str | float, warmup: str | float | None, spawn_rate: float | None
 ) -> tuple[float, float, float | None]:
     step_s = parse_duration(step_time, "--step-time")
     if step_s <= 0:
-        raise OptionError("--step-time", step_time, "must be positive")
+        raise OptionError("--step-time", _as_given(step_time), "must be positive")
     warmup_s = 0.0 if warmup is None else parse_duration(warmup, "--warmup")
     if warmup_s >= step_s:
-        raise OptionError("--warmup", warmup, f"must be shorter than --step-time ({step_s:g}s)")
+        raise OptionError("--warmup", _as_given(warmup), f"must be shorter than --step-time ({step_s:g}s)")
     if spawn_rate is not None and (not math.isfinite(spawn_rate) or spawn_rate <= 0):
         raise OptionError("--spawn-rate", spawn_rate, "must be a positive number")
     return step_s, warmup_s, spawn_rate

@@ -1,0 +1,112 @@
+"""First contact (issue 9 §2): every subcommand's help works, every bad input is one line and exit 2.
+
+Each bad input runs the real command (``llm-locust ...`` or plain ``locust -f``) and must exit
+with code 2, print exactly one line on stderr that names the flag and the value (every
+character kept: ``'missing.jsonl'`` with both quotes), and no traceback anywhere. Nothing
+here needs a server: a refused option never sends a request.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.locustproc import BIN, LOCUSTFILE, REPO, env
+
+pytestmark = pytest.mark.slow  # ~40 process starts
+HOST = ("--host", "http://127.0.0.1:9")
+RUN = ("run", *HOST, "--headless", "-t", "1s")
+
+
+def _run(*args: str, locust: bool = False, cwd: Path = REPO) -> subprocess.CompletedProcess[str]:
+    cmd = [str(BIN / "locust"), "-f", str(LOCUSTFILE), *args] if locust else [str(BIN / "llm-locust"), *args]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=env(), cwd=str(cwd))
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("--help",),
+        ("--version",),
+        ("run", "--help"),
+        ("sim", "--help"),
+        ("workload", "--help"),
+        ("workload", "sample", "--help"),
+        ("workload", "describe", "--help"),
+        ("workload", "prompts", "--help"),
+        ("demo", "--help"),
+    ],
+)
+def test_every_help_works(args: tuple[str, ...]) -> None:
+    proc = _run(*args)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.strip() and "Traceback" not in proc.stdout + proc.stderr
+
+
+def test_version_names_the_package() -> None:
+    from llm_locust import __version__
+
+    assert _run("--version").stdout.strip() == f"llm-locust {__version__}"
+
+
+def test_run_help_lists_every_option_with_its_variable() -> None:
+    from llm_locust.config.options import RUN_GROUPS, options_in
+
+    text = _run("run", "--help").stdout
+    for opt in options_in(*RUN_GROUPS):
+        assert opt.flag in text and opt.env in text.replace("\n", "").replace(" ", ""), opt.flag
+
+
+BAD = [
+    # (command line, is it plain locust, the exact line after "error: ", or a fragment of it)
+    (("run", "--headless", "-t", "2s"), False, "--host: no target given (e.g. --host http://127.0.0.1:8000)"),
+    ((*RUN[1:], "-u", "-5"), True, "-u/--users '-5': must be at least 1"),
+    ((*RUN, "-u", "-5"), False, "-u/--users '-5': must be at least 1"),
+    ((*RUN, "-u", "0"), False, "-u/--users '0': must be at least 1"),
+    ((*RUN, "-u", "x"), False, "-u/--users: invalid int value: 'x'"),  # Locust's own parser
+    ((*RUN, "--ramp", "1,x"), False, "--ramp '1,x': 'x' is not a number"),
+    ((*RUN, "--ramp", "1", "--step-time", "0s"), False, "--step-time '0s': must be above 0"),
+    ((*RUN, "--ramp", "1", "--step-time", "5s", "--warmup", "10s"), False, "--warmup '10s': must be shorter"),
+    ((*RUN, "--ramp", "1", "--request-rate", "2"), False, "--ramp and --request-rate cannot be combined"),
+    ((*RUN, "--request-rate", "0"), False, "--request-rate '0': must be above 0"),
+    ((*RUN, "--max-concurrency", "3"), False, "--max-concurrency applies to open-loop modes"),
+    ((*RUN, "--matrix", "users=1;color=red"), False, "--matrix: unknown key 'color'"),
+    ((*RUN, "--slo", "tfft_p95<=1s"), False, "--slo: 'tfft_p95<=1s': unknown metric"),
+    ((*RUN, "--slo", "missing.yaml"), False, "--slo: cannot read missing.yaml"),
+    ((*RUN, "--trace", "missing.csv"), False, "--trace: trace missing.csv: no such file"),
+    ((*RUN, "--dataset", "missing.jsonl"), False, "No such file or directory: 'missing.jsonl'"),
+    ((*RUN, "--input-tokens", "uniform:10"), False, "--input-tokens: uniform needs max in 'uniform:10'"),
+    ((*RUN, "--workload", "nope"), False, "--workload 'nope': unknown profile 'nope'"),
+    ((*RUN, "--profile", "code"), False, "--profile 'code' is Locust's run label, not the workload"),
+    ((*RUN, "--max-tokens", "abc"), False, "--max-tokens 'abc': not a whole number"),
+    ((*RUN, "--request-timeout", "-1"), False, "--request-timeout '-1': must be above 0"),
+    ((*RUN, "--temperature", "nan"), False, "--temperature 'nan': must be a finite number"),
+    ((*RUN, "--extra-body", "[1]"), False, "--extra-body '[1]': must be a JSON object"),
+    ((*RUN, "--header", "no-colon"), False, "--header 'no-colon': expected NAME:VALUE"),
+    ((*RUN, "--endpoint", "embeddings"), False, "--endpoint"),
+    ((*RUN, "--prometheus-port", "70000"), False, "--prometheus-port '70000': must be at most 65535"),
+    ((*RUN, "--server-metrics-interval", "0"), False, "--server-metrics-interval '0': must be above 0"),
+    ((*RUN, "--shared-prefix-fraction", "2"), False, "--shared-prefix-fraction '2': must be at most 1"),
+    (("workload", "sample", "--workload", "nope"), False, "--workload 'nope': unknown profile 'nope'"),
+    (("workload", "sample", "-n", "0"), False, "-n '0': must be at least 1"),
+    (("workload", "sample", "--input-tokens", "uniform:10"), False, "--input-tokens: uniform needs max"),
+    (("workload", "sample", "--endpoint", "x"), False, "--endpoint: invalid choice: 'x'"),
+    (("nope",), False, "unknown command 'nope'"),
+]
+
+
+@pytest.mark.parametrize(("args", "plain", "message"), BAD, ids=[" ".join(b[0][-3:]) for b in BAD])
+def test_bad_input_is_one_line_and_exit_2(args: tuple[str, ...], plain: bool, message: str) -> None:
+    proc = _run(*args, locust=plain)
+    lines = proc.stderr.strip().splitlines()
+    assert proc.returncode == 2, proc.stderr[-3000:]
+    assert len(lines) == 1, proc.stderr[-3000:]
+    assert "Traceback" not in proc.stdout + proc.stderr
+    assert " error: " in lines[0] and message in lines[0], lines[0]
+
+
+def test_a_missing_file_keeps_every_character_of_its_name() -> None:
+    line = _run(*RUN, "--dataset", "missing.jsonl").stderr.strip()
+    assert line.startswith("llm-locust: error: --dataset: ") and line.endswith("'missing.jsonl'"), line
