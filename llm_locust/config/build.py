@@ -33,6 +33,7 @@ from llm_locust.config.units import OptionError, show
 
 __all__ = [
     "LOCUST_FLAGS",
+    "PARTS",
     "ConfigError",
     "build_config",
     "check_environment",
@@ -49,7 +50,7 @@ LOCUST_FLAGS = {
     "run_time": "-t/--run-time",
     "headless": "--headless",
 }
-_PARTS = {
+PARTS = {
     "request": "request",
     "workload": "workload",
     "load": "load",
@@ -113,7 +114,7 @@ def build_config(
     if require_host and not host:
         raise ConfigError("--host: no target given (e.g. --host http://127.0.0.1:8000)")
     data: dict[str, Any] = {"host": host, "headless": bool(values.get("headless")), "slo": raw.pop("slo")}
-    for group, part in _PARTS.items():
+    for group, part in PARTS.items():
         data[part] = {o.dest: raw[o.dest] for o in options_in(group)}
     data["load"].update({k: _blank_none(values.get(k)) for k in _LOAD_FROM_LOCUST})
     try:

@@ -18,7 +18,7 @@ from typing import Any, Union
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from llm_locust.config.units import names_file, one_line, split_list
+from llm_locust.config.units import names_file, read_yaml, split_list
 
 __all__ = ["CELL_KEYS", "MATRIX_KEYS", "MatrixFile", "MatrixSpec", "load_matrix_file", "parse_matrix_spec"]
 
@@ -69,14 +69,7 @@ def parse_matrix_spec(spec: str | dict[str, Any]) -> MatrixSpec:
 
 
 def load_matrix_file(path: str | Path) -> MatrixSpec:
-    import yaml
-
-    try:
-        data = yaml.safe_load(Path(path).read_text())
-    except OSError as exc:
-        raise ValueError(f"--matrix: cannot read {path}: {exc.strerror or exc}") from None
-    except yaml.YAMLError as exc:
-        raise ValueError(f"--matrix: {path} is not valid YAML: {one_line(exc)}") from None
+    data = read_yaml(path, "--matrix")
     if not isinstance(data, dict):
         raise ValueError(f"--matrix: {path} must hold a mapping such as 'users: [1, 10]'")
     lowered = {str(k).strip().lower(): v for k, v in data.items()}

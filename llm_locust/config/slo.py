@@ -32,7 +32,7 @@ from typing import Any, Union
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from llm_locust.config.units import names_file, one_line
+from llm_locust.config.units import names_file, read_yaml
 
 __all__ = ["LATENCY_METRICS", "SloFile", "SloLine", "SloSpec", "load_slo_file", "parse_slo"]
 
@@ -177,14 +177,7 @@ class SloFile(BaseModel):
 
 def load_slo_file(path: str | Path) -> SloSpec:
     """A YAML (or JSON) SLO file; see the module docstring for the accepted shapes."""
-    import yaml
-
-    try:
-        data = yaml.safe_load(Path(path).read_text())
-    except OSError as exc:
-        raise ValueError(f"--slo: cannot read {path}: {exc.strerror or exc}") from None
-    except yaml.YAMLError as exc:
-        raise ValueError(f"--slo: {path} is not valid YAML: {one_line(exc)}") from None
+    data = read_yaml(path, "--slo")
     if isinstance(data, Mapping) and "slo" in data:
         try:
             data = SloFile.model_validate(data).slo

@@ -18,6 +18,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 __all__ = [
@@ -27,6 +28,7 @@ __all__ = [
     "one_line",
     "parse_duration",
     "parse_levels",
+    "read_yaml",
     "show",
     "split_list",
 ]
@@ -55,6 +57,18 @@ class OptionError(ValueError):
 def one_line(text: Any) -> str:
     """``text`` with every run of whitespace (newlines too) collapsed to one space."""
     return " ".join(str(text).split())
+
+
+def read_yaml(path: str | Path, flag: str) -> Any:
+    """A YAML (or JSON) file's data; a missing or malformed file is one line naming ``flag``."""
+    import yaml
+
+    try:
+        return yaml.safe_load(Path(path).read_text())
+    except OSError as exc:
+        raise ValueError(f"{flag}: cannot read {path}: {exc.strerror or exc}") from None
+    except yaml.YAMLError as exc:
+        raise ValueError(f"{flag}: {path} is not valid YAML: {one_line(exc)}") from None
 
 
 def names_file(text: str) -> bool:

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from llm_locust.config.build import ConfigError, build_config, check_environment, config_from_form
+from llm_locust.config.build import PARTS, ConfigError, build_config, check_environment, config_from_form
 from llm_locust.config.matrix import parse_matrix_spec
 from llm_locust.config.model import RunConfig
 from llm_locust.config.options import OPTIONS, RUN_GROUPS, WORKLOAD_PROFILES, options_in
@@ -27,7 +27,7 @@ _PARTS = {
 
 
 def _field(group: str, dest: str) -> typing.Any:
-    model = typing.get_type_hints(RunConfig)[_PARTS[group]]
+    model = typing.get_type_hints(RunConfig)[PARTS[group]]
     fields = {f.alias or name: f for name, f in model.model_fields.items()}
     return fields[dest]
 
