@@ -1,18 +1,29 @@
-"""Headless Chromium for tests: a page's screenshot and its DOM after scripts ran.
+"""Headless Chromium for tests: a page's screenshot and its DOM after scripts ran, or a page driven.
 
 Chromium runs with a throwaway profile, no network besides the page's own origin
 (loopback in our tests), and a virtual-time budget, so timers and fetches of the page
-settle before the screenshot or the DOM dump is taken.
+settle before the screenshot or the DOM dump is taken. :class:`DevTools` drives a page
+through the DevTools protocol over a pipe (run a script in it, read its network responses),
+for what a one-shot dump cannot do, such as filling in and submitting a form.
 """
 
 from __future__ import annotations
 
+import contextlib
+import json
+import os
+import select
 import shutil
 import subprocess
 import tempfile
+import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
-__all__ = ["chromium_binary", "dump_dom", "screenshot"]
+__all__ = ["DevTools", "chromium_binary", "dump_dom", "screenshot"]
+
+Match = Callable[[dict[str, Any]], bool]
 
 _FLAGS = (
     "--headless",
@@ -67,3 +78,126 @@ def dump_dom(url: str, budget_ms: int = 5000, timeout: float = 60) -> str:
     if "<html" not in proc.stdout:
         raise RuntimeError(f"chromium dumped no DOM: {proc.stderr[-2000:]}")
     return proc.stdout
+
+
+class DevTools:
+    """Headless Chromium driven over ``--remote-debugging-pipe`` (the DevTools protocol).
+
+    Chromium reads commands on fd 3 and writes answers and events on fd 4, one JSON object
+    per message, each ended by a NUL byte; no port, no websocket. One page (a target) is
+    opened and attached with a flat session, so :meth:`evaluate` runs in that page.
+    """
+
+    def __init__(self, url: str, timeout: float = 60.0) -> None:
+        binary = chromium_binary()
+        assert binary is not None, "chromium is not on PATH"
+        self.timeout = timeout
+        self._profile = tempfile.TemporaryDirectory(prefix="llm-locust-chromium-")
+        to_chromium, self._send = os.pipe()
+        self._recv, from_chromium = os.pipe()
+
+        def pipes() -> None:
+            os.dup2(to_chromium, 3)
+            os.dup2(from_chromium, 4)
+
+        self.proc = subprocess.Popen(
+            [binary, *_FLAGS, f"--user-data-dir={self._profile.name}", "--remote-debugging-pipe"],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            preexec_fn=pipes,
+            pass_fds=(3, 4),
+        )
+        os.close(to_chromium)
+        os.close(from_chromium)
+        self._buffer = b""
+        self._ids = 0
+        self._events: list[dict[str, Any]] = []
+        target = self.call("Target.createTarget", {"url": "about:blank"})["targetId"]
+        self.session = self.call("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"]
+        self.navigate(url)
+
+    def call(self, method: str, params: dict[str, Any] | None = None, session: str | None = None) -> Any:
+        """Send one command and wait for its answer (events in between are skipped)."""
+        self._ids += 1
+        message: dict[str, Any] = {"id": self._ids, "method": method, "params": params or {}}
+        if session:
+            message["sessionId"] = session
+        os.write(self._send, json.dumps(message).encode() + b"\0")
+        deadline = time.monotonic() + self.timeout
+        while True:
+            reply = self._next(deadline)
+            if reply.get("id") == self._ids:
+                if "error" in reply:
+                    raise RuntimeError(f"{method}: {reply['error']}")
+                return reply["result"]
+            if "method" in reply:
+                self._events.append(reply)
+
+    def wait_for_event(
+        self, method: str, match: Callable[[dict[str, Any]], bool] | None = None
+    ) -> dict[str, Any]:
+        """The params of the next event ``method`` of the page for which ``match`` holds
+        (one that came during a command counts)."""
+        deadline = time.monotonic() + self.timeout
+        while True:
+            for i, event in enumerate(self._events):
+                mine = event["method"] == method and event.get("sessionId") == self.session
+                if mine and (match is None or match(event.get("params", {}))):
+                    return self._events.pop(i).get("params", {})
+            message = self._next(deadline)
+            if "method" in message:
+                self._events.append(message)
+
+    def navigate(self, url: str) -> None:
+        """Load ``url`` in the page and wait for its load event."""
+        self.call("Page.enable", session=self.session)
+        self._events.clear()
+        self.call("Page.navigate", {"url": url}, session=self.session)
+        self.wait_for_event("Page.loadEventFired")
+
+    def _next(self, deadline: float) -> dict[str, Any]:
+        while b"\0" not in self._buffer:
+            ready, _, _ = select.select([self._recv], [], [], max(deadline - time.monotonic(), 0))
+            chunk = os.read(self._recv, 1 << 16) if ready else b""
+            if not chunk:
+                raise RuntimeError("chromium closed the pipe or did not answer in time")
+            self._buffer += chunk
+        message, self._buffer = self._buffer.split(b"\0", 1)
+        return json.loads(message)
+
+    def response_to(self, action: Callable[[], Any], url_part: str) -> str:
+        """Do ``action`` (e.g. click a button) and return the body of the page's response from
+        the first URL containing ``url_part`` (the Network domain sees every fetch of the page)."""
+        self.call("Network.enable", session=self.session)
+        action()
+        response = self.wait_for_event("Network.responseReceived", lambda p: url_part in p["response"]["url"])
+        request = response["requestId"]
+        self.wait_for_event("Network.loadingFinished", lambda p: p["requestId"] == request)
+        body = self.call("Network.getResponseBody", {"requestId": request}, session=self.session)
+        return str(body["body"])
+
+    def evaluate(self, expression: str) -> Any:
+        """``expression`` in the page (a promise is awaited); its value."""
+        params = {"expression": expression, "awaitPromise": True, "returnByValue": True}
+        result = self.call("Runtime.evaluate", params, session=self.session)
+        if "exceptionDetails" in result:
+            raise RuntimeError(f"page script failed: {result['exceptionDetails']}")
+        return result["result"].get("value")
+
+    def close(self) -> None:
+        with contextlib.suppress(RuntimeError, OSError):
+            self.call("Browser.close")
+        try:
+            self.proc.wait(10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        os.close(self._send)
+        os.close(self._recv)
+        self._profile.cleanup()
+
+    def __enter__(self) -> DevTools:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

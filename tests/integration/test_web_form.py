@@ -6,13 +6,13 @@ no request was sent), and converts the others with their default's type (``float
 HTTP 500). Here one real ``locust`` with its web UI, against the real simulator, gets the
 form's fields exactly as Locust's start page lists them (its ``templateArgs``): two bad values
 are refused in one line each, a graded ramp with an SLO is started by an HTTP POST, and an
-open-loop rate with a concurrency ceiling by headless Chromium submitting the form. The
-records and the summaries of both tests are checked.
+open-loop rate with a concurrency ceiling is typed into Locust's own start form in headless
+Chromium (after a bad value there is refused). The records and the summaries of both tests
+are checked.
 """
 
 from __future__ import annotations
 
-import html
 import json
 import re
 import time
@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from tests.browser import chromium_binary, dump_dom
+from tests.browser import DevTools, chromium_binary
 from tests.locustproc import LOCUSTFILE
 from tests.promproc import free_port, http_get, start_locust, stop_process
 from tests.simproc import running_sim
@@ -51,19 +51,32 @@ def post(base: str, fields: dict[str, str]) -> dict[str, Any]:
         return json.loads(response.read())
 
 
-def submit_in_chromium(base: str, fields: dict[str, str], page: Path) -> dict[str, Any]:
-    """Headless Chromium submits an HTML form with ``fields`` to ``/swarm``; its response as shown."""
-    inputs = "".join(
-        f'<input type="hidden" name="{html.escape(k)}" value="{html.escape(v)}">' for k, v in fields.items()
-    )
-    page.write_text(
-        f'<html><body onload="document.forms[0].submit()"><form method="post" action="{base}/swarm">'
-        f"{inputs}</form></body></html>"
-    )
-    dom = dump_dom(page.as_uri(), budget_ms=8000)
-    match = re.search(r"<pre[^>]*>(.*?)</pre>", dom, re.S)
-    assert match, dom[-2000:]
-    return json.loads(html.unescape(match.group(1)))
+#: Fill fields of Locust's start form (React inputs: set the value, fire input and change) and
+#: press START. Field names are the options' destinations; the page names them in camelCase.
+FILL_AND_START = """(values) => {
+  const camel = (name) => name.replace(/_([a-z])/g, (_, c) => c.toUpperCase());
+  for (const [name, value] of Object.entries(values)) {
+    const el = document.querySelector(`[name="${camel(name)}"]`);
+    if (!el) throw new Error(`no field ${name} in the start form`);
+    const proto = el.tagName === "SELECT" ? HTMLSelectElement.prototype : HTMLInputElement.prototype;
+    Object.getOwnPropertyDescriptor(proto, "value").set.call(el, value);
+    el.dispatchEvent(new Event("input", { bubbles: true }));
+    el.dispatchEvent(new Event("change", { bubbles: true }));
+  }
+  document.querySelector('button[type="submit"]').click();
+}"""
+#: The start form is rendered by React after the page loaded.
+FORM_READY = (
+    "new Promise(ok => { const look = () => (document.forms.length ? ok() : setTimeout(look, 50)); look(); })"
+)
+
+
+def start_in_chromium(base: str, values: dict[str, str]) -> dict[str, Any]:
+    """Headless Chromium opens Locust's page, fills its start form, presses START; /swarm's answer."""
+    with DevTools(f"{base}/") as page:
+        page.evaluate(FORM_READY)
+        body = page.response_to(lambda: page.evaluate(f"({FILL_AND_START})({json.dumps(values)})"), "/swarm")
+    return json.loads(body)
 
 
 def wait_for(path: Path, timeout: float) -> dict[str, Any]:
@@ -80,6 +93,17 @@ def wait_for(path: Path, timeout: float) -> dict[str, Any]:
 
 def rows_of(directory: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in (directory / "requests.jsonl").read_text().splitlines()]
+
+
+def _wait_for_ui(base: str, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            http_get(f"{base}/", timeout=2)
+            return
+        except OSError:
+            time.sleep(0.2)
+    raise AssertionError("the web UI did not come up")
 
 
 def max_in_flight(rows: list[dict[str, Any]]) -> int:
@@ -119,45 +143,42 @@ def test_tests_started_from_the_form(tmp_path: Path) -> None:
                 assert answer == {"success": False, "message": line, "host": url}
             assert json.loads(http_get(f"{base}/stats/requests"))["state"] == "ready"
 
-            # a graded ramp with an SLO, by HTTP POST
+            # an open-loop rate with a ceiling, typed into Locust's own start form in headless
+            # Chromium (the page shows the form while no test has run); a bad value first
+            rate = {**LIGHT, "request_rate": "4", "max_concurrency": "2", "run_time": "3s"}
+            refused = start_in_chromium(base, {**rate, "max_concurrency": "two"})
+            assert refused == {
+                "success": False,
+                "message": "--max-concurrency 'two': not a whole number",
+                "host": url,
+            }
+            shown = start_in_chromium(base, rate)
+            assert shown["success"] is True, shown
+            opened = wait_for(results / "summary.json", 60)
+
+            # then a graded ramp with an SLO, by HTTP POST with the form's fields
             ramp = {**fields, **LIGHT, "ramp": "1,2", "step_time": "2s", "slo": "success>=90%,ttft_p95<=2s"}
             assert post(base, ramp)["success"] is True
-            first = wait_for(results / "summary.json", 60)
-
-            # an open-loop rate with a ceiling, from headless Chromium's form submission
-            rate = {**fields, **LIGHT, "request_rate": "4", "max_concurrency": "2", "run_time": "3s"}
-            shown = submit_in_chromium(base, rate, tmp_path / "form.html")
-            assert shown["success"] is True, shown
-            second = wait_for(Path(f"{results}-2") / "summary.json", 60)
+            graded = wait_for(Path(f"{results}-2") / "summary.json", 60)
         finally:
             stop_process(proc)
     log = (tmp_path / "locust.log").read_text()
     assert "Traceback" not in log, log[-3000:]
     assert "llm-locust: --request-rate 'abc': not a number" in log
 
-    assert [s["target"] for s in first["stages"]] == [1, 2]
-    assert [o["name"] for o in first["slo"]["objectives"]] == ["success", "ttft_p95"]
+    assert opened["config"]["load_model"]["mode"] == "open"
+    assert opened["config"]["options"]["request_rate"] == 4.0
+    assert opened["config"]["options"]["max_concurrency"] == 2
     rows = rows_of(results)
-    assert {r["stage"] for r in rows} - {None} == {0, 1} and all(r["outcome"] == "ok" for r in rows)
-    end = first["stages"][-1]["window"]["end"]
-    assert all(r["start_time"] >= end - 0.5 for r in rows if r["stage"] is None)  # sent as the plan ended
-    assert first["completed"] == len([r for r in rows if not r.get("warmup")])
-
-    assert second["config"]["load_model"]["mode"] == "open"
-    assert second["config"]["options"]["request_rate"] == 4.0
-    assert second["config"]["options"]["max_concurrency"] == 2
-    rows = rows_of(Path(f"{results}-2"))
     assert len(rows) >= 4 and all(r["outcome"] == "ok" for r in rows)
     assert all(r["send_lag"] is not None for r in rows), rows[0]  # sent on the arrival schedule
     assert max_in_flight(rows) <= 2
 
-
-def _wait_for_ui(base: str, timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            http_get(f"{base}/", timeout=2)
-            return
-        except OSError:
-            time.sleep(0.2)
-    raise AssertionError("the web UI did not come up")
+    assert [s["target"] for s in graded["stages"]] == [1, 2]
+    assert [o["name"] for o in graded["slo"]["objectives"]] == ["success", "ttft_p95"]
+    assert graded["config"]["options"]["request_rate"] is None  # the form's field, cleared
+    rows = rows_of(Path(f"{results}-2"))
+    assert {r["stage"] for r in rows} - {None} == {0, 1} and all(r["outcome"] == "ok" for r in rows)
+    end = graded["stages"][-1]["window"]["end"]
+    assert all(r["start_time"] >= end - 0.5 for r in rows if r["stage"] is None)  # sent as the plan ended
+    assert graded["completed"] == len([r for r in rows if not r.get("warmup")])
