@@ -21,6 +21,7 @@ import pytest
 from llm_locust.config.options import RUN_GROUPS, options_in
 from tests.locustproc import BIN, LOCUSTFILE, REPO, env
 from tests.simproc import running_sim
+from tests.tlscerts import make_certs
 
 #: Locust's real parser with the table registered, parsed with the environment only; prints
 #: the typed configuration (the API key in clear, to check it arrived).
@@ -54,6 +55,7 @@ def _cases(tmp: Path) -> list[tuple[dict[str, str], dict[str, Any]]]:
     dataset.write_text(json.dumps({"messages": [{"role": "user", "content": "hi"}]}) + "\n")
     trace = tmp / "t.csv"
     trace.write_text("TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46.6805900,10,5\n")
+    ca = make_certs(tmp / "certs", names=()).ca
     matrix = tmp / "m.yaml"
     matrix.write_text("users: [1, 2]\ninput: [16]\n")
     base = {
@@ -64,6 +66,8 @@ def _cases(tmp: Path) -> list[tuple[dict[str, str], dict[str, Any]]]:
         "LLM_LOCUST_EXTRA_BODY": ('{"ignore_eos": true}', "request.extra_body", {"ignore_eos": True}),
         "LLM_LOCUST_HEADER": ("[X-A: 1, X-B: two]", "request.headers", {"X-A": "1", "X-B": "two"}),
         "LLM_LOCUST_REQUEST_TIMEOUT": ("42", "request.request_timeout", 42.0),
+        "LLM_LOCUST_CA_CERT": (str(ca), "request.ca_cert", str(ca)),
+        "LLM_LOCUST_SKIP_PREFLIGHT": ("true", "request.skip_preflight", True),
         "LLM_LOCUST_WORKLOAD": ("code", "workload.workload", "code"),
         "LLM_LOCUST_MAX_TOKENS": ("77", "workload.max_tokens", 77),
         "LLM_LOCUST_DATASET": (str(dataset), "workload.dataset", str(dataset)),
@@ -103,7 +107,10 @@ def _cases(tmp: Path) -> list[tuple[dict[str, str], dict[str, Any]]]:
         "LLM_LOCUST_BURSTINESS": ("0.5", "load.burstiness", 0.5),
         "LLM_LOCUST_MAX_CONCURRENCY": ("8", "load.max_concurrency", 8),
     }
-    rate_ramp = {"LLM_LOCUST_RATE_RAMP": ("1,2.5", "load.rate_ramp", [1.0, 2.5])}
+    rate_ramp = {
+        "LLM_LOCUST_RATE_RAMP": ("1,2.5", "load.rate_ramp", [1.0, 2.5]),
+        "LLM_LOCUST_INSECURE": ("true", "request.insecure", True),  # not with --ca-cert
+    }
     matrix_case = {
         "LLM_LOCUST_MATRIX": (str(matrix), "load.matrix.axes", [["users", ["1", "2"]], ["input", ["16"]]])
     }
