@@ -102,9 +102,7 @@ class Preparer:
             plan = build_load_plan(config.load, config.workload.seed)
         built = None
         if workload and role != "master":
-            built = self.workloads.build(
-                config.workload, {"base_url": config.host, "model": config.request.model}
-            )
+            built = self.workloads.build(config.workload, workload_info(config))
         return Prepared(source, role, config, plan, built)
 
 
