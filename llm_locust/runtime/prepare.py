@@ -43,14 +43,20 @@ __all__ = [
 
 #: What a bad configuration raises (each a one-line message naming the flag).
 CONFIG_ERRORS = (ConfigError, ResultsDirError, WorkloadError, LoadPlanError, ValueError)
-#: The option values a configuration is built from (ours and the Locust options it reads).
-_SOURCE_KEYS = tuple(sorted({o.dest for o in OPTIONS} | set(LOCUST_FLAGS) | {"profile"}))
+#: The option values a configuration is built from: ours, and the Locust options it reads.
+_OURS = tuple(sorted(o.dest for o in OPTIONS))
+_SOURCE_KEYS = tuple(sorted({*_OURS, *LOCUST_FLAGS, "profile"}))
 
 
-def source_of(options: Any) -> dict[str, Any]:
-    """The values a configuration depends on, to tell whether the options changed."""
+def source_of(options: Any, ours_only: bool = False) -> dict[str, Any]:
+    """The values a configuration depends on, to tell whether the options changed.
+
+    ``ours_only``: llm-locust's options alone. A run compares these at each test's start:
+    Locust itself fills in ``-u``/``-r`` for a headless start after ``init`` (which must not
+    count as the user's), and a master sends workers only ours.
+    """
     values = vars(options) if options is not None else {}
-    return {key: values.get(key) for key in _SOURCE_KEYS}
+    return {key: values.get(key) for key in (_OURS if ours_only else _SOURCE_KEYS)}
 
 
 def role_of_options(options: Any) -> str:

@@ -88,6 +88,7 @@ class LLMRun:
         self.cli_spawn_rate: float | None = None  # -r as the command line gave it (None: not given)
         self._source: dict[str, Any] | None = None  # the option values run_config came from
         self._form_pending = False
+        self._adopted = False
         self.config: ClientConfig | None = None
         self.workload: Any = None
         self.server_info: dict[str, Any] = {}
@@ -127,13 +128,13 @@ class LLMRun:
     # -- configuration ---------------------------------------------------------------
     def adopt(self, prepared: Prepared, *, from_form: bool = False) -> None:
         """Run with a prepared (validated) configuration, its plan and its workload."""
-        if self._source is None and not from_form:
-            self.cli_spawn_rate = prepared.config.load.spawn_rate
+        if not self._adopted:  # the command line's configuration
+            self._adopted, self.cli_spawn_rate = True, prepared.config.load.spawn_rate
         self.run_config, self.plan, self.slo = prepared.config, prepared.plan, prepared.config.slo
         if prepared.workload is not None:
             self.workload = prepared.workload
         self._form_pending = from_form
-        self._source = None if from_form else prepared.source
+        self._source = None if from_form else source_of(self.environment.parsed_options, ours_only=True)
 
     def configure(self, config: RunConfig, *, from_form: bool = False, workload: bool = True) -> None:
         """Adopt ``config`` (the web UI's form, a master's options); raises one of ``CONFIG_ERRORS``."""
@@ -142,7 +143,7 @@ class LLMRun:
 
     def _current_config(self) -> RunConfig:
         """The configuration for a test starting now (rebuilt only if the options changed)."""
-        source = source_of(self.environment.parsed_options)
+        source = source_of(self.environment.parsed_options, ours_only=True)
         if self._form_pending:  # the form's values, already validated and adopted
             self._form_pending, self._source = False, source
         elif source != self._source:  # e.g. a worker given the master's options
