@@ -12,6 +12,9 @@ Spec (``--slo``), comma-separated ``<metric><op><value>`` lines::
 - ``_intended`` (``ttft`` and ``e2e`` only) measures from the intended send time
   (``t_intended``, open-loop schedules), so queueing in the load generator itself counts;
   records without one fall back to the actual send.
+- Terms on the server's metrics and on drift (``kv_cache_usage_max<=95%``, ``waiting_p95<=10``,
+  ``preemptions==0``, ``ttft_p95_drift<=50ms``): :mod:`llm_locust.config.slo_terms`, judged
+  from series by :mod:`llm_locust.results.slo_series`.
 
 YAML file (``--slo slo.yaml``, see :func:`~llm_locust.config.units.names_file`): a mapping
 ``{success: ">=99%", ttft_p95: "<=5s"}`` (a bare number takes the natural operator: ``>=``
@@ -32,13 +35,14 @@ from typing import Any, Union
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from llm_locust.config.slo_terms import parse_series_term
 from llm_locust.config.units import names_file, read_yaml
 
 __all__ = ["LATENCY_METRICS", "SloFile", "SloLine", "SloSpec", "load_slo_file", "parse_slo"]
 
 LATENCY_METRICS = ("ttft", "tpot", "itl", "e2e")
 _INTENDED_OK = ("ttft", "e2e")
-_LINE = re.compile(r"^\s*([A-Za-z0-9_.]+)\s*(<=|>=|<|>)\s*(.+?)\s*$")
+_LINE = re.compile(r"^\s*([A-Za-z0-9_.]+)\s*(<=|>=|==|<|>)\s*(.+?)\s*$")
 _METRIC = re.compile(r"^(ttft|tpot|itl|e2e)(?:_(p\d+(?:\.\d+)?|mean|max))?(_intended)?$")
 _NUMBER = re.compile(r"^([0-9]*\.?[0-9]+(?:e[-+]?\d+)?)\s*(ms|s|%)?$")
 
@@ -53,11 +57,12 @@ class SloLine:
     threshold: float  # seconds, or a fraction for success
     intended: bool = False
     text: str = ""
+    kind: str = "request"  # request | server | drift (config.slo_terms)
 
     @property
     def name(self) -> str:
-        if self.metric == "success":
-            return "success"
+        if self.stat is None:
+            return self.metric
         return f"{self.metric}_{self.stat}" + ("_intended" if self.intended else "")
 
     def holds(self, value: float) -> bool:
@@ -66,6 +71,7 @@ class SloLine:
             "<": value < self.threshold,
             ">=": value >= self.threshold,
             ">": value > self.threshold,
+            "==": value == self.threshold,
         }[self.op]
 
 
@@ -123,6 +129,15 @@ def _parse_line(part: str) -> SloLine:
     if not m:
         raise _bad(part, "expected <metric><op><value>, e.g. ttft_p95<=5s")
     name, op, value = m.group(1).lower(), m.group(2), m.group(3)
+    try:
+        term = parse_series_term(name, op, value)
+    except ValueError as exc:
+        raise _bad(part, str(exc)) from None
+    if term is not None:
+        text = f"{name}{op}{value.strip()}"
+        return SloLine(term.metric, term.stat, op, term.threshold, False, text, term.kind)
+    if op == "==":
+        raise _bad(part, "== applies only to preemptions")
     metric, stat, intended = _parse_metric(part, name)
     if metric == "success" and op.startswith("<"):
         raise _bad(part, "success needs >= or >")

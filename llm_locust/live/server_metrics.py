@@ -39,6 +39,7 @@ import gevent
 from prometheus_client.parser import text_string_to_metric_families
 
 from llm_locust.live import catalog as metrics
+from llm_locust.results.server_series import GAUGE_SOURCES
 
 __all__ = [
     "JSONL_FILE",
@@ -52,20 +53,12 @@ log = logging.getLogger("llm_locust")
 JSONL_FILE = "server_metrics.jsonl"
 MAX_BYTES = 16 * 1024 * 1024
 
-#: Our gauge -> (server sample names, most preferred first; how to combine label sets).
+#: Our gauge -> (server sample names, most preferred first; how to combine label sets): the one
+#: table of :mod:`llm_locust.results.server_series`, which reads the recorded samples back.
 SERVER_GAUGES: dict[str, tuple[tuple[str, ...], Callable[[Iterable[float]], float]]] = {
-    metrics.SERVER_NUM_REQUESTS_RUNNING.name: (
-        ("vllm:num_requests_running", "sglang:num_running_reqs", "tgi_batch_current_size"),
-        sum,
-    ),
-    metrics.SERVER_NUM_REQUESTS_WAITING.name: (
-        ("vllm:num_requests_waiting", "sglang:num_queue_reqs", "tgi_queue_size"),
-        sum,
-    ),
-    metrics.SERVER_KV_CACHE_USAGE.name: (
-        ("vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc", "sglang:token_usage"),
-        max,
-    ),
+    metrics.SERVER_NUM_REQUESTS_RUNNING.name: GAUGE_SOURCES["running"],
+    metrics.SERVER_NUM_REQUESTS_WAITING.name: GAUGE_SOURCES["waiting"],
+    metrics.SERVER_KV_CACHE_USAGE.name: GAUGE_SOURCES["kv_cache_usage"],
 }
 #: Server samples written to ``server_metrics.jsonl`` (the gauges above plus token counters).
 RECORDED = frozenset(

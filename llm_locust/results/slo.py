@@ -1,7 +1,8 @@
 """Service-level objectives: pass/fail per run (or per stage) and goodput.
 
-The SLO itself (``--slo`` text or YAML file, the grammar of its lines) is
-:mod:`llm_locust.config.slo`; this module evaluates a parsed :class:`SloSpec` on records.
+The SLO itself (``--slo`` text or YAML file, the grammar of its lines, including terms on the
+server's metrics and on drift) is :mod:`llm_locust.config.slo`; this module evaluates a parsed
+:class:`SloSpec` on records.
 
 Aggregates are exact, over successful non-warm-up requests (incomplete ones, in flight
 when the load stopped, count neither as successes nor as failures): numpy ``percentile`` with
@@ -12,6 +13,11 @@ threshold: ``ttft_p95<=5s`` -> the request's TTFT <= 5 s. For ``itl_pNN`` the re
 *own* ITL p-NN (``mean``/``max`` likewise) must meet it, so one stall fails a request
 under ``itl_max`` but not under ``itl_p50``. Requests with undefined TPOT (<2 tokens) or
 no ITL gaps pass those lines; undefined TTFT/E2E fail theirs (not shown to be met).
+
+Every line also gets a 95 % interval for its statistic and a ``verdict`` (``pass``,
+``fail`` or ``inconclusive``; :mod:`llm_locust.results.confidence` states the rule); the
+result's ``verdict`` is ``fail`` if a line surely fails, ``pass`` if every line surely
+passes, else ``inconclusive``. ``passed`` stays the point-estimate answer (exit code 3).
 Pure module; seconds everywhere.
 """
 
@@ -26,6 +32,7 @@ import numpy as np
 
 from llm_locust.config.slo import LATENCY_METRICS, SloLine, SloSpec, load_slo_file, parse_slo
 from llm_locust.record import INCOMPLETE, RequestRecord
+from llm_locust.results.confidence import Interval, statistic_interval, verdict
 
 __all__ = [
     "LATENCY_METRICS",
@@ -94,7 +101,7 @@ def is_good(r: RequestRecord, spec: SloSpec) -> bool:
     if not r.ok:
         return False
     for line in spec.lines:
-        if line.metric == "success":
+        if line.metric == "success" or line.kind != "request":
             continue
         value = _request_value(r, line)
         if value is None:
@@ -112,17 +119,26 @@ class SloLineResult:
     measured: float | None
     passed: bool
     n: int
+    interval: Interval = (None, None)
+    verdict: str = "inconclusive"
+    note: str = ""
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        out = {
             "objective": self.line.text,
             "name": self.line.name,
+            "kind": self.line.kind,
             "op": self.line.op,
             "threshold": self.line.threshold,
             "measured": self.measured,
             "n": self.n,
             "passed": self.passed,
+            "interval": list(self.interval),
+            "verdict": self.verdict,
         }
+        if self.note:
+            out["note"] = self.note
+        return out
 
 
 @dataclass
@@ -148,9 +164,17 @@ class SloResult:
     def goodput_tokens_per_s(self) -> float:
         return self.good_output_tokens / self.duration_s if self.duration_s > 0 else 0.0
 
+    @property
+    def verdict(self) -> str:
+        verdicts = {line.verdict for line in self.lines}
+        if "fail" in verdicts:
+            return "fail"
+        return "pass" if verdicts == {"pass"} else "inconclusive"
+
     def to_json(self) -> dict[str, Any]:
         return {
             "passed": self.passed,
+            "verdict": self.verdict,
             "objectives": [line.to_json() for line in self.lines],
             "requests": self.requests,
             "succeeded": self.succeeded,
@@ -168,15 +192,29 @@ def _line_result(line: SloLine, records: list[RequestRecord], ok: list[RequestRe
     if line.metric == "success":
         measured = len(ok) / len(records) if records else None
         n = len(records)
+        interval = statistic_interval("success", [], len(ok), n)
     else:
         values = _values(ok, line)
         measured, n = _stat(values, line.stat or "mean"), len(values)
+        interval = statistic_interval(line.stat or "max", values)
     passed = measured is not None and not math.isnan(measured) and line.holds(measured)
-    return SloLineResult(line, measured, passed, n)
+    return SloLineResult(line, measured, passed, n, interval, verdict(line.op, line.threshold, interval))
 
 
-def evaluate(spec: SloSpec, records: Iterable[RequestRecord], duration_s: float) -> SloResult:
-    """Check ``spec`` against non-warm-up ``records`` that ran over ``duration_s`` seconds.
+#: Judges one series line (server metrics, drift) for the records' span: see slo_series.
+SeriesJudge = Callable[[SloLine], SloLineResult]
+
+
+def _unjudged(line: SloLine) -> SloLineResult:
+    need = "--server-metrics" if line.kind == "server" else "time windows"
+    return SloLineResult(line, None, False, 0, note=f"not evaluated here (needs {need})")
+
+
+def evaluate(
+    spec: SloSpec, records: Iterable[RequestRecord], duration_s: float, series: SeriesJudge | None = None
+) -> SloResult:
+    """Check ``spec`` against non-warm-up ``records`` that ran over ``duration_s`` seconds;
+    ``series`` judges the server and drift lines (without it they fail, unjudged).
 
     A line with nothing to measure (no requests, or no TPOT at all) fails: the objective
     was not shown to hold. Incomplete requests (in flight when the load stopped) are left
@@ -184,7 +222,8 @@ def evaluate(spec: SloSpec, records: Iterable[RequestRecord], duration_s: float)
     """
     rows = [r for r in records if not r.warmup and r.outcome != INCOMPLETE]
     ok = [r for r in rows if r.ok]
-    results = [_line_result(line, rows, ok) for line in spec.lines]
+    judge = series or _unjudged
+    results = [_line_result(line, rows, ok) if line.kind == "request" else judge(line) for line in spec.lines]
     good = [r for r in ok if is_good(r, spec)]
     return SloResult(
         lines=results,

@@ -201,12 +201,17 @@ def test_to_json_shape() -> None:
     assert data["objectives"][1] == {
         "objective": "ttft_p95<=1s",
         "name": "ttft_p95",
+        "kind": "request",
         "op": "<=",
         "threshold": 1.0,
         "measured": pytest.approx(0.1),
         "n": 5,
         "passed": True,
+        # five requests cannot bound a P95 from above (it needs 72): not shown to hold
+        "interval": [pytest.approx(0.1), None],
+        "verdict": "inconclusive",
     }
+    assert data["verdict"] == "inconclusive"
 
 
 def test_by_stage_and_highest_passing() -> None:

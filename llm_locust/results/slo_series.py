@@ -1,0 +1,100 @@
+"""Judging the SLO lines that come from series: the server's metrics and the soak drift.
+
+:func:`series_judge` returns the ``series`` argument of :func:`llm_locust.results.slo.evaluate`
+for one span (the run, or a stage's measured window):
+
+- server terms (``kv_cache_usage_max``, ``waiting_p95``, ``preemptions`` ...) from the scrapes
+  of ``server_metrics.jsonl`` inside the span. The scrapes are what the server reported, so
+  the verdict is exact (pass or fail); with no scrape in the span the line is not shown to
+  hold (fails, inconclusive, and says that it needs ``--server-metrics``).
+- drift terms (``ttft_p95_drift`` ...) from the full time windows inside the span: the
+  slope per 10 minutes and its 95 % interval (:mod:`llm_locust.results.drift`); pass when
+  the whole interval is under the threshold, fail when it is all above, else inconclusive.
+  ``measured`` is the slope, in the threshold's unit (seconds, a fraction or a count per
+  10 minutes).
+
+Pure module.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from llm_locust.results.confidence import verdict
+from llm_locust.results.drift import MIN_WINDOWS, fit_trend
+from llm_locust.results.server_series import counter_increase, series_stat
+from llm_locust.results.slo import SeriesJudge, SloLine, SloLineResult
+
+__all__ = ["drift_key", "series_judge"]
+
+
+def drift_key(metric: str) -> tuple[str, float]:
+    """(window key, factor from the window's unit to the threshold's) of a drift metric."""
+    if metric == "error_rate":
+        return "error_rate", 1.0
+    if metric in ("kv_cache_usage", "waiting"):
+        return f"{metric}_mean", 1.0
+    name, q = metric.split("_")  # ttft_p95 -> p95_ttft_ms (ms -> s)
+    return f"{q}_{'e2el' if name == 'e2e' else name}_ms", 0.001
+
+
+def series_judge(
+    server: Sequence[dict[str, Any]] | None,
+    windows: Sequence[dict[str, Any]] | None,
+    t0: float,
+    start: float,
+    end: float,
+    window_s: float,
+) -> SeriesJudge:
+    """Judge series lines over ``[start, end]`` (wall clock); ``windows`` start at ``t0``."""
+
+    def judge(line: SloLine) -> SloLineResult:
+        if line.kind == "server":
+            return _server_line(line, server or (), start, end)
+        inside = [
+            w
+            for w in windows or ()
+            if t0 + w["start_s"] >= start - 1e-6
+            and t0 + w["end_s"] <= end + 1e-6
+            and w["end_s"] - w["start_s"] >= window_s * 0.999
+        ]
+        return _drift_line(line, inside)
+
+    return judge
+
+
+def _server_line(line: SloLine, server: Sequence[dict[str, Any]], start: float, end: float) -> SloLineResult:
+    scrapes = [p for p in server if start <= p["t"] <= end]
+    if line.metric == "preemptions":
+        measured = counter_increase(server, "preemptions", start, end)
+    else:
+        measured = series_stat(server, line.metric, line.stat or "max", start, end)
+    if measured is None:
+        why = "no scrape of the server's metrics in this span (needs --server-metrics)"
+        return SloLineResult(line, None, False, len(scrapes), note=why)
+    passed = line.holds(measured)
+    return SloLineResult(
+        line, measured, passed, len(scrapes), (measured, measured), "pass" if passed else "fail"
+    )
+
+
+def _drift_line(line: SloLine, windows: Sequence[dict[str, Any]]) -> SloLineResult:
+    key, factor = drift_key(line.metric)
+    mid = np.array([(w["start_s"] + w["end_s"]) / 2 for w in windows], dtype=float)
+    y = np.array([np.nan if w.get(key) is None else w[key] * factor for w in windows], dtype=float)
+    trend = fit_trend(mid, y)
+    if trend is None:
+        why = f"fewer than {MIN_WINDOWS} full windows with a value"
+        return SloLineResult(line, None, False, len(windows), note=why)
+    interval = (trend.lower, trend.upper)
+    return SloLineResult(
+        line,
+        trend.slope,
+        line.holds(trend.slope),
+        trend.n,
+        interval,
+        verdict(line.op, line.threshold, interval),
+    )

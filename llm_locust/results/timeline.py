@@ -1,0 +1,95 @@
+"""Requests placed on the wall clock: numpy columns built once from ``requests.jsonl`` rows.
+
+Time windows, the peak output rate, the report's over-time charts and its CDFs all need the
+same few columns (send time, end time, outcome, latencies, token counts, and the arrival
+time of every content chunk); :class:`Timeline` pulls them out of the rows once.
+
+Token arrival times are rebuilt from each record's marks (send + TTFT, then the ITL gaps),
+and each content chunk carries ``completion_tokens / chunks`` tokens, so the tokens of a
+request add up to its count (from the server's ``usage`` when it sent one) whether a chunk
+held one token or several. Pure module.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import numpy as np
+
+from llm_locust.record import OK
+
+__all__ = ["Timeline", "binned_overlap", "binned_sum"]
+
+
+def _floats(values: Iterable[Any]) -> np.ndarray:
+    return np.fromiter((np.nan if v is None else v for v in values), dtype=float)
+
+
+class Timeline:
+    """Columns of ``rows`` (one entry per row, NaN where a value is missing)."""
+
+    def __init__(self, rows: Sequence[dict[str, Any]]) -> None:
+        self.rows = rows
+        self.start = _floats(r.get("start_time") for r in rows)
+        self.ttft = _floats(r.get("ttft") for r in rows)
+        self.tpot = _floats(r.get("tpot") for r in rows)
+        self.e2e = _floats(r.get("e2e") for r in rows)
+        self.outcome = np.array([r.get("outcome") or "unknown" for r in rows], dtype=object)
+        self.ok = self.outcome == OK
+        self.completion_tokens = _floats(r.get("completion_tokens") for r in rows)
+        self.prompt_tokens = _floats(r.get("prompt_tokens") for r in rows)
+        self.target_input = _floats(r.get("target_input_tokens") for r in rows)
+        self.target_output = _floats(r.get("target_output_tokens") for r in rows)
+        #: when the request ended (its send time when it has no E2E)
+        self.end = np.where(np.isnan(self.e2e), self.start, self.start + np.nan_to_num(self.e2e))
+        self._chunks: tuple[np.ndarray, np.ndarray] | None = None
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def chunk_times(self) -> tuple[np.ndarray, np.ndarray]:
+        """(wall time of every content chunk of a successful request, tokens it carried)."""
+        if self._chunks is None:
+            self._chunks = self._build_chunks()
+        return self._chunks
+
+    def _build_chunks(self) -> tuple[np.ndarray, np.ndarray]:
+        keep = [i for i in np.nonzero(self.ok & ~np.isnan(self.ttft))[0]]
+        if not keep:
+            return np.zeros(0), np.zeros(0)
+        gaps = [self.rows[i].get("itl") or [] for i in keep]
+        lengths = np.fromiter((len(g) + 1 for g in gaps), dtype=np.int64, count=len(keep))
+        flat = np.fromiter((x for g in gaps for x in (0.0, *g)), dtype=float, count=int(lengths.sum()))
+        sums = np.cumsum(flat)
+        firsts = np.cumsum(lengths) - lengths
+        relative = sums - np.repeat(sums[firsts], lengths)
+        idx = np.asarray(keep)
+        times = np.repeat(self.start[idx] + self.ttft[idx], lengths) + relative
+        tokens = np.nan_to_num(self.completion_tokens[idx], nan=0.0)
+        # a request without a token count still produced its chunks: one token each
+        per_chunk = np.where(tokens > 0, tokens / lengths, 1.0)
+        return times, np.repeat(per_chunk, lengths)
+
+
+def binned_sum(times: np.ndarray, weights: np.ndarray, edges: np.ndarray) -> np.ndarray:
+    """Sum of ``weights`` per bin ``[edges[i], edges[i+1])``."""
+    if times.size == 0:
+        return np.zeros(len(edges) - 1)
+    sums, _ = np.histogram(times, bins=edges, weights=weights)
+    return sums
+
+
+def binned_overlap(starts: np.ndarray, ends: np.ndarray, edges: np.ndarray) -> np.ndarray:
+    """Per bin, the total time the intervals ``[starts, ends]`` spend inside it (seconds).
+
+    Divided by the bin width this is the time-weighted mean number of intervals open in
+    the bin: the mean number of requests in flight.
+    """
+    good = ~(np.isnan(starts) | np.isnan(ends))
+    s, e = starts[good], ends[good]
+    out = np.zeros(len(edges) - 1)
+    for i in range(len(edges) - 1):
+        lo, hi = edges[i], edges[i + 1]
+        out[i] = float(np.clip(np.minimum(e, hi) - np.maximum(s, lo), 0.0, None).sum())
+    return out
