@@ -3,6 +3,7 @@
     llm-locust run [llm-locust and locust options]   a load test (``locust`` with the packaged locustfile)
     llm-locust sim [options]                          the bundled OpenAI-compatible simulator
     llm-locust workload sample|describe|prompts ...   look at a workload before firing it
+    llm-locust report RESULTS_DIR ... [-o FILE]       one self-contained HTML report (--compare A B)
     llm-locust demo                                   simulator + a short headless run
     llm-locust --version                              the installed version
 
@@ -26,7 +27,7 @@ USAGE = __doc__.split("\n\n")[1] if __doc__ else ""
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     if not args or args[0] in ("-h", "--help"):
-        print("usage: llm-locust {run,sim,workload,demo} ...\n" + USAGE)
+        print("usage: llm-locust {run,sim,workload,report,demo} ...\n" + USAGE)
         return 0 if args else 2
     if args[0] in ("-V", "--version"):
         from llm_locust import __version__
@@ -44,11 +45,15 @@ def main(argv: list[str] | None = None) -> int:
         from llm_locust.workload.cli import main as workload_main
 
         return workload_main(rest)
+    if command == "report":
+        from llm_locust.report.cli import main as report_main
+
+        return report_main(rest)
     if command == "demo":
         from llm_locust.demo import main as demo_main
 
         return demo_main(rest)
-    _fail(f"unknown command {command!r} (choose from run, sim, workload, demo)")
+    _fail(f"unknown command {command!r} (choose from run, sim, workload, report, demo)")
 
 
 def default_locustfile() -> Path:

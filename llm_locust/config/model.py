@@ -233,6 +233,15 @@ class LoadConfig(Part):
 class ResultsConfig(Part):
     results_dir: str | None
     overwrite: bool
+    window: Positive | None  # seconds; None: auto (results.windows.auto_window)
+    save_detailed: bool
+
+    @field_validator("window", mode="before")
+    @classmethod
+    def _window(cls, value: Any) -> Any:
+        if value is None or (isinstance(value, str) and value.strip().lower() in ("", "auto")):
+            return None
+        return _seconds("--window", positive=True)(value)
 
 
 class ExportConfig(Part):

@@ -319,6 +319,22 @@ _RESULTS = (
         default=False,
         action="flag",
     ),
+    _o(
+        "--window",
+        "results",
+        "Width of the time windows in summary.json and windows.csv, e.g. 30s "
+        "(auto: 30s from 10 minutes on, shorter for shorter runs)",
+        default="auto",
+        type="duration",
+    ),
+    _o(
+        "--save-detailed",
+        "results",
+        "Also write vLLM's per-request arrays (input_lens, output_lens, ttfts, itls, errors ...) "
+        "into summary.json, as vllm bench serve --save-detailed",
+        default=False,
+        action="flag",
+    ),
 )
 
 _EXPORT = (

@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from llm_locust.results.drift import drift_verdict
+from llm_locust.results.drift import combine_verdicts, drift_verdict
 from llm_locust.results.server_series import gauge_series, read_server_metrics
 from llm_locust.results.slo import SloSpec
 from llm_locust.results.slo_series import series_judge
@@ -33,7 +33,7 @@ from llm_locust.results.timeline import Timeline
 from llm_locust.results.vllm_compat import vllm_keys
 from llm_locust.results.windows import auto_window, window_series, windows_csv
 
-__all__ = ["SERVER_FILE", "WINDOWS_FILE", "analyse", "span_of"]
+__all__ = ["SERVER_FILE", "WINDOWS_FILE", "analyse", "drift_of", "span_of"]
 
 WINDOWS_FILE = "windows.csv"
 SERVER_FILE = "server_metrics.jsonl"
@@ -68,7 +68,7 @@ def analyse(
     summary["window_s"] = width
     summary["windows"] = windows
     measured_from = _measured_start(summary, t0)
-    summary["drift"] = drift_verdict([w for w in windows if t0 + w["start_s"] >= measured_from - 1e-6], width)
+    summary["drift"] = drift_of(summary.get("stages") or [], windows, t0, measured_from, width)
     if slo is not None:
         _judge_series(summary, slo, server, windows, t0, t_end, width, measured_from)
     _stage_verdicts(summary.get("stages") or [])
@@ -78,6 +78,28 @@ def analyse(
     if directory is not None:
         (directory / WINDOWS_FILE).write_text(windows_csv(windows), encoding="utf-8")
     return summary
+
+
+def drift_of(
+    stages: list[dict[str, Any]], windows: list[dict[str, Any]], t0: float, measured_from: float, width: float
+) -> dict[str, Any]:
+    """The soak verdict: over the measured windows of a run with at most one stage, else per
+    stage (each stage also gets its own ``drift``)."""
+    if len(stages) <= 1:
+        return drift_verdict([w for w in windows if t0 + w["start_s"] >= measured_from - 1e-6], width)
+    parts = []
+    for stage in stages:
+        span = stage.get("window")
+        if not span:
+            continue
+        inside = [
+            w
+            for w in windows
+            if span["start"] - 1e-6 <= t0 + w["start_s"] and t0 + w["end_s"] <= span["end"] + 1e-6
+        ]
+        stage["drift"] = drift_verdict(inside, width)
+        parts.append((str(stage.get("label", stage.get("index"))), stage["drift"]))
+    return combine_verdicts(parts)
 
 
 def _measured_start(summary: dict[str, Any], t0: float) -> float:

@@ -39,7 +39,9 @@ __all__ = [
     "Interval",
     "mean_interval",
     "min_samples",
+    "min_successes",
     "quantile_interval",
+    "shortfall",
     "statistic_interval",
     "t_quantile",
     "verdict",
@@ -57,6 +59,28 @@ def min_samples(q: float, level: float = LEVEL) -> int:
     if not 0.0 < q < 1.0:
         raise ValueError(f"quantile must be in (0, 1), got {q}")
     return math.ceil(math.log((1.0 - level) / 2.0) / math.log(q))
+
+
+def min_successes(threshold: float, level: float = LEVEL) -> int:
+    """The fewest requests, all successful, whose Wilson lower bound reaches ``threshold``:
+    ``n >= z^2 t / (1 - t)`` (380 for 99 %, 73 for 95 %)."""
+    if threshold >= 1.0:
+        raise ValueError("a success ratio of 100 % can never be shown by a sample")
+    z = NormalDist().inv_cdf(0.5 + level / 2.0)
+    return math.ceil(z * z * threshold / (1.0 - threshold) - 1e-9)
+
+
+def shortfall(stat: str, op: str, threshold: float, n: int, interval: Interval) -> str:
+    """Why a verdict is inconclusive, when the cause is the sample size; ``""`` otherwise."""
+    lo, hi = interval
+    if stat.startswith("p") and op in ("<=", "<") and hi is None and 0 < float(stat[1:]) < 100:
+        need = min_samples(float(stat[1:]) / 100.0)
+        return f"{n} values cannot bound a {stat.upper()} from above (it needs at least {need})"
+    if stat == "success" and lo is not None and lo < threshold < 1.0 and n < min_successes(threshold):
+        return f"{n} requests cannot show it (at least {min_successes(threshold)} without a failure needed)"
+    if stat == "mean" and n < 2:
+        return "a mean needs at least 2 values for an interval"
+    return ""
 
 
 def _binomial_cdf(n: int, q: float) -> np.ndarray:

@@ -13,9 +13,13 @@ at least 3), and Student's t with ``n_eff - 2`` degrees of freedom.
 A series is **drifting** when its interval excludes zero *and* the fitted change over the
 measured span is material: at least 10 % of the series' median level, and at least a floor
 per series (1 ms for latencies, 0.5 percentage points of error rate or KV-cache usage, half
-a waiting request), so that a statistically certain but negligible trend is still
-"stable". Otherwise it is **stable**. Fewer than :data:`MIN_WINDOWS` full windows (or a
-series without values) gives ``insufficient``. The run is drifting if any series is.
+a waiting request). It is **stable** when the whole interval lies within that material
+change (the data rule out a material drift either way), and **inconclusive** otherwise (too
+noisy or too short to tell). Fewer than :data:`MIN_WINDOWS` full windows, a span under
+:data:`MIN_SPAN_S` (2 minutes: a 10-second stage says nothing about 10 minutes) or a series
+without values gives ``insufficient``. The run is drifting if any series is, inconclusive
+if any series is and none drifts, else stable. In simulation with lag-1 correlated noise
+(0.6) the interval covers the true slope in about 93 % of runs; with independent noise 96 %.
 
 Pure module; slopes are per 10 minutes in the series' own unit (ms, a fraction, requests).
 """
@@ -31,9 +35,20 @@ import numpy as np
 
 from llm_locust.results.confidence import LEVEL, t_quantile
 
-__all__ = ["DRIFT_SERIES", "MIN_WINDOWS", "PER_S", "Trend", "drift_verdict", "fit_trend"]
+__all__ = [
+    "DRIFT_SERIES",
+    "MIN_SPAN_S",
+    "MIN_WINDOWS",
+    "PER_S",
+    "Trend",
+    "combine_verdicts",
+    "drift_verdict",
+    "fit_trend",
+]
 
 MIN_WINDOWS = 6
+#: a trend over less than this is not extrapolated to "per 10 minutes"
+MIN_SPAN_S = 120.0
 #: slopes are reported per this many seconds
 PER_S = 600.0
 MIN_RELATIVE_CHANGE = 0.10
@@ -67,13 +82,14 @@ class Trend:
 
 
 def fit_trend(t: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndarray) -> Trend | None:
-    """Least-squares slope of ``y`` on ``t`` (seconds) with an autocorrelation-aware interval;
-    ``None`` with fewer than :data:`MIN_WINDOWS` points or no spread in ``t``."""
+    """Least-squares slope of ``y`` on ``t`` (window mid-times, seconds) with an
+    autocorrelation-aware interval; ``None`` with fewer than :data:`MIN_WINDOWS` points or
+    windows covering less than :data:`MIN_SPAN_S`."""
     t, y = np.asarray(t, dtype=float), np.asarray(y, dtype=float)
     keep = ~(np.isnan(t) | np.isnan(y))
     t, y = t[keep], y[keep]
     n = t.size
-    if n < MIN_WINDOWS or float(np.ptp(t)) <= 0:
+    if n < MIN_WINDOWS or float(np.ptp(t)) < MIN_SPAN_S - (t[1] - t[0] if n > 1 else 0):
         return None
     tc = t - t.mean()
     sxx = float(tc @ tc)
@@ -109,24 +125,37 @@ def drift_verdict(windows: Sequence[dict[str, Any]], window_s: float) -> dict[st
         y = np.array([np.nan if w.get(key) is None else w[key] for w in full], dtype=float)
         series[name] = _judge(fit_trend(mid, y), label, unit, floor)
     drifting = [s for s in series.values() if s["verdict"] == "drifting"]
+    unsure = [s for s in series.values() if s["verdict"] == "inconclusive"]
     judged = [s for s in series.values() if s["verdict"] != "insufficient"]
     if drifting:
         verdict, text = "drifting", "drifting: " + "; ".join(s["text"] for s in drifting)
+    elif unsure:
+        verdict, text = (
+            "inconclusive",
+            "inconclusive (too noisy or short to rule out drift): " + "; ".join(s["text"] for s in unsure),
+        )
     elif judged:
         verdict, text = "stable", "stable: " + "; ".join(s["text"] for s in judged)
     else:
         verdict = "insufficient"
-        text = f"too short to judge drift (fewer than {MIN_WINDOWS} full {window_s:g} s windows)"
+        need = f"{MIN_WINDOWS} full {window_s:g} s windows over {MIN_SPAN_S:g} s"
+        text = f"too short to judge drift (needs {need})"
     return {"verdict": verdict, "text": text, "window_s": window_s, "per_s": PER_S, "series": series}
 
 
 def _judge(trend: Trend | None, label: str, unit: str, floor: float) -> dict[str, Any]:
     if trend is None:
         return {"verdict": "insufficient", "text": f"{label}: not enough windows", "slope": None}
-    material = abs(trend.change) >= max(MIN_RELATIVE_CHANGE * abs(trend.level), floor)
-    significant = trend.lower > 0 or trend.upper < 0
+    # the smallest material slope: a change of max(10 % of the level, floor) over the span
+    material = max(MIN_RELATIVE_CHANGE * abs(trend.level), floor) / max(trend.span_s, 1e-9) * PER_S
+    if (trend.lower > 0 or trend.upper < 0) and abs(trend.slope) >= material:
+        verdict = "drifting"
+    elif -material < trend.lower and trend.upper < material:
+        verdict = "stable"
+    else:
+        verdict = "inconclusive"
     return {
-        "verdict": "drifting" if material and significant else "stable",
+        "verdict": verdict,
         "slope": trend.slope,
         "lower": trend.lower,
         "upper": trend.upper,
@@ -134,6 +163,7 @@ def _judge(trend: Trend | None, label: str, unit: str, floor: float) -> dict[str
         "effective_windows": round(trend.n_eff, 1),
         "median": trend.level,
         "change_over_run": trend.change,
+        "material_slope": material,
         "unit": unit,
         "text": f"{label} {_fmt(trend.slope, unit)} per 10 min "
         f"(95 % CI {_fmt(trend.lower, unit)} … {_fmt(trend.upper, unit)})",
@@ -146,3 +176,18 @@ def _fmt(value: float, unit: str) -> str:
     if unit == "ms":
         return f"{value:+.1f} ms"
     return f"{value:+.2f}"
+
+
+_ORDER = ("drifting", "inconclusive", "stable", "insufficient")
+
+
+def combine_verdicts(parts: Sequence[tuple[str, dict[str, Any]]]) -> dict[str, Any]:
+    """The run's verdict from per-stage verdicts ``(label, drift)``: the worst of them.
+
+    A ramp's stages are different load levels, so drift is judged within each stage, never
+    across them (latency rising from one level to the next is the ramp, not a drift)."""
+    if not parts:
+        return {"verdict": "insufficient", "text": "no stage to judge", "stages": []}
+    worst = min((d["verdict"] for _, d in parts), key=_ORDER.index)
+    text = "; ".join(f"{label}: {d['text']}" for label, d in parts if d["verdict"] == worst)
+    return {"verdict": worst, "text": f"{worst} (per stage) {text}", "stages": [d for _, d in parts]}

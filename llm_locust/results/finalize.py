@@ -17,6 +17,7 @@ from typing import Any
 from llm_locust import __version__
 from llm_locust.record import RequestRecord
 from llm_locust.results.accuracy import input_length_error
+from llm_locust.results.analysis import analyse
 from llm_locust.results.report import end_of_run_text
 from llm_locust.results.slo import evaluate
 from llm_locust.results.stages import capacity_verdict, split_rows, stage_summaries
@@ -60,7 +61,9 @@ class Finalizer:
 
     def finish(self, writer: ResultsWriter) -> dict[str, Any]:
         stop = self.stop_time if self.stop_time is not None else time.time()
-        summary = self.summary(list(writer.rows()), stop)
+        rows = list(writer.rows())
+        summary = self.summary(rows, stop)
+        self._analyse(summary, rows, writer)
         path = writer.write_summary(summary)
         self._set_exit_code(summary)
         if self.run.run_config.headless:
@@ -115,6 +118,26 @@ class Finalizer:
                 "may be late; add workers",
                 self.peak_cpu,
             )
+
+    def _analyse(self, summary: dict[str, Any], rows: list[dict[str, Any]], writer: ResultsWriter) -> None:
+        """Windows, drift, series SLO lines, honest stage verdicts, vLLM keys (results.analysis),
+        then the capacity answer again on those verdicts; never loses the summary."""
+        settings = self.run.run_config.results
+        try:
+            analyse(
+                summary,
+                rows,
+                split_rows(rows)[0],
+                writer.directory,
+                self.run.slo,
+                window_s=settings.window,
+                detailed=settings.save_detailed,
+            )
+        except Exception as exc:  # the summary is written whatever goes wrong here
+            log.warning("llm-locust: time windows and drift left out of the summary: %s", exc)
+            return
+        if summary.get("stages"):
+            summary.update(capacity_verdict(summary["stages"]))
 
     def _set_exit_code(self, summary: dict[str, Any]) -> None:
         """Interrupted: 128 + the signal (130 SIGINT, 143 SIGTERM). Else, with an SLO, the

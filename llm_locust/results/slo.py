@@ -32,7 +32,7 @@ import numpy as np
 
 from llm_locust.config.slo import LATENCY_METRICS, SloLine, SloSpec, load_slo_file, parse_slo
 from llm_locust.record import INCOMPLETE, RequestRecord
-from llm_locust.results.confidence import Interval, statistic_interval, verdict
+from llm_locust.results.confidence import Interval, shortfall, statistic_interval, verdict
 
 __all__ = [
     "LATENCY_METRICS",
@@ -198,7 +198,13 @@ def _line_result(line: SloLine, records: list[RequestRecord], ok: list[RequestRe
         measured, n = _stat(values, line.stat or "mean"), len(values)
         interval = statistic_interval(line.stat or "max", values)
     passed = measured is not None and not math.isnan(measured) and line.holds(measured)
-    return SloLineResult(line, measured, passed, n, interval, verdict(line.op, line.threshold, interval))
+    judged = verdict(line.op, line.threshold, interval)
+    why = (
+        shortfall(line.stat or "success", line.op, line.threshold, n, interval)
+        if judged == "inconclusive"
+        else ""
+    )
+    return SloLineResult(line, measured, passed, n, interval, judged, why)
 
 
 #: Judges one series line (server metrics, drift) for the records' span: see slo_series.

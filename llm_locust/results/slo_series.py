@@ -24,8 +24,8 @@ from typing import Any
 import numpy as np
 
 from llm_locust.results.confidence import verdict
-from llm_locust.results.drift import MIN_WINDOWS, fit_trend
-from llm_locust.results.server_series import counter_increase, series_stat
+from llm_locust.results.drift import MIN_SPAN_S, MIN_WINDOWS, fit_trend
+from llm_locust.results.server_series import GAUGE_SOURCES, counter_increase, series_stat
 from llm_locust.results.slo import SeriesJudge, SloLine, SloLineResult
 
 __all__ = ["drift_key", "series_judge"]
@@ -73,7 +73,13 @@ def _server_line(line: SloLine, server: Sequence[dict[str, Any]], start: float, 
     else:
         measured = series_stat(server, line.metric, line.stat or "max", start, end)
     if measured is None:
-        why = "no scrape of the server's metrics in this span (needs --server-metrics)"
+        if not server:
+            why = "no server metrics in the results (needs --server-metrics)"
+        elif not scrapes:
+            why = "no scrape of the server's metrics in this span"
+        else:
+            names = ", ".join(GAUGE_SOURCES[line.metric][0])
+            why = f"the server's metrics have no {line.metric} series ({names})"
         return SloLineResult(line, None, False, len(scrapes), note=why)
     passed = line.holds(measured)
     return SloLineResult(
@@ -87,7 +93,7 @@ def _drift_line(line: SloLine, windows: Sequence[dict[str, Any]]) -> SloLineResu
     y = np.array([np.nan if w.get(key) is None else w[key] * factor for w in windows], dtype=float)
     trend = fit_trend(mid, y)
     if trend is None:
-        why = f"fewer than {MIN_WINDOWS} full windows with a value"
+        why = f"needs {MIN_WINDOWS} full windows with a value over at least {MIN_SPAN_S:g} s"
         return SloLineResult(line, None, False, len(windows), note=why)
     interval = (trend.lower, trend.upper)
     return SloLineResult(

@@ -41,12 +41,26 @@ class Timeline:
         self.prompt_tokens = _floats(r.get("prompt_tokens") for r in rows)
         self.target_input = _floats(r.get("target_input_tokens") for r in rows)
         self.target_output = _floats(r.get("target_output_tokens") for r in rows)
+        self.stage = _floats(r.get("stage") for r in rows)
+        #: left out of the statistics: the start of a stage (warm-up, ramp-up)
+        self.excluded = np.fromiter((bool(r.get("warmup") or r.get("rampup")) for r in rows), dtype=bool)
         #: when the request ended (its send time when it has no E2E)
         self.end = np.where(np.isnan(self.e2e), self.start, self.start + np.nan_to_num(self.e2e))
         self._chunks: tuple[np.ndarray, np.ndarray] | None = None
 
     def __len__(self) -> int:
         return len(self.rows)
+
+    def measured(self, stage: int | None = None) -> np.ndarray:
+        """Mask of the successful measured requests (of one stage when given)."""
+        mask = self.ok & ~self.excluded
+        return mask if stage is None else mask & (self.stage == stage)
+
+    def gaps(self, mask: np.ndarray) -> np.ndarray:
+        """Every ITL gap of the rows in ``mask``, pooled."""
+        return np.fromiter(
+            (g for i in np.nonzero(mask)[0] for g in self.rows[i].get("itl") or ()), dtype=float
+        )
 
     def chunk_times(self) -> tuple[np.ndarray, np.ndarray]:
         """(wall time of every content chunk of a successful request, tokens it carried)."""

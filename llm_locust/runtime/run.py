@@ -39,6 +39,7 @@ from llm_locust.config.model import RequestConfig, RunConfig
 from llm_locust.load.levels import LevelTracker
 from llm_locust.load.plan import OPEN_LOOP_LEAD, LoadPlan, stage_of
 from llm_locust.record import INCOMPLETE, RequestRecord
+from llm_locust.report.build import report_after_run
 from llm_locust.results.finalize import Finalizer
 from llm_locust.results.report import LOCUST_TABLE_LABEL
 from llm_locust.results.writer import ResultsWriter
@@ -220,6 +221,8 @@ class LLMRun:
             self.last_summary = self.finalizer.finish(self.writer)
             self.writer.close()
             self.finalizer = None
+            if self.writer.directory is not None:
+                report_after_run(self.writer.directory)
 
     def _results_dir(self, test: int) -> Any:
         return results_dir(self.run_config, test)

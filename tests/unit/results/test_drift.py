@@ -49,7 +49,35 @@ def test_autocorrelated_noise_widens_the_interval() -> None:
 
 def test_too_few_windows_and_partial_windows() -> None:
     short = drift_verdict(_windows(np.arange(MIN_WINDOWS - 1) * 100.0), 30.0)
-    assert short["verdict"] == "insufficient" and "fewer than" in short["text"]
+    assert short["verdict"] == "insufficient" and "needs 6 full 30 s windows" in short["text"]
     windows = _windows(np.arange(MIN_WINDOWS) * 100.0)
     windows[-1]["end_s"] -= 10  # the last one is partial: left out
     assert drift_verdict(windows, 30.0)["verdict"] == "insufficient"
+    # six full windows, but 5 s ones: 30 s of data says nothing about 10 minutes
+    assert drift_verdict(_windows(np.arange(12) * 100.0, width=5.0), 5.0)["verdict"] == "insufficient"
+    assert fit_trend(np.arange(24) * 5.0 + 2.5, np.arange(24) * 1.0) is not None  # 24 x 5 s = 120 s
+
+
+def test_noisy_short_run_is_inconclusive_not_stable() -> None:
+    rng = np.random.default_rng(8)
+    noisy = drift_verdict(_windows(300 + rng.normal(0, 80, 8), width=30.0), 30.0)
+    series = noisy["series"]["ttft_p95"]
+    assert noisy["verdict"] == "inconclusive" and series["lower"] < 0 < series["upper"]
+    assert series["upper"] > series["material_slope"]  # a material drift is not ruled out
+
+
+def test_a_ramp_is_judged_per_stage_not_across_stages() -> None:
+    from llm_locust.results.analysis import drift_of
+
+    # latency steps up from stage to stage (the ramp) but is flat within each stage
+    windows = [
+        {"start_s": i * 30.0, "end_s": (i + 1) * 30.0, "p95_ttft_ms": 100.0 * (1 + i // 10) + (i % 2)}
+        for i in range(30)
+    ]
+    stages = [
+        {"label": f"users={u}", "window": {"start": 1000.0 + k * 300, "end": 1000.0 + (k + 1) * 300}}
+        for k, u in enumerate((1, 2, 4))
+    ]
+    drift = drift_of(stages, windows, 1000.0, 1000.0, 30.0)
+    assert drift["verdict"] == "stable" and [s["drift"]["verdict"] for s in stages] == ["stable"] * 3
+    assert fit_trend([w["start_s"] + 15 for w in windows], [w["p95_ttft_ms"] for w in windows]).slope > 100

@@ -210,6 +210,7 @@ def test_to_json_shape() -> None:
         # five requests cannot bound a P95 from above (it needs 72): not shown to hold
         "interval": [pytest.approx(0.1), None],
         "verdict": "inconclusive",
+        "note": "5 values cannot bound a P95 from above (it needs at least 72)",
     }
     assert data["verdict"] == "inconclusive"
 

@@ -1,0 +1,1 @@
+"""``llm-locust report``: one self-contained HTML page of one or more results folders."""

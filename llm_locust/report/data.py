@@ -1,0 +1,141 @@
+"""One results folder, loaded for the report: its summary, its records and its series.
+
+A folder holds ``summary.json`` and ``requests.jsonl`` (both required) and, with
+``--server-metrics``, ``server_metrics.jsonl``. Windows and the drift verdict come from the
+summary when it has them at the asked width; a folder written before they existed (or a
+different ``--window``) gets them computed here from the records, the same way.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from llm_locust.results.analysis import SERVER_FILE, drift_of, span_of
+from llm_locust.results.server_series import gauge_series, read_server_metrics
+from llm_locust.results.timeline import Timeline
+from llm_locust.results.windows import auto_window, window_series
+from llm_locust.results.writer import REQUESTS_FILE, SUMMARY_FILE, read_records
+
+__all__ = ["ReportError", "RunData", "load_run"]
+
+
+class ReportError(ValueError):
+    """A folder the report cannot use; the message names it and fits on one line."""
+
+
+@dataclass
+class RunData:
+    """Everything the charts and tables read about one run."""
+
+    name: str
+    directory: Path
+    summary: dict[str, Any]
+    timeline: Timeline
+    server: list[dict[str, Any]]
+    windows: list[dict[str, Any]]
+    window_s: float
+    t0: float
+    t_end: float
+    drift: dict[str, Any]
+    gpus: float | None = None
+    messages: dict[str, list[tuple[str, int]]] = field(default_factory=dict)
+
+    @property
+    def stages(self) -> list[dict[str, Any]]:
+        return list(self.summary.get("stages") or [])
+
+    def stage_start(self, stage: dict[str, Any]) -> float:
+        """When a stage began, in seconds from the start of the test."""
+        span = stage.get("span") or {}
+        if span.get("start") is not None:
+            return float(span["start"]) - self.t0
+        window = stage.get("window") or {}
+        if window.get("start") is not None:
+            return float(window["start"]) - float(stage.get("warmup_s") or 0.0) - self.t0
+        return float(stage.get("start_s") or 0.0)
+
+
+def _read_json(path: Path, folder: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ReportError(
+            f"{folder}: no {path.name} (not a results folder, or the run has not ended)"
+        ) from None
+    except (OSError, ValueError) as exc:
+        raise ReportError(f"{folder}: cannot read {path.name}: {exc}") from None
+    if not isinstance(data, dict):
+        raise ReportError(f"{folder}: {path.name} is not a JSON object")
+    return data
+
+
+def load_run(
+    directory: str | Path, window_s: float | None = None, gpus: float | None = None, name: str | None = None
+) -> RunData:
+    """Load one results folder; raises :class:`ReportError` for a folder it cannot use."""
+    folder = Path(directory)
+    if not folder.is_dir():
+        raise ReportError(f"{folder}: not a directory")
+    summary = _read_json(folder / SUMMARY_FILE, folder)
+    if not (folder / REQUESTS_FILE).exists():
+        raise ReportError(f"{folder}: no {REQUESTS_FILE}")
+    try:
+        rows = list(read_records(folder / REQUESTS_FILE))
+    except (OSError, ValueError) as exc:
+        raise ReportError(f"{folder}: cannot read {REQUESTS_FILE}: {exc}") from None
+    timeline = Timeline(rows)
+    server = gauge_series(read_server_metrics(folder / SERVER_FILE))
+    t0, t_end = span_of(summary, timeline)
+    width = window_s or summary.get("window_s") or auto_window(t_end - t0)
+    windows = summary.get("windows")
+    if not windows or summary.get("window_s") != width:
+        windows = window_series(timeline, t0, t_end, width, server or None)
+    drift = summary.get("drift") if summary.get("window_s") == width else None
+    if drift is None:
+        stages = [dict(s) for s in summary.get("stages") or []]
+        start = stages[0]["window"]["start"] if stages and stages[0].get("window") else t0
+        drift = drift_of(stages, windows, t0, start, width)
+    config_gpus = (summary.get("config") or {}).get("gpus")
+    return RunData(
+        name=name or folder.resolve().name,
+        directory=folder,
+        summary=summary,
+        timeline=timeline,
+        server=server,
+        windows=windows,
+        window_s=float(width),
+        t0=t0,
+        t_end=t_end,
+        drift=drift,
+        gpus=gpus if gpus is not None else config_gpus,
+        messages=top_messages(rows),
+    )
+
+
+def top_messages(rows: list[dict[str, Any]], per_class: int = 3) -> dict[str, list[tuple[str, int]]]:
+    """The most frequent failure messages of each failure class (message, count)."""
+    counts: dict[str, dict[str, int]] = {}
+    for r in rows:
+        outcome = r.get("outcome")
+        if outcome in (None, "ok", "incomplete"):
+            continue
+        by_message = counts.setdefault(outcome, {})
+        message = (r.get("message") or "").strip()[:200]
+        by_message[message] = by_message.get(message, 0) + 1
+    return {
+        k: sorted(v.items(), key=lambda kv: (-kv[1], kv[0]))[:per_class] for k, v in sorted(counts.items())
+    }
+
+
+def quantile_points(values: np.ndarray, points: int = 200) -> list[list[float]]:
+    """An empirical CDF as ``[value, fraction]`` pairs at ``points`` evenly spaced fractions."""
+    values = values[~np.isnan(values)]
+    if values.size == 0:
+        return []
+    fractions = np.linspace(0.0, 1.0, min(points, max(values.size, 2)))
+    return [[float(v), float(f)] for v, f in zip(np.quantile(values, fractions), fractions, strict=True)]
