@@ -14,14 +14,16 @@ import json
 import os
 import select
 import shutil
+import socket
 import subprocess
 import tempfile
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-__all__ = ["DevTools", "chromium_binary", "dump_dom", "screenshot"]
+__all__ = ["BROWSER_OWN", "DevTools", "NetworkTrap", "chromium_binary", "dump_dom", "screenshot"]
 
 Match = Callable[[dict[str, Any]], bool]
 
@@ -42,12 +44,77 @@ def chromium_binary() -> str | None:
     return shutil.which("chromium") or shutil.which("chromium-browser")
 
 
-def _run(*args: str, budget_ms: int, timeout: float) -> subprocess.CompletedProcess[str]:
+#: Chromium's own background requests (component updates, network time, account checks),
+#: made for ``about:blank`` too: not the page's.
+BROWSER_OWN = ("clients2.google.com/time/", "update.googleapis.com", "accounts.google.com")
+
+
+class NetworkTrap:
+    """A loopback listener that every request of the browser goes to (as its proxy, loopback
+    included), recording the first line of each: nothing reaches the network, and a page that
+    fetches nothing leaves ``page_requests`` empty.
+
+        with NetworkTrap() as trap:
+            dump_dom(url, flags=trap.flags)
+        assert trap.page_requests == []
+    """
+
+    def __init__(self) -> None:
+        self.connections = 0
+        self.requests: list[str] = []  # the first line of what each connection sent
+        self._sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self._sock.bind(("127.0.0.1", 0))
+        self._sock.listen(16)
+        self._sock.settimeout(0.2)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._accept, daemon=True)
+        port = self._sock.getsockname()[1]
+        self.flags = (f"--proxy-server=http://127.0.0.1:{port}", "--proxy-bypass-list=<-loopback>")
+
+    def _accept(self) -> None:
+        while not self._stop.is_set():
+            try:
+                conn, _ = self._sock.accept()
+            except OSError:
+                continue
+            self.connections += 1
+            conn.settimeout(1.0)
+            try:
+                self.requests.append(conn.recv(512).split(b"\r\n", 1)[0].decode("latin-1"))
+            except OSError:
+                self.requests.append("")
+            conn.close()
+
+    @property
+    def page_requests(self) -> list[str]:
+        """The requests that were not Chromium's own background traffic (:data:`BROWSER_OWN`)."""
+        return [r for r in self.requests if not any(host in r for host in BROWSER_OWN)]
+
+    def __enter__(self) -> NetworkTrap:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._stop.set()
+        self._thread.join(2.0)
+        self._sock.close()
+
+
+def _run(
+    *args: str, budget_ms: int, timeout: float, flags: tuple[str, ...] = ()
+) -> subprocess.CompletedProcess[str]:
     binary = chromium_binary()
     assert binary is not None, "chromium is not on PATH"
     with tempfile.TemporaryDirectory(prefix="llm-locust-chromium-") as profile:
         return subprocess.run(
-            [binary, *_FLAGS, f"--user-data-dir={profile}", f"--virtual-time-budget={budget_ms}", *args],
+            [
+                binary,
+                *_FLAGS,
+                *flags,
+                f"--user-data-dir={profile}",
+                f"--virtual-time-budget={budget_ms}",
+                *args,
+            ],
             capture_output=True,
             text=True,
             timeout=timeout,
@@ -55,9 +122,14 @@ def _run(*args: str, budget_ms: int, timeout: float) -> subprocess.CompletedProc
 
 
 def screenshot(
-    url: str, path: Path, size: tuple[int, int] = (1400, 1000), budget_ms: int = 5000, timeout: float = 60
+    url: str,
+    path: Path,
+    size: tuple[int, int] = (1400, 1000),
+    budget_ms: int = 5000,
+    timeout: float = 60,
+    flags: tuple[str, ...] = (),
 ) -> Path:
-    """Save a PNG of ``url`` at ``size`` to ``path``."""
+    """Save a PNG of ``url`` at ``size`` to ``path`` (``flags``: extra Chromium flags)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     path.unlink(missing_ok=True)
     proc = _run(
@@ -66,15 +138,18 @@ def screenshot(
         url,
         budget_ms=budget_ms,
         timeout=timeout,
+        flags=flags,
     )
     if not path.exists():
         raise RuntimeError(f"chromium made no screenshot: {proc.stderr[-2000:]}")
     return path
 
 
-def dump_dom(url: str, budget_ms: int = 5000, timeout: float = 60) -> str:
-    """The serialized DOM of ``url`` after its scripts ran."""
-    proc = _run("--dump-dom", "--window-size=1400,1000", url, budget_ms=budget_ms, timeout=timeout)
+def dump_dom(url: str, budget_ms: int = 5000, timeout: float = 60, flags: tuple[str, ...] = ()) -> str:
+    """The serialized DOM of ``url`` after its scripts ran (``flags``: extra Chromium flags)."""
+    proc = _run(
+        "--dump-dom", "--window-size=1400,1000", url, budget_ms=budget_ms, timeout=timeout, flags=flags
+    )
     if "<html" not in proc.stdout:
         raise RuntimeError(f"chromium dumped no DOM: {proc.stderr[-2000:]}")
     return proc.stdout

@@ -147,12 +147,15 @@ def latency_vs_load(runs: Sequence[RunData], metric: str) -> dict[str, Any] | No
                 "connectNulls": False,
             }
             if q == 95:
-                _mark_verdicts(line, points, labels)
                 _mark_slo(line, run, slo_metric)
             option["series"].append(line)
             option["series"].append(
                 _error_bars(run, points, labels, column, q, color, _name(runs, run, f"P{q}"))
             )
+    for run in runs:
+        option["series"] += _verdict_bands(runs, run, labels, _top(option["series"]))
+    # the intervals and bands go with their lines: one legend entry per line
+    option["legend"]["data"] = [s["name"] for s in option["series"] if s["type"] == "line"]
     return option if any(any(v is not None for v in s["data"]) for s in option["series"]) else None
 
 
@@ -202,23 +205,39 @@ def _mark_slo(series: dict[str, Any], run: RunData, slo_metric: str) -> None:
         }
 
 
-def _mark_verdicts(series: dict[str, Any], points: dict[str, StagePoint], labels: list[str]) -> None:
-    areas = []
-    for label in labels:
-        point = points.get(label)
-        if point is not None and point.verdict in VERDICT_COLORS:
-            areas.append(
-                [
-                    {
-                        "xAxis": label,
-                        "name": point.verdict,
-                        "itemStyle": {"color": VERDICT_COLORS[point.verdict]},
-                    },
-                    {"xAxis": label},
-                ]
+def _top(series: list[dict[str, Any]]) -> float:
+    """The highest value drawn (line points and interval ends), for full-height bands."""
+    values = [v for s in series if s["type"] == "line" for v in s["data"] if v is not None]
+    values += [item[2] for s in series if s["type"] == "custom" for item in s["data"]]
+    for s in series:
+        values += [line["yAxis"] for line in (s.get("markLine") or {}).get("data", [])]
+    return max(values, default=1.0) * 1.05
+
+
+def _verdict_bands(
+    runs: Sequence[RunData], run: RunData, labels: list[str], top: float
+) -> list[dict[str, Any]]:
+    """A shaded full-height band behind each stage that failed, was inconclusive or invalid."""
+    points = {p.label: p for p in stage_points(run)}
+    out = []
+    for verdict, color in VERDICT_COLORS.items():
+        data = [top if label in points and points[label].verdict == verdict else None for label in labels]
+        if any(v is not None for v in data):
+            out.append(
+                {
+                    "name": _name(runs, run, f"{verdict} stage"),
+                    "type": "bar",
+                    "data": data,
+                    "barWidth": "90%",
+                    "barGap": "-100%",
+                    "silent": True,
+                    "z": 0,
+                    "itemStyle": {"color": color},
+                    "label": {"show": True, "position": "insideTop", "formatter": verdict, "color": "#555"},
+                    "tooltip": {"show": False},
+                }
             )
-    if areas:
-        series["markArea"] = {"label": {"position": "insideTop", "fontSize": 10}, "data": areas}
+    return out
 
 
 def throughput_vs_concurrency(runs: Sequence[RunData]) -> dict[str, Any] | None:
