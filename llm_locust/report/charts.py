@@ -57,13 +57,18 @@ class StagePoint:
         self.run, self.entry, self.index = run, entry, index
         self.label = str(entry.get("label") or "whole run")
         self.verdict = entry.get("verdict") or (entry.get("slo") or {}).get("verdict")
+        self._values: dict[str, np.ndarray] = {}
 
     def values(self, column: str) -> np.ndarray:
-        mask = self.run.timeline.measured(self.index)
-        if column == "itl":
-            return self.run.timeline.gaps(mask)
-        values = getattr(self.run.timeline, column)[mask]
-        return values[~np.isnan(values)]
+        """The measured values of ``column`` (``itl``: every gap), sorted; computed once."""
+        if column not in self._values:
+            mask = self.run.timeline.measured(self.index)
+            if column == "itl":
+                values = self.run.timeline.gaps(mask)
+            else:
+                values = getattr(self.run.timeline, column)[mask]
+            self._values[column] = np.sort(values[~np.isnan(values)])
+        return self._values[column]
 
     def in_flight(self) -> float | None:
         law = self.entry.get("littles_law") or {}
@@ -82,10 +87,15 @@ def _window(entry: dict[str, Any]) -> tuple[float, float] | None:
 
 
 def stage_points(run: RunData) -> list[StagePoint]:
-    stages = run.stages
-    if not stages:
-        return [StagePoint(run, {**run.summary, "label": "whole run", "verdict": _run_verdict(run)}, None)]
-    return [StagePoint(run, s, int(s["index"])) for s in stages]
+    """The load levels of ``run`` (made once per run, so their values are pulled once)."""
+    if "points" not in run.cache:
+        stages = run.stages
+        if not stages:
+            whole = {**run.summary, "label": "whole run", "verdict": _run_verdict(run)}
+            run.cache["points"] = [StagePoint(run, whole, None)]
+        else:
+            run.cache["points"] = [StagePoint(run, s, int(s["index"])) for s in stages]
+    return run.cache["points"]
 
 
 def _run_verdict(run: RunData) -> str | None:
@@ -316,7 +326,8 @@ def cdf_chart(runs: Sequence[RunData], metric: str) -> dict[str, Any] | None:
     title, column, _ = LATENCY_CHARTS[metric]
     option = _base(f"{title}: CDF", _axis("ms"), _axis("fraction of requests", min=0, max=1))
     for i, run in enumerate(runs):
-        values = StagePoint(run, run.summary, None).values(column) * 1000.0
+        whole = run.cache.setdefault("whole", StagePoint(run, run.summary, None))
+        values = whole.values(column) * 1000.0
         data = [[round(v, 3), round(f, 4)] for v, f in quantile_points(values)]
         if data:
             option["series"].append(

@@ -44,6 +44,8 @@ class RunData:
     drift: dict[str, Any]
     gpus: float | None = None
     messages: dict[str, list[tuple[str, int]]] = field(default_factory=dict)
+    #: values the charts derive once per run (stage points and their sorted columns)
+    cache: dict[str, Any] = field(default_factory=dict)
 
     @property
     def stages(self) -> list[dict[str, Any]]:
@@ -133,9 +135,10 @@ def top_messages(rows: list[dict[str, Any]], per_class: int = 3) -> dict[str, li
 
 
 def quantile_points(values: np.ndarray, points: int = 200) -> list[list[float]]:
-    """An empirical CDF as ``[value, fraction]`` pairs at ``points`` evenly spaced fractions."""
+    """An empirical CDF as ``[value, fraction]`` pairs at ``points`` evenly spaced fractions
+    (the same fractions for every run, so runs compare point by point)."""
     values = values[~np.isnan(values)]
     if values.size == 0:
         return []
-    fractions = np.linspace(0.0, 1.0, min(points, max(values.size, 2)))
+    fractions = np.linspace(0.0, 1.0, points)
     return [[float(v), float(f)] for v, f in zip(np.quantile(values, fractions), fractions, strict=True)]

@@ -74,7 +74,7 @@ def analyse(
     _stage_verdicts(summary.get("stages") or [])
     counts = summary.get("errors") if isinstance(summary.get("errors"), dict) else {}
     summary["errors_by_class"] = dict(counts)
-    summary.update(vllm_keys(measured, summary, detailed))
+    summary.update(vllm_keys(measured, summary, detailed, timeline))
     if directory is not None:
         (directory / WINDOWS_FILE).write_text(windows_csv(windows), encoding="utf-8")
     return summary

@@ -1,14 +1,17 @@
 """The soak verdict: does a window series trend up (or down) over the run, and how fast?
 
 For each series of the time windows (P95 TTFT, P95 E2E, error rate, and with server
-metrics the KV-cache usage and the waiting requests) we fit a least-squares line through
-the window values against the window mid-times, and give the slope per 10 minutes with a
-95 % confidence interval.
+metrics the KV-cache usage and the waiting requests) the trend is Sen's slope (the median
+of the slopes between every pair of windows, against the window mid-times) per 10 minutes,
+with the distribution-free 95 % interval of the Mann-Kendall statistic (Sen 1968). Sen's
+slope ignores a few outlying windows (a GC pause, a noisy neighbour on the load
+generator's machine) that would tilt a least-squares line; runs of more than
+:data:`MAX_POINTS` windows are first merged into that many (median of each group).
 
 Window values are autocorrelated (a queue that builds up stays built up), which makes the
-textbook interval too narrow. The interval therefore uses an effective sample size from the
-lag-1 autocorrelation ``r`` of the residuals, ``n_eff = n (1 - r) / (1 + r)`` (for ``r > 0``,
-at least 3), and Student's t with ``n_eff - 2`` degrees of freedom.
+textbook interval too narrow: the variance of the Mann-Kendall statistic is scaled by
+``n / n_eff``, with ``n_eff = n (1 - r) / (1 + r)`` from the lag-1 autocorrelation ``r`` of
+the residuals about Sen's line (for ``r > 0``, at least 3).
 
 A series is **drifting** when its interval excludes zero *and* the fitted change over the
 measured span is material: at least 10 % of the series' median level, and at least a floor
@@ -18,8 +21,9 @@ change (the data rule out a material drift either way), and **inconclusive** oth
 noisy or too short to tell). Fewer than :data:`MIN_WINDOWS` full windows, a span under
 :data:`MIN_SPAN_S` (2 minutes: a 10-second stage says nothing about 10 minutes) or a series
 without values gives ``insufficient``. The run is drifting if any series is, inconclusive
-if any series is and none drifts, else stable. In simulation with lag-1 correlated noise
-(0.6) the interval covers the true slope in about 93 % of runs; with independent noise 96 %.
+if any series is and none drifts, else stable. In simulation (60 windows, 600 runs) the
+interval covers the true slope in 94 % of runs with independent noise and 93 % with lag-1
+correlated noise (0.6).
 
 Pure module; slopes are per 10 minutes in the series' own unit (ms, a fraction, requests).
 """
@@ -29,14 +33,16 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from statistics import NormalDist
 from typing import Any
 
 import numpy as np
 
-from llm_locust.results.confidence import LEVEL, t_quantile
+from llm_locust.results.confidence import LEVEL
 
 __all__ = [
     "DRIFT_SERIES",
+    "MAX_POINTS",
     "MIN_SPAN_S",
     "MIN_WINDOWS",
     "PER_S",
@@ -47,6 +53,8 @@ __all__ = [
 ]
 
 MIN_WINDOWS = 6
+#: longer series are merged into this many points before the pairwise slopes
+MAX_POINTS = 1500
 #: a trend over less than this is not extrapolated to "per 10 minutes"
 MIN_SPAN_S = 120.0
 #: slopes are reported per this many seconds
@@ -82,29 +90,35 @@ class Trend:
 
 
 def fit_trend(t: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndarray) -> Trend | None:
-    """Least-squares slope of ``y`` on ``t`` (window mid-times, seconds) with an
-    autocorrelation-aware interval; ``None`` with fewer than :data:`MIN_WINDOWS` points or
-    windows covering less than :data:`MIN_SPAN_S`."""
+    """Sen's slope of ``y`` against ``t`` (window mid-times, seconds) with an
+    autocorrelation-aware Mann-Kendall interval; ``None`` with fewer than :data:`MIN_WINDOWS`
+    points or windows covering less than :data:`MIN_SPAN_S`."""
     t, y = np.asarray(t, dtype=float), np.asarray(y, dtype=float)
     keep = ~(np.isnan(t) | np.isnan(y))
     t, y = t[keep], y[keep]
     n = t.size
     if n < MIN_WINDOWS or float(np.ptp(t)) < MIN_SPAN_S - (t[1] - t[0] if n > 1 else 0):
         return None
-    tc = t - t.mean()
-    sxx = float(tc @ tc)
-    slope = float(tc @ (y - y.mean())) / sxx
-    resid = y - y.mean() - slope * tc
-    r1 = _lag1(resid)
-    n_eff = n if r1 <= 0 else max(3.0, n * (1 - r1) / (1 + r1))
-    dof = max(n_eff - 2.0, 1.0)
-    s2 = float(resid @ resid) / max(n - 2, 1)
-    se = math.sqrt(s2 / sxx) * math.sqrt(n / n_eff)
-    half = t_quantile(0.5 + LEVEL / 2, dof) * se
+    level, span = float(np.median(y)), float(np.ptp(t))
+    if n > MAX_POINTS:
+        groups = np.array_split(np.arange(n), MAX_POINTS)
+        t = np.array([t[g].mean() for g in groups])
+        y = np.array([np.median(y[g]) for g in groups])
+        n = t.size
+    i, j = np.triu_indices(n, 1)
+    dt = t[j] - t[i]
+    slopes = np.sort((y[j] - y[i])[dt > 0] / dt[dt > 0])
+    slope = float(np.median(slopes))
+    resid = y - slope * t
+    r1 = _lag1(resid - resid.mean())
+    n_eff = float(n) if r1 <= 0 else max(3.0, n * (1 - r1) / (1 + r1))
+    variance = n * (n - 1) * (2 * n + 5) / 18.0 * (n / n_eff)
+    c = NormalDist().inv_cdf(0.5 + LEVEL / 2) * math.sqrt(variance)
+    m = slopes.size
+    lower = slopes[int(np.clip(np.floor((m - c) / 2.0), 0, m - 1))]
+    upper = slopes[int(np.clip(np.ceil((m + c) / 2.0), 0, m - 1))]
     k = PER_S
-    return Trend(
-        slope * k, (slope - half) * k, (slope + half) * k, n, n_eff, float(np.median(y)), float(np.ptp(t))
-    )
+    return Trend(slope * k, float(lower) * k, float(upper) * k, int(keep.sum()), n_eff, level, span)
 
 
 def _lag1(resid: np.ndarray) -> float:

@@ -12,6 +12,7 @@ held one token or several. Pure module.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -46,7 +47,7 @@ class Timeline:
         self.excluded = np.fromiter((bool(r.get("warmup") or r.get("rampup")) for r in rows), dtype=bool)
         #: when the request ended (its send time when it has no E2E)
         self.end = np.where(np.isnan(self.e2e), self.start, self.start + np.nan_to_num(self.e2e))
-        self._chunks: tuple[np.ndarray, np.ndarray] | None = None
+        self._chunks: _Chunks | None = None
 
     def __len__(self) -> int:
         return len(self.rows)
@@ -57,33 +58,49 @@ class Timeline:
         return mask if stage is None else mask & (self.stage == stage)
 
     def gaps(self, mask: np.ndarray) -> np.ndarray:
-        """Every ITL gap of the rows in ``mask``, pooled."""
-        return np.fromiter(
-            (g for i in np.nonzero(mask)[0] for g in self.rows[i].get("itl") or ()), dtype=float
-        )
+        """Every ITL gap of the rows in ``mask`` (successful ones), pooled."""
+        chunks = self._chunk_table()
+        return chunks.gaps[mask[chunks.gap_owner]]
 
-    def chunk_times(self) -> tuple[np.ndarray, np.ndarray]:
-        """(wall time of every content chunk of a successful request, tokens it carried)."""
+    def chunk_times(self, mask: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """(wall time of every content chunk of the successful requests, or of those in
+        ``mask``; the tokens each chunk carried)."""
+        chunks = self._chunk_table()
+        if mask is None:
+            return chunks.times, chunks.tokens
+        keep = mask[chunks.owner]
+        return chunks.times[keep], chunks.tokens[keep]
+
+    def _chunk_table(self) -> _Chunks:
         if self._chunks is None:
-            self._chunks = self._build_chunks()
+            self._chunks = _Chunks(self)
         return self._chunks
 
-    def _build_chunks(self) -> tuple[np.ndarray, np.ndarray]:
-        keep = [i for i in np.nonzero(self.ok & ~np.isnan(self.ttft))[0]]
-        if not keep:
-            return np.zeros(0), np.zeros(0)
-        gaps = [self.rows[i].get("itl") or [] for i in keep]
-        lengths = np.fromiter((len(g) + 1 for g in gaps), dtype=np.int64, count=len(keep))
-        flat = np.fromiter((x for g in gaps for x in (0.0, *g)), dtype=float, count=int(lengths.sum()))
-        sums = np.cumsum(flat)
+
+class _Chunks:
+    """Every content chunk of the successful requests, flattened once: its wall time, the
+    tokens it carried, its row; and every ITL gap with its row."""
+
+    def __init__(self, timeline: Timeline) -> None:
+        keep = np.nonzero(timeline.ok & ~np.isnan(timeline.ttft))[0]
+        gap_lists = [timeline.rows[i].get("itl") or [] for i in keep]
+        counts = np.fromiter((len(g) for g in gap_lists), dtype=np.int64, count=keep.size)
+        self.gaps = np.fromiter(
+            itertools.chain.from_iterable(gap_lists), dtype=float, count=int(counts.sum())
+        )
+        self.gap_owner = np.repeat(keep, counts)
+        lengths = counts + 1
+        # each request's chunks: its first token, then one after each gap
         firsts = np.cumsum(lengths) - lengths
-        relative = sums - np.repeat(sums[firsts], lengths)
-        idx = np.asarray(keep)
-        times = np.repeat(self.start[idx] + self.ttft[idx], lengths) + relative
-        tokens = np.nan_to_num(self.completion_tokens[idx], nan=0.0)
+        flat = np.zeros(int(lengths.sum()))
+        flat[np.delete(np.arange(flat.size), firsts)] = self.gaps
+        sums = np.cumsum(flat)
+        relative = sums - np.repeat(sums[firsts], lengths) if flat.size else flat
+        self.owner = np.repeat(keep, lengths)
+        self.times = np.repeat(timeline.start[keep] + timeline.ttft[keep], lengths) + relative
+        tokens = np.nan_to_num(timeline.completion_tokens[keep], nan=0.0)
         # a request without a token count still produced its chunks: one token each
-        per_chunk = np.where(tokens > 0, tokens / lengths, 1.0)
-        return times, np.repeat(per_chunk, lengths)
+        self.tokens = np.repeat(np.where(tokens > 0, tokens / lengths, 1.0), lengths)
 
 
 def binned_sum(times: np.ndarray, weights: np.ndarray, edges: np.ndarray) -> np.ndarray:

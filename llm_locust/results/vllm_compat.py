@@ -40,19 +40,25 @@ DETAILED_KEYS = ("input_lens", "output_lens", "ttfts", "itls", "latencies", "sta
 
 
 def max_output_tokens_per_s(timeline: Timeline) -> float:
-    """The most output tokens that arrived within one 1-second bucket (from the first send)."""
-    times, weights = timeline.chunk_times()
+    """The most output tokens of the measured requests that arrived within one 1-second
+    bucket (counted from the first measured send)."""
+    mask = timeline.measured()
+    times, weights = timeline.chunk_times(mask)
     if times.size == 0:
         return 0.0
-    first = float(np.nanmin(timeline.start[timeline.ok]))
+    first = float(np.nanmin(timeline.start[mask]))
     edges = first + np.arange(int(np.ceil(times.max() - first)) + 2, dtype=float)
     return float(binned_sum(times, weights, edges).max())
 
 
 def vllm_keys(
-    rows: Sequence[dict[str, Any]], summary: dict[str, Any], detailed: bool = False
+    rows: Sequence[dict[str, Any]],
+    summary: dict[str, Any],
+    detailed: bool = False,
+    timeline: Timeline | None = None,
 ) -> dict[str, Any]:
-    """The missing ``vllm bench serve`` keys for ``summary`` over its measured ``rows``."""
+    """The missing ``vllm bench serve`` keys for ``summary`` over its measured ``rows``
+    (``timeline``: of every row of the run, when already built; its measured rows count)."""
     config = summary.get("config") or {}
     options = config.get("options") or {}
     start = config.get("start_time")
@@ -68,7 +74,7 @@ def vllm_keys(
         "num_prompts": int(summary.get("completed", 0)) + int(summary.get("failed", 0)),
         **_traffic(summary, options, config),
         "request_goodput": None if not slo else slo.get("goodput_rps"),
-        "max_output_tokens_per_s": max_output_tokens_per_s(Timeline(rows)),
+        "max_output_tokens_per_s": max_output_tokens_per_s(timeline or Timeline(rows)),
     }
     if detailed:
         out.update(detailed_arrays(rows))

@@ -118,11 +118,11 @@ def test_short_stage_p99_is_inconclusive_long_stage_is_decided(ramp_run: Any) ->
 
 
 def test_compare_shows_the_faster_server_ahead_on_every_latency_chart(tmp_path: Path) -> None:
-    # 3x apart, and token gaps long enough (8 ms) that the client's own jitter at 8 users
-    # stays well below the difference
+    # 4x apart, and token gaps long enough (8 ms) that the client's own jitter at 8 users
+    # (a scheduling hiccup of tens of ms on a busy 2-core machine) stays below the difference
     with (
-        running_sim("--ttft-ms", "20", "--tpot-ms", "8") as fast_url,
-        running_sim("--ttft-ms", "60", "--tpot-ms", "24") as slow_url,
+        running_sim("--ttft-ms", "25", "--tpot-ms", "8") as fast_url,
+        running_sim("--ttft-ms", "100", "--tpot-ms", "32") as slow_url,
     ):
         fast = _ramp(fast_url, tmp_path / "fast", ramp="2,8")
         slow = _ramp(slow_url, tmp_path / "slow", ramp="2,8")
@@ -145,11 +145,12 @@ def test_compare_shows_the_faster_server_ahead_on_every_latency_chart(tmp_path: 
 
 
 def _ahead(key: str, fast: list[Any], slow: list[Any]) -> None:
-    """Fast below slow at every shared point: category lines by index, CDFs by fraction,
-    time series by window (where both have a value)."""
+    """Fast below slow at every shared point: category lines by index, CDFs by fraction (up to
+    the 99th percentile: the maximum is one request), time series by window (where both have
+    a value)."""
     if key.startswith("cdf-"):
         f, s = dict((round(p[1], 4), p[0]) for p in fast), dict((round(p[1], 4), p[0]) for p in slow)
-        shared = sorted(set(f) & set(s))
+        shared = sorted(q for q in set(f) & set(s) if q <= 0.99)
         assert len(shared) > 100 and all(f[q] < s[q] for q in shared), key
         return
     if key.startswith("time-"):
