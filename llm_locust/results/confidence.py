@@ -63,7 +63,7 @@ def min_samples(q: float, level: float = LEVEL) -> int:
 
 def min_successes(threshold: float, level: float = LEVEL) -> int:
     """The fewest requests, all successful, whose Wilson lower bound reaches ``threshold``:
-    ``n >= z^2 t / (1 - t)`` (380 for 99 %, 73 for 95 %)."""
+    ``n >= z^2 t / (1 - t)`` (381 for 99 %, 73 for 95 %)."""
     if threshold >= 1.0:
         raise ValueError("a success ratio of 100 % can never be shown by a sample")
     z = NormalDist().inv_cdf(0.5 + level / 2.0)

@@ -22,7 +22,9 @@ LEGEND = (
     "when the load stopped, not counted as ok or fail. in-flight: time-weighted mean of requests in\n"
     "flight over the stage's measured window, rebuilt from every record overlapping it. L=λW: arrival\n"
     "rate in the window x mean E2E of those arrivals (Little's law); the two agree within about\n"
-    "E2E/window in a steady stage. invalid: the stage did not run its planned load (never a pass)."
+    "E2E/window in a steady stage. invalid: the stage did not run its planned load (never a pass).\n"
+    "inconclusive: a statistic's 95 % interval straddles its threshold, or the stage had too few\n"
+    "requests to show it (a P99 needs 368, a P95 72): not a pass; more requests would decide."
 )
 
 LOCUST_TABLE_LABEL = (
@@ -63,6 +65,9 @@ def end_of_run_text(summary: dict[str, Any], paths: str | None = None) -> str:
         lines.append(f"capacity: {summary['capacity']}")
     if summary.get("stages"):
         lines += [format_stage_table(summary["stages"]), LEGEND]
+    drift = summary.get("drift") or {}
+    if drift.get("verdict") in ("drifting", "stable", "inconclusive"):
+        lines.append(f"soak: {drift['text']}")
     lines.append(exclusions_line(summary))
     lines.append(format_table(summary))
     if paths:

@@ -23,7 +23,7 @@ from typing import Any
 from llm_locust.load.stages import littles_law
 from llm_locust.record import INCOMPLETE, RequestRecord
 from llm_locust.results.slo import evaluate, highest_passing_stage
-from llm_locust.results.summary import summarize
+from llm_locust.results.summary import inconclusive_reason, summarize
 from llm_locust.results.validity import rate_validity, users_validity
 
 __all__ = ["EXCLUSIONS", "capacity_verdict", "exclusion", "split_rows", "stage_summaries"]
@@ -137,7 +137,9 @@ def capacity_verdict(stages: list[dict[str, Any]]) -> dict[str, Any]:
     """The highest stage (in order, before the first that did not pass) that met the SLO.
 
     An invalid stage (it did not run at its level) is not a pass: the search stops there,
-    and the sentence says why, so "holds 16 users" is never read as "fails at 48".
+    and the sentence says why, so "holds 16 users" is never read as "fails at 48". Nor is an
+    inconclusive one (too few requests, or an interval straddling a threshold: see
+    :mod:`llm_locust.results.confidence`): the sentence names what it would need.
     """
     judged = [(i, s) for i, s in enumerate(stages) if s.get("slo") is not None]
     if not judged:
@@ -155,4 +157,6 @@ def capacity_verdict(stages: list[dict[str, Any]]) -> dict[str, Any]:
         )
     if stopper is not None and stopper.get("verdict") == "invalid":
         text += f"; {stopper['label']} did not run at its level ({stopper['invalid_reason']})"
+    elif stopper is not None and stopper.get("verdict") == "inconclusive":
+        text += f"; {stopper['label']} is inconclusive ({inconclusive_reason(stopper)})"
     return {"highest_passing_stage": None if best is None else best["index"], "capacity": text}

@@ -24,6 +24,7 @@ __all__ = [
     "Columns",
     "format_stage_table",
     "format_table",
+    "inconclusive_reason",
     "max_concurrency",
     "open_loop_stats",
     "summarize",
@@ -190,19 +191,35 @@ def format_table(summary: dict[str, Any], title: str = "llm-locust summary") -> 
         scope = "SLO over the whole run, stages pooled" if summary.get("stages") else "SLO"
         lines.append(f"{'-' * 20} {scope}: {verdict} {'-' * 20}")
         for line in summary["slo"]["objectives"]:
-            measured = line.get("measured")
-            if measured is None:
-                shown = "-"
-            elif line.get("name") == "success":
-                shown = f"{measured * 100:.2f}%"
-            else:
-                shown = f"{measured * 1000:.1f} ms"
-            lines.append(row(f"{line['objective']}", f"{shown} {'ok' if line['passed'] else 'FAIL'}"))
+            judged = " (inconclusive)" if line.get("verdict") == "inconclusive" else ""
+            shown = f"{_objective_value(line)} {'ok' if line['passed'] else 'FAIL'}{judged}"
+            lines.append(row(f"{line['objective']}", shown))
         lines.append(row("Goodput (req/s):", f"{summary['slo']['goodput_rps']:.2f}"))
     if summary.get("token_sources", {}).get("chunks"):
         lines.append("note: output tokens of some requests were counted from stream chunks (no usage sent)")
     lines.append("=" * (len(title) + 46))
     return "\n".join(lines)
+
+
+def _objective_value(line: dict[str, Any]) -> str:
+    """An SLO line's measured value in its own unit."""
+    measured, name = line.get("measured"), line.get("name", "")
+    if measured is None:
+        return "-"
+    percent = name == "success" or name.startswith(("kv_cache_usage", "error_rate"))
+    if line.get("kind") == "drift":
+        return (
+            f"{measured * 100:+.2f} pts/10min"
+            if percent
+            else (
+                f"{measured:+.2f}/10min" if name.startswith("waiting") else f"{measured * 1000:+.1f} ms/10min"
+            )
+        )
+    if percent:
+        return f"{measured * 100:.2f}%"
+    if line.get("kind") == "server":
+        return f"{measured:g}"
+    return f"{measured * 1000:.1f} ms"
 
 
 def format_stage_table(stages: list[dict[str, Any]]) -> str:
@@ -211,7 +228,7 @@ def format_stage_table(stages: list[dict[str, Any]]) -> str:
     head = (
         f"{'stage':<24}{'load':>10}{'ok':>6}{'fail':>6}{'inc':>5}{'req/s':>8}{'out tok/s':>11}"
         f"{'TTFT p50':>10}{'TTFT p95':>10}{'TPOT p50':>10}{'E2E p95':>10}{'in-flight':>10}{'L=λW':>8}"
-        f"{'verdict':>9}"
+        f"{'verdict':>14}"
     )
     lines = [head, "-" * len(head)]
     for s in stages:
@@ -221,12 +238,24 @@ def format_stage_table(stages: list[dict[str, Any]]) -> str:
             f"{s.get('incomplete', 0):>5}{s['request_throughput']:>8.2f}{s['output_throughput']:>11.1f}"
             f"{_ms(s.get('median_ttft_ms')):>10}{_ms(s.get('p95_ttft_ms')):>10}"
             f"{_ms(s.get('median_tpot_ms')):>10}{_ms(s.get('p95_e2el_ms')):>10}"
-            f"{_num(law.get('mean_in_flight')):>10}{_num(law.get('product')):>8}{_verdict(s):>9}"
+            f"{_num(law.get('mean_in_flight')):>10}{_num(law.get('product')):>8}{_verdict(s):>14}"
         )
     for s in stages:
         if s.get("invalid_reason"):
             lines.append(f"{s.get('label', '')}: invalid: {s['invalid_reason']}")
+        elif s.get("verdict") == "inconclusive":
+            lines.append(f"{s.get('label', '')}: inconclusive: {inconclusive_reason(s)}")
     return "\n".join(lines)
+
+
+def inconclusive_reason(stage: dict[str, Any]) -> str:
+    """Why a stage's SLO verdict is inconclusive: its undecided objectives and their notes."""
+    parts = []
+    for o in (stage.get("slo") or {}).get("objectives", []):
+        if o.get("verdict") == "inconclusive":
+            note = o.get("note") or "the 95 % interval straddles the threshold"
+            parts.append(f"{o['objective']}: {note}")
+    return "; ".join(parts) or "the 95 % intervals straddle the thresholds"
 
 
 def _load(stage: dict[str, Any]) -> str:
@@ -240,7 +269,9 @@ def _load(stage: dict[str, Any]) -> str:
 
 def _verdict(stage: dict[str, Any]) -> str:
     verdict = stage.get("verdict")
-    return {"pass": "pass", "fail": "FAIL", "invalid": "invalid"}.get(verdict or "", "")
+    return {"pass": "pass", "fail": "FAIL", "invalid": "invalid", "inconclusive": "inconclusive"}.get(
+        verdict or "", ""
+    )
 
 
 def _ms(value: float | None) -> str:
