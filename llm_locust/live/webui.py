@@ -8,8 +8,9 @@ from ``/stats/requests``'s ``extended_stats``) but not charts, so there are two 
 - an "LLM" tab in Locust's own UI: a table of the current quantiles and rates, with a
   row linking to the chart page (Locust renders tab cells as text, so a small script
   injected into Locust's page, ``web/tablink.js``, makes that cell a link);
-- ``/llm``: a static page (``llm_locust/web/``, a small canvas chart of our own, no
-  CDN) polling ``/llm/stats`` every 2 s. Once a test has ended, ``/llm/stats`` carries its
+- ``/llm``: a static page (``llm_locust/web/``, charts by the vendored Apache ECharts that
+  ``report.html`` uses too, no CDN) polling ``/llm/stats`` every 2 s; it marks stage starts
+  and SLO thresholds (``marks`` in ``/llm/stats``). Once a test has ended, ``/llm/stats`` carries its
   ``result`` (from ``summary.json``): the SLO verdict, the capacity sentence, each stage's
   verdict, and the whole run's totals, which the page's tiles then show instead of the
   trailing 30 s window (the load has stopped, so a window rate would only decay to 0).
@@ -24,6 +25,7 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +33,7 @@ import gevent
 
 from llm_locust.live.aggregate import LATENCIES, History, history_point
 from llm_locust.live.exporter import install_exporter, run_gauges, run_info
+from llm_locust.results.summary import inconclusive_reason
 
 __all__ = ["HISTORY_S", "SAMPLE_S", "WEB_DIR", "LiveWebUI", "install_web_ui"]
 
@@ -89,6 +92,7 @@ class LiveWebUI:
             "history": self.history.since(since),
             "sample_s": self.sample_s,
             "result": result_view(getattr(self.run, "last_summary", None)),
+            "marks": chart_marks(self.run),
         }
 
     def table_rows(self) -> list[dict[str, Any]]:
@@ -163,6 +167,25 @@ _RESULT_KEYS = (
     "median_e2el_ms",
 )
 _STAGE_KEYS = ("label", "verdict", "invalid_reason", "completed", "request_throughput", "p95_ttft_ms")
+#: SLO metric -> the live chart it is drawn on
+_SLO_CHARTS = {"ttft": "ttft", "tpot": "tpot", "itl": "itl", "e2e": "e2e"}
+
+
+def chart_marks(run: Any) -> dict[str, Any]:
+    """What the charts mark: each started stage's start (wall clock) and label, and each
+    request-level SLO threshold (seconds) with the chart it belongs to."""
+    stages = []
+    plan, t0 = getattr(run, "plan", None), getattr(run, "plan_t0", None)
+    if plan is not None and plan.stages is not None and t0 is not None:
+        now = time.time()
+        stages = [{"label": s.label, "t": t0 + s.start_s} for s in plan.stages if t0 + s.start_s <= now]
+    slo = []
+    for line in getattr(run, "slo", None) or ():
+        if line.kind == "request" and line.metric in _SLO_CHARTS:
+            slo.append(
+                {"metric": _SLO_CHARTS[line.metric], "objective": line.text, "threshold": line.threshold}
+            )
+    return {"stages": stages, "slo": slo}
 
 
 def result_view(summary: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -172,8 +195,15 @@ def result_view(summary: dict[str, Any] | None) -> dict[str, Any] | None:
     slo = summary.get("slo")
     out = {key: summary.get(key) for key in _RESULT_KEYS}
     out["slo_passed"] = None if slo is None else bool(slo["passed"])
-    out["stages"] = [{key: st.get(key) for key in _STAGE_KEYS} for st in summary.get("stages") or ()]
+    out["slo_verdict"] = None if slo is None else slo.get("verdict")
+    out["stages"] = [
+        {**{key: st.get(key) for key in _STAGE_KEYS}, "why": _why(st)} for st in summary.get("stages") or ()
+    ]
     return out
+
+
+def _why(stage: dict[str, Any]) -> str:
+    return inconclusive_reason(stage) if stage.get("verdict") == "inconclusive" else ""
 
 
 def _result_rows(result: dict[str, Any]) -> list[dict[str, Any]]:
@@ -181,7 +211,10 @@ def _result_rows(result: dict[str, Any]) -> list[dict[str, Any]]:
     blank = {"p50": "", "p95": "", "p99": ""}
     rows = []
     if result["slo_passed"] is not None:
-        rows.append({"metric": "SLO", **blank, "count": "PASS" if result["slo_passed"] else "FAIL"})
+        verdict = "PASS" if result["slo_passed"] else "FAIL"
+        if result.get("slo_verdict") == "inconclusive":
+            verdict = f"INCONCLUSIVE (point estimate {verdict})"
+        rows.append({"metric": "SLO", **blank, "count": verdict})
     if result.get("capacity"):
         rows.append({"metric": "Capacity", **blank, "count": result["capacity"]})
     return rows

@@ -22,7 +22,7 @@ from typing import Any
 
 from llm_locust.load.stages import littles_law
 from llm_locust.record import INCOMPLETE, RequestRecord
-from llm_locust.results.slo import evaluate, highest_passing_stage
+from llm_locust.results.slo import evaluate
 from llm_locust.results.summary import inconclusive_reason, summarize
 from llm_locust.results.validity import rate_validity, users_validity
 
@@ -134,29 +134,39 @@ def _overlapping(rows: list[dict[str, Any]], start: float, end: float) -> list[R
 
 
 def capacity_verdict(stages: list[dict[str, Any]]) -> dict[str, Any]:
-    """The highest stage (in order, before the first that did not pass) that met the SLO.
+    """The highest stage (in order, below the first that failed or was invalid) that met the SLO.
 
     An invalid stage (it did not run at its level) is not a pass: the search stops there,
-    and the sentence says why, so "holds 16 users" is never read as "fails at 48". Nor is an
-    inconclusive one (too few requests, or an interval straddling a threshold: see
-    :mod:`llm_locust.results.confidence`): the sentence names what it would need.
+    and the sentence says why, so "holds 16 users" is never read as "fails at 48". An
+    inconclusive stage (too few requests, or an interval straddling a threshold: see
+    :mod:`llm_locust.results.confidence`) is neither a pass nor a failure: the search goes on
+    past it, and the sentence names the undecided stages above the answer and what they need.
     """
     judged = [(i, s) for i, s in enumerate(stages) if s.get("slo") is not None]
     if not judged:
         return {}
-    found = highest_passing_stage(judged, passed=lambda s: s.get("verdict") == "pass")
-    best = None if found is None else stages[found]
-    after = [s for i, s in judged if found is None or i > found]
-    stopper = after[0] if after else None
+    best, stopper, undecided = None, None, []
+    for i, stage in judged:
+        verdict = stage.get("verdict")
+        if verdict == "pass":
+            best, undecided = i, []
+        elif verdict in ("fail", "invalid"):
+            stopper = stage
+            break
+        else:
+            undecided.append(stage)
     if best is None:
         text = "no stage met the SLO"
     else:
+        chosen = stages[best]
         text = (
-            f"the system holds {best['label']} within the SLO "
-            f"({best['request_throughput']:.2f} req/s, {best['output_throughput']:.0f} output tok/s)"
+            f"the system holds {chosen['label']} within the SLO "
+            f"({chosen['request_throughput']:.2f} req/s, {chosen['output_throughput']:.0f} output tok/s)"
         )
+    if undecided:
+        text += f"; {undecided[0]['label']} is inconclusive ({inconclusive_reason(undecided[0])})"
+        if len(undecided) > 1:
+            text += f" and {len(undecided) - 1} more stage(s) above it"
     if stopper is not None and stopper.get("verdict") == "invalid":
         text += f"; {stopper['label']} did not run at its level ({stopper['invalid_reason']})"
-    elif stopper is not None and stopper.get("verdict") == "inconclusive":
-        text += f"; {stopper['label']} is inconclusive ({inconclusive_reason(stopper)})"
-    return {"highest_passing_stage": None if best is None else best["index"], "capacity": text}
+    return {"highest_passing_stage": None if best is None else stages[best]["index"], "capacity": text}

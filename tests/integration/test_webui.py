@@ -94,7 +94,7 @@ def _wait_for_result(base: str, deadline: float) -> dict:
 
 
 def _js_number(v: float) -> str:
-    """chart.js ``formatNumber`` for values under 10,000."""
+    """app.js ``formatNumber`` for values under 10,000."""
     if float(v).is_integer():
         return str(int(v))
     return f"{v:.0f}" if abs(v) >= 100 else f"{v:.1f}" if abs(v) >= 10 else f"{v:.2f}"

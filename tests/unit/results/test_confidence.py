@@ -96,3 +96,30 @@ def test_mean_and_success_intervals() -> None:
     # success>=99% over 40 successes: 100 % observed, but not shown to be >= 99 %
     result = evaluate(parse_slo("success>=99%"), _records(np.full(40, 0.1)), 1.0)
     assert result.passed and result.lines[0].verdict == "inconclusive"
+
+
+def test_capacity_search_goes_past_inconclusive_stages_and_stops_at_a_failure() -> None:
+    from llm_locust.results.stages import capacity_verdict
+
+    def stage(index: int, verdict: str, note: str = "") -> dict:
+        objective = {"objective": "ttft_p95<=1s", "verdict": verdict, "note": note}
+        return {
+            "index": index,
+            "label": f"users={2**index}",
+            "verdict": verdict,
+            "request_throughput": float(index),
+            "output_throughput": 10.0 * index,
+            "slo": {"objectives": [objective]},
+        }
+
+    few = "10 values cannot bound a P95 from above (it needs at least 72)"
+    stages = [stage(0, "inconclusive", few), stage(1, "pass"), stage(2, "inconclusive", few)]
+    stages.append(stage(3, "fail"))
+    stages.append(stage(4, "pass"))  # a lucky pass above a failure never counts
+    verdict = capacity_verdict(stages)
+    assert verdict["highest_passing_stage"] == 1
+    assert verdict["capacity"].startswith("the system holds users=2 within the SLO")
+    assert "; users=4 is inconclusive (ttft_p95<=1s: 10 values cannot bound" in verdict["capacity"]
+    none = capacity_verdict([stage(0, "inconclusive", few), stage(1, "fail")])
+    assert none["highest_passing_stage"] is None
+    assert none["capacity"].startswith("no stage met the SLO; users=1")
