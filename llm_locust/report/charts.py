@@ -24,6 +24,7 @@ __all__ = [
     "COLORS",
     "LATENCY_CHARTS",
     "StagePoint",
+    "base_option",
     "cdf_chart",
     "latency_vs_load",
     "lengths_chart",
@@ -107,7 +108,8 @@ def _axis(name: str, kind: str = "value", **extra: Any) -> dict[str, Any]:
     return {"type": kind, "name": name, "nameLocation": "middle", "nameGap": 30, **extra}
 
 
-def _base(title: str, x: dict[str, Any], y: dict[str, Any] | list[dict[str, Any]]) -> dict[str, Any]:
+def base_option(title: str, x: dict[str, Any], y: dict[str, Any] | list[dict[str, Any]]) -> dict[str, Any]:
+    """The frame every report chart shares: title, axis tooltip, legend below, no animation."""
     return {
         "animation": False,
         "title": {"text": title, "left": "center", "textStyle": {"fontSize": 14}},
@@ -118,6 +120,13 @@ def _base(title: str, x: dict[str, Any], y: dict[str, Any] | list[dict[str, Any]
         "yAxis": y,
         "series": [],
     }
+
+
+def _points_base(title: str, x: str, y: str) -> dict[str, Any]:
+    """Two value axes, a tooltip per point (each point is a stage)."""
+    option = base_option(title, _axis(x), _axis(y))
+    option["tooltip"] = {"trigger": "item"}
+    return option
 
 
 def _color(runs: Sequence[RunData], i: int, q: int) -> str:
@@ -140,7 +149,7 @@ def latency_vs_load(runs: Sequence[RunData], metric: str) -> dict[str, Any] | No
     """P50/P95/P99 of ``metric`` per stage, 95 % intervals as error bars, SLO lines, verdicts."""
     title, column, slo_metric = LATENCY_CHARTS[metric]
     labels = categories(runs)
-    option = _base(
+    option = base_option(
         f"{title}: P50 / P95 / P99 per stage", _axis("load (stage)", "category", data=labels), _axis("ms")
     )
     for i, run in enumerate(runs):
@@ -252,12 +261,11 @@ def _verdict_bands(
 
 def throughput_vs_concurrency(runs: Sequence[RunData]) -> dict[str, Any] | None:
     """Output tok/s and goodput (tok/s meeting the SLO) against the mean requests in flight."""
-    option = _base(
+    option = _points_base(
         "Output tokens/s and goodput against concurrency",
-        _axis("mean requests in flight (measured)"),
-        _axis("output tokens/s"),
+        "mean requests in flight (measured)",
+        "output tokens/s",
     )
-    option["tooltip"] = {"trigger": "item"}
     for i, run in enumerate(runs):
         color = COLORS[i % len(COLORS)]
         points = [p for p in stage_points(run) if p.in_flight() is not None]
@@ -293,12 +301,11 @@ def throughput_vs_concurrency(runs: Sequence[RunData]) -> dict[str, Any] | None:
 
 def pareto_chart(runs: Sequence[RunData]) -> dict[str, Any] | None:
     """Output tok/s per GPU against tok/s per user (1 / median TPOT), one curve per run."""
-    option = _base(
+    option = _points_base(
         "Throughput per GPU against speed per user",
-        _axis("output tokens/s per user (1 / median TPOT)"),
-        _axis("output tokens/s per GPU"),
+        "output tokens/s per user (1 / median TPOT)",
+        "output tokens/s per GPU",
     )
-    option["tooltip"] = {"trigger": "item"}
     for i, run in enumerate(runs):
         if not run.gpus:
             continue
@@ -324,7 +331,7 @@ def pareto_chart(runs: Sequence[RunData]) -> dict[str, Any] | None:
 def cdf_chart(runs: Sequence[RunData], metric: str) -> dict[str, Any] | None:
     """Empirical CDF of a latency over every measured successful request."""
     title, column, _ = LATENCY_CHARTS[metric]
-    option = _base(f"{title}: CDF", _axis("ms"), _axis("fraction of requests", min=0, max=1))
+    option = base_option(f"{title}: CDF", _axis("ms"), _axis("fraction of requests", min=0, max=1))
     for i, run in enumerate(runs):
         whole = run.cache.setdefault("whole", StagePoint(run, run.summary, None))
         values = whole.values(column) * 1000.0
@@ -344,7 +351,7 @@ def cdf_chart(runs: Sequence[RunData], metric: str) -> dict[str, Any] | None:
 
 def lengths_chart(runs: Sequence[RunData], which: str) -> dict[str, Any] | None:
     """Requested against actual token counts per request (``input`` or ``output``)."""
-    option = _base(
+    option = base_option(
         f"{which.capitalize()} tokens: requested against actual",
         _axis(f"requested {which} tokens"),
         _axis(f"actual {which} tokens (server's count when sent)"),

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from llm_locust.report.charts import COLORS
+from llm_locust.report.charts import COLORS, base_option
 from llm_locust.report.data import RunData
 
 __all__ = [
@@ -23,23 +23,11 @@ __all__ = [
 
 
 def _option(title: str, y: Any, runs: Sequence[RunData]) -> dict[str, Any]:
-    return {
-        "animation": False,
-        "title": {"text": title, "left": "center", "textStyle": {"fontSize": 14}},
-        "tooltip": {"trigger": "axis"},
-        "legend": {"type": "scroll", "bottom": 0},
-        "grid": {"left": 70, "right": 70, "top": 40, "bottom": 80},
-        "dataZoom": [{"type": "inside"}],
-        "xAxis": {
-            "type": "value",
-            "name": f"seconds since the start ({runs[0].window_s:g} s windows)",
-            "nameLocation": "middle",
-            "nameGap": 30,
-            "min": 0,
-        },
-        "yAxis": y,
-        "series": [],
-    }
+    x = {"type": "value", "name": f"seconds since the start ({runs[0].window_s:g} s windows)", "min": 0}
+    option = base_option(title, {**x, "nameLocation": "middle", "nameGap": 30}, y)
+    option["grid"] = {"left": 70, "right": 70, "top": 40, "bottom": 80}
+    option["dataZoom"] = [{"type": "inside"}]
+    return option
 
 
 def _y(name: str, **extra: Any) -> dict[str, Any]:
@@ -82,24 +70,35 @@ def _line(name: str, data: list[Any], color: str, **extra: Any) -> dict[str, Any
     }
 
 
+def _two_axes(
+    option: dict[str, Any],
+    runs: Sequence[RunData],
+    left: tuple[str, str, float],
+    right: tuple[str, str, float],
+) -> dict[str, Any] | None:
+    """Per run, ``left`` (name, window key, scale) on the left axis and ``right`` dashed on
+    the right one, in the run's colour."""
+    for i, run in enumerate(runs):
+        color = COLORS[i % len(COLORS)]
+        first = _line(_name(runs, run, left[0]), _points(run, left[1], left[2]), color)
+        second = _line(
+            _name(runs, run, right[0]),
+            _points(run, right[1], right[2]),
+            color,
+            yAxisIndex=1,
+            lineStyle={"type": "dashed"},
+        )
+        _stage_lines(first, run)
+        option["series"] += [first, second]
+    return option if _has_data(option) else None
+
+
 def latency_over_time(runs: Sequence[RunData]) -> dict[str, Any] | None:
     """P95 TTFT (left axis) and P95 E2E (right axis) per window."""
     option = _option(
         "P95 TTFT and P95 E2E over time", [_y("P95 TTFT (ms)"), _y("P95 E2E (ms)", position="right")], runs
     )
-    for i, run in enumerate(runs):
-        color = COLORS[i % len(COLORS)]
-        ttft = _line(_name(runs, run, "P95 TTFT"), _points(run, "p95_ttft_ms"), color)
-        e2e = _line(
-            _name(runs, run, "P95 E2E"),
-            _points(run, "p95_e2el_ms"),
-            color,
-            yAxisIndex=1,
-            lineStyle={"type": "dashed"},
-        )
-        _stage_lines(ttft, run)
-        option["series"] += [ttft, e2e]
-    return option if _has_data(option) else None
+    return _two_axes(option, runs, ("P95 TTFT", "p95_ttft_ms", 1.0), ("P95 E2E", "p95_e2el_ms", 1.0))
 
 
 def tokens_over_time(runs: Sequence[RunData]) -> dict[str, Any] | None:
@@ -148,26 +147,14 @@ def errors_over_time(runs: Sequence[RunData]) -> dict[str, Any] | None:
 
 def server_over_time(runs: Sequence[RunData]) -> dict[str, Any] | None:
     """The server's KV-cache usage (%, left) and waiting requests (right), from its metrics."""
-    option = _option(
-        "Server: KV-cache usage and waiting requests",
-        [_y("KV-cache usage (%)", min=0, max=100), _y("waiting requests", position="right")],
-        runs,
+    y = [_y("KV-cache usage (%)", min=0, max=100), _y("waiting requests", position="right")]
+    option = _option("Server: KV-cache usage and waiting requests", y, runs)
+    scraped = [run for run in runs if run.server]
+    if not scraped:
+        return None
+    return _two_axes(
+        option, scraped, ("KV-cache usage %", "kv_cache_usage_mean", 100.0), ("waiting", "waiting_mean", 1.0)
     )
-    for i, run in enumerate(runs):
-        if not run.server:
-            continue
-        color = COLORS[i % len(COLORS)]
-        kv = _line(_name(runs, run, "KV-cache usage %"), _points(run, "kv_cache_usage_mean", 100.0), color)
-        waiting = _line(
-            _name(runs, run, "waiting"),
-            _points(run, "waiting_mean"),
-            color,
-            yAxisIndex=1,
-            lineStyle={"type": "dashed"},
-        )
-        _stage_lines(kv, run)
-        option["series"] += [kv, waiting]
-    return option if _has_data(option) else None
 
 
 def _has_data(option: dict[str, Any]) -> bool:

@@ -7,7 +7,7 @@ mapped to ours (vLLM, SGLang, TGI; the current name first) and label sets combin
 live gauges do: counts summed (data-parallel engines), the cache ratio the maximum.
 ``preemptions`` is the cumulative counter (vLLM's ``vllm:num_preemptions_total``).
 
-Per-stage statistics (:func:`series_stat`) feed the SLO terms on server metrics
+Per-stage values (:func:`series_values`) feed the SLO terms on server metrics
 (``kv_cache_usage_max<=95%``, ``waiting_p95<=10``, ``preemptions==0``). Pure module.
 """
 
@@ -20,15 +20,13 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 __all__ = [
     "GAUGES",
     "GAUGE_SOURCES",
     "counter_increase",
     "gauge_series",
     "read_server_metrics",
-    "series_stat",
+    "series_values",
 ]
 
 #: Our gauge -> (the server's sample names, most preferred first; how label sets combine).
@@ -77,18 +75,9 @@ def _within(series: Sequence[dict[str, Any]], start: float, end: float) -> list[
     return [p for p in series if start <= p["t"] <= end]
 
 
-def series_stat(
-    series: Sequence[dict[str, Any]], gauge: str, stat: str, start: float, end: float
-) -> float | None:
-    """``stat`` (``max``, ``mean``, ``pNN``) of ``gauge`` over the scrapes in ``[start, end]``."""
-    values = np.array([p[gauge] for p in _within(series, start, end) if p.get(gauge) is not None])
-    if values.size == 0:
-        return None
-    if stat == "max":
-        return float(values.max())
-    if stat == "mean":
-        return float(values.mean())
-    return float(np.percentile(values, float(stat[1:])))
+def series_values(series: Sequence[dict[str, Any]], gauge: str, start: float, end: float) -> list[float]:
+    """The values of ``gauge`` over the scrapes in ``[start, end]``."""
+    return [p[gauge] for p in _within(series, start, end) if p.get(gauge) is not None]
 
 
 def counter_increase(series: Sequence[dict[str, Any]], name: str, start: float, end: float) -> float | None:

@@ -25,7 +25,7 @@ import numpy as np
 
 from llm_locust.results.confidence import verdict
 from llm_locust.results.drift import MIN_SPAN_S, MIN_WINDOWS, fit_trend
-from llm_locust.results.server_series import GAUGE_SOURCES, counter_increase, series_stat
+from llm_locust.results.server_series import GAUGE_SOURCES, counter_increase, series_values
 from llm_locust.results.slo import SeriesJudge, SloLine, SloLineResult
 
 __all__ = ["drift_key", "series_judge"]
@@ -71,7 +71,8 @@ def _server_line(line: SloLine, server: Sequence[dict[str, Any]], start: float, 
     if line.metric == "preemptions":
         measured = counter_increase(server, "preemptions", start, end)
     else:
-        measured = series_stat(server, line.metric, line.stat or "max", start, end)
+        values = series_values(server, line.metric, start, end)
+        measured = line.aggregate(values) if values else None
     if measured is None:
         if not server:
             why = "no server metrics in the results (needs --server-metrics)"
