@@ -113,7 +113,8 @@ def test_short_stage_p99_is_inconclusive_long_stage_is_decided(ramp_run: Any) ->
     assert short["ttft_p99"]["passed"] and short["ttft_p99"]["verdict"] == "inconclusive"
     assert "needs at least 368" in short["ttft_p99"]["note"]
     assert long["ttft_p99"]["verdict"] == "pass" and long["ttft_p99"]["interval"][1] <= 5.0
-    assert long["kv_cache_usage_max"]["verdict"] == "pass" and long["kv_cache_usage_max"]["n"] >= 5
+    # judged from the scrapes inside the stage (1 s apart when the load generator keeps up)
+    assert long["kv_cache_usage_max"]["verdict"] == "pass" and long["kv_cache_usage_max"]["n"] >= 2
     assert stages[0]["verdict"] == "inconclusive"
 
 
