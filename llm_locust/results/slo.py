@@ -47,6 +47,7 @@ __all__ = [
     "load_slo_file",
     "parse_slo",
     "percentile",
+    "statistic",
 ]
 
 K = TypeVar("K")
@@ -60,7 +61,8 @@ def percentile(values: Sequence[float] | np.ndarray, q: float) -> float | None:
     return float(np.percentile(arr, q, method="linear"))
 
 
-def _stat(values: Sequence[float] | np.ndarray, stat: str) -> float | None:
+def statistic(values: Sequence[float] | np.ndarray, stat: str) -> float | None:
+    """``stat`` (``mean``, ``max``, ``pNN``) of ``values``; ``None`` if empty."""
     arr = np.asarray(values, dtype=float)
     if arr.size == 0:
         return None
@@ -86,7 +88,7 @@ def _request_value(r: RequestRecord, line: SloLine) -> float | None:
         return None if r.t_end is None else r.t_end - _start(r, line.intended)
     if line.metric == "tpot":
         return r.tpot
-    return _stat(r.itl, line.stat or "max")
+    return statistic(r.itl, line.stat or "max")
 
 
 def _values(records: Sequence[RequestRecord], line: SloLine) -> list[float]:
@@ -195,7 +197,7 @@ def _line_result(line: SloLine, records: list[RequestRecord], ok: list[RequestRe
         interval = statistic_interval("success", [], len(ok), n)
     else:
         values = _values(ok, line)
-        measured, n = _stat(values, line.stat or "mean"), len(values)
+        measured, n = statistic(values, line.stat or "mean"), len(values)
         interval = statistic_interval(line.stat or "max", values)
     passed = measured is not None and not math.isnan(measured) and line.holds(measured)
     judged = verdict(line.op, line.threshold, interval)

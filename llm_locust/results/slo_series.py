@@ -26,7 +26,7 @@ import numpy as np
 from llm_locust.results.confidence import verdict
 from llm_locust.results.drift import MIN_SPAN_S, MIN_WINDOWS, fit_trend
 from llm_locust.results.server_series import GAUGE_SOURCES, counter_increase, series_values
-from llm_locust.results.slo import SeriesJudge, SloLine, SloLineResult
+from llm_locust.results.slo import SeriesJudge, SloLine, SloLineResult, statistic
 
 __all__ = ["drift_key", "series_judge"]
 
@@ -72,7 +72,7 @@ def _server_line(line: SloLine, server: Sequence[dict[str, Any]], start: float, 
         measured = counter_increase(server, "preemptions", start, end)
     else:
         values = series_values(server, line.metric, start, end)
-        measured = line.aggregate(values) if values else None
+        measured = statistic(values, line.stat or "mean") if values else None
     if measured is None:
         if not server:
             why = "no server metrics in the results (needs --server-metrics)"

@@ -92,6 +92,8 @@ def _cases(tmp: Path) -> list[tuple[dict[str, str], dict[str, Any]]]:
         "LLM_LOCUST_SLO": ("success>=99%,ttft_p95<=5s", "slo", ["success>=99%", "ttft_p95<=5s"]),
         "LLM_LOCUST_RESULTS_DIR": (str(tmp / "r"), "results.results_dir", str(tmp / "r")),
         "LLM_LOCUST_OVERWRITE": ("true", "results.overwrite", True),
+        "LLM_LOCUST_WINDOW": ("10s", "results.window", 10.0),
+        "LLM_LOCUST_SAVE_DETAILED": ("true", "results.save_detailed", True),
         "LLM_LOCUST_PROMETHEUS_PORT": ("9646", "export.prometheus_port", 9646),
         "LLM_LOCUST_PROMETHEUS_HOST": ("0.0.0.0", "export.prometheus_host", "0.0.0.0"),
         "LLM_LOCUST_SERVER_METRICS": (
