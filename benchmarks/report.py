@@ -28,9 +28,9 @@ sys.path.insert(0, str(REPO))
 from llm_locust.record import RequestRecord  # noqa: E402
 from llm_locust.report.build import write_report  # noqa: E402
 from llm_locust.results.analysis import analyse  # noqa: E402
+from llm_locust.results.columns import read_rows  # noqa: E402
 from llm_locust.results.slo import evaluate, parse_slo  # noqa: E402
 from llm_locust.results.summary import summarize  # noqa: E402
-from llm_locust.results.writer import read_records  # noqa: E402
 
 T0 = 1_800_000_000.0
 USERS = (8, 16, 32, 64, 128)
@@ -110,7 +110,7 @@ def main() -> None:
         folder = Path(tmp)
         write_folder(folder, synthetic_rows(args.requests))
         started = time.perf_counter()
-        rows = list(read_records(folder / "requests.jsonl"))
+        rows = list(read_rows(folder / "requests.jsonl"))
         read_s = time.perf_counter() - started
         summary = base_summary(rows)
         started = time.perf_counter()

@@ -4,12 +4,13 @@
     llm-locust sim [options]                          the bundled OpenAI-compatible simulator
     llm-locust workload sample|describe|prompts ...   look at a workload before firing it
     llm-locust report RESULTS_DIR ... [-o FILE]       one self-contained HTML report (--compare A B)
+    llm-locust summarize DIR                          rebuild DIR/summary.json from DIR/requests.jsonl
     llm-locust demo                                   simulator + a short headless run
     llm-locust --version                              the installed version
 
 Each subcommand imports only what it needs: ``sim`` must not import Locust (whose gevent
-monkey-patching would change the simulator's asyncio), and ``run`` must import Locust
-before anything else.
+monkey-patching would change the simulator's asyncio), ``run`` must import Locust before
+anything else, and ``summarize`` (after a master was killed) imports neither.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ USAGE = __doc__.split("\n\n")[1] if __doc__ else ""
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     if not args or args[0] in ("-h", "--help"):
-        print("usage: llm-locust {run,sim,workload,report,demo} ...\n" + USAGE)
+        print("usage: llm-locust {run,sim,workload,report,summarize,demo} ...\n" + USAGE)
         return 0 if args else 2
     if args[0] in ("-V", "--version"):
         from llm_locust import __version__
@@ -49,11 +50,50 @@ def main(argv: list[str] | None = None) -> int:
         from llm_locust.report.cli import main as report_main
 
         return report_main(rest)
+    if command == "summarize":
+        return summarize_command(rest)
     if command == "demo":
         from llm_locust.demo import main as demo_main
 
         return demo_main(rest)
-    _fail(f"unknown command {command!r} (choose from run, sim, workload, report, demo)")
+    _fail(f"unknown command {command!r} (choose from run, sim, workload, report, summarize, demo)")
+
+
+def summarize_command(args: list[str]) -> int:
+    """``llm-locust summarize DIR``: the summary of a results folder, rebuilt from its records.
+
+    Prints what the end of a run prints; exit code 0, 3 when the SLO failed, 2 on bad input.
+    """
+    from llm_locust.config.register import OneLineParser
+
+    parser = OneLineParser(
+        prog="llm-locust summarize",
+        description="Rebuild DIR/summary.json from DIR/requests.jsonl and DIR/run.json (e.g. after the "
+        "master was killed); the summary is marked 'rebuilt'.",
+    )
+    parser.add_argument("directory", metavar="DIR", help="a results folder (--results-dir of a run)")
+    parser.add_argument(
+        "--no-report", action="store_true", help="write summary.json only, not report.html (large runs)"
+    )
+    parsed = parser.parse_args(args)
+    directory, no_report = parsed.directory, parsed.no_report
+    from llm_locust.results.finalize import exit_code
+    from llm_locust.results.rebuild import RebuildError, rebuild
+    from llm_locust.results.report import end_of_run_text
+
+    try:
+        summary = rebuild(directory)
+    except RebuildError as exc:
+        _fail(str(exc))
+    path = Path(directory)
+    print(
+        end_of_run_text(summary, f"results: {path / 'requests.jsonl'} and {path / 'summary.json'} (rebuilt)")
+    )
+    if not no_report:
+        from llm_locust.report.build import report_after_run
+
+        report_after_run(path)  # report.html from the rebuilt summary; a failure is one logged line
+    return exit_code(summary, None) or 0
 
 
 def default_locustfile() -> Path:

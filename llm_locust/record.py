@@ -17,23 +17,71 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["INCOMPLETE", "OK", "PROMPT_TOKEN_SOURCES", "TOKEN_SOURCES", "RequestRecord"]
+__all__ = [
+    "INCOMPLETE",
+    "LATENCIES",
+    "OK",
+    "ROW_FIELDS",
+    "RequestRecord",
+    "input_tokens_of",
+]
 
+#: The outcome of a success; every other outcome but :data:`INCOMPLETE` is a failure class.
 OK = "ok"
 #: Still running when the load stopped (the end of a run, a step down, an interrupt) and the
 #: drain ran out: neither a success nor a server failure. The record keeps the marks it got.
 INCOMPLETE = "incomplete"
 
-#: Where ``completion_tokens`` came from: the server's ``usage`` block, the run's
-#: tokenizer over the streamed text (no usage sent), or a count of content-bearing
-#: chunks (an approximation: a chunk may carry several tokens).
-TOKEN_SOURCES = ("usage", "tokenizer", "chunks")
-#: Where ``prompt_tokens`` came from; ``target``: no count (``prompt_tokens`` is ``None``),
-#: totals use ``target_input_tokens``. See ``llm_locust.protocol.counts``.
-PROMPT_TOKEN_SOURCES = ("usage", "tokenizer", "target")
+#: The latencies, by their row field (seconds). Every table of latencies (the summary's vLLM
+#: names, the SLO grammar, the live histograms) is keyed by these.
+LATENCIES = ("ttft", "tpot", "itl", "e2e")
+
+#: The fields of a row of ``requests.jsonl`` (:meth:`RequestRecord.to_json`), in order; a row
+#: may carry more (a workload's ``info``, ``rampup`` set by the master, ``waited_for_slot``).
+#: Sources of the token counts: ``token_source`` is ``usage`` (the server's), ``tokenizer``
+#: (the run's, over the streamed text) or ``chunks`` (content-bearing chunks: an
+#: approximation); ``prompt_token_source`` is ``usage``, ``tokenizer`` or ``target`` (no count:
+#: totals use ``target_input_tokens``). See :mod:`llm_locust.protocol.counts`.
+ROW_FIELDS = (
+    "request_id",
+    "start_time",
+    "outcome",
+    "message",
+    "status",
+    "endpoint",
+    "ttft",
+    "tpot",
+    "e2e",
+    "itl",
+    "prompt_tokens",
+    "completion_tokens",
+    "token_source",
+    "prompt_token_source",
+    "finish_reason",
+    "max_tokens",
+    "short_output",
+    "usage_conflict",
+    "target_input_tokens",
+    "target_output_tokens",
+    "chunks",
+    "stage",
+    "warmup",
+    "send_lag",
+    "intended_offset",
+    "session_id",
+    "turn",
+    "worker",
+)
+
+
+def input_tokens_of(row: Mapping[str, Any]) -> int:
+    """A row's prompt tokens as totals count them: the counted ones, else the workload's target."""
+    actual = row.get("prompt_tokens")
+    return int(actual if actual is not None else (row.get("target_input_tokens") or 0))
 
 
 @dataclass
@@ -48,8 +96,8 @@ class RequestRecord:
     chunk_times: list[float] = field(default_factory=list)  # content-bearing chunks only
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
-    token_source: str | None = None  # TOKEN_SOURCES
-    prompt_token_source: str | None = None  # PROMPT_TOKEN_SOURCES
+    token_source: str | None = None  # usage, tokenizer, chunks (see ROW_FIELDS)
+    prompt_token_source: str | None = None  # usage, tokenizer, target
     status: int | None = None
     outcome: str = OK
     message: str = ""
@@ -149,8 +197,10 @@ class RequestRecord:
         return out
 
     @classmethod
-    def from_json(cls, row: dict[str, Any]) -> RequestRecord:
-        """Rebuild a record from its JSONL form (marks relative to a zero send)."""
+    def from_json(cls, row: Mapping[str, Any]) -> RequestRecord:
+        """A record from its JSONL form (marks relative to a zero send): the inverse of
+        :meth:`to_json`, for tools and tests. The results side never rebuilds records (it
+        reads rows into columns, :mod:`llm_locust.results.columns`)."""
         ttft, e2e = row.get("ttft"), row.get("e2e")
         chunk_times: list[float] = []
         if ttft is not None:
@@ -159,47 +209,25 @@ class RequestRecord:
             for gap in row.get("itl") or []:
                 t += gap
                 chunk_times.append(t)
-        intended = row.get("intended_offset")
         known = {f.name for f in dataclasses.fields(cls)}
-        extra = {k: v for k, v in row.items() if k not in known and k not in _DERIVED_KEYS}
-        return cls(
+        extra = {k: v for k, v in row.items() if k not in known and k not in _DERIVED}
+        fields = {k: row[k] for k in known & set(row) if k not in ("extra", "warmup")}
+        fields.update(
             request_id=row["request_id"],
             wall_start=row["start_time"],
             t_sent=0.0,
             t_first_token=ttft,
             t_end=e2e,
             chunk_times=chunk_times,
-            prompt_tokens=row.get("prompt_tokens"),
-            completion_tokens=row.get("completion_tokens"),
-            token_source=row.get("token_source"),
-            prompt_token_source=row.get("prompt_token_source"),
-            status=row.get("status"),
             outcome=row.get("outcome", OK),
-            message=row.get("message", ""),
-            finish_reason=row.get("finish_reason"),
-            max_tokens=row.get("max_tokens"),
-            usage_conflict=row.get("usage_conflict"),
-            endpoint=row.get("endpoint", "chat"),
-            target_input_tokens=row.get("target_input_tokens"),
-            target_output_tokens=row.get("target_output_tokens"),
-            stage=row.get("stage"),
             warmup=bool(row.get("warmup", False)),
-            t_intended=intended,
-            session_id=row.get("session_id"),
-            turn=row.get("turn"),
-            worker=row.get("worker"),
+            t_intended=row.get("intended_offset"),
             extra=extra,
         )
+        return cls(**fields)
 
 
-_DERIVED_KEYS = {
-    "start_time",
-    "ttft",
-    "tpot",
-    "e2e",
-    "itl",
-    "chunks",
-    "send_lag",
-    "intended_offset",
-    "short_output",
-}
+#: Keys of the JSONL form computed from the marks (not fields, not extra).
+_DERIVED = frozenset(
+    ("start_time", "ttft", "tpot", "e2e", "itl", "chunks", "send_lag", "intended_offset", "short_output")
+)

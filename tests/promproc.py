@@ -40,21 +40,8 @@ __all__ = [
 
 LOCUSTFILE = """
 import locust  # noqa: F401  (gevent monkey-patching first)
-from locust import events
 
-from llm_locust.live.exporter import install_exporter
-from llm_locust.runtime.run import run_for
-from llm_locust.live.server_metrics import install_server_metrics
-from llm_locust.runtime.user import LLMUser
-from llm_locust.live.webui import install_web_ui
-
-
-@events.init.add_listener
-def _init(environment, **_):
-    run = run_for(environment)
-    exporter = install_exporter(run)
-    install_server_metrics(run, exporter)
-    install_web_ui(run)
+from llm_locust.runtime.user import LLMUser  # the exporter, server metrics and /llm come with it
 
 
 class ChatUser(LLMUser):

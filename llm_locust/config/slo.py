@@ -6,9 +6,9 @@ Spec (``--slo``), comma-separated ``<metric><op><value>`` lines::
 
 - ``success``: share of requests that succeeded; ``>=``/``>`` only. Value ``99%``,
   ``0.99``, or a bare number above 1 read as a percentage (``99``); ``1`` means 100%.
-- ``ttft|tpot|itl|e2e`` with a statistic ``_p50|_p90|_p95|_p99|_pNN[.N]|_mean|_max``
-  (bare ``ttft`` means ``ttft_max``: every request); ``<=``/``<`` only. Value in ``ms``,
-  ``s``, or a bare number of seconds.
+- a latency of :data:`llm_locust.record.LATENCIES` (``ttft|tpot|itl|e2e``) with a statistic
+  ``_p50|_p90|_p95|_p99|_pNN[.N]|_mean|_max`` (bare ``ttft`` means ``ttft_max``: every
+  request); ``<=``/``<`` only. Value in ``ms``, ``s``, or a bare number of seconds.
 - ``_intended`` (``ttft`` and ``e2e`` only) measures from the intended send time
   (``t_intended``, open-loop schedules), so queueing in the load generator itself counts;
   records without one fall back to the actual send.
@@ -37,13 +37,13 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from llm_locust.config.slo_terms import parse_series_term
 from llm_locust.config.units import names_file, read_yaml
+from llm_locust.record import LATENCIES
 
-__all__ = ["LATENCY_METRICS", "SloFile", "SloLine", "SloSpec", "load_slo_file", "parse_slo"]
+__all__ = ["SloFile", "SloLine", "SloSpec", "load_slo_file", "parse_slo"]
 
-LATENCY_METRICS = ("ttft", "tpot", "itl", "e2e")
 _INTENDED_OK = ("ttft", "e2e")
 _LINE = re.compile(r"^\s*([A-Za-z0-9_.]+)\s*(<=|>=|==|<|>)\s*(.+?)\s*$")
-_METRIC = re.compile(r"^(ttft|tpot|itl|e2e)(?:_(p\d+(?:\.\d+)?|mean|max))?(_intended)?$")
+_METRIC = re.compile(rf"^({'|'.join(LATENCIES)})(?:_(p\d+(?:\.\d+)?|mean|max))?(_intended)?$")
 _NUMBER = re.compile(r"^([0-9]*\.?[0-9]+(?:e[-+]?\d+)?)\s*(ms|s|%)?$")
 
 

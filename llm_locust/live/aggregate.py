@@ -13,9 +13,10 @@ the run's consumers) and answers from fixed-size state:
 - :class:`LogHistogram` quantiles over the whole process and over a sliding window
   (a ring of one-second slots), the numbers a person watching a run wants.
 
-Token and request totals follow :func:`llm_locust.results.summary.summarize` (successful records
-only; prompt tokens fall back to the workload's target), so at the end of a run the
-exported totals equal ``summary.json``'s. Memory does not depend on the number of
+Token and request totals follow :func:`llm_locust.results.summary.summarize` (successful
+records only; prompt tokens fall back to the workload's target:
+:func:`llm_locust.record.input_tokens_of`), so at the end of a run the exported totals equal
+``summary.json``'s. Memory does not depend on the number of
 requests. :class:`History` keeps a bounded ring of snapshots for charts.
 
 Pure module: numpy only, no Locust, no network.
@@ -30,17 +31,17 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from llm_locust.live import catalog as metrics
-from llm_locust.live.histogram import FixedBucketCounts, LogHistogram
-from llm_locust.record import INCOMPLETE, OK
+from llm_locust.record import INCOMPLETE, OK, input_tokens_of
+from llm_locust.results.histogram import FixedBucketCounts, LogHistogram
 
 __all__ = ["LATENCIES", "QUANTILES", "History", "LiveAggregate", "Window", "history_point"]
 
-#: Live latency name -> (record field, catalog metric).
-LATENCIES: dict[str, tuple[str, metrics.MetricSpec]] = {
-    "ttft": ("ttft", metrics.TIME_TO_FIRST_TOKEN),
-    "tpot": ("tpot", metrics.TIME_PER_OUTPUT_TOKEN),
-    "itl": ("itl", metrics.INTER_TOKEN_LATENCY),
-    "e2e": ("e2e", metrics.E2E_LATENCY),
+#: Each latency (its record field, :data:`llm_locust.record.LATENCIES`) -> its catalog metric.
+LATENCIES: dict[str, metrics.MetricSpec] = {
+    "ttft": metrics.TIME_TO_FIRST_TOKEN,
+    "tpot": metrics.TIME_PER_OUTPUT_TOKEN,
+    "itl": metrics.INTER_TOKEN_LATENCY,
+    "e2e": metrics.E2E_LATENCY,
 }
 QUANTILES = (0.5, 0.95, 0.99)
 # Window slots use 1 % relative error: half the memory of the default layout, plenty
@@ -59,12 +60,6 @@ def _latencies(row: Row, field: str) -> list[float]:
     if field == "itl":
         return [float(v) for v in (value or ()) if _finite(v)]
     return [float(value)] if _finite(value) else []
-
-
-def prompt_tokens_of(row: Row) -> int:
-    """As the summary counts them: the server's count, else the workload's target."""
-    actual = row.get("prompt_tokens")
-    return int(actual if actual is not None else (row.get("target_input_tokens") or 0))
 
 
 class _Slot:
@@ -149,7 +144,7 @@ class LiveAggregate:
             name: FixedBucketCounts(
                 metrics.buckets_with_thresholds(spec.buckets or (), thresholds.get(name, ()))
             )
-            for name, (_, spec) in LATENCIES.items()
+            for name, spec in LATENCIES.items()
         }
         self.overall = {name: LogHistogram() for name in LATENCIES}
         self.window = Window(window_s)
@@ -175,10 +170,10 @@ class LiveAggregate:
         tokens = int(row.get("completion_tokens") or 0)
         slot.ok += 1
         slot.tokens += tokens
-        self.prompt_tokens += prompt_tokens_of(row)
+        self.prompt_tokens += input_tokens_of(row)
         self.generation_tokens += tokens
-        for name, (field, _) in LATENCIES.items():
-            values = _latencies(row, field)
+        for name in LATENCIES:
+            values = _latencies(row, name)
             if values:
                 self.buckets[name].add_many(values)
                 self.overall[name].add_many(values)

@@ -16,7 +16,11 @@ Conventions (https://prometheus.io/docs/practices/naming/):
   without it where an API wants the bare family name;
 - histogram bucket edges equal vLLM's server-side histograms of the same meaning, so
   client-side and server-side quantiles interpolate over the same buckets and can be
-  overlaid in Grafana (see :data:`VLLM_EQUIVALENTS`).
+  overlaid in Grafana: TTFT and ``vllm:time_to_first_token_seconds``, TPOT and
+  ``vllm:request_time_per_output_token_seconds`` (per request, like ours), ITL and
+  ``vllm:inter_token_latency_seconds`` (per token; before vLLM 0.11
+  ``vllm:time_per_output_token_seconds``), E2E and ``vllm:e2e_request_latency_seconds``. Server
+  TTFT excludes network and HTTP/SSE overhead. The simulator serves the same edges.
 
 Run filtering: only ``llm_locust_run_info`` carries ``run_id``. Dashboard queries join
 every series to it on the scrape target (``on(instance, job)``), which keeps working
@@ -26,18 +30,14 @@ exactly one ``llm_locust_run_info`` series at a time.
 
 from __future__ import annotations
 
-import json
 import math
-import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 __all__ = [
     "CATALOG",
     "CATALOG_BY_NAME",
-    "DASHBOARD_PATH",
     "E2E_LATENCY",
     "E2E_REQUEST_LATENCY_BUCKETS",
     "GENERATION_TOKENS",
@@ -60,13 +60,9 @@ __all__ = [
     "TIME_TO_FIRST_TOKEN",
     "TIME_TO_FIRST_TOKEN_BUCKETS",
     "USERS",
-    "VLLM_EQUIVALENTS",
     "WORKERS",
     "MetricSpec",
     "buckets_with_thresholds",
-    "dashboard_expressions",
-    "expression_metric_names",
-    "spec_for_series",
 ]
 
 PREFIX = "llm_locust_"
@@ -259,75 +255,3 @@ CATALOG: tuple[MetricSpec, ...] = (
     SERVER_KV_CACHE_USAGE,
 )
 CATALOG_BY_NAME: dict[str, MetricSpec] = {spec.name: spec for spec in CATALOG}
-
-#: Our metric -> the vLLM metric(s) of the same meaning, current name first, then
-#: older names. For Grafana overlays of client-side vs server-side views (the
-#: histograms share bucket edges). Caveats: server TTFT excludes network and
-#: HTTP/SSE overhead; vLLM's TPOT histogram is per request (like ours), its ITL per
-#: token; before 0.11, vllm:time_per_output_token_seconds was per token (ITL-like);
-#: vllm:kv_cache_usage_perc is already a 0..1 ratio despite its name.
-VLLM_EQUIVALENTS: dict[str, tuple[str, ...]] = {
-    TIME_TO_FIRST_TOKEN.name: ("vllm:time_to_first_token_seconds",),
-    TIME_PER_OUTPUT_TOKEN.name: ("vllm:request_time_per_output_token_seconds",),
-    INTER_TOKEN_LATENCY.name: (
-        "vllm:inter_token_latency_seconds",
-        "vllm:time_per_output_token_seconds",
-    ),
-    E2E_LATENCY.name: ("vllm:e2e_request_latency_seconds",),
-    PROMPT_TOKENS.name: ("vllm:prompt_tokens_total",),
-    GENERATION_TOKENS.name: ("vllm:generation_tokens_total",),
-    SERVER_NUM_REQUESTS_RUNNING.name: ("vllm:num_requests_running",),
-    SERVER_NUM_REQUESTS_WAITING.name: ("vllm:num_requests_waiting",),
-    SERVER_KV_CACHE_USAGE.name: ("vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc"),
-}
-
-
-def spec_for_series(series: str) -> MetricSpec | None:
-    """The catalog entry a sample name belongs to (``X_bucket`` -> ``X``), if any."""
-    spec = CATALOG_BY_NAME.get(series)
-    if spec is not None:
-        return spec
-    for suffix in _HISTOGRAM_SUFFIXES:
-        if series.endswith(suffix):
-            spec = CATALOG_BY_NAME.get(series[: -len(suffix)])
-            if spec is not None and spec.kind == "histogram":
-                return spec
-    return None
-
-
-# --- Dashboard ------------------------------------------------------------------
-
-DASHBOARD_PATH = Path(__file__).resolve().parent.parent / "dashboards" / "llm-locust.json"
-_METRIC_NAME = re.compile(r"(?<![A-Za-z0-9_:])llm_locust_[A-Za-z0-9_:]*")
-
-
-def expression_metric_names(expr: str) -> set[str]:
-    """Sample names starting with ``llm_locust_`` that a PromQL expression reads."""
-    return set(_METRIC_NAME.findall(expr))
-
-
-def dashboard_expressions(
-    path: str | Path | None = None, *, rate_interval: str = "30s", run_id: str = ".*"
-) -> list[str]:
-    """Every panel target's PromQL in the dashboard, with Grafana variables filled in.
-
-    ``$__rate_interval`` (and ``$__interval``) become ``rate_interval``; ``$run_id``
-    becomes ``run_id`` (a regex: the dashboard matches it with ``=~``).
-    """
-    dashboard = json.loads(Path(path or DASHBOARD_PATH).read_text(encoding="utf-8"))
-    return [_substitute(expr, rate_interval, run_id) for expr in _panel_exprs(dashboard)]
-
-
-def _panel_exprs(node: dict[str, Any]) -> list[str]:
-    exprs: list[str] = []
-    for panel in node.get("panels", []):
-        exprs.extend(t["expr"] for t in panel.get("targets", []) if t.get("expr"))
-        exprs.extend(_panel_exprs(panel))  # rows nest their panels
-    return exprs
-
-
-def _substitute(expr: str, rate_interval: str, run_id: str) -> str:
-    for var, value in (("__rate_interval", rate_interval), ("__interval", rate_interval), ("run_id", run_id)):
-        expr = expr.replace("${" + var + "}", value)
-        expr = re.sub(r"\$" + var + r"(?![A-Za-z0-9_])", lambda _m, v=value: v, expr)
-    return expr

@@ -31,11 +31,10 @@ import logging
 import secrets
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-import gevent
 from gevent.pywsgi import WSGIServer
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest, make_wsgi_app
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
@@ -45,57 +44,43 @@ from prometheus_client.utils import floatToGoString
 from llm_locust.config.slo import SloSpec
 from llm_locust.live import catalog as metrics
 from llm_locust.live.aggregate import LATENCIES, LiveAggregate
+from llm_locust.live.view import RunView
+from llm_locust.record import OK
+from llm_locust.results.slo import is_good
 
 __all__ = [
     "FINAL_FILE",
     "Exporter",
     "LLMCollector",
-    "exporter_for",
-    "install_exporter",
+    "add_metrics_route",
+    "new_run_id",
     "run_gauges",
+    "run_info",
     "slo_setup",
 ]
 
 log = logging.getLogger("llm_locust")
 FINAL_FILE = "metrics_final.prom"
-_EXPORTERS: dict[int, Exporter] = {}
 
 
 # -- what is exported ------------------------------------------------------------------
 
 
-def run_gauges(run: Any) -> dict[str, float]:
+def run_gauges(view: RunView) -> dict[str, float]:
     """The run's gauges by catalog name, read now."""
-    runner = getattr(run.environment, "runner", None)
-    stage = getattr(run, "current_stage", None)
+    gauges = view.gauges()
     return {
-        metrics.USERS.name: float(getattr(runner, "user_count", 0) or 0),
-        metrics.IN_FLIGHT.name: float(run.total_in_flight()),
-        metrics.WORKERS.name: float(_workers(run, runner)),
-        metrics.STAGE.name: float(stage.index if stage is not None else -1),
-        metrics.TARGET_REQUEST_RATE.name: float(getattr(run, "target_rate", None) or 0.0),
+        metrics.USERS.name: float(gauges.users),
+        metrics.IN_FLIGHT.name: float(gauges.in_flight),
+        metrics.WORKERS.name: float(gauges.workers),
+        metrics.STAGE.name: float(gauges.stage),
+        metrics.TARGET_REQUEST_RATE.name: float(gauges.target_rate),
     }
 
 
-def _workers(run: Any, runner: Any) -> int:
-    if run.role != "master":
-        return 1
-    clients = getattr(runner, "clients", None)
-    if clients is None:
-        return 0
-    return sum(1 for c in clients.values() if c.state != "missing")
-
-
-def run_info(run: Any) -> dict[str, str]:
-    config = getattr(run, "config", None)
-    model = getattr(config, "model", None)
-    if model is None and getattr(run, "run_config", None) is not None:
-        model = run.run_config.request.model
-    return {
-        "run_id": str(getattr(run, "run_id", "") or ""),
-        "model": str(model or ""),
-        "target": str(getattr(run.environment, "host", None) or ""),
-    }
+def run_info(view: RunView) -> dict[str, str]:
+    info = view.info()
+    return {"run_id": info.run_id, "model": info.model, "target": info.target}
 
 
 class LLMCollector(Collector):
@@ -124,7 +109,7 @@ class LLMCollector(Collector):
             metrics.REQUESTS.family, metrics.REQUESTS.help, labels=metrics.REQUESTS.labels
         )
         outcomes = dict(agg.requests)
-        outcomes.setdefault("ok", 0)  # so rate(...{outcome="ok"}) exists from the start
+        outcomes.setdefault(OK, 0)  # so rate(...{outcome="ok"}) exists from the start
         for outcome, n in sorted(outcomes.items()):
             requests.add_metric([outcome], n)
         yield requests
@@ -137,7 +122,7 @@ class LLMCollector(Collector):
             yield CounterMetricFamily(spec.family, spec.help, value=value)
 
     def _histograms(self) -> Iterator[Metric]:
-        for name, (_, spec) in LATENCIES.items():
+        for name, spec in LATENCIES.items():
             counts = self.aggregate.buckets[name]
             cumulative = counts.cumulative()
             buckets = [(floatToGoString(edge), n) for edge, n in zip(counts.edges, cumulative, strict=False)]
@@ -164,21 +149,26 @@ class LLMCollector(Collector):
 class Exporter:
     """A registry of its own over one run, its optional HTTP server and its final dump."""
 
-    def __init__(self, run: Any, aggregate: LiveAggregate, host: str = "127.0.0.1") -> None:
-        self.run = run
+    def __init__(
+        self,
+        view: RunView,
+        aggregate: LiveAggregate,
+        host: str = "127.0.0.1",
+        server: Callable[[], Mapping[str, float]] | None = None,
+    ) -> None:
+        self.view = view
         self.aggregate = aggregate
         self.host = host
         self.port: int | None = None
-        self.server_metrics: Any = None  # a ServerMetrics, set by install_server_metrics
+        self.server_values = server  # the target's own gauges (ServerMetrics.latest), if scraped
         self.registry = CollectorRegistry(auto_describe=False)
         self.registry.register(
-            LLMCollector(aggregate, lambda: run_gauges(run), lambda: run_info(run), self._server_values)
+            LLMCollector(aggregate, lambda: run_gauges(view), lambda: run_info(view), self._server_values)
         )
         self._server: WSGIServer | None = None
-        self._dumped: Any = None  # the ResultsWriter last dumped for
 
     def _server_values(self) -> dict[str, float]:
-        return self.server_metrics.latest() if self.server_metrics is not None else {}
+        return dict(self.server_values()) if self.server_values is not None else {}
 
     def render(self) -> bytes:
         return generate_latest(self.registry)
@@ -202,6 +192,15 @@ class Exporter:
         log.info("llm-locust: Prometheus metrics on http://%s:%d/metrics", self.host, self.port)
         return self.port
 
+    def start_or_exit(self, port: int) -> None:
+        """:meth:`start`; a port that cannot be bound is one line on stderr and exit code 2."""
+        try:
+            self.start(int(port))
+        except OSError as exc:
+            sys.stderr.write(f"llm-locust: error: --prometheus-port {port}: {exc.strerror or exc}\n")
+            sys.stderr.flush()
+            raise SystemExit(2) from None
+
     def stop(self) -> None:
         """Stop serving; safe to call more than once."""
         server, self._server = self._server, None
@@ -216,38 +215,18 @@ class Exporter:
         tmp.replace(path)
         return path
 
-    def finalized(self) -> bool:
-        """The current test's summary is written (the run dropped its finalizer)."""
-        writer = getattr(self.run, "writer", None)
-        return writer is not None and getattr(self.run, "finalizer", None) is None
-
-    def dump_if_finalized(self) -> Path | None:
-        """Write ``metrics_final.prom`` once per results folder, after its summary."""
-        writer = getattr(self.run, "writer", None)
-        if not self.finalized() or writer is self._dumped or getattr(writer, "directory", None) is None:
+    def on_finalized(self, summary: Mapping[str, Any], directory: Path | None) -> Path | None:
+        """A test's summary is written: ``metrics_final.prom`` beside it (with a results folder)."""
+        if directory is None:
             return None
-        self._dumped = writer
         try:
-            return self.write_final(writer.directory)
+            return self.write_final(directory)
         except OSError as exc:
             log.warning("llm-locust: could not write %s: %s", FINAL_FILE, exc)
             return None
 
-    def _await_final(self, timeout: float = 300.0) -> None:
-        """On the master the summary waits for the workers' last records: poll for it."""
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.finalized():
-                self.dump_if_finalized()
-                return
-            gevent.sleep(0.2)
-
 
 # -- wiring ----------------------------------------------------------------------------
-
-
-def exporter_for(run: Any) -> Exporter | None:
-    return _EXPORTERS.get(id(run))
 
 
 def new_run_id() -> str:
@@ -255,56 +234,18 @@ def new_run_id() -> str:
 
 
 def slo_setup(spec: SloSpec | None) -> tuple[Callable[[Any], bool] | None, dict[str, list[float]]]:
-    """The per-request SLO predicate and bucket thresholds of the run's SLO, if it has one."""
+    """The per-request SLO predicate (on a row) and bucket thresholds of the run's SLO, if any."""
     if spec is None:
         return None, {}
-    from llm_locust.record import RequestRecord
-    from llm_locust.results import slo
-
     thresholds: dict[str, list[float]] = {}
     for line in spec:
         if line.metric in LATENCIES and not line.intended:
             thresholds.setdefault(line.metric, []).append(line.threshold)
-    return (lambda row: slo.is_good(RequestRecord.from_json(row), spec)), thresholds
+    return (lambda row: is_good(row, spec)), thresholds
 
 
-def install_exporter(run: Any) -> Exporter | None:
-    """Create (once) the run's exporter; ``None`` on workers. Call from Locust's ``init``.
-
-    Registers the aggregate as a consumer of every record, sets ``run.run_id`` if empty,
-    starts the dedicated server if ``--prometheus-port`` is given, adds ``/metrics`` to
-    the web UI when there is one, and hooks the final dump and shutdown.
-    """
-    if run.role == "worker":
-        return None
-    existing = exporter_for(run)
-    if existing is not None:
-        return existing
-    config = run.run_config
-    if not run.run_id:
-        run.run_id = new_run_id()
-    good, thresholds = slo_setup(config.slo)
-    aggregate = LiveAggregate(slo_good=good, thresholds=thresholds)
-    exporter = Exporter(run, aggregate, host=config.export.prometheus_host)
-    _EXPORTERS[id(run)] = exporter
-    run.consumers.append(aggregate.add)
-    port = config.export.prometheus_port
-    if port is not None:
-        try:
-            exporter.start(int(port))
-        except OSError as exc:
-            sys.stderr.write(f"llm-locust: error: --prometheus-port {port}: {exc.strerror or exc}\n")
-            sys.stderr.flush()
-            raise SystemExit(2) from None
-    _add_web_route(run, exporter)
-    _hook_events(run, exporter)
-    return exporter
-
-
-def _add_web_route(run: Any, exporter: Exporter) -> None:
-    web_ui = getattr(run.environment, "web_ui", None)
-    if web_ui is None:
-        return
+def add_metrics_route(web_ui: Any, exporter: Exporter) -> None:
+    """``/metrics`` on Locust's web UI too (behind ``--web-login`` if set)."""
     from flask import Response
 
     def llm_locust_metrics() -> Response:
@@ -313,19 +254,3 @@ def _add_web_route(run: Any, exporter: Exporter) -> None:
     web_ui.app.add_url_rule(
         "/metrics", "llm_locust_metrics", web_ui.auth_required_if_enabled(llm_locust_metrics)
     )
-
-
-def _hook_events(run: Any, exporter: Exporter) -> None:
-    events = run.environment.events
-
-    def on_test_stop(**_: Any) -> None:
-        # Runs after the run's own listener: a local run is finalized already.
-        if exporter.dump_if_finalized() is None:
-            gevent.spawn(exporter._await_final)
-
-    def on_quitting(**_: Any) -> None:
-        exporter.dump_if_finalized()
-        exporter.stop()
-
-    events.test_stop.add_listener(on_test_stop)
-    events.quitting.add_listener(on_quitting)

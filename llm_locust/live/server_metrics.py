@@ -39,6 +39,7 @@ import gevent
 from prometheus_client.parser import text_string_to_metric_families
 
 from llm_locust.live import catalog as metrics
+from llm_locust.live.view import ResultsFolder
 from llm_locust.results.server_series import GAUGE_SOURCES
 
 __all__ = [
@@ -46,7 +47,6 @@ __all__ = [
     "RECORDED",
     "SERVER_GAUGES",
     "ServerMetrics",
-    "install_server_metrics",
 ]
 
 log = logging.getLogger("llm_locust")
@@ -86,14 +86,14 @@ class ServerMetrics:
         self,
         url: str,
         interval: float = 5.0,
-        run: Any = None,
+        directory: ResultsFolder | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
         if interval <= 0:
             raise ValueError("--server-metrics-interval must be > 0")
         self.url = url
         self.interval = float(interval)
-        self.run = run
+        self.directory = directory  # the running test's results folder, where the samples go
         self.scrapes = 0
         self.failures: Counter[str] = Counter()
         self.values: dict[str, float] = {}
@@ -167,10 +167,8 @@ class ServerMetrics:
 
     # -- recording --
     def _sink(self) -> IO[str] | None:
-        run = self.run
-        writer = getattr(run, "writer", None)
-        directory = getattr(writer, "directory", None)
-        if directory is None or getattr(run, "finalizer", None) is None:
+        directory = self.directory() if self.directory is not None else None
+        if directory is None:
             return None  # no results folder, or no test running
         if self._file is None or self._file_dir != Path(directory):
             self.close()
@@ -208,30 +206,3 @@ class ServerMetrics:
         if greenlet is not None:
             greenlet.kill(block=False)
         self.close()
-
-
-_SCRAPERS: dict[int, ServerMetrics] = {}
-
-
-def install_server_metrics(run: Any, exporter: Any = None) -> ServerMetrics | None:
-    """Start scraping ``--server-metrics`` (master/local, once); ``None`` when not asked for.
-
-    ``exporter`` (from :func:`llm_locust.live.exporter.install_exporter`) re-exports the
-    latest values. Call from Locust's ``init`` after the exporter.
-    """
-    if run.role == "worker":
-        return None
-    if id(run) in _SCRAPERS:
-        return _SCRAPERS[id(run)]
-    export = run.run_config.export
-    url, interval = export.server_metrics, export.server_metrics_interval
-    if not url:
-        return None
-    scraper = ServerMetrics(url, interval, run=run)
-    _SCRAPERS[id(run)] = scraper
-    if exporter is not None:
-        exporter.server_metrics = scraper
-    scraper.start()
-    run.environment.events.quitting.add_listener(lambda **_: scraper.stop())
-    log.info("llm-locust: scraping server metrics from %s every %gs", url, interval)
-    return scraper

@@ -25,81 +25,104 @@ from __future__ import annotations
 
 import json
 import logging
-import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import gevent
 
-from llm_locust.live.aggregate import LATENCIES, History, history_point
-from llm_locust.live.exporter import install_exporter, run_gauges, run_info
+from llm_locust.live import catalog as metrics
+from llm_locust.live.aggregate import LATENCIES, History, LiveAggregate, history_point
+from llm_locust.live.exporter import run_info
+from llm_locust.live.view import RunView
 from llm_locust.results.summary import inconclusive_reason
 
-__all__ = ["HISTORY_S", "SAMPLE_S", "WEB_DIR", "LiveWebUI", "install_web_ui"]
+if TYPE_CHECKING:
+    from llm_locust.config.slo import SloLine
+
+__all__ = [
+    "CHARTS_LINK_TEXT",
+    "HISTORY_S",
+    "SAMPLE_S",
+    "WEB_DIR",
+    "LiveWebUI",
+    "add_web_ui",
+    "chart_marks",
+    "result_view",
+]
 
 log = logging.getLogger("llm_locust")
 WEB_DIR = Path(__file__).resolve().parent.parent / "web"
 SAMPLE_S = 2.0
 HISTORY_S = 15 * 60
 TAB_KEY = "llm-locust"
+CHARTS_LINK_TEXT = "Charts: open /llm"
 _LABELS = {"ttft": "TTFT", "tpot": "TPOT", "itl": "ITL", "e2e": "E2E"}
 
 
 class LiveWebUI:
-    """The chart page's data: the exporter's aggregate, the run's gauges, a history ring."""
+    """The chart page's data: the live aggregate, the run's gauges, a history ring, the last result."""
 
-    def __init__(self, run: Any, exporter: Any, sample_s: float = SAMPLE_S) -> None:
-        self.run = run
-        self.exporter = exporter
+    def __init__(
+        self,
+        view: RunView,
+        aggregate: LiveAggregate,
+        server: Callable[[], Mapping[str, float]] | None = None,
+        sample_s: float = SAMPLE_S,
+    ) -> None:
+        self.view = view
+        self.aggregate = aggregate
+        self.server = server  # the target's own gauges (ServerMetrics.latest), if scraped
         self.sample_s = sample_s
         self.history = History(maxlen=int(HISTORY_S / sample_s))
+        self.last_summary: dict[str, Any] | None = None
         self._greenlet: gevent.Greenlet | None = None
 
-    def gauges(self) -> dict[str, Any]:
-        from llm_locust.live import catalog as metrics
+    def on_finalized(self, summary: dict[str, Any], directory: Path | None) -> None:
+        """A test ended: the page shows its result from now on."""
+        self.last_summary = summary
 
-        raw = run_gauges(self.run)
-        stage = getattr(self.run, "current_stage", None)
-        server = self.exporter.server_metrics.latest() if self.exporter.server_metrics else {}
+    def gauges(self) -> dict[str, Any]:
+        raw = self.view.gauges()
+        server = self.server() if self.server is not None else {}
         return {
-            "users": raw[metrics.USERS.name],
-            "in_flight": raw[metrics.IN_FLIGHT.name],
-            "workers": raw[metrics.WORKERS.name],
-            "stage": raw[metrics.STAGE.name],
-            "stage_label": (getattr(stage, "label", "") or "") if stage is not None else "",
-            "target_rate": raw[metrics.TARGET_REQUEST_RATE.name],
+            "users": float(raw.users),
+            "in_flight": float(raw.in_flight),
+            "workers": float(raw.workers),
+            "stage": float(raw.stage),
+            "stage_label": raw.stage_label,
+            "target_rate": float(raw.target_rate),
             "server_running": server.get(metrics.SERVER_NUM_REQUESTS_RUNNING.name),
             "server_waiting": server.get(metrics.SERVER_NUM_REQUESTS_WAITING.name),
             "server_kv_cache": server.get(metrics.SERVER_KV_CACHE_USAGE.name),
         }
 
     def sample(self) -> dict[str, Any]:
-        point = history_point(self.exporter.aggregate.snapshot(), self.gauges())
+        point = history_point(self.aggregate.snapshot(), self.gauges())
         self.history.append(point)
         return point
 
     def stats(self, since: float | None = None) -> dict[str, Any]:
         """The ``/llm/stats`` body: run facts, the live snapshot, history newer than ``since``."""
-        runner = getattr(self.run.environment, "runner", None)
         return {
             "run": {
-                **run_info(self.run),
-                "role": self.run.role,
-                "state": str(getattr(runner, "state", "")),
+                **run_info(self.view),
+                "role": self.view.role,
+                "state": self.view.state(),
                 **self.gauges(),
             },
-            "snapshot": self.exporter.aggregate.snapshot(),
+            "snapshot": self.aggregate.snapshot(),
             "history": self.history.since(since),
             "sample_s": self.sample_s,
-            "result": result_view(getattr(self.run, "last_summary", None)),
-            "marks": chart_marks(self.run),
+            "result": result_view(self.last_summary),
+            "marks": self.view.marks(),
         }
 
     def table_rows(self) -> list[dict[str, Any]]:
         """Rows of the "LLM" tab: recent quantiles (ms) per latency, rates, totals, the chart link."""
-        snap = self.exporter.aggregate.snapshot()
+        snap = self.aggregate.snapshot()
         recent = snap["recent"]
-        result = result_view(getattr(self.run, "last_summary", None))
+        result = result_view(self.last_summary)
         rows = _result_rows(result) if result else []
         for name in LATENCIES:
             stats = recent["latency"][name]
@@ -171,21 +194,22 @@ _STAGE_KEYS = ("label", "verdict", "invalid_reason", "completed", "request_throu
 _SLO_CHARTS = {"ttft": "ttft", "tpot": "tpot", "itl": "itl", "e2e": "e2e"}
 
 
-def chart_marks(run: Any) -> dict[str, Any]:
-    """What the charts mark: each started stage's start (wall clock) and label, and each
-    request-level SLO threshold (seconds) with the chart it belongs to."""
-    stages = []
-    plan, t0 = getattr(run, "plan", None), getattr(run, "plan_t0", None)
-    if plan is not None and plan.stages is not None and t0 is not None:
-        now = time.time()
-        stages = [{"label": s.label, "t": t0 + s.start_s} for s in plan.stages if t0 + s.start_s <= now]
-    slo = []
-    for line in getattr(run, "slo", None) or ():
+def chart_marks(
+    stages: Sequence[tuple[str, float]], t0: float | None, slo: Iterable[SloLine], now: float
+) -> dict[str, Any]:
+    """What the charts mark: each started stage's start (wall clock) and label (``stages``:
+    (label, start_s) pairs of the plan that started at ``t0``), and each request-level SLO
+    threshold (seconds) with the chart it belongs to."""
+    started = []
+    if t0 is not None:
+        started = [{"label": label, "t": t0 + start_s} for label, start_s in stages if t0 + start_s <= now]
+    lines = []
+    for line in slo:
         if line.kind == "request" and line.metric in _SLO_CHARTS:
-            slo.append(
+            lines.append(
                 {"metric": _SLO_CHARTS[line.metric], "objective": line.text, "threshold": line.threshold}
             )
-    return {"stages": stages, "slo": slo}
+    return {"stages": started, "slo": lines}
 
 
 def result_view(summary: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -220,28 +244,11 @@ def _result_rows(result: dict[str, Any]) -> list[dict[str, Any]]:
     return rows
 
 
-_UIS: dict[int, LiveWebUI] = {}
-CHARTS_LINK_TEXT = "Charts: open /llm"
-
-
-def install_web_ui(run: Any) -> LiveWebUI | None:
-    """Add ``/llm``, ``/llm/stats`` and the "LLM" tab to Locust's web UI (once).
-
-    ``None`` when there is no web UI (headless) or on a worker. Installs the exporter
-    too if it is not installed yet (it holds the aggregate). Call from ``init``.
-    """
-    web_ui = getattr(run.environment, "web_ui", None)
-    if web_ui is None or run.role == "worker":
-        return None
-    if id(run) in _UIS:
-        return _UIS[id(run)]
-    exporter = install_exporter(run)
-    ui = _UIS[id(run)] = LiveWebUI(run, exporter)
+def add_web_ui(web_ui: Any, ui: LiveWebUI) -> None:
+    """Add ``/llm``, ``/llm/stats`` and the "LLM" tab to Locust's web UI and start sampling."""
     _add_routes(web_ui, ui)
     _add_tab(web_ui, ui)
     ui.start()
-    run.environment.events.quitting.add_listener(lambda **_: ui.stop())
-    return ui
 
 
 def _add_routes(web_ui: Any, ui: LiveWebUI) -> None:

@@ -34,7 +34,7 @@ Pure module (numpy only); seconds everywhere.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -46,8 +46,6 @@ __all__ = [
     "RateStep",
     "constant",
     "gamma",
-    "interarrival_cv",
-    "make_schedule",
     "parse_arrival",
     "poisson",
     "split_for_worker",
@@ -215,27 +213,6 @@ class ArrivalSchedule:
             yield t0[idx] + (u - lam[idx]) / rates[idx]
 
 
-def make_schedule(
-    process: ArrivalProcess,
-    rates: Sequence[float] | None = None,
-    step_s: float | None = None,
-    duration_s: float | None = None,
-    seed: int | None = None,
-) -> ArrivalSchedule:
-    """A single-worker schedule.
-
-    Without ``rates``: ``process.rate`` for ``duration_s`` (``None``: forever). With
-    ``rates`` (``--rate-ramp``): each rate for ``step_s`` seconds, in order.
-    """
-    if rates is None:
-        return ArrivalSchedule(process, (RateStep(process.rate, duration_s),), seed)
-    if not rates:
-        raise ValueError("--rate-ramp needs at least one rate")
-    if step_s is None:
-        raise ValueError("--rate-ramp needs --step-time")
-    return ArrivalSchedule(process, tuple(RateStep(float(r), step_s) for r in rates), seed)
-
-
 def split_for_worker(schedule: ArrivalSchedule, worker_index: int, worker_count: int) -> ArrivalSchedule:
     """Worker ``worker_index`` of ``worker_count``: every W-th arrival of the global sequence.
 
@@ -249,16 +226,3 @@ def split_for_worker(schedule: ArrivalSchedule, worker_index: int, worker_count:
     if schedule.worker_count != 1:
         raise ValueError("split_for_worker expects the global (unsplit) schedule")
     return replace(schedule, worker_index=worker_index, worker_count=worker_count)
-
-
-def interarrival_cv(times: Sequence[float] | np.ndarray) -> float:
-    """Coefficient of variation (std/mean) of the gaps between sorted ``times``.
-
-    ``nan`` with fewer than two gaps or a zero mean gap.
-    """
-    t = np.sort(np.asarray(times, dtype=float))
-    if t.size < 3:
-        return math.nan
-    gaps = np.diff(t)
-    mean = float(gaps.mean())
-    return math.nan if mean <= 0 else float(gaps.std() / mean)

@@ -23,7 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from llm_locust.load.stages import StagePlan, stage_at
+from llm_locust.load.stages import StageKind, StagePlan
 
 __all__ = ["LevelTracker", "StageLevel"]
 
@@ -53,7 +53,7 @@ class LevelTracker:
     def __init__(self, plan: StagePlan, t0: float) -> None:
         self.plan = plan
         self.t0 = t0
-        self.levels = {s.index: StageLevel(int(s.target)) for s in plan if s.kind == "users"}
+        self.levels = {s.index: StageLevel(int(s.target)) for s in plan if s.kind is StageKind.USERS}
         self._last: tuple[float, int, int] | None = None  # (time, stage index, users)
 
     def observe(self, when: float, users: int) -> None:
@@ -63,7 +63,7 @@ class LevelTracker:
         elapsed = when - self.t0
         if elapsed < 0:
             return
-        stage, _ = stage_at(self.plan, elapsed)
+        stage, _ = self.plan.stage_at(elapsed)
         if stage is None or stage.index not in self.levels:
             self._last = None
             return

@@ -12,25 +12,14 @@ Pure module: no Locust, no network.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from llm_locust.config.model import LoadConfig
-from llm_locust.load.arrivals import (
-    ArrivalProcess,
-    ArrivalSchedule,
-    RateStep,
-    parse_arrival,
-    split_for_worker,
-)
-from llm_locust.load.stages import (
-    Stage,
-    StagePlan,
-    parse_matrix,
-    parse_ramp,
-    parse_rate_ramp,
-    stage_at,
-)
+from llm_locust.load.arrivals import parse_arrival
+from llm_locust.load.sources import ArrivalSource, RateArrivals, TraceArrivals
+from llm_locust.load.stages import StagePlan, parse_matrix, parse_ramp, parse_rate_ramp
 from llm_locust.load.traces import Trace, TraceError, load_trace
 
 __all__ = [
@@ -39,7 +28,6 @@ __all__ = [
     "LoadPlan",
     "LoadPlanError",
     "build_load_plan",
-    "stage_of",
 ]
 
 FOREVER = 10.0 * 365 * 24 * 3600  # "until stopped": long enough, and still a finite number
@@ -52,38 +40,24 @@ class LoadPlanError(ValueError):
     """A bad load-model option; the message names the flag."""
 
 
-@dataclass
+@dataclass(frozen=True)
 class LoadPlan:
-    """What load to apply, stage by stage. ``stages is None``: Locust's own ``-u/-r/-t``."""
+    """What load to apply, stage by stage. ``stages is None``: Locust's own ``-u/-r/-t``;
+    ``arrivals`` set: open loop (the stages are ``rate`` stages)."""
 
     stages: StagePlan | None = None
-    arrival: ArrivalProcess | None = None  # open loop when set
-    trace: Trace | None = None
+    arrivals: ArrivalSource | None = None
     max_concurrency: int | None = None
     seed: int = 0
 
     @property
     def open_loop(self) -> bool:
-        return self.arrival is not None or self.trace is not None
-
-    def stage_at(self, elapsed: float) -> tuple[Stage | None, float]:
-        if self.stages is None:
-            return None, elapsed
-        return stage_at(self.stages, elapsed)
-
-    def schedule(self, worker_index: int = 0, worker_count: int = 1) -> ArrivalSchedule:
-        """This worker's share of the open-loop arrivals (offsets in seconds from ``t0``)."""
-        assert self.arrival is not None and self.stages is not None
-        steps = tuple(RateStep(s.target, s.duration_s) for s in self.stages)
-        schedule = ArrivalSchedule(self.arrival, steps, self.seed)
-        return split_for_worker(schedule, worker_index, worker_count)
+        return self.arrivals is not None
 
     def describe(self) -> dict[str, Any]:
         out: dict[str, Any] = {"mode": "open" if self.open_loop else "closed"}
-        if self.arrival is not None:
-            out["arrival"] = {"kind": self.arrival.kind, "burstiness": self.arrival.burstiness}
-        if self.trace is not None:
-            out["trace"] = self.trace.describe()
+        if self.arrivals is not None:
+            out.update(self.arrivals.describe())
         if self.max_concurrency:
             out["max_concurrency"] = self.max_concurrency
         return out
@@ -107,27 +81,55 @@ def build_load_plan(load: LoadConfig, seed: int = 0) -> LoadPlan:
         raise LoadPlanError(message) from None
 
 
+Stages = tuple[StagePlan, ArrivalSource | None]
+
+
+def _ramp(load: LoadConfig, seed: int) -> Stages:
+    return parse_ramp(list(load.ramp or ()), load.step_time, load.spawn_rate, load.warmup), None
+
+
+def _matrix(load: LoadConfig, seed: int) -> Stages:
+    assert load.matrix is not None
+    stages = parse_matrix(load.matrix, load.step_time, load.spawn_rate, load.warmup)
+    return stages, _rates(load, stages, seed) if stages[0].rate is not None else None
+
+
+def _rate_ramp(load: LoadConfig, seed: int) -> Stages:
+    stages = parse_rate_ramp(list(load.rate_ramp or ()), load.step_time, load.warmup)
+    return stages, _rates(load, stages, seed)
+
+
+def _request_rate(load: LoadConfig, seed: int) -> Stages:
+    assert load.request_rate is not None
+    stages = parse_rate_ramp([load.request_rate], load.run_time or FOREVER, load.warmup)
+    return stages, _rates(load, stages, seed)
+
+
+def _replay(load: LoadConfig, seed: int) -> Stages:
+    trace = _trace(load, seed)
+    duration = max(trace.duration_s, 1e-3)
+    return parse_rate_ramp([len(trace.entries) / duration], duration, load.warmup), TraceArrivals(trace)
+
+
+def _rates(load: LoadConfig, stages: StagePlan, seed: int) -> RateArrivals:
+    return RateArrivals(parse_arrival(load.arrival, 1.0, load.burstiness), stages, seed)
+
+
+#: The load model of each option (``LoadConfig.mode``); a new model is one entry.
+MODELS: dict[str, Callable[[LoadConfig, int], Stages]] = {
+    "--ramp": _ramp,
+    "--matrix": _matrix,
+    "--rate-ramp": _rate_ramp,
+    "--request-rate": _request_rate,
+    "--trace": _replay,
+}
+
+
 def _build(load: LoadConfig, seed: int) -> LoadPlan:
-    step, warmup, mode = load.step_time, load.warmup, load.mode
-    plan = LoadPlan(max_concurrency=load.max_concurrency, seed=seed)
-    if mode == "--ramp":
-        plan.stages = parse_ramp(list(load.ramp or ()), step, load.spawn_rate, warmup)
-    elif mode == "--matrix":
-        assert load.matrix is not None
-        plan.stages = parse_matrix(load.matrix, step, load.spawn_rate, warmup)
-    elif mode == "--rate-ramp":
-        plan.stages = parse_rate_ramp(list(load.rate_ramp or ()), step, warmup)
-    elif mode == "--request-rate":
-        assert load.request_rate is not None
-        duration = load.run_time or FOREVER
-        plan.stages = parse_rate_ramp([load.request_rate], duration, warmup)
-    elif mode == "--trace":
-        plan.trace = _trace(load, seed)
-        duration = max(plan.trace.duration_s, 1e-3)
-        plan.stages = parse_rate_ramp([len(plan.trace.entries) / duration], duration, warmup)
-    if plan.stages is not None and plan.stages[0].kind == "rate" and plan.trace is None:
-        plan.arrival = parse_arrival(load.arrival, 1.0, load.burstiness)
-    return plan
+    if load.mode is None:
+        return LoadPlan(max_concurrency=load.max_concurrency, seed=seed)
+    stages, arrivals = MODELS[load.mode](load, seed)
+    return LoadPlan(stages, arrivals, load.max_concurrency, seed)
 
 
 def _trace(load: LoadConfig, seed: int) -> Trace:
@@ -143,11 +145,3 @@ def _trace(load: LoadConfig, seed: int) -> Trace:
         slot_s=load.trace_slot,
         seed=seed,
     )
-
-
-def stage_of(plan: LoadPlan, t0: float, wall_time: float) -> tuple[Stage | None, bool]:
-    """The stage a request sent at ``wall_time`` belongs to, and whether it was in warm-up."""
-    stage, in_stage = plan.stage_at(wall_time - t0)
-    if stage is None:
-        return None, False
-    return stage, stage.in_warmup(in_stage)

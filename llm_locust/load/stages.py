@@ -1,11 +1,11 @@
-"""Stage plans: a load test as a sequence of fixed-duration steps, plus Little's law.
+"""Stage plans: a load test as a sequence of fixed-duration steps.
 
 A capacity test is rarely one load level. ``--ramp 1,5,10,20,50`` steps the number of
 concurrent users (closed loop); ``--rate-ramp 1,2,4,8`` steps the request rate (open
 loop); ``--matrix`` crosses a user (or rate) ramp with workload shapes so that each
 ``(input, output)`` cell gets its own capacity ramp. Everything here is pure data: a
-Locust ``LoadTestShape`` calls :func:`stage_at` on each tick, and the summary groups
-records by ``RequestRecord.stage`` (the stage index).
+Locust ``LoadTestShape`` calls :meth:`StagePlan.stage_at` (the one stage lookup) on each
+tick, and the summary groups records by ``RequestRecord.stage`` (the stage index).
 
 Each stage starts with ``warmup_s`` seconds whose requests are flagged ``warmup=True``
 and left out of the stage's statistics: the queue needs time to fill after a step.
@@ -15,9 +15,7 @@ Matrix ordering: the workload cells are the outer loop (``input`` outermost, the
 So ``users=1,10;input=128,1024`` runs ``(128,1) (128,10) (1024,1) (1024,10)``: a full
 capacity ramp per workload, and the "highest passing stage" is found per cell.
 
-Little's law (L = lambda * W) is a consistency check on the measurements: the
-time-weighted mean number of requests in flight must equal arrival rate times mean E2E.
-Durations are seconds everywhere.
+Durations are seconds everywhere. Pure module: no Locust, no network.
 """
 
 from __future__ import annotations
@@ -27,25 +25,33 @@ import itertools
 import math
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
+from enum import Enum
 from pathlib import Path
 from typing import Any
 
 from llm_locust.config.matrix import CELL_KEYS, MatrixSpec, parse_matrix_spec
 from llm_locust.config.units import OptionError, parse_duration, parse_levels
-from llm_locust.record import RequestRecord
 
 __all__ = [
     "Stage",
+    "StageKind",
     "StagePlan",
-    "littles_law",
     "load_matrix_file",
     "parse_duration",
     "parse_matrix",
     "parse_ramp",
     "parse_rate_ramp",
-    "stage_at",
-    "time_weighted_in_flight",
 ]
+
+
+class StageKind(str, Enum):
+    """What a stage's ``target`` is: a user count (closed loop) or a request rate (open loop)."""
+
+    USERS = "users"
+    RATE = "rate"
+
+    def __str__(self) -> str:
+        return self.value
 
 
 @dataclass(frozen=True)
@@ -53,7 +59,7 @@ class Stage:
     """One step of a plan. ``target`` is a user count (``users``) or req/s (``rate``)."""
 
     index: int
-    kind: str
+    kind: StageKind
     target: float
     duration_s: float
     start_s: float = 0.0
@@ -70,11 +76,11 @@ class Stage:
 
     @property
     def users(self) -> int | None:
-        return int(self.target) if self.kind == "users" else None
+        return int(self.target) if self.kind is StageKind.USERS else None
 
     @property
     def rate(self) -> float | None:
-        return self.target if self.kind == "rate" else None
+        return self.target if self.kind is StageKind.RATE else None
 
     def in_warmup(self, time_in_stage: float) -> bool:
         return time_in_stage < self.warmup_s
@@ -87,7 +93,7 @@ class Stage:
     def to_json(self) -> dict[str, Any]:
         return {
             "index": self.index,
-            "kind": self.kind,
+            "kind": self.kind.value,
             "target": self.target,
             "start_s": self.start_s,
             "duration_s": self.duration_s,
@@ -135,6 +141,21 @@ class StagePlan:
     def to_json(self) -> list[dict[str, Any]]:
         return [s.to_json() for s in self.stages]
 
+    def stage_at(self, elapsed_s: float) -> tuple[Stage | None, float]:
+        """The stage running ``elapsed_s`` after the start, and the time spent in it.
+
+        Stage boundaries belong to the later stage. After the plan ends this returns
+        ``(None, elapsed_s - total_s)``. The one stage lookup: the shape, the level samples
+        and the records (through the run context's wall clock) all use it.
+        """
+        if not math.isfinite(elapsed_s) or elapsed_s < 0:
+            raise ValueError(f"elapsed time must be a non-negative number, got {elapsed_s!r}")
+        if elapsed_s >= self.total_s:
+            return None, elapsed_s - self.total_s
+        i = bisect.bisect_right(self._starts, elapsed_s) - 1
+        stage = self.stages[i]
+        return stage, elapsed_s - stage.start_s
+
 
 # --------------------------------------------------------------------------- parsing
 
@@ -158,13 +179,13 @@ def _timing(
     return step_s, warmup_s, spawn_rate
 
 
-def _label(kind: str, target: float, cell: dict[str, str]) -> str:
-    head = f"users={int(target)}" if kind == "users" else f"rate={target:g}"
+def _label(kind: StageKind, target: float, cell: dict[str, str]) -> str:
+    head = f"users={int(target)}" if kind is StageKind.USERS else f"rate={target:g}"
     return " ".join([head, *(f"{k}={v}" for k, v in cell.items())])
 
 
 def _level_stages(
-    kind: str,
+    kind: StageKind,
     levels: Sequence[float],
     step_s: float,
     warmup_s: float,
@@ -175,7 +196,7 @@ def _level_stages(
     out, previous = [], 0.0
     for level in levels:
         spawn = spawn_rate
-        if kind == "users" and spawn is None:
+        if kind is StageKind.USERS and spawn is None:
             spawn = max(1.0, abs(level - previous))
         out.append(
             Stage(
@@ -208,7 +229,7 @@ def parse_ramp(
     """
     step_s, warmup_s, spawn = _timing(step_time, warmup, spawn_rate)
     users = parse_levels(levels, "users", "--ramp")
-    return StagePlan.build(_level_stages("users", users, step_s, warmup_s, spawn, {}))
+    return StagePlan.build(_level_stages(StageKind.USERS, users, step_s, warmup_s, spawn, {}))
 
 
 def parse_rate_ramp(
@@ -219,7 +240,7 @@ def parse_rate_ramp(
     """``--rate-ramp 1,2,4,8`` -> one open-loop ``rate`` stage (req/s) per level."""
     step_s, warmup_s, _ = _timing(step_time, warmup, None)
     rates = parse_levels(levels, "rate", "--rate-ramp")
-    return StagePlan.build(_level_stages("rate", rates, step_s, warmup_s, None, {}))
+    return StagePlan.build(_level_stages(StageKind.RATE, rates, step_s, warmup_s, None, {}))
 
 
 def parse_matrix(
@@ -261,85 +282,12 @@ def _matrix_plan(
     load_keys = [k for k in ("users", "rate") if k in axes]
     if len(load_keys) != 1:
         raise ValueError("--matrix: give exactly one of users=... or rate=...")
-    kind = load_keys[0]
-    step_s, warmup_s, spawn = _timing(step_time, warmup, spawn_rate if kind == "users" else None)
-    levels = parse_levels(axes[kind], kind, f"--matrix {kind}")
+    kind = StageKind(load_keys[0])
+    step_s, warmup_s, spawn = _timing(step_time, warmup, spawn_rate if kind is StageKind.USERS else None)
+    levels = parse_levels(axes[kind.value], kind.value, f"--matrix {kind}")
     cell_keys = [k for k in CELL_KEYS if k in axes]
     stages: list[Stage] = []
     for combo in itertools.product(*(axes[k] for k in cell_keys)):
         cell = dict(zip(cell_keys, combo, strict=True))
         stages.extend(_level_stages(kind, levels, step_s, warmup_s, spawn, cell))
     return StagePlan.build(stages)
-
-
-# --------------------------------------------------------------------------- running
-
-
-def stage_at(plan: StagePlan, elapsed_s: float) -> tuple[Stage | None, float]:
-    """The stage running ``elapsed_s`` after the start, and the time spent in it.
-
-    Stage boundaries belong to the later stage. After the plan ends this returns
-    ``(None, elapsed_s - plan.total_s)``.
-    """
-    if not math.isfinite(elapsed_s) or elapsed_s < 0:
-        raise ValueError(f"elapsed time must be a non-negative number, got {elapsed_s!r}")
-    if elapsed_s >= plan.total_s:
-        return None, elapsed_s - plan.total_s
-    i = bisect.bisect_right(plan._starts, elapsed_s) - 1
-    stage = plan.stages[i]
-    return stage, elapsed_s - stage.start_s
-
-
-# --------------------------------------------------------------------------- Little's law
-
-
-def _interval(record: RequestRecord, wall_clock: bool) -> tuple[float, float] | None:
-    e2e = record.e2e
-    if e2e is None:
-        return None
-    start = record.wall_start if wall_clock else record.t_sent
-    return start, start + e2e
-
-
-def time_weighted_in_flight(
-    records: Iterable[RequestRecord], t_start: float, t_end: float, wall_clock: bool = False
-) -> float:
-    """Mean number of requests in flight over ``[t_start, t_end]``: the exact integral
-    of the in-flight count (the sum of each ``[send, end]`` interval's overlap with the
-    window) divided by the window's length.
-
-    Times are on the records' ``perf_counter`` clock, or with ``wall_clock=True`` on
-    ``wall_start`` (comparable across machines; use it for merged distributed records).
-    Records without an end (``e2e is None``) are skipped.
-    """
-    span = t_end - t_start
-    if not span > 0:
-        raise ValueError(f"window must have positive length, got [{t_start}, {t_end}]")
-    busy = 0.0
-    for r in records:
-        iv = _interval(r, wall_clock)
-        if iv is not None:
-            busy += max(0.0, min(iv[1], t_end) - max(iv[0], t_start))
-    return busy / span
-
-
-def littles_law(
-    records: Iterable[RequestRecord], t_start: float, t_end: float, wall_clock: bool = False
-) -> dict[str, float | None]:
-    """L = lambda * W over a window: measured ``mean_in_flight`` (L) against ``product``.
-
-    ``arrival_rate`` counts requests sent in ``[t_start, t_end)``; ``mean_e2e`` is their
-    mean E2E. The two sides agree when the window is long against the E2E latency
-    (edge effects shrink as E2E / window).
-    """
-    rows = list(records)
-    in_flight = time_weighted_in_flight(rows, t_start, t_end, wall_clock)
-    arrived = [iv for r in rows if (iv := _interval(r, wall_clock)) and t_start <= iv[0] < t_end]
-    rate = len(arrived) / (t_end - t_start)
-    mean_e2e = sum(b - a for a, b in arrived) / len(arrived) if arrived else None
-    return {
-        "mean_in_flight": in_flight,
-        "arrival_rate": rate,
-        "mean_e2e": mean_e2e,
-        "product": None if mean_e2e is None else rate * mean_e2e,
-    }

@@ -49,7 +49,6 @@ __all__ = [
     "detect_format",
     "detect_slot_width",
     "load_trace",
-    "replay_timing_error",
     "spread_slots",
 ]
 
@@ -96,12 +95,6 @@ class Trace:
     @property
     def offsets(self) -> np.ndarray:
         return np.fromiter((e.offset_s for e in self.entries), float, len(self.entries))
-
-    def for_worker(self, worker_index: int, worker_count: int) -> list[TraceEntry]:
-        """Round-robin share of a distributed replay: the union over workers is the trace."""
-        if not 0 <= worker_index < worker_count:
-            raise ValueError(f"worker index {worker_index} outside 0..{worker_count - 1}")
-        return self.entries[worker_index::worker_count]
 
     def describe(self) -> dict[str, Any]:
         return {
@@ -383,27 +376,3 @@ def _slice(
     hi = len(entries) if duration_s is None else int(np.searchsorted(offsets, start_s + duration_s, "left"))
     chosen = entries[lo:hi][:limit]
     return [TraceEntry(e.offset_s - start_s, *_lengths(e)) for e in chosen]
-
-
-# --------------------------------------------------------------------------- replay quality
-
-
-def replay_timing_error(
-    intended: Sequence[float] | np.ndarray, achieved: Sequence[float] | np.ndarray
-) -> dict[str, float | int | None]:
-    """How far sends landed from their intended offsets: p50/p99/max of |achieved - intended|
-    (linear-interpolated percentiles, seconds). ``None`` values when there are no pairs.
-    """
-    a = np.asarray(intended, dtype=float)
-    b = np.asarray(achieved, dtype=float)
-    if a.shape != b.shape:
-        raise ValueError(f"intended and achieved differ in length ({a.size} vs {b.size})")
-    if a.size == 0:
-        return {"n": 0, "p50": None, "p99": None, "max": None}
-    err = np.abs(b - a)
-    return {
-        "n": int(err.size),
-        "p50": float(np.percentile(err, 50)),
-        "p99": float(np.percentile(err, 99)),
-        "max": float(err.max()),
-    }

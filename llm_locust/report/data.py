@@ -16,10 +16,11 @@ from typing import Any
 import numpy as np
 
 from llm_locust.results.analysis import SERVER_FILE, drift_of, span_of
+from llm_locust.results.columns import read_rows
 from llm_locust.results.server_series import gauge_series, read_server_metrics
 from llm_locust.results.timeline import Timeline
 from llm_locust.results.windows import auto_window, window_series
-from llm_locust.results.writer import REQUESTS_FILE, SUMMARY_FILE, read_records
+from llm_locust.results.writer import REQUESTS_FILE, SUMMARY_FILE
 
 __all__ = ["ReportError", "RunData", "load_run"]
 
@@ -87,7 +88,7 @@ def load_run(
     if not (folder / REQUESTS_FILE).exists():
         raise ReportError(f"{folder}: no {REQUESTS_FILE}")
     try:
-        rows = list(read_records(folder / REQUESTS_FILE))
+        rows = list(read_rows(folder / REQUESTS_FILE))
     except (OSError, ValueError) as exc:
         raise ReportError(f"{folder}: cannot read {REQUESTS_FILE}: {exc}") from None
     timeline = Timeline(rows)

@@ -4,26 +4,28 @@ Input: the relative error ``|actual - target| / target`` of ``prompt_tokens`` (t
 server's ``usage``) against ``target_input_tokens``. Note that a chat template adds
 tokens the workload does not write, so against a real chat endpoint part of the error is
 the template's. Output: requested ``target_output_tokens`` against ``completion_tokens``.
-Pure function over :class:`~llm_locust.record.RequestRecord` (or anything with those
-attributes), for the run summary.
+Pure function over the records' columns (:mod:`llm_locust.results.columns`), for the run
+summary.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import numpy as np
 
-from llm_locust.record import RequestRecord
+from llm_locust.results.columns import Columns, Part
+from llm_locust.results.stats import percentile
+from llm_locust.results.summary import part_of
 
 __all__ = ["input_length_error", "relative_errors"]
 
 
-def relative_errors(pairs: Iterable[tuple[int, int]]) -> np.ndarray:
-    """``|actual - target| / target`` for ``(actual, target)`` pairs with ``target > 0``."""
-    arr = np.array([(a, t) for a, t in pairs if t], dtype=float).reshape(-1, 2)
-    return np.abs(arr[:, 0] - arr[:, 1]) / arr[:, 1]
+def relative_errors(actual: np.ndarray, target: np.ndarray) -> np.ndarray:
+    """``|actual - target| / target`` where both are known and ``target > 0``."""
+    known = ~np.isnan(actual) & ~np.isnan(target) & (np.nan_to_num(target) != 0)
+    return np.abs(actual[known] - target[known]) / target[known]
 
 
 def _summary(err: np.ndarray) -> dict[str, Any]:
@@ -32,31 +34,24 @@ def _summary(err: np.ndarray) -> dict[str, Any]:
     return {
         "count": len(err),
         "mean": float(err.mean()),
-        "p99": float(np.percentile(err, 99)),
+        "p99": percentile(err, 99),
         "max": float(err.max()),
         "exact_fraction": float((err == 0).mean()),
     }
 
 
-def input_length_error(records: Iterable[RequestRecord]) -> dict[str, Any]:
-    """Input-length error and requested-vs-actual output tokens over ``records``."""
-    recs = list(records)
-    inp = [
-        (r.prompt_tokens, r.target_input_tokens)
-        for r in recs
-        if r.prompt_tokens is not None and r.target_input_tokens
-    ]
-    out = [
-        (r.completion_tokens, r.target_output_tokens)
-        for r in recs
-        if r.completion_tokens is not None and r.target_output_tokens
-    ]
-    out_err = relative_errors(out)
-    result: dict[str, Any] = {"input": _summary(relative_errors(inp))}
+def input_length_error(rows: Part | Columns | Iterable[Mapping[str, Any]]) -> dict[str, Any]:
+    """Input-length error and requested-vs-actual output tokens over ``rows``."""
+    part = part_of(rows)
+    cols, mask = part.cols, part.mask
+    actual, target = cols.completion[mask], cols.target_out[mask]
+    known = ~np.isnan(actual) & ~np.isnan(target) & (np.nan_to_num(target) != 0)
+    out_a, out_t = actual[known], target[known]
+    result: dict[str, Any] = {"input": _summary(relative_errors(cols.prompt[mask], cols.target_in[mask]))}
     result["output"] = {
-        **_summary(out_err),
-        "requested_mean": float(np.mean([t for _, t in out])) if out else None,
-        "actual_mean": float(np.mean([a for a, _ in out])) if out else None,
-        "short_fraction": float(np.mean([a < t for a, t in out])) if out else None,
+        **_summary(relative_errors(actual, target)),
+        "requested_mean": float(out_t.mean()) if out_t.size else None,
+        "actual_mean": float(out_a.mean()) if out_a.size else None,
+        "short_fraction": float((out_a < out_t).mean()) if out_t.size else None,
     }
     return result

@@ -19,7 +19,7 @@ Pure apart from reading ``server_metrics.jsonl`` and writing ``windows.csv`` in 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +33,7 @@ from llm_locust.results.timeline import Timeline
 from llm_locust.results.vllm_compat import vllm_keys
 from llm_locust.results.windows import auto_window, window_series, windows_csv
 
-__all__ = ["SERVER_FILE", "WINDOWS_FILE", "analyse", "drift_of", "span_of"]
+__all__ = ["SERVER_FILE", "WINDOWS_FILE", "analyse", "analyse_timeline", "drift_of", "span_of"]
 
 WINDOWS_FILE = "windows.csv"
 SERVER_FILE = "server_metrics.jsonl"
@@ -60,7 +60,20 @@ def analyse(
     detailed: bool = False,
 ) -> dict[str, Any]:
     """Add the keys above to ``summary`` (in place, and returned)."""
-    timeline = Timeline(rows)
+    return analyse_timeline(summary, Timeline(rows), lambda: measured, directory, slo, window_s, detailed)
+
+
+def analyse_timeline(
+    summary: dict[str, Any],
+    timeline: Timeline,
+    measured: Callable[[], Iterable[dict[str, Any]]],
+    directory: Path | None = None,
+    slo: SloSpec | None = None,
+    window_s: float | None = None,
+    detailed: bool = False,
+) -> dict[str, Any]:
+    """:func:`analyse` on a built ``timeline`` of every record (the end of a run builds it from
+    the columns it read); ``measured()`` gives the measured rows, read only for ``detailed``."""
     t0, t_end = span_of(summary, timeline)
     width = window_s or auto_window(t_end - t0)
     server = gauge_series(read_server_metrics(directory / SERVER_FILE)) if directory is not None else []
@@ -74,7 +87,9 @@ def analyse(
     _stage_verdicts(summary.get("stages") or [])
     counts = summary.get("errors") if isinstance(summary.get("errors"), dict) else {}
     summary["errors_by_class"] = dict(counts)
-    summary.update(vllm_keys(measured, summary, detailed, timeline))
+    summary.update(vllm_keys(measured() if detailed else (), summary, detailed, timeline))
+    if timeline.binned:
+        summary["token_arrivals"] = timeline.token_precision()
     if directory is not None:
         (directory / WINDOWS_FILE).write_text(windows_csv(windows), encoding="utf-8")
     return summary

@@ -40,6 +40,7 @@ __all__ = [
     "mean_interval",
     "min_samples",
     "min_successes",
+    "order_statistic_ranks",
     "quantile_interval",
     "shortfall",
     "statistic_interval",
@@ -105,6 +106,12 @@ def _ranks(n: int, q: float, tail: float) -> tuple[int | None, int | None]:
     below = np.nonzero(cdf <= tail)[0]
     above = np.nonzero(cdf[:n] >= 1.0 - tail)[0]
     return (int(below[-1]) if below.size else None), (int(above[0]) if above.size else None)
+
+
+def order_statistic_ranks(n: int, q: float, level: float = LEVEL) -> tuple[int | None, int | None]:
+    """The 0-based ranks of the order statistics bounding the ``q`` quantile of ``n`` values
+    (``q`` in (0, 1); ``None``: no such bound), as :func:`quantile_interval` picks them."""
+    return _ranks(n, q, (1.0 - level) / 2.0)
 
 
 def quantile_interval(values: Sequence[float] | np.ndarray, q: float, level: float = LEVEL) -> Interval:

@@ -24,18 +24,21 @@ Pure module; seconds everywhere.
 from __future__ import annotations
 
 import math
+import operator
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 import numpy as np
 
-from llm_locust.config.slo import LATENCY_METRICS, SloLine, SloSpec, load_slo_file, parse_slo
-from llm_locust.record import INCOMPLETE, RequestRecord
+from llm_locust.config.slo import SloLine, SloSpec, load_slo_file, parse_slo
+from llm_locust.record import OK, RequestRecord
+from llm_locust.results.columns import Columns, Part, itl_own_stat
 from llm_locust.results.confidence import Interval, shortfall, statistic_interval, verdict
+from llm_locust.results.stats import percentile
 
 __all__ = [
-    "LATENCY_METRICS",
+    "SeriesJudge",
     "SloLine",
     "SloLineResult",
     "SloResult",
@@ -44,21 +47,16 @@ __all__ = [
     "evaluate_by_stage",
     "highest_passing_stage",
     "is_good",
+    "itl_stats_of",
     "load_slo_file",
     "parse_slo",
-    "percentile",
+    "slo_part",
     "statistic",
 ]
 
 K = TypeVar("K")
-
-
-def percentile(values: Sequence[float] | np.ndarray, q: float) -> float | None:
-    """Exact linear-interpolated percentile (numpy ``method="linear"``); ``None`` if empty."""
-    arr = np.asarray(values, dtype=float)
-    if arr.size == 0:
-        return None
-    return float(np.percentile(arr, q, method="linear"))
+_OPS = {"<=": operator.le, "<": operator.lt, ">=": operator.ge, ">": operator.gt}
+Row = Mapping[str, Any]
 
 
 def statistic(values: Sequence[float] | np.ndarray, stat: str) -> float | None:
@@ -73,39 +71,46 @@ def statistic(values: Sequence[float] | np.ndarray, stat: str) -> float | None:
     return percentile(arr, float(stat[1:]))
 
 
-# --------------------------------------------------------------------------- evaluation
+def itl_stats_of(spec: SloSpec | None) -> set[str]:
+    """The per-request ITL statistics the SLO's ``itl_*`` lines judge each request by."""
+    return {line.stat or "max" for line in spec or () if line.metric == "itl"}
 
 
-def _start(r: RequestRecord, intended: bool) -> float:
-    return r.t_intended if intended and r.t_intended is not None else r.t_sent
+Rows = Part | Columns | Iterable[Row] | Iterable[RequestRecord]
 
 
-def _request_value(r: RequestRecord, line: SloLine) -> float | None:
-    """The request's own value for ``line`` (undefined -> ``None``)."""
-    if line.metric == "ttft":
-        return None if r.t_first_token is None else r.t_first_token - _start(r, line.intended)
-    if line.metric == "e2e":
-        return None if r.t_end is None else r.t_end - _start(r, line.intended)
-    if line.metric == "tpot":
-        return r.tpot
-    return statistic(r.itl, line.stat or "max")
+def slo_part(rows: Rows, spec: SloSpec) -> Part:
+    """``rows`` (columns, rows, or records as a test builds them) as a :class:`Part` with the
+    per-request ITL statistics ``spec`` needs."""
+    if isinstance(rows, Part):
+        return rows
+    if isinstance(rows, Columns):
+        return rows.part()
+    as_rows = (r.to_json() if isinstance(r, RequestRecord) else r for r in rows)
+    return Columns.from_rows(as_rows, itl_stats_of(spec)).part()
 
 
-def _values(records: Sequence[RequestRecord], line: SloLine) -> list[float]:
-    """Population for the aggregate: one value per request, or every ITL gap pooled."""
+# --------------------------------------------------------------------------- per request
+
+
+def _request_value(row: Row, line: SloLine) -> float | None:
+    """A request's own value for ``line`` from its row (undefined -> ``None``)."""
     if line.metric == "itl":
-        return [gap for r in records for gap in r.itl]
-    return [v for r in records if (v := _request_value(r, line)) is not None]
+        return itl_own_stat(row.get("itl") or (), line.stat or "max")
+    value = row.get(line.metric)
+    if value is not None and line.intended:
+        value += row.get("send_lag") or 0.0
+    return value
 
 
-def is_good(r: RequestRecord, spec: SloSpec) -> bool:
-    """Succeeded and met every latency line as a per-request threshold."""
-    if not r.ok:
+def is_good(row: Row, spec: SloSpec) -> bool:
+    """Succeeded and met every latency line as a per-request threshold (one row)."""
+    if row.get("outcome") != OK:
         return False
     for line in spec.lines:
         if line.metric == "success" or line.kind != "request":
             continue
-        value = _request_value(r, line)
+        value = _request_value(row, line)
         if value is None:
             if line.metric in ("ttft", "e2e"):
                 return False
@@ -113,6 +118,29 @@ def is_good(r: RequestRecord, spec: SloSpec) -> bool:
         if not line.holds(value):
             return False
     return True
+
+
+def _values(part: Part, line: SloLine, mask: np.ndarray) -> np.ndarray:
+    """Each request's value for ``line`` over ``mask`` (``nan``: undefined)."""
+    cols = part.cols
+    if line.metric == "itl":
+        return cols.itl_own[line.stat or "max"][mask]
+    values = getattr(cols, line.metric)[mask]
+    return values + np.nan_to_num(cols.lag[mask]) if line.intended else values
+
+
+def _good(part: Part, spec: SloSpec, ok: np.ndarray) -> np.ndarray:
+    """The successful requests of ``ok`` that met every latency line (same rules as :func:`is_good`)."""
+    good = np.ones(int(ok.sum()), dtype=bool)
+    for line in spec.lines:
+        if line.metric == "success" or line.kind != "request":
+            continue
+        values = _values(part, line, ok)
+        defined = ~np.isnan(values)
+        held = np.zeros(values.size, dtype=bool)
+        held[defined] = _OPS[line.op](values[defined], line.threshold)
+        good &= held | (~defined & (line.metric not in ("ttft", "e2e")))
+    return good
 
 
 @dataclass
@@ -190,14 +218,19 @@ class SloResult:
         }
 
 
-def _line_result(line: SloLine, records: list[RequestRecord], ok: list[RequestRecord]) -> SloLineResult:
+def _line_result(line: SloLine, part: Part, rows: np.ndarray, ok: np.ndarray) -> SloLineResult:
     if line.metric == "success":
-        measured = len(ok) / len(records) if records else None
-        n = len(records)
-        interval = statistic_interval("success", [], len(ok), n)
+        n = int(rows.sum())
+        measured = int(ok.sum()) / n if n else None
+        interval = statistic_interval("success", [], int(ok.sum()), n)
+    elif line.metric == "itl":
+        pooled = part.itl()
+        measured, n = pooled.stat(line.stat or "mean"), pooled.count
+        interval = pooled.interval(line.stat or "max")
     else:
-        values = _values(ok, line)
-        measured, n = statistic(values, line.stat or "mean"), len(values)
+        values = _values(part, line, ok)
+        values = values[~np.isnan(values)]
+        measured, n = statistic(values, line.stat or "mean"), int(values.size)
         interval = statistic_interval(line.stat or "max", values)
     passed = measured is not None and not math.isnan(measured) and line.holds(measured)
     judged = verdict(line.op, line.threshold, interval)
@@ -218,43 +251,37 @@ def _unjudged(line: SloLine) -> SloLineResult:
     return SloLineResult(line, None, False, 0, note=f"not evaluated here (needs {need})")
 
 
-def evaluate(
-    spec: SloSpec, records: Iterable[RequestRecord], duration_s: float, series: SeriesJudge | None = None
-) -> SloResult:
-    """Check ``spec`` against non-warm-up ``records`` that ran over ``duration_s`` seconds;
+def evaluate(spec: SloSpec, rows: Rows, duration_s: float, series: SeriesJudge | None = None) -> SloResult:
+    """Check ``spec`` against the non-warm-up records of ``rows`` that ran over ``duration_s`` s;
     ``series`` judges the server and drift lines (without it they fail, unjudged).
 
     A line with nothing to measure (no requests, or no TPOT at all) fails: the objective
     was not shown to hold. Incomplete requests (in flight when the load stopped) are left
     out, of the success ratio too: the server neither served nor failed them.
     """
-    rows = [r for r in records if not r.warmup and r.outcome != INCOMPLETE]
-    ok = [r for r in rows if r.ok]
+    part = slo_part(rows, spec).without(("warmup", "incomplete"))
+    mask = part.mask
+    ok = part.ok()
     judge = series or _unjudged
-    results = [_line_result(line, rows, ok) if line.kind == "request" else judge(line) for line in spec.lines]
-    good = [r for r in ok if is_good(r, spec)]
+    results = [
+        _line_result(line, part, mask, ok) if line.kind == "request" else judge(line) for line in spec.lines
+    ]
+    good = _good(part, spec, ok)
     return SloResult(
         lines=results,
         passed=bool(results) and all(x.passed for x in results),
-        requests=len(rows),
-        succeeded=len(ok),
-        good=len(good),
-        good_output_tokens=sum(r.completion_tokens or 0 for r in good),
+        requests=int(mask.sum()),
+        succeeded=int(ok.sum()),
+        good=int(good.sum()),
+        good_output_tokens=int(np.nan_to_num(part.cols.completion[ok][good]).sum()),
         duration_s=float(duration_s),
     )
 
 
-def evaluate_by_stage(
-    spec: SloSpec, records: Iterable[RequestRecord], durations_s: Mapping[int, float]
-) -> dict[int, SloResult]:
-    """One result per stage index in ``durations_s`` (measured, i.e. post-warm-up, seconds),
-    from records grouped by ``RequestRecord.stage``.
-    """
-    groups: dict[int, list[RequestRecord]] = {i: [] for i in durations_s}
-    for r in records:
-        if r.stage in groups:
-            groups[r.stage].append(r)
-    return {i: evaluate(spec, groups[i], durations_s[i]) for i in sorted(groups)}
+def evaluate_by_stage(spec: SloSpec, rows: Rows, durations_s: Mapping[int, float]) -> dict[int, SloResult]:
+    """One result per stage index in ``durations_s`` (measured, i.e. post-warm-up, seconds)."""
+    part = slo_part(rows, spec)
+    return {i: evaluate(spec, part.stage(i), durations_s[i]) for i in sorted(durations_s)}
 
 
 def highest_passing_stage(

@@ -10,101 +10,108 @@ count).
 Little's law per stage is measured over the same window from *every* record whose
 ``[start, start + e2e]`` overlaps it (warm-up, ramp-up and incomplete ones included: they
 were in flight), so a steady closed-loop stage shows its user count as its mean in flight.
+Everything reads the records' columns (:mod:`llm_locust.results.columns`).
 
 Pure module: no Locust, no network.
 """
 
 from __future__ import annotations
 
-from collections import Counter
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Iterable, Mapping
+from typing import Any, Protocol
 
-from llm_locust.load.stages import littles_law
-from llm_locust.record import INCOMPLETE, RequestRecord
-from llm_locust.results.slo import evaluate
+from llm_locust.load.stages import StageKind
+from llm_locust.results.columns import EXCLUSIONS, Columns, Part
+from llm_locust.results.concurrency import littles_law
+from llm_locust.results.slo import evaluate, itl_stats_of
 from llm_locust.results.summary import inconclusive_reason, summarize
 from llm_locust.results.validity import rate_validity, users_validity
 
-__all__ = ["EXCLUSIONS", "capacity_verdict", "exclusion", "split_rows", "stage_summaries"]
-
-#: Why a record is left out of the statistics, in order of precedence.
-EXCLUSIONS = ("incomplete", "warmup", "rampup")
-
-
-def exclusion(row: dict[str, Any]) -> str | None:
-    """The reason ``row`` is left out of the statistics, or ``None`` if it is measured."""
-    if row.get("outcome") == INCOMPLETE:
-        return "incomplete"
-    if row.get("warmup"):
-        return "warmup"
-    if row.get("rampup"):
-        return "rampup"
-    return None
+__all__ = [
+    "EXCLUSIONS",
+    "KnownLevels",
+    "LevelFacts",
+    "capacity_verdict",
+    "excluded_counts",
+    "stage_summaries",
+]
 
 
-def split_rows(rows: Sequence[dict[str, Any]]) -> tuple[list[dict[str, Any]], dict[str, int]]:
-    """(measured rows, count per exclusion reason)."""
-    counts: Counter[str] = Counter()
-    measured = []
-    for r in rows:
-        why = exclusion(r)
-        if why is None:
-            measured.append(r)
-        else:
-            counts[why] += 1
-    return measured, {k: counts.get(k, 0) for k in EXCLUSIONS}
+class LevelFacts(Protocol):
+    """What the samples of the user count showed for a ``users`` stage: a
+    :class:`~llm_locust.load.levels.LevelTracker`, or :class:`KnownLevels` (a rebuilt summary)."""
+
+    def facts(self, index: int) -> Mapping[str, Any] | None: ...
+
+
+class KnownLevels:
+    """Level facts as saved while the run ran; a stage without them cannot be judged (``None``)."""
+
+    def __init__(self, facts: Mapping[int, Mapping[str, Any]]) -> None:
+        self._facts = dict(facts)
+
+    def facts(self, index: int) -> Mapping[str, Any] | None:
+        return self._facts.get(index)
+
+
+def excluded_counts(part: Part) -> dict[str, int]:
+    """How many rows of ``part`` each exclusion reason leaves out."""
+    return {why: int((part.mask & part.cols.excluded_as(why)).sum()) for why in EXCLUSIONS}
 
 
 def stage_summaries(
-    plan: Any, t0: float, stop: float, rows: list[dict[str, Any]], slo: Any, levels: Any = None
+    plan: Any,
+    t0: float,
+    stop: float,
+    rows: Columns | Iterable[Mapping[str, Any]],
+    slo: Any,
+    levels: LevelFacts | None = None,
 ) -> list[dict[str, Any]]:
     """Per stage: its plan, how it ran (levels, validity), the run-level keys over its
     measured window, Little's law over the same window, and the SLO verdict."""
-    by_stage: dict[int, list[dict[str, Any]]] = {}
-    for r in rows:
-        if r.get("stage") is not None:
-            by_stage.setdefault(r["stage"], []).append(r)
+    cols = rows if isinstance(rows, Columns) else Columns.from_rows(rows, itl_stats_of(slo))
     out = []
-    for stage in plan.stages:
+    for stage in plan:
         begin = t0 + stage.start_s
         end = min(begin + stage.duration_s, stop)
         if end <= begin:
             break  # the run stopped before this stage began
-        out.append(_stage_entry(stage, begin, end, by_stage.get(stage.index, []), rows, slo, levels))
+        out.append(_stage_entry(stage, begin, end, cols, slo, levels))
     return out
 
 
+def _facts(stage: Any, levels: LevelFacts | None) -> Mapping[str, Any] | None:
+    if stage.kind is not StageKind.USERS or levels is None:
+        return {}
+    return levels.facts(stage.index)
+
+
 def _stage_entry(
-    stage: Any,
-    begin: float,
-    end: float,
-    own: list[dict[str, Any]],
-    rows: list[dict[str, Any]],
-    slo: Any,
-    levels: Any,
+    stage: Any, begin: float, end: float, cols: Columns, slo: Any, levels: LevelFacts | None
 ) -> dict[str, Any]:
-    facts = levels.facts(stage.index) if levels is not None and stage.kind == "users" else {}
+    facts = _facts(stage, levels)
     start = begin + stage.warmup_s
-    if facts.get("target_reached_s") is not None:
+    if facts and facts.get("target_reached_s") is not None:
         start = max(start, begin + facts["target_reached_s"])
     start = min(start, end)
-    measured, excluded = split_rows(own)
+    own = cols.part(stage.index)
+    measured = cols.measured_part(stage.index)
     window = max(end - start, 1e-9)
-    entry = {**stage.to_json(), **summarize(measured, window), **facts}
+    entry = {**stage.to_json(), **summarize(measured, window), **(facts or {})}
+    excluded = excluded_counts(own)
     entry["incomplete"] = excluded["incomplete"]
     entry["excluded"] = excluded
     entry["span"] = {"start": begin, "end": end}
     entry["window"] = {"start": start, "end": end}
     if end > start:
-        entry["littles_law"] = littles_law(_overlapping(rows, start, end), start, end, wall_clock=True)
-    if stage.kind == "users":
+        entry["littles_law"] = littles_law(cols.start, cols.e2e, start, end)
+    if stage.kind is StageKind.USERS:
         entry["invalid_reason"] = users_validity(stage, facts)
     else:
-        entry.update(rate_validity(rows, start, end, stage, end - begin))
+        entry.update(rate_validity(cols, start, end, stage, end - begin))
     entry["valid"] = entry["invalid_reason"] == ""
     if slo is not None:
-        entry["slo"] = evaluate(slo, [_record(r) for r in measured], window).to_json()
+        entry["slo"] = evaluate(slo, measured, window).to_json()
     entry["verdict"] = _verdict(entry)
     return entry
 
@@ -115,22 +122,6 @@ def _verdict(entry: dict[str, Any]) -> str | None:
     if entry.get("slo") is None:
         return None
     return "pass" if entry["slo"]["passed"] else "fail"
-
-
-def _record(row: dict[str, Any]) -> RequestRecord:
-    rec = RequestRecord.from_json(row)
-    rec.wall_start = row["start_time"]
-    return rec
-
-
-def _overlapping(rows: list[dict[str, Any]], start: float, end: float) -> list[RequestRecord]:
-    """Records in flight at some point of ``[start, end]``, on the wall clock."""
-    out = []
-    for r in rows:
-        e2e = r.get("e2e")
-        if e2e is not None and r["start_time"] < end and r["start_time"] + e2e > start:
-            out.append(_record(r))
-    return out
 
 
 def capacity_verdict(stages: list[dict[str, Any]]) -> dict[str, Any]:

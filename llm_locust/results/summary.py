@@ -1,9 +1,11 @@
 """Exact run statistics from request records, in ``vllm bench serve``'s vocabulary.
 
-The input is the JSONL form of :class:`~llm_locust.record.RequestRecord` (dicts), so the
-same function summarizes a live run, one stage of it, or a ``requests.jsonl`` read back
-from disk. Percentiles are exact over the records (numpy's linear interpolation, as
-``vllm bench serve`` uses), never Locust's rounded response-time buckets.
+The input is the records' columns (:mod:`llm_locust.results.columns`, or rows of
+``requests.jsonl``, pulled into columns first), so the same function summarizes a run, one
+stage of it, or a ``requests.jsonl`` read back from disk. Percentiles are exact over the
+records (numpy's linear interpolation, as ``vllm bench serve`` uses), never Locust's rounded
+response-time buckets; per-chunk ITL past a budget comes from a histogram whose error
+``itl_precision`` states (:mod:`llm_locust.results.stats`).
 
 Pure module: no Locust, no network.
 """
@@ -11,141 +13,103 @@ Pure module: no Locust, no network.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import numpy as np
 
-from llm_locust.record import INCOMPLETE, OK
+from llm_locust.results.columns import Columns, Part
+from llm_locust.results.concurrency import peak_in_flight
+from llm_locust.results.stats import latency_stats, percentiles
 
 __all__ = [
-    "LATENCY_METRICS",
-    "PERCENTILES",
-    "Columns",
+    "SUMMARY_NAMES",
     "format_stage_table",
     "format_table",
     "inconclusive_reason",
-    "max_concurrency",
     "open_loop_stats",
+    "part_of",
     "summarize",
 ]
 
-PERCENTILES = (50, 90, 95, 99)
-#: Summary metric name -> the record field it is computed from.
-LATENCY_METRICS = {"ttft": "ttft", "tpot": "tpot", "itl": "itl", "e2el": "e2e"}
+#: Record latency -> its name in the summary's keys (vLLM's: ``e2el`` for E2E).
+SUMMARY_NAMES = {"ttft": "ttft", "tpot": "tpot", "itl": "itl", "e2e": "e2el"}
 
 
-class Columns:
-    """Records pulled apart into numpy columns once, for every statistic after."""
-
-    def __init__(self, rows: Iterable[dict[str, Any]]) -> None:
-        rows = list(rows)
-        ok = [r for r in rows if r.get("outcome") == OK]
-        self.rows = rows
-        self.ok = ok
-        #: In flight when the load stopped: neither a success nor a failure (no latency known).
-        self.incomplete = sum(1 for r in rows if r.get("outcome") == INCOMPLETE)
-        self.errors = Counter(
-            r.get("outcome", "unknown") for r in rows if r.get("outcome") not in (OK, INCOMPLETE)
-        )
-        self.ttft = _column(r.get("ttft") for r in ok)
-        self.tpot = _column(r.get("tpot") for r in ok)
-        self.e2e = _column(r.get("e2e") for r in ok)
-        self.itl = np.fromiter((g for r in ok for g in (r.get("itl") or ())), dtype=float)
-        self.input_tokens = int(sum(_tokens_in(r) for r in ok))
-        self.output_tokens = int(sum(r.get("completion_tokens") or 0 for r in ok))
-        self.token_sources = Counter(r.get("token_source") or "none" for r in ok)
-
-    def metric(self, name: str) -> np.ndarray:
-        return getattr(self, LATENCY_METRICS[name])
+def part_of(rows: Part | Columns | Iterable[Mapping[str, Any]]) -> Part:
+    """A :class:`Part` of every row: rows (dicts) are pulled into columns first."""
+    if isinstance(rows, Part):
+        return rows
+    cols = rows if isinstance(rows, Columns) else Columns.from_rows(rows)
+    return cols.part()
 
 
-def summarize(rows: Iterable[dict[str, Any]], duration: float) -> dict[str, Any]:
+def summarize(rows: Part | Columns | Iterable[Mapping[str, Any]], duration: float) -> dict[str, Any]:
     """The run-level summary over ``rows``; ``duration`` is the wall time they span (s)."""
-    cols = rows if isinstance(rows, Columns) else Columns(rows)
+    part = part_of(rows)
+    cols, mask = part.cols, part.mask
+    ok = part.ok()
+    completed, incomplete = int(ok.sum()), int((mask & cols.incomplete).sum())
     duration = max(duration, 1e-9)
+    prompt = np.where(np.isnan(cols.prompt[ok]), np.nan_to_num(cols.target_in[ok]), cols.prompt[ok])
+    input_tokens = int(prompt.sum())
+    output_tokens = int(np.nan_to_num(cols.completion[ok]).sum())
+    itl = part.itl()
     out: dict[str, Any] = {
-        "completed": len(cols.ok),
-        "failed": len(cols.rows) - len(cols.ok) - cols.incomplete,
-        "incomplete": cols.incomplete,
+        "completed": completed,
+        "failed": part.n - completed - incomplete,
+        "incomplete": incomplete,
         "duration": duration,
-        "total_input_tokens": cols.input_tokens,
-        "total_output_tokens": cols.output_tokens,
-        "request_throughput": len(cols.ok) / duration,
-        "output_throughput": cols.output_tokens / duration,
-        "total_token_throughput": (cols.input_tokens + cols.output_tokens) / duration,
-        "max_concurrent_requests": max_concurrency(cols.rows),
+        "total_input_tokens": input_tokens,
+        "total_output_tokens": output_tokens,
+        "request_throughput": completed / duration,
+        "output_throughput": output_tokens / duration,
+        "total_token_throughput": (input_tokens + output_tokens) / duration,
+        "max_concurrent_requests": peak_in_flight(cols.start[mask], cols.e2e[mask]),
     }
-    for name in LATENCY_METRICS:
-        out.update(latency_stats(name, cols.metric(name)))
-    out["errors"] = dict(sorted(cols.errors.items()))
-    out["token_sources"] = dict(sorted(cols.token_sources.items()))
-    out["tpot_undefined"] = sum(1 for r in cols.ok if r.get("tpot") is None)
-    if any(r.get("send_lag") is not None for r in cols.rows):
-        out.update(open_loop_stats(cols, duration))
+    for field, name in SUMMARY_NAMES.items():
+        if field == "itl":
+            out.update(itl.latency_stats(name))
+        else:
+            out.update(latency_stats(name, _known(getattr(cols, field)[ok])))
+    out["itl_precision"] = itl.precision()
+    failed = mask & ~cols.ok & ~cols.incomplete
+    out["errors"] = dict(sorted(Counter(cols.outcome_of(failed)).items()))
+    sources = np.asarray(cols.token_source_names, dtype=object)
+    out["token_sources"] = dict(sorted(Counter(sources[cols.token_source[ok]].tolist()).items()))
+    out["tpot_undefined"] = int(np.isnan(cols.tpot[ok]).sum())
+    if (~np.isnan(cols.lag[mask])).any():
+        out.update(open_loop_stats(part, duration))
     return out
 
 
-def open_loop_stats(cols: Columns, duration: float) -> dict[str, Any]:
+def open_loop_stats(part: Part, duration: float) -> dict[str, Any]:
     """Achieved arrival rate, send lag, and latency seen from the intended send time.
 
     Latency "from intended" adds the send lag: it is what a user who arrived on schedule
     waited, including any time the load generator (or a concurrency ceiling) held the
     request back. Other tools report only the latency from the actual send.
     """
-    lags = _column(r.get("send_lag") for r in cols.rows)
-    sends = _column(r.get("start_time") for r in cols.rows)
+    cols, mask = part.cols, part.mask
+    lags = _known(cols.lag[mask])
+    sends = _known(cols.start[mask])
     span = float(sends.max() - sends.min()) if sends.size > 1 else 0.0
     out: dict[str, Any] = {
         # arrivals per second between the first and the last send: not diluted by the
         # time before the first arrival or by the drain after the last
         "achieved_request_rate": (sends.size - 1) / span if span > 0 else None,
-        "waited_for_slot": sum(1 for r in cols.rows if r.get("waited_for_slot")),
+        "waited_for_slot": int(cols.waited[mask].sum()),
     }
     if lags.size:
-        p50, p99 = np.percentile(lags * 1000.0, [50, 99])
+        p50, p99 = percentiles(lags * 1000.0, (50, 99))
         out.update(
-            {
-                "p50_send_lag_ms": float(p50),
-                "p99_send_lag_ms": float(p99),
-                "max_send_lag_ms": float(lags.max() * 1000.0),
-            }
+            {"p50_send_lag_ms": p50, "p99_send_lag_ms": p99, "max_send_lag_ms": float(lags.max() * 1000.0)}
         )
-    lag_of = {id(r): (r.get("send_lag") or 0.0) for r in cols.ok}
-    ttft_i = _column(None if r.get("ttft") is None else r["ttft"] + lag_of[id(r)] for r in cols.ok)
-    e2e_i = _column(None if r.get("e2e") is None else r["e2e"] + lag_of[id(r)] for r in cols.ok)
-    out.update(latency_stats("ttft_intended", ttft_i))
-    out.update(latency_stats("e2el_intended", e2e_i))
+    ok = part.ok()
+    lag = np.nan_to_num(cols.lag[ok])
+    out.update(latency_stats("ttft_intended", _known(cols.ttft[ok] + lag)))
+    out.update(latency_stats("e2el_intended", _known(cols.e2e[ok] + lag)))
     return out
-
-
-def latency_stats(name: str, seconds: np.ndarray) -> dict[str, float | None]:
-    """``mean_X_ms``, ``median_X_ms``, ``std_X_ms``, ``pNN_X_ms``; ``None`` with no data."""
-    keys = [f"mean_{name}_ms", f"median_{name}_ms", f"std_{name}_ms"]
-    keys += [f"p{p}_{name}_ms" for p in PERCENTILES]
-    if seconds.size == 0:
-        return dict.fromkeys(keys)
-    ms = seconds * 1000.0
-    values = [float(np.mean(ms)), float(np.median(ms)), float(np.std(ms))]
-    values += [float(v) for v in np.percentile(ms, PERCENTILES)]
-    return dict(zip(keys, values, strict=True))
-
-
-def max_concurrency(rows: Sequence[dict[str, Any]]) -> int:
-    """Peak number of requests in flight, by a sweep over [start, start + e2e] intervals."""
-    events: list[tuple[float, int]] = []
-    for r in rows:
-        start, e2e = r.get("start_time"), r.get("e2e")
-        if start is None or e2e is None:
-            continue
-        events.append((start, 1))
-        events.append((start + e2e, -1))
-    events.sort(key=lambda e: (e[0], e[1]))  # an end before a start at the same instant
-    peak = current = 0
-    for _, step in events:
-        current += step
-        peak = max(peak, current)
-    return peak
 
 
 def format_table(summary: dict[str, Any], title: str = "llm-locust summary") -> str:
@@ -296,10 +260,6 @@ _HEADLINE = (
 )
 
 
-def _column(values: Iterable[Any]) -> np.ndarray:
-    return np.fromiter((v for v in values if v is not None), dtype=float)
-
-
-def _tokens_in(row: dict[str, Any]) -> int:
-    actual = row.get("prompt_tokens")
-    return actual if actual is not None else (row.get("target_input_tokens") or 0)
+def _known(values: np.ndarray) -> np.ndarray:
+    """The defined values of a column (``nan`` is undefined)."""
+    return values[~np.isnan(values)]

@@ -14,11 +14,15 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from llm_locust.record import OK
+from llm_locust.results.arrivals import ChunkStore, chunk_table
+
+if TYPE_CHECKING:
+    from llm_locust.results.columns import Columns
 
 __all__ = ["Timeline", "binned_overlap", "binned_sum"]
 
@@ -28,7 +32,12 @@ def _floats(values: Iterable[Any]) -> np.ndarray:
 
 
 class Timeline:
-    """Columns of ``rows`` (one entry per row, NaN where a value is missing)."""
+    """Columns of ``rows`` (one entry per row, NaN where a value is missing).
+
+    :meth:`from_columns` builds the same columns from :class:`~llm_locust.results.columns.Columns`
+    (the end of a run reads ``requests.jsonl`` once, into those), without keeping the rows:
+    its chunks come from the columns' :class:`~llm_locust.results.arrivals.ChunkStore`.
+    """
 
     def __init__(self, rows: Sequence[dict[str, Any]]) -> None:
         self.rows = rows
@@ -45,31 +54,72 @@ class Timeline:
         self.stage = _floats(r.get("stage") for r in rows)
         #: left out of the statistics: the start of a stage (warm-up, ramp-up)
         self.excluded = np.fromiter((bool(r.get("warmup") or r.get("rampup")) for r in rows), dtype=bool)
+        self._finish()
+        self.store: ChunkStore | None = None
+
+    @classmethod
+    def from_columns(cls, cols: Columns) -> Timeline:
+        """The timeline of every row read into ``cols`` (no row kept)."""
+        self = cls.__new__(cls)
+        self.rows = ()
+        self.start, self.ttft, self.tpot, self.e2e = cols.start, cols.ttft, cols.tpot, cols.e2e
+        names = np.asarray(cols.outcome_names or ["unknown"], dtype=object)
+        self.outcome = names[cols.outcome]
+        self.ok = cols.ok
+        self.completion_tokens, self.prompt_tokens = cols.completion, cols.prompt
+        self.target_input, self.target_output = cols.target_in, cols.target_out
+        self.stage = np.where(cols.stage < 0, np.nan, cols.stage.astype(float))
+        self.excluded = cols.warmup | cols.rampup
+        self._finish()
+        self.store = cols.chunks
+        return self
+
+    def _finish(self) -> None:
         #: when the request ended (its send time when it has no E2E)
         self.end = np.where(np.isnan(self.e2e), self.start, self.start + np.nan_to_num(self.e2e))
         self._chunks: _Chunks | None = None
 
     def __len__(self) -> int:
-        return len(self.rows)
+        return int(self.start.size)
 
     def measured(self, stage: int | None = None) -> np.ndarray:
         """Mask of the successful measured requests (of one stage when given)."""
         mask = self.ok & ~self.excluded
         return mask if stage is None else mask & (self.stage == stage)
 
+    @property
+    def binned(self) -> bool:
+        """Chunks are binned by time (a run past :data:`~llm_locust.results.arrivals.EXACT_CHUNK_GAPS`)."""
+        return self.store is not None and not self.store.exact
+
     def gaps(self, mask: np.ndarray) -> np.ndarray:
         """Every ITL gap of the rows in ``mask`` (successful ones), pooled."""
+        if self.binned:
+            raise ValueError("the chunks of this timeline are binned by time: no gaps kept")
         chunks = self._chunk_table()
         return chunks.gaps[mask[chunks.gap_owner]]
 
     def chunk_times(self, mask: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
         """(wall time of every content chunk of the successful requests, or of those in
-        ``mask``; the tokens each chunk carried)."""
+        ``mask``; the tokens each chunk carried). Binned chunks (see
+        :mod:`llm_locust.results.arrivals`): the bins' centres and tokens, for every
+        successful request or the measured ones only."""
+        if self.binned:
+            assert self.store is not None
+            if mask is None:
+                return self.store.binned(measured=False)
+            if np.array_equal(mask, self.measured()):
+                return self.store.binned(measured=True)
+            raise ValueError("the chunks of this timeline are binned: only all or the measured ones")
         chunks = self._chunk_table()
         if mask is None:
             return chunks.times, chunks.tokens
         keep = mask[chunks.owner]
         return chunks.times[keep], chunks.tokens[keep]
+
+    def token_precision(self) -> dict[str, Any]:
+        """How exact the chunk times are (``exact``, or ``binned`` and the bin width)."""
+        return {"method": "exact"} if self.store is None else self.store.precision()
 
     def _chunk_table(self) -> _Chunks:
         if self._chunks is None:
@@ -82,25 +132,21 @@ class _Chunks:
     tokens it carried, its row; and every ITL gap with its row."""
 
     def __init__(self, timeline: Timeline) -> None:
-        keep = np.nonzero(timeline.ok & ~np.isnan(timeline.ttft))[0]
-        gap_lists = [timeline.rows[i].get("itl") or [] for i in keep]
-        counts = np.fromiter((len(g) for g in gap_lists), dtype=np.int64, count=keep.size)
-        self.gaps = np.fromiter(
-            itertools.chain.from_iterable(gap_lists), dtype=float, count=int(counts.sum())
-        )
+        if timeline.store is not None:
+            keep, counts, self.gaps = timeline.store.exact_parts()
+        else:
+            keep = np.nonzero(timeline.ok & ~np.isnan(timeline.ttft))[0]
+            gap_lists = [timeline.rows[i].get("itl") or [] for i in keep]
+            counts = np.fromiter((len(g) for g in gap_lists), dtype=np.int64, count=keep.size)
+            self.gaps = np.fromiter(
+                itertools.chain.from_iterable(gap_lists), dtype=float, count=int(counts.sum())
+            )
         self.gap_owner = np.repeat(keep, counts)
-        lengths = counts + 1
-        # each request's chunks: its first token, then one after each gap
-        firsts = np.cumsum(lengths) - lengths
-        flat = np.zeros(int(lengths.sum()))
-        flat[np.delete(np.arange(flat.size), firsts)] = self.gaps
-        sums = np.cumsum(flat)
-        relative = sums - np.repeat(sums[firsts], lengths) if flat.size else flat
-        self.owner = np.repeat(keep, lengths)
-        self.times = np.repeat(timeline.start[keep] + timeline.ttft[keep], lengths) + relative
-        tokens = np.nan_to_num(timeline.completion_tokens[keep], nan=0.0)
-        # a request without a token count still produced its chunks: one token each
-        self.tokens = np.repeat(np.where(tokens > 0, tokens / lengths, 1.0), lengths)
+        base = timeline.start[keep] + timeline.ttft[keep]
+        self.times, self.tokens, position = chunk_table(
+            base, timeline.completion_tokens[keep], counts, self.gaps
+        )
+        self.owner = keep[position]
 
 
 def binned_sum(times: np.ndarray, weights: np.ndarray, edges: np.ndarray) -> np.ndarray:

@@ -20,15 +20,19 @@ Pure module: no Locust, no network. Seconds, except the lag threshold in ms.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import numpy as np
+
+from llm_locust.results.columns import Columns
+from llm_locust.results.stats import percentile
 
 __all__ = [
     "MAX_SEND_LAG_MS",
     "MIN_HELD_FRACTION",
     "MIN_RATE_FRACTION",
+    "NO_LEVELS",
     "rate_validity",
     "users_validity",
 ]
@@ -39,8 +43,18 @@ MIN_RATE_FRACTION = 0.95
 MAX_SEND_LAG_MS = 50.0
 
 
-def users_validity(stage: Any, levels: dict[str, Any]) -> str:
-    """``""`` if a ``users`` stage ran at its level, else why not ("reached 31 of 48 users")."""
+#: Why a ``users`` stage cannot be judged when a summary is rebuilt without its level samples.
+NO_LEVELS = "no samples of its user count (the summary was rebuilt after the run was lost mid-stage)"
+
+
+def users_validity(stage: Any, levels: Mapping[str, Any] | None) -> str:
+    """``""`` if a ``users`` stage ran at its level, else why not ("reached 31 of 48 users").
+
+    ``levels``: the stage's facts (:meth:`~llm_locust.load.levels.LevelTracker.facts`);
+    ``None`` when they are unknown (a summary rebuilt from ``requests.jsonl``).
+    """
+    if levels is None:
+        return NO_LEVELS
     target = int(stage.target)
     if levels.get("target_reached_s") is None:
         return f"reached {levels.get('peak_users', 0)} of {target} users"
@@ -51,7 +65,7 @@ def users_validity(stage: Any, levels: dict[str, Any]) -> str:
 
 
 def rate_validity(
-    rows: Sequence[dict[str, Any]], start: float, end: float, stage: Any, ran_s: float
+    rows: Columns | Iterable[Mapping[str, Any]], start: float, end: float, stage: Any, ran_s: float
 ) -> dict[str, Any]:
     """Facts and validity of a ``rate`` stage over its measured window ``[start, end)``;
     ``ran_s``: how long the stage ran (less than planned when the run was stopped).
@@ -60,25 +74,24 @@ def rate_validity(
     sent in the next one). Returns ``sent_rate`` and ``scheduled_rate`` (req/s in the
     window) and ``invalid_reason`` (``""`` when valid).
     """
+    cols = rows if isinstance(rows, Columns) else Columns.from_rows(rows)
     span = max(end - start, 1e-9)
-    sent = [r for r in rows if r.get("send_lag") is not None and start <= r["start_time"] < end]
-    scheduled = sum(1 for r in rows if r.get("send_lag") is not None and start <= _intended(r) < end)
-    lags = np.array([r["send_lag"] for r in sent], dtype=float)
-    lag_p99 = float(np.percentile(lags * 1000.0, 99)) if lags.size else None
-    waited = sum(1 for r in sent if r.get("waited_for_slot"))
-    out: dict[str, Any] = {"sent_rate": len(sent) / span, "scheduled_rate": scheduled / span}
+    lagged = ~np.isnan(cols.lag)
+    sent = lagged & (cols.start >= start) & (cols.start < end)
+    intended = cols.start - np.nan_to_num(cols.lag)
+    n_sent = int(sent.sum())
+    scheduled = int((lagged & (intended >= start) & (intended < end)).sum())
+    lag_p99 = percentile(cols.lag[sent] * 1000.0, 99)
+    waited = int(cols.waited[sent].sum())
+    out: dict[str, Any] = {"sent_rate": n_sent / span, "scheduled_rate": scheduled / span}
     out["invalid_reason"] = ""
     if ran_s < MIN_HELD_FRACTION * stage.duration_s:
         out["invalid_reason"] = f"ran {ran_s:.1f} of {stage.duration_s:g} s"
-    elif not sent:
+    elif not n_sent:
         out["invalid_reason"] = f"sent no request of its {stage.target:g} req/s"
-    elif len(sent) < MIN_RATE_FRACTION * scheduled:
-        out["invalid_reason"] = f"sent {len(sent) / span:.2f} of {scheduled / span:.2f} req/s scheduled"
+    elif n_sent < MIN_RATE_FRACTION * scheduled:
+        out["invalid_reason"] = f"sent {n_sent / span:.2f} of {scheduled / span:.2f} req/s scheduled"
     elif lag_p99 is not None and lag_p99 > MAX_SEND_LAG_MS:
         why = f"{waited} arrivals waited for --max-concurrency" if waited else "the load generator lagged"
         out["invalid_reason"] = f"send lag p99 {lag_p99:.0f} ms > {MAX_SEND_LAG_MS:g} ms ({why})"
     return out
-
-
-def _intended(row: dict[str, Any]) -> float:
-    return float(row["start_time"]) - float(row["send_lag"])

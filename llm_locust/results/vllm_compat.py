@@ -26,7 +26,7 @@ Pure module; vLLM's units (seconds in the arrays, req/s and tok/s).
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
@@ -52,7 +52,7 @@ def max_output_tokens_per_s(timeline: Timeline) -> float:
 
 
 def vllm_keys(
-    rows: Sequence[dict[str, Any]],
+    rows: Iterable[dict[str, Any]],
     summary: dict[str, Any],
     detailed: bool = False,
     timeline: Timeline | None = None,
@@ -74,7 +74,7 @@ def vllm_keys(
         "num_prompts": int(summary.get("completed", 0)) + int(summary.get("failed", 0)),
         **_traffic(summary, options, config),
         "request_goodput": None if not slo else slo.get("goodput_rps"),
-        "max_output_tokens_per_s": max_output_tokens_per_s(timeline or Timeline(rows)),
+        "max_output_tokens_per_s": max_output_tokens_per_s(timeline or Timeline(list(rows))),
     }
     if detailed:
         out.update(detailed_arrays(rows))
@@ -96,7 +96,7 @@ def _traffic(summary: dict[str, Any], options: dict[str, Any], config: dict[str,
     return {"request_rate": rate, "burstiness": options.get("burstiness") or 1.0, "max_concurrency": limit}
 
 
-def detailed_arrays(rows: Sequence[dict[str, Any]]) -> dict[str, list[Any]]:
+def detailed_arrays(rows: Iterable[dict[str, Any]]) -> dict[str, list[Any]]:
     """vLLM's per-request arrays (``--save-detailed``), one entry per row."""
     out: dict[str, list[Any]] = {key: [] for key in DETAILED_KEYS}
     for r in rows:

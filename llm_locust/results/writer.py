@@ -1,9 +1,13 @@
-"""The results folder: ``requests.jsonl`` as requests finish, ``summary.json`` at the end.
+"""The results folder: ``run.json`` at the start, ``requests.jsonl`` as requests finish,
+``summary.json`` at the end.
 
 Each record is appended and flushed the moment it arrives, so a crash loses at most the
-requests still in flight. The summary is computed at the end by reading the file back,
-which keeps the process's memory flat however long the run, and makes the summary a
-pure function of what is on disk.
+requests still in flight. ``run.json`` is the run's context (when it started, its stages and
+their level samples, the SLO, the ``config`` block), rewritten atomically as stages end. The
+summary is computed at the end by reading ``requests.jsonl`` back in one streaming pass,
+which keeps the process's memory flat however long the run, and makes the summary a pure
+function of what is on disk: ``llm-locust summarize DIR`` rebuilds it from the same two
+files after a master was killed (:mod:`llm_locust.results.rebuild`).
 
 Without ``--results-dir`` the records go to a temporary spool file instead, so the
 end-of-run table can still be computed exactly; the spool is deleted at exit.
@@ -14,15 +18,24 @@ from __future__ import annotations
 import json
 import os
 import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-__all__ = ["RESULT_FILES", "ResultsDirError", "ResultsWriter", "check_results_dir", "read_records"]
+__all__ = [
+    "REQUESTS_FILE",
+    "RESULT_FILES",
+    "RUN_FILE",
+    "SUMMARY_FILE",
+    "ResultsDirError",
+    "ResultsWriter",
+    "check_results_dir",
+    "write_json",
+]
 
 REQUESTS_FILE = "requests.jsonl"
 SUMMARY_FILE = "summary.json"
-RESULT_FILES = (REQUESTS_FILE, SUMMARY_FILE)
+RUN_FILE = "run.json"
+RESULT_FILES = (REQUESTS_FILE, SUMMARY_FILE, RUN_FILE)
 
 
 class ResultsDirError(ValueError):
@@ -73,18 +86,19 @@ class ResultsWriter:
     def closed(self) -> bool:
         return self._file.closed
 
-    def rows(self) -> Iterator[dict[str, Any]]:
+    def flush(self) -> None:
         self._file.flush()
-        return read_records(self.requests_path)
 
     def write_summary(self, summary: dict[str, Any]) -> Path | None:
         if self.directory is None:
             return None
-        path = self.directory / SUMMARY_FILE
-        tmp = path.with_suffix(".json.tmp")
-        tmp.write_text(json.dumps(summary, indent=2, default=_jsonable) + "\n", encoding="utf-8")
-        tmp.replace(path)
-        return path
+        return write_json(self.directory / SUMMARY_FILE, summary)
+
+    def write_run(self, run: dict[str, Any]) -> Path | None:
+        """``run.json``: the run's context (see the module docstring)."""
+        if self.directory is None:
+            return None
+        return write_json(self.directory / RUN_FILE, run)
 
     def close(self) -> None:
         if not self._file.closed:
@@ -93,13 +107,12 @@ class ResultsWriter:
             self.requests_path.unlink(missing_ok=True)
 
 
-def read_records(path: str | os.PathLike[str]) -> Iterator[dict[str, Any]]:
-    """Rows of a ``requests.jsonl``; a torn last line (a crash mid-write) is skipped."""
-    with open(path, encoding="utf-8") as f:
-        for line in f:
-            if not line.endswith("\n"):
-                break
-            yield json.loads(line)
+def write_json(path: Path, data: dict[str, Any]) -> Path:
+    """Write ``data`` to ``path`` atomically (a reader never sees half a file)."""
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(json.dumps(data, indent=2, default=_jsonable) + "\n", encoding="utf-8")
+    tmp.replace(path)
+    return path
 
 
 def _jsonable(value: Any) -> Any:

@@ -51,7 +51,10 @@ class Outbox:
         if self._greenlet is not None:
             self._greenlet.kill(block=False)
             self._greenlet = None
-        self.flush(final=True)
+        try:
+            self.flush(final=True)
+        except Exception:  # the master is gone: nothing can take the rows any more
+            log.exception("llm-locust: shipping the final records to the master failed")
 
     def flush(self, final: bool = False) -> None:
         if not self._rows and not final:

@@ -14,10 +14,13 @@ Locust's own view starts the test. Behind ``--web-login`` the check runs only af
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from llm_locust.config.build import config_from_form
 from llm_locust.runtime.prepare import CONFIG_ERRORS, check_results
+
+if TYPE_CHECKING:
+    from llm_locust.runtime.extension import Extension
 
 __all__ = ["SWARM_ENDPOINT", "check_form", "install_form_check", "spawn_rate_as_given"]
 
@@ -25,7 +28,7 @@ log = logging.getLogger("llm_locust")
 SWARM_ENDPOINT = "locust.swarm"
 
 
-def spawn_rate_as_given(run: Any, form: dict[str, str]) -> dict[str, str]:
+def spawn_rate_as_given(run: Extension, form: dict[str, str]) -> dict[str, str]:
     """Tell an explicit spawn rate in the form from the one Locust filled in.
 
     Locust's form always sends a spawn rate: the command line's ``-r``, or 1 when none was
@@ -44,12 +47,12 @@ def spawn_rate_as_given(run: Any, form: dict[str, str]) -> dict[str, str]:
     return form
 
 
-def check_form(run: Any, form: dict[str, str]) -> str | None:
+def check_form(run: Extension, form: dict[str, str]) -> str | None:
     """Validate and adopt the form's configuration; the one-line problem, or ``None``."""
     try:
         config = config_from_form(run.environment.parsed_options, spawn_rate_as_given(run, form))
         if run.role != "worker":
-            check_results(config, run._tests + 1)
+            check_results(config, run.tests + 1)
         run.configure(config, from_form=True)
     except CONFIG_ERRORS as exc:
         log.error("llm-locust: %s", exc)
@@ -57,7 +60,7 @@ def check_form(run: Any, form: dict[str, str]) -> str | None:
     return None
 
 
-def install_form_check(run: Any) -> None:
+def install_form_check(run: Extension) -> None:
     """Wrap the web UI's ``/swarm`` view (no web UI, or a worker: nothing to do)."""
     web_ui = getattr(run.environment, "web_ui", None)
     if web_ui is None or run.role == "worker" or SWARM_ENDPOINT not in web_ui.app.view_functions:

@@ -1,9 +1,10 @@
 """Open-loop sending: requests leave on the arrival schedule, whatever the server does.
 
-One dispatcher per worker walks its share of the schedule (every W-th arrival of the one
-global sequence, see :mod:`llm_locust.load.arrivals`) and spawns a greenlet per arrival at its
-intended time, so a slow server never slows the arrivals down (no coordinated omission).
-Each record keeps its intended send time; the gap to the actual send is the send lag.
+One dispatcher per worker walks its share of the plan's arrivals (the plan's
+:class:`~llm_locust.load.sources.ArrivalSource`: a seeded rate schedule or a trace, every
+W-th arrival of the one global sequence) and spawns a greenlet per arrival at its intended
+time, so a slow server never slows the arrivals down (no coordinated omission). Each record
+keeps its intended send time; the gap to the actual send is the send lag.
 
 With ``--max-concurrency C`` each worker lets at most ``ceil(C / W)`` requests be in
 flight; an arrival that finds no free slot waits for one (marked ``waited_for_slot``),
@@ -14,34 +15,54 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Iterator
-from typing import Any
+from typing import Any, Protocol
 
 import gevent
 from gevent.lock import BoundedSemaphore
 from gevent.pool import Group
 
 from llm_locust.client import StreamingClient, build_body
+from llm_locust.load.traces import TraceEntry
+from llm_locust.record import RequestRecord
+from llm_locust.runtime.context import RunContext
 from llm_locust.workload.base import RequestSpec
 
-__all__ = ["dispatch"]
+__all__ = ["OpenLoopRun", "SpecSource", "dispatch"]
 
 _UNBOUNDED = 4096  # connection pool size without a ceiling
 
 
-def dispatch(run: Any, user: Any) -> None:
+class OpenLoopRun(Protocol):
+    """What the dispatcher needs of the run (the extension)."""
+
+    @property
+    def stopping(self) -> bool: ...
+
+    def new_record(self, spec: RequestSpec) -> RequestRecord: ...
+
+    def send(
+        self, client: Any, body: dict[str, Any], record: RequestRecord, keep_text: bool = False
+    ) -> str: ...
+
+
+class SpecSource(Protocol):
+    """Where the dispatcher's requests come from (the user): a trace row's lengths, or the workload's."""
+
+    def next_spec(self, entry: TraceEntry | None = None) -> RequestSpec: ...
+
+
+def dispatch(context: RunContext, run: OpenLoopRun, user: SpecSource) -> None:
     """Run this worker's share of the open-loop schedule until it ends (or the test stops)."""
-    t0 = _wait_for_start(run)
-    if t0 is None:
+    plan, t0 = context.plan, context.t0
+    if t0 is None or plan.arrivals is None or context.client is None:
         return
-    plan = run.plan
-    workers = max(run.plan_workers, 1)
+    workers = max(context.workers, 1)
     ceiling = math.ceil(plan.max_concurrency / workers) if plan.max_concurrency else None
     slots = BoundedSemaphore(ceiling) if ceiling else None
-    client = StreamingClient(run.config, concurrency=ceiling or _UNBOUNDED)
+    client = StreamingClient(context.client, concurrency=ceiling or _UNBOUNDED)
     group = Group()
     try:
-        for offset, entry in _arrivals(run, workers):
+        for offset, entry in plan.arrivals.for_worker(context.slot, workers):
             delay = t0 + offset - time.time()
             if delay > 0:
                 gevent.sleep(delay)
@@ -55,42 +76,20 @@ def dispatch(run: Any, user: Any) -> None:
         client.close()
 
 
-def _wait_for_start(run: Any, timeout: float = 30.0) -> float | None:
-    deadline = time.time() + timeout
-    while run.plan_t0 is None:
-        if time.time() > deadline:
-            return None
-        gevent.sleep(0.05)
-    return run.plan_t0
-
-
-def _arrivals(run: Any, workers: int) -> Iterator[tuple[float, Any]]:
-    """(offset from t0, trace entry or None) for this worker."""
-    plan = run.plan
-    index = run.worker_slot()
-    if plan.trace is not None:
-        for k, entry in enumerate(plan.trace.entries):
-            if k % workers == index:
-                yield entry.offset_s, entry
-        return
-    for offset in plan.schedule(index, workers):
-        yield offset, None
-
-
 def _send_one(
-    run: Any,
-    user: Any,
+    run: OpenLoopRun,
+    user: SpecSource,
     client: StreamingClient,
     slots: BoundedSemaphore | None,
     t_intended: float,
-    entry: Any,
+    entry: TraceEntry | None,
 ) -> None:
     waited = False
     if slots is not None:
         waited = slots.locked()
         slots.acquire()
     try:
-        spec: RequestSpec = user.next_spec(entry)
+        spec = user.next_spec(entry)
         record = run.new_record(spec)
         record.t_intended = t_intended
         if waited:

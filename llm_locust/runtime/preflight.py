@@ -17,18 +17,20 @@ from __future__ import annotations
 import logging
 import sys
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from llm_locust.client import ClientConfig, shown_host
 from llm_locust.config.build import ConfigError
 from llm_locust.config.model import RequestConfig
 from llm_locust.preflight import Preflight, fetch_server_info, preflight
 
+if TYPE_CHECKING:
+    from llm_locust.runtime.extension import Extension
+
 __all__ = ["install", "run_preflight", "server_info"]
 
 log = logging.getLogger("llm_locust")
 MakeConfig = Callable[[RequestConfig, str], ClientConfig]
-_CHECKED: dict[int, Preflight] = {}  # by id(environment): the last check's result
 
 
 def run_preflight(config: ClientConfig) -> Preflight:
@@ -42,7 +44,7 @@ def run_preflight(config: ClientConfig) -> Preflight:
     return result
 
 
-def install(run: Any, make_config: MakeConfig) -> None:
+def install(run: Extension, make_config: MakeConfig) -> None:
     """At ``init``: check now (headless) or at every start from the web UI."""
     environment = run.environment
     options = environment.parsed_options
@@ -56,7 +58,7 @@ def install(run: Any, make_config: MakeConfig) -> None:
             config = make_config(request, environment.host or run.run_config.host)
         except ConfigError:
             return  # reported by the run's own option checks
-        result = _CHECKED[id(environment)] = run_preflight(config)
+        result = run.preflight_result = run_preflight(config)
         if not result.ok:
             sys.stderr.write(f"llm-locust: error: {result.cause}\n")
             sys.stderr.flush()
@@ -65,9 +67,9 @@ def install(run: Any, make_config: MakeConfig) -> None:
         _gate_web_start(run, make_config)
 
 
-def server_info(run: Any, config: ClientConfig) -> dict[str, Any]:
+def server_info(run: Extension, config: ClientConfig) -> dict[str, Any]:
     """The target's facts for ``test_start``; fills ``config.model`` or raises :class:`ConfigError`."""
-    checked = _CHECKED.get(id(run.environment))
+    checked = run.preflight_result
     same = (
         checked is not None
         and checked.ok
@@ -88,7 +90,7 @@ def server_info(run: Any, config: ClientConfig) -> dict[str, Any]:
     return info
 
 
-def _gate_web_start(run: Any, make_config: MakeConfig) -> None:
+def _gate_web_start(run: Extension, make_config: MakeConfig) -> None:
     """Wrap Locust's ``/swarm`` view: login first (Locust's), then the check, then the start.
 
     Installed before :func:`llm_locust.runtime.form.install_form_check`, whose wrapper runs
@@ -106,7 +108,7 @@ def _gate_web_start(run: Any, make_config: MakeConfig) -> None:
     app.view_functions[endpoint] = web_ui.auth_required_if_enabled(checked_start)
 
 
-def _check_form(run: Any, make_config: MakeConfig) -> Any:
+def _check_form(run: Extension, make_config: MakeConfig) -> Any:
     from flask import jsonify, request
 
     environment = run.environment
@@ -118,7 +120,7 @@ def _check_form(run: Any, make_config: MakeConfig) -> Any:
         config = make_config(config_request, host)
     except ConfigError as exc:
         return jsonify({"success": False, "message": str(exc), "host": host})
-    result = _CHECKED[id(environment)] = run_preflight(config)
+    result = run.preflight_result = run_preflight(config)
     if result.ok:
         return None
     log.error("llm-locust: preflight: %s", result.cause)

@@ -11,7 +11,8 @@ the command line or the web UI's start form). With one, it walks the
   (see :mod:`llm_locust.runtime.openloop`).
 
 The shape runs only on the master (or the local runner). At its first tick it fixes the
-plan's start ``t0`` and sends it to the workers, which derive everything else from it.
+plan's start ``t0`` and sends it to the workers, which derive everything else from it. It
+reads and moves the run through :class:`ShapedRun`.
 """
 
 from __future__ import annotations
@@ -20,11 +21,35 @@ from locust import LoadTestShape
 
 import logging
 import time
-from typing import Any
+from typing import Protocol
 
-__all__ = ["LLMShape"]
+from llm_locust.config.model import RunConfig
+from llm_locust.load.plan import LoadPlan
+from llm_locust.load.stages import Stage, StageKind
+from llm_locust.runtime.extension import extension_of
+
+__all__ = ["LLMShape", "ShapedRun"]
 
 log = logging.getLogger("llm_locust")
+
+
+class ShapedRun(Protocol):
+    """What the shape needs of the run (the extension)."""
+
+    plan: LoadPlan
+    run_config: RunConfig
+
+    def start_plan(self, lead_in: float) -> float: ...
+
+    def enter_stage(self, stage: Stage) -> bool: ...
+
+    def worker_count(self) -> int: ...
+
+    def total_in_flight(self) -> int: ...
+
+
+def _run_of(shape: LoadTestShape) -> ShapedRun:
+    return extension_of(shape.runner.environment)  # type: ignore[union-attr]
 
 
 class LLMShape(LoadTestShape):
@@ -38,35 +63,33 @@ class LLMShape(LoadTestShape):
     use_common_options = True
     _drain_until: float | None = None
     _fresh = True  # the next tick is the first of a new test
+    _t0: float = 0.0
 
     def tick(self) -> tuple[int, float] | None:
-        from llm_locust.runtime.run import run_for
-
-        run = run_for(self.runner.environment)  # type: ignore[union-attr]
+        run = _run_of(self)
         if self._fresh:
             self._fresh = False
-            run.start_plan(self.get_run_time())
-        plan = run.plan
-        if plan is None or plan.stages is None:
+            self._t0 = run.start_plan(self.get_run_time())
+        stages = run.plan.stages
+        if stages is None:
             return self._common_options(run, self.get_run_time())
-        stage, _ = plan.stage_at(max(time.time() - run.plan_t0, 0.0))
+        stage, _ = stages.stage_at(max(time.time() - self._t0, 0.0))
         if stage is None:
             return self._drain(run)
-        if stage is not run.current_stage:
-            run.current_stage = stage
-            log.info("llm-locust: stage %d/%d: %s", stage.index + 1, len(plan.stages), stage.label)
-        if stage.kind == "users":
+        if run.enter_stage(stage):
+            log.info("llm-locust: stage %d/%d: %s", stage.index + 1, len(stages), stage.label)
+        if stage.kind is StageKind.USERS:
             users = int(stage.target)
             return users, float(stage.spawn_rate or max(users, 1))
         dispatchers = max(run.worker_count(), 1)
         return dispatchers, float(dispatchers)
 
-    def _drain(self, run: Any) -> tuple[int, float] | None:
+    def _drain(self, run: ShapedRun) -> tuple[int, float] | None:
         """Open loop: after the last arrival, keep going until the requests in flight finish."""
         if not (run.plan.open_loop and run.total_in_flight() > 0):
             return None
         if self._drain_until is None:
-            self._drain_until = time.time() + run.config.request_timeout
+            self._drain_until = time.time() + run.run_config.request.request_timeout
         if time.time() > self._drain_until:
             return None
         return self.runner.user_count, 1.0  # type: ignore[union-attr]
@@ -76,7 +99,7 @@ class LLMShape(LoadTestShape):
         self._drain_until = None
         self._fresh = True
 
-    def _common_options(self, run: Any, elapsed: float) -> tuple[int, float] | None:
+    def _common_options(self, run: ShapedRun, elapsed: float) -> tuple[int, float] | None:
         """Plain Locust: ``-u`` users (Locust's default 1) for ``-t``, as validated; without an
         explicit ``-r`` they start within a second."""
         load = run.run_config.load

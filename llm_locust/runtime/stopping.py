@@ -35,9 +35,12 @@ from locust.env import Environment
 import logging
 import signal
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import gevent
+
+if TYPE_CHECKING:
+    from llm_locust.runtime.extension import Extension
 
 __all__ = [
     "DEFAULT_DRAIN_S",
@@ -86,7 +89,7 @@ def apply_drain(environment: Environment, request_timeout: float) -> dict[str, A
 # -- signals ---------------------------------------------------------------------------
 
 
-def install_signal_handlers(run: Any) -> None:
+def install_signal_handlers(run: Extension) -> None:
     """SIGTERM and SIGINT on a headless local or master process (see the module docstring)."""
     options = run.environment.parsed_options
     if run.role == "worker" or not getattr(options, "headless", False):
@@ -95,7 +98,7 @@ def install_signal_handlers(run: Any) -> None:
         gevent.signal_handler(sig, _on_signal, run, sig)
 
 
-def _on_signal(run: Any, sig: int) -> None:
+def _on_signal(run: Extension, sig: int) -> None:
     name = signal.Signals(sig).name
     runner = run.environment.runner
     if run.stopping:  # already stopping (the plan ended, or a first signal): cut the drain short
@@ -112,7 +115,7 @@ def _on_signal(run: Any, sig: int) -> None:
             name,
         )
         _raise_in_main(KeyboardInterrupt())
-    elif run.writer is None:  # no test has started (e.g. the master waits for its workers)
+    elif run.results is None:  # no test has started (e.g. the master waits for its workers)
         log.warning("llm-locust: %s before the test started: nothing to save", name)
         runner.quit()
         _raise_in_main(SystemExit(128 + sig))
@@ -120,10 +123,10 @@ def _on_signal(run: Any, sig: int) -> None:
         _raise_in_main(KeyboardInterrupt())
 
 
-def _mark(run: Any, name: str, sig: int) -> None:
-    if run.interrupted is None:
-        run.interrupted = name
-        run.interrupt_exit_code = 128 + sig
+def _mark(run: Extension, name: str, sig: int) -> None:
+    if run.live.interrupted is None:
+        run.live.interrupted = name
+        run.live.interrupt_exit_code = 128 + sig
 
 
 def _raise_in_main(exc: BaseException) -> None:
@@ -132,7 +135,7 @@ def _raise_in_main(exc: BaseException) -> None:
     hub.loop.run_callback(hub.parent.throw, exc)
 
 
-def skip_drain(run: Any) -> None:
+def skip_drain(run: Extension) -> None:
     """Kill the users now; the requests they were streaming are recorded incomplete."""
     runner = run.environment.runner
     if run.role == "master":
@@ -153,7 +156,7 @@ def on_stop_message(environment: Environment, msg: Any, **_: Any) -> None:
         runner.stop()  # drains, then test_stop ships the final batch
 
 
-def collect_final_batches(run: Any) -> None:
+def collect_final_batches(run: Extension) -> None:
     """Master, at ``test_stop``: make the workers stop and wait for their last records."""
     runner = run.environment.runner
     if any(c.state in _RUNNING or c.user_count > 0 for c in runner.clients.values()):
@@ -166,7 +169,7 @@ def collect_final_batches(run: Any) -> None:
         log.warning("llm-locust: no final records from worker(s) %s after the drain", missing)
 
 
-def stop_before_quitting(run: Any) -> None:
+def stop_before_quitting(run: Extension) -> None:
     """A process shut down mid-test by Locust's own handler: stop the load (drain) first."""
     runner = run.environment.runner
     if runner is not None and runner.state in _RUNNING:

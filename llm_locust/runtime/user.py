@@ -3,10 +3,10 @@
 Closed loop: each user sends its next request as soon as the last one finished (plus
 any think time the workload asks for, e.g. between turns of a conversation). A user
 stopped mid-request (end of the run after the drain, a step down, an interrupt) still
-hands its record on, marked ``incomplete`` (see :meth:`LLMRun.send`). In an
-open-loop run the single user of each worker becomes the dispatcher of
-:mod:`llm_locust.runtime.openloop`. Every number comes from
-:class:`~llm_locust.client.StreamingClient`'s own clock; Locust's request timer is not used.
+hands its record on, marked ``incomplete`` (see :meth:`Requests.send
+<llm_locust.runtime.requests.Requests.send>`). In an open-loop run the single user of each
+worker becomes the dispatcher of :mod:`llm_locust.runtime.openloop`. Every number comes
+from :class:`~llm_locust.client.StreamingClient`'s own clock; Locust's request timer is not used.
 """
 
 from __future__ import annotations
@@ -20,9 +20,10 @@ from typing import Any
 import gevent
 
 from llm_locust.client import StreamingClient, build_body
+from llm_locust.load.traces import TraceEntry
 from llm_locust.runtime import openloop
+from llm_locust.runtime.extension import Extension, extension_of
 from llm_locust.runtime.hooks import install
-from llm_locust.runtime.run import LLMRun, run_for
 from llm_locust.workload.base import RequestSpec
 
 __all__ = ["LLMUser"]
@@ -37,10 +38,11 @@ class LLMUser(FastHttpUser):
     wait_time = constant(0)
 
     def on_start(self) -> None:
-        self.llm_run: LLMRun = run_for(self.environment)
+        self.llm_run: Extension = extension_of(self.environment)
         self._sources: dict[int | None, Any] = {}
-        config = self.llm_run.config  # None: the test did not start (the run said why)
-        self.llm_client: StreamingClient | None = StreamingClient(config) if config is not None else None
+        context = self.llm_run.context  # None: the test did not start (the run said why)
+        client = context.client if context is not None else None
+        self.llm_client: StreamingClient | None = StreamingClient(client) if client is not None else None
 
     def on_stop(self) -> None:
         client = getattr(self, "llm_client", None)
@@ -60,19 +62,20 @@ class LLMUser(FastHttpUser):
             self._sources[key] = self.llm_run.new_source(stage)
         return self._sources[key]
 
-    def next_spec(self, entry: Any = None) -> RequestSpec:
+    def next_spec(self, entry: TraceEntry | None = None) -> RequestSpec:
         """The next request; ``entry`` is a trace row whose lengths it must have."""
         if entry is not None:
             return self.llm_run.trace_spec(entry)
-        return self.source().next_request()
+        return self.source().next_request()  # type: ignore[no-any-return]
 
     @task
     def generate(self) -> None:
         run = self.llm_run
-        if self.llm_client is None:
+        context = run.context
+        if self.llm_client is None or context is None:
             raise StopUser()
-        if run.plan is not None and run.plan.open_loop:
-            openloop.dispatch(run, self)
+        if context.plan.open_loop:
+            openloop.dispatch(context, run, self)
             while not run.stopping:  # the schedule is done: idle until the shape stops the test
                 gevent.sleep(0.2)
             return

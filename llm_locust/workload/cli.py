@@ -23,7 +23,6 @@ import numpy as np
 from llm_locust.config.build import ConfigError, build_config
 from llm_locust.config.model import RequestConfig
 from llm_locust.config.register import OneLineParser, register
-from llm_locust.results.accuracy import relative_errors
 from llm_locust.workload.build import WorkloadError, build_workload
 from llm_locust.workload.tokenizer import TokenizerError
 
@@ -130,7 +129,9 @@ def length_accuracy(workload: Any, specs: list[Any]) -> dict[str, Any]:
     texts = [m["content"] for s in specs for m in s.messages]
     counts = iter(tok.count_batch(texts))
     actual = [sum(next(counts) for _ in s.messages) for s in specs]
-    err = relative_errors(zip(actual, [s.target_input_tokens for s in specs], strict=True))
+    targets = [s.target_input_tokens for s in specs]
+    pairs = np.array([(a, t) for a, t in zip(actual, targets, strict=True) if t], dtype=float).reshape(-1, 2)
+    err = np.abs(pairs[:, 0] - pairs[:, 1]) / pairs[:, 1]  # |actual - target| / target
     return {
         "tokenizer": tok.name,
         "count": len(err),

@@ -26,8 +26,8 @@ from llm_locust.workload.datasets import (
 from llm_locust.workload.distributions import Distribution
 from llm_locust.workload.limits import LengthGuard
 from llm_locust.workload.prompts import PromptBuilder
-from llm_locust.workload.sampled import make_spec, stream_rng
 from llm_locust.workload.sessions import SessionSource, SessionStart, Turn
+from llm_locust.workload.specs import make_spec, stream_rng
 
 __all__ = ["DatasetSource", "DatasetTurns", "DatasetWorkload"]
 

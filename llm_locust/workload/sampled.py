@@ -20,43 +20,13 @@ import numpy as np
 from llm_locust.workload.base import RequestSpec
 from llm_locust.workload.distributions import LengthSample, LengthSampler
 from llm_locust.workload.limits import LengthGuard
-from llm_locust.workload.prefix import BlockPrefix, NoPrefix, PrefixChoice, SharedPrefix
+from llm_locust.workload.prefix import BlockPrefix, NoPrefix, SharedPrefix
 from llm_locust.workload.prompts import PromptBuilder
+from llm_locust.workload.sessions import SessionSource, SyntheticTurns
+from llm_locust.workload.specs import make_spec, stream_rng, user_text
 from llm_locust.workload.tokenizer import LengthCalibrator
 
-__all__ = ["LengthSource", "SampledWorkload", "make_spec", "output_fields", "stream_rng"]
-
-
-def stream_rng(seed: int, index: int) -> np.random.Generator:
-    """The generator for stream ``index``: independent of every other stream."""
-    return np.random.default_rng(np.random.SeedSequence([seed, index]))
-
-
-def output_fields(out: int, ignore_eos: bool, cap: int | None) -> tuple[int, dict[str, Any]]:
-    """``max_tokens`` and the extra body that makes the server generate exactly ``out``."""
-    if cap is not None:
-        out = min(out, cap)
-    return out, ({"ignore_eos": True, "min_tokens": out} if ignore_eos else {})
-
-
-def make_spec(
-    messages: list[dict[str, Any]], target_in: int, out: int, *, ignore_eos: bool, cap: int | None, **kw: Any
-) -> RequestSpec:
-    """Both forms: chat ``messages`` and a completions ``prompt`` (contents joined by a space)."""
-    max_tokens, extra = output_fields(out, ignore_eos, cap)
-    return RequestSpec(
-        messages=messages,
-        prompt=" ".join(m["content"] for m in messages),
-        max_tokens=max_tokens,
-        target_input_tokens=target_in,
-        target_output_tokens=max_tokens,
-        extra_body=extra,
-        **kw,
-    )
-
-
-def user_text(choice: PrefixChoice, body: str) -> str:
-    return choice.head + " " + body if choice.head else body
+__all__ = ["LengthSource", "SampledWorkload"]
 
 
 @dataclass
@@ -75,8 +45,6 @@ class SampledWorkload:
 
     def source(self, index: int) -> Any:
         if self.multi_turn > 1:
-            from llm_locust.workload.sessions import SessionSource, SyntheticTurns
-
             return SessionSource(SyntheticTurns(self, index), index, self)
         return LengthSource(self, index)
 

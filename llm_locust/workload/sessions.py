@@ -26,6 +26,7 @@ import numpy as np
 
 from llm_locust.workload.base import RequestSpec
 from llm_locust.workload.prefix import PrefixChoice
+from llm_locust.workload.specs import make_spec, stream_rng, user_text
 from llm_locust.workload.tokenizer import approx_count
 
 __all__ = ["SessionConfig", "SessionSource", "SyntheticTurns", "Turn"]
@@ -98,8 +99,6 @@ class SessionSource:
         return self.cfg.guard.fits(self.history_tokens + turn.user_tokens, turn.output_tokens)
 
     def _spec(self, turn: Turn) -> RequestSpec:
-        from llm_locust.workload.sampled import make_spec
-
         user = {"role": "user", "content": turn.user}
         messages = [*list(self.history), user]
         if self.start.system is not None:
@@ -137,8 +136,6 @@ class SyntheticTurns:
     """Turns for a sampled workload: each turn's new user message has a sampled length."""
 
     def __init__(self, workload: Any, index: int) -> None:
-        from llm_locust.workload.sampled import stream_rng
-
         self.w, self.index = workload, index
         self.rng = stream_rng(workload.seed, index)
         self.counter = 0
@@ -148,8 +145,6 @@ class SyntheticTurns:
         return SessionStart()
 
     def turn(self, k: int) -> Turn:
-        from llm_locust.workload.sampled import user_text
-
         w = self.w
         sample = w.draw(self.rng)
         written = w.written(sample.input_tokens)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import locust  # noqa: F401  (gevent first: the runtime view below imports Locust)
+
 import contextlib
 import json
 import time
@@ -18,26 +20,29 @@ from llm_locust.config.register import register
 from llm_locust.live import catalog as metrics
 from llm_locust.live.aggregate import LiveAggregate
 from llm_locust.live.exporter import LLMCollector, run_gauges, run_info
+from llm_locust.load.stages import Stage, StageKind
+from llm_locust.runtime.extension import LiveState
+from llm_locust.runtime.outputs import ExtensionView
+from tests.dashboard import spec_for_series
 from tests.promproc import free_port, http_get, start_locust, stop_process, write_locustfile
 from tests.simproc import running_sim
 from tests.unit.live.test_aggregate import failed_row, ok_row
 
 
-def fake_run(role: str = "local", **kw: Any) -> SimpleNamespace:
-    runner = SimpleNamespace(user_count=7, clients={})
+def fake_run(role: str = "local", stage: Stage | None = None) -> ExtensionView:
+    """The runtime's view of a run, over a stand-in for the extension."""
+    runner = SimpleNamespace(user_count=7, clients={}, state="running")
     environment = SimpleNamespace(runner=runner, host="http://127.0.0.1:9", parsed_options=None)
-    run = SimpleNamespace(
+    ext = SimpleNamespace(
         environment=environment,
         role=role,
-        config=SimpleNamespace(model="m1"),
+        context=SimpleNamespace(client=SimpleNamespace(model="m1")),
+        run_config=build_config({}),
         run_id="r1",
-        current_stage=None,
-        target_rate=None,
+        live=LiveState(stage=stage),
         total_in_flight=lambda: 3,
     )
-    for k, v in kw.items():
-        setattr(run, k, v)
-    return run
+    return ExtensionView(ext)  # type: ignore[arg-type]
 
 
 def registry_for(agg: LiveAggregate, run: Any, server: Any = None) -> CollectorRegistry:
@@ -75,8 +80,8 @@ def test_counters_histograms_and_gauges() -> None:
 def test_every_exported_name_is_in_the_catalog_and_run_info_is_single() -> None:
     agg = LiveAggregate()
     agg.add(ok_row())
-    run = fake_run(role="master", current_stage=SimpleNamespace(index=2, label="u=8"), target_rate=4.0)
-    run.environment.runner.clients = {
+    run = fake_run(role="master", stage=Stage(index=2, kind=StageKind.RATE, target=4.0, duration_s=5.0))
+    run.ext.environment.runner.clients = {
         "a": SimpleNamespace(state="running"),
         "b": SimpleNamespace(state="missing"),
     }
@@ -88,11 +93,11 @@ def test_every_exported_name_is_in_the_catalog_and_run_info_is_single() -> None:
     for family in text_string_to_metric_families(text):
         for sample in family.samples:
             names.add(sample.name)
-            assert metrics.spec_for_series(sample.name) is not None, sample.name
+            assert spec_for_series(sample.name) is not None, sample.name
             if sample.name == metrics.RUN_INFO.name:
                 info.append(sample)
     assert len(info) == 1
-    run.config.model = "m2"  # resolved later: still one series, with the new label
+    run.ext.context.client.model = "m2"  # resolved later: still one series, with the new label
     info = [s for f in registry.collect() for s in f.samples if s.name == metrics.RUN_INFO.name]
     assert len(info) == 1 and info[0].labels["model"] == "m2"
     get = registry.get_sample_value
@@ -112,7 +117,7 @@ def test_counters_never_decrease_across_a_test_restart() -> None:
     registry = registry_for(agg, run)
     seen = []
     for _test in range(2):  # a second test in the web UI: the run resets, the aggregate does not
-        run.run_id = f"r{_test}"
+        run.ext.run_id = f"r{_test}"
         for _ in range(5):
             agg.add(ok_row())
             seen.append(
@@ -266,9 +271,8 @@ def test_server_metrics_parse_engines_and_go_stale() -> None:
 def test_server_metrics_scrape_the_simulator_and_record_jsonl(tmp_path: Path) -> None:
     from llm_locust.live.server_metrics import JSONL_FILE, ServerMetrics
 
-    run = SimpleNamespace(writer=SimpleNamespace(directory=tmp_path), finalizer=object())
     with running_sim("--ttft-ms", "5") as url:
-        scraper = ServerMetrics(f"{url}/metrics", interval=1.0, run=run)
+        scraper = ServerMetrics(f"{url}/metrics", interval=1.0, directory=lambda: tmp_path)
         assert scraper.scrape_once() and scraper.scrape_once()
     scraper.stop()
     assert set(scraper.latest()) == {

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from llm_locust.live import catalog as metrics
+from tests.dashboard import dashboard_expressions
 from tests.promproc import (
     free_port,
     prometheus_binary,
@@ -76,7 +77,7 @@ def test_prometheus_queries_match_the_summary(tmp_path: Path) -> None:
 
         empty = [
             expr
-            for expr in metrics.dashboard_expressions(rate_interval="10s", run_id=".*")
+            for expr in dashboard_expressions(rate_interval="10s", run_id=".*")
             if not prom.query(expr, at)
         ]
         assert not empty, empty

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from llm_locust.record import RequestRecord
+from tests.records import record_from_row
 
 
 def record(chunks: list[float], end: float, tokens: int | None, sent: float = 10.0) -> RequestRecord:
@@ -49,7 +50,7 @@ def test_two_tokens() -> None:
 def test_json_round_trip_keeps_metrics() -> None:
     r = record([10.2, 10.22, 10.25], end=10.3, tokens=3)
     r.t_intended = 9.9
-    back = RequestRecord.from_json(r.to_json())
+    back = record_from_row(r.to_json())
     assert back.ttft == pytest.approx(r.ttft)
     assert back.e2e == pytest.approx(r.e2e)
     assert back.tpot == pytest.approx(r.tpot)

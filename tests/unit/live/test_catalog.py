@@ -12,16 +12,29 @@ from pathlib import Path
 import pytest
 
 from llm_locust.live import catalog as metrics
-from llm_locust.live.catalog import (
-    CATALOG,
-    CATALOG_BY_NAME,
-    DASHBOARD_PATH,
-    VLLM_EQUIVALENTS,
-    buckets_with_thresholds,
-    dashboard_expressions,
-    expression_metric_names,
-    spec_for_series,
-)
+from llm_locust.live.catalog import CATALOG, CATALOG_BY_NAME, buckets_with_thresholds
+from tests.dashboard import DASHBOARD_PATH, dashboard_expressions, expression_metric_names, spec_for_series
+
+#: Our metric -> the vLLM metric(s) of the same meaning, current name first, then
+#: older names. For Grafana overlays of client-side vs server-side views (the
+#: histograms share bucket edges). Caveats: server TTFT excludes network and
+#: HTTP/SSE overhead; vLLM's TPOT histogram is per request (like ours), its ITL per
+#: token; before 0.11, vllm:time_per_output_token_seconds was per token (ITL-like);
+#: vllm:kv_cache_usage_perc is already a 0..1 ratio despite its name.
+VLLM_EQUIVALENTS: dict[str, tuple[str, ...]] = {
+    metrics.TIME_TO_FIRST_TOKEN.name: ("vllm:time_to_first_token_seconds",),
+    metrics.TIME_PER_OUTPUT_TOKEN.name: ("vllm:request_time_per_output_token_seconds",),
+    metrics.INTER_TOKEN_LATENCY.name: (
+        "vllm:inter_token_latency_seconds",
+        "vllm:time_per_output_token_seconds",
+    ),
+    metrics.E2E_LATENCY.name: ("vllm:e2e_request_latency_seconds",),
+    metrics.PROMPT_TOKENS.name: ("vllm:prompt_tokens_total",),
+    metrics.GENERATION_TOKENS.name: ("vllm:generation_tokens_total",),
+    metrics.SERVER_NUM_REQUESTS_RUNNING.name: ("vllm:num_requests_running",),
+    metrics.SERVER_NUM_REQUESTS_WAITING.name: ("vllm:num_requests_waiting",),
+    metrics.SERVER_KV_CACHE_USAGE.name: ("vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc"),
+}
 
 _NAME = re.compile(r"^[a-zA-Z_:][a-zA-Z0-9_:]*$")
 _LABEL = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_]*$")

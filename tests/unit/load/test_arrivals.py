@@ -12,12 +12,11 @@ from llm_locust.load.arrivals import (
     RateStep,
     constant,
     gamma,
-    interarrival_cv,
-    make_schedule,
     parse_arrival,
     poisson,
     split_for_worker,
 )
+from tests.unit.load.schedules import interarrival_cv, make_schedule
 
 
 def test_poisson_count_and_cv() -> None:

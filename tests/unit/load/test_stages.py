@@ -1,20 +1,17 @@
-"""Stage plans (ramp, rate ramp, matrix), stage lookup, durations and Little's law."""
+"""Stage plans (ramp, rate ramp, matrix), stage lookup and durations."""
 
 from __future__ import annotations
 
 import pytest
 
 from llm_locust.load.stages import (
+    StageKind,
     StagePlan,
-    littles_law,
     parse_duration,
     parse_matrix,
     parse_ramp,
     parse_rate_ramp,
-    stage_at,
-    time_weighted_in_flight,
 )
-from llm_locust.record import RequestRecord
 
 
 @pytest.mark.parametrize(
@@ -128,17 +125,17 @@ def test_parse_matrix_yaml(tmp_path) -> None:
 
 def test_stage_at_boundaries() -> None:
     plan = parse_ramp("1,2,3", step_time="10s", warmup="2s")
-    assert stage_at(plan, 0.0) == (plan[0], 0.0)
-    stage, t = stage_at(plan, 9.999)
+    assert plan.stage_at(0.0) == (plan[0], 0.0)
+    stage, t = plan.stage_at(9.999)
     assert stage is plan[0] and t == pytest.approx(9.999)
-    assert stage_at(plan, 10.0) == (plan[1], 0.0)
-    stage, t = stage_at(plan, 21.5)
+    assert plan.stage_at(10.0) == (plan[1], 0.0)
+    stage, t = plan.stage_at(21.5)
     assert stage is plan[2] and t == pytest.approx(1.5) and stage.in_warmup(t)
     assert not plan[2].in_warmup(2.0)
-    assert stage_at(plan, 30.0) == (None, 0.0)
-    assert stage_at(plan, 45.0) == (None, 15.0)
+    assert plan.stage_at(30.0) == (None, 0.0)
+    assert plan.stage_at(45.0) == (None, 15.0)
     with pytest.raises(ValueError):
-        stage_at(plan, -1.0)
+        plan.stage_at(-1.0)
 
 
 def test_plan_json_and_empty() -> None:
@@ -148,32 +145,7 @@ def test_plan_json_and_empty() -> None:
         StagePlan(())
 
 
-def _rec(start: float, end: float | None, i: int = 0) -> RequestRecord:
-    return RequestRecord(request_id=str(i), wall_start=1000.0 + start, t_sent=start, t_end=end)
-
-
-def test_time_weighted_in_flight_constant_four() -> None:
-    # Four back-to-back streams, each request lasting 1 s, over [0, 100].
-    records = [_rec(float(t), float(t + 1), t) for t in range(100) for _ in range(4)]
-    assert time_weighted_in_flight(records, 0.0, 100.0) == 4.0
-    assert time_weighted_in_flight(records, 10.0, 20.0) == 4.0
-
-
-def test_time_weighted_in_flight_partial_overlap_and_wall_clock() -> None:
-    records = [_rec(-5.0, 5.0), _rec(2.0, 4.0), _rec(8.0, 20.0), _rec(1.0, None)]
-    # Overlaps with [0, 10]: 5 + 2 + 2 = 9.
-    assert time_weighted_in_flight(records, 0.0, 10.0) == pytest.approx(0.9)
-    assert time_weighted_in_flight(records, 1000.0, 1010.0, wall_clock=True) == pytest.approx(0.9)
-    with pytest.raises(ValueError):
-        time_weighted_in_flight(records, 5.0, 5.0)
-
-
-def test_littles_law() -> None:
-    # Arrivals every 0.5 s, each lasting 2 s: L = 2 req/s * 2 s = 4.
-    records = [_rec(i * 0.5, i * 0.5 + 2.0, i) for i in range(-4, 200)]
-    law = littles_law(records, 0.0, 100.0)
-    assert law["arrival_rate"] == 2.0
-    assert law["mean_e2e"] == 2.0
-    assert law["product"] == 4.0
-    assert law["mean_in_flight"] == pytest.approx(4.0)
-    assert littles_law([], 0.0, 1.0)["product"] is None
+def test_stage_kinds_are_an_enum_that_reads_as_its_json() -> None:
+    users, rate = parse_ramp("1", "5s")[0], parse_rate_ramp("2", "5s")[0]
+    assert users.kind is StageKind.USERS and rate.kind is StageKind.RATE
+    assert users.to_json()["kind"] == "users" and f"{rate.kind}" == "rate"

@@ -13,7 +13,6 @@ from llm_locust.load.traces import (
     detect_format,
     detect_slot_width,
     load_trace,
-    replay_timing_error,
     spread_slots,
 )
 
@@ -223,22 +222,3 @@ def test_slot_width_detection_and_auto(tmp_path) -> None:
     one_slot = [{"timestamp": 0, "input_length": 1, "output_length": 1}] * 3
     with pytest.raises(TraceError, match="--trace-slot"):
         load_trace(_mooncake(tmp_path, one_slot, "one.jsonl"))
-
-
-def test_for_worker_round_robin(tmp_path) -> None:
-    rows = [{"timestamp": 100 * i, "input_length": i, "output_length": 1} for i in range(7)]
-    trace = load_trace(_mooncake(tmp_path, rows))
-    parts = [trace.for_worker(i, 3) for i in range(3)]
-    assert sorted(e.input_tokens for p in parts for e in p) == list(range(7))
-    assert trace.describe()["requests"] == 7
-
-
-def test_replay_timing_error() -> None:
-    res = replay_timing_error([0.0, 1.0, 2.0, 3.0, 4.0], [0.001, 0.998, 2.0, 3.004, 4.1])
-    assert res["n"] == 5
-    assert res["p50"] == pytest.approx(0.002)
-    assert res["max"] == pytest.approx(0.1)
-    assert res["p99"] == pytest.approx(np.percentile([0.001, 0.002, 0.0, 0.004, 0.1], 99))
-    assert replay_timing_error([], [])["p50"] is None
-    with pytest.raises(ValueError):
-        replay_timing_error([1.0], [])

@@ -13,8 +13,13 @@ from llm_locust.results.slo import (
     is_good,
     load_slo_file,
     parse_slo,
-    percentile,
 )
+from llm_locust.results.stats import percentile
+
+
+def rows(records: list[RequestRecord]) -> list[dict]:
+    """The records' rows, as ``requests.jsonl`` holds them (the SLO reads rows)."""
+    return [r.to_json() for r in records]
 
 
 def _rec(
@@ -140,7 +145,7 @@ def test_percentile_matches_numpy_linear() -> None:
 def test_evaluate_exact_percentiles_and_pass_fail() -> None:
     # TTFTs 0.01 .. 1.00 s: p95 = 0.9505 (linear), p50 = 0.505.
     records = [_rec(i, ttft=(i + 1) / 100, e2e=2.0) for i in range(100)]
-    result = evaluate(parse_slo("ttft_p95<=0.96s,ttft_p50<0.5s,e2e_mean<=2s"), records, 50.0)
+    result = evaluate(parse_slo("ttft_p95<=0.96s,ttft_p50<0.5s,e2e_mean<=2s"), rows(records), 50.0)
     measured = {x.line.name: x for x in result.lines}
     assert measured["ttft_p95"].measured == pytest.approx(0.9505)
     assert measured["ttft_p95"].passed
@@ -156,16 +161,18 @@ def test_evaluate_exact_percentiles_and_pass_fail() -> None:
 def test_success_rate_and_warmup_excluded() -> None:
     records = [_rec(i) for i in range(97)] + [_rec(100 + i, ok=False) for i in range(3)]
     records += [_rec(200 + i, ok=False, warmup=True) for i in range(50)]
-    result = evaluate(parse_slo("success>=97%"), records, 10.0)
+    result = evaluate(parse_slo("success>=97%"), rows(records), 10.0)
     assert result.requests == 100 and result.succeeded == 97
     assert result.lines[0].measured == pytest.approx(0.97) and result.passed
-    assert not evaluate(parse_slo("success>97%"), records, 10.0).passed
+    assert not evaluate(parse_slo("success>97%"), rows(records), 10.0).passed
     assert result.good == 97 and result.good_output_tokens == 970
 
 
 def test_intended_variant_uses_t_intended() -> None:
     records = [_rec(i, ttft=0.2, e2e=1.0, lag=0.5 if i % 2 else 0.0) for i in range(10)]
-    result = evaluate(parse_slo("e2e_max<=1s,e2e_max_intended<=1.2s,ttft_p50_intended<=1s"), records, 10.0)
+    result = evaluate(
+        parse_slo("e2e_max<=1s,e2e_max_intended<=1.2s,ttft_p50_intended<=1s"), rows(records), 10.0
+    )
     values = {x.line.name: x.measured for x in result.lines}
     assert values["e2e_max"] == pytest.approx(1.0)
     assert values["e2e_max_intended"] == pytest.approx(1.5)
@@ -178,23 +185,23 @@ def test_tpot_and_itl_per_request_rules() -> None:
     slow = _rec(1, ttft=0.1, e2e=1.1, tokens=11)  # TPOT 0.1 s
     stall = _rec(2, ttft=0.1, e2e=0.5, tokens=11, chunks=[0.1, 0.11, 0.12, 0.45, 0.5])
     spec = parse_slo("tpot_p99<=50ms,itl_p50<=50ms")
-    assert is_good(single, spec) and not is_good(slow, spec)
-    assert is_good(stall, spec)  # own ITL p50 = 0.03 s despite one 0.33 s stall
-    assert not is_good(stall, parse_slo("itl_max<=50ms"))
-    assert not is_good(_rec(3, ttft=None), parse_slo("ttft_p50<=1s"))  # undefined TTFT fails
-    assert not is_good(_rec(4, ok=False), parse_slo("ttft_p50<=1s"))
-    result = evaluate(parse_slo("itl_max<=0.4s"), [stall], 1.0)
+    assert is_good(single.to_json(), spec) and not is_good(slow.to_json(), spec)
+    assert is_good(stall.to_json(), spec)  # own ITL p50 = 0.03 s despite one 0.33 s stall
+    assert not is_good(stall.to_json(), parse_slo("itl_max<=50ms"))
+    assert not is_good(_rec(3, ttft=None).to_json(), parse_slo("ttft_p50<=1s"))  # undefined TTFT fails
+    assert not is_good(_rec(4, ok=False).to_json(), parse_slo("ttft_p50<=1s"))
+    result = evaluate(parse_slo("itl_max<=0.4s"), rows([stall]), 1.0)
     assert result.lines[0].measured == pytest.approx(0.33) and result.passed
 
 
 def test_nothing_to_measure_fails() -> None:
-    result = evaluate(parse_slo("tpot_p99<=1s"), [_rec(0, tokens=1)], 1.0)
+    result = evaluate(parse_slo("tpot_p99<=1s"), rows([_rec(0, tokens=1)]), 1.0)
     assert result.lines[0].measured is None and not result.passed
-    assert evaluate(parse_slo("success>=1"), [], 1.0).passed is False
+    assert evaluate(parse_slo("success>=1"), rows([]), 1.0).passed is False
 
 
 def test_to_json_shape() -> None:
-    result = evaluate(parse_slo("success>=90%,ttft_p95<=1s"), [_rec(i) for i in range(5)], 2.0)
+    result = evaluate(parse_slo("success>=90%,ttft_p95<=1s"), rows([_rec(i) for i in range(5)]), 2.0)
     data = result.to_json()
     assert data["passed"] is True and data["good_requests"] == 5
     assert data["goodput_rps"] == 2.5 and data["goodput_output_tokens_per_s"] == 25.0
@@ -220,7 +227,7 @@ def test_by_stage_and_highest_passing() -> None:
     for stage, ttft in enumerate([0.1, 0.2, 0.9, 0.3]):
         records += [_rec(stage * 10 + i, ttft=ttft, stage=stage) for i in range(10)]
     spec = parse_slo("ttft_p95<=0.5s")
-    results = evaluate_by_stage(spec, records, {0: 10.0, 1: 10.0, 2: 10.0, 3: 10.0})
+    results = evaluate_by_stage(spec, rows(records), {0: 10.0, 1: 10.0, 2: 10.0, 3: 10.0})
     assert [r.passed for r in results.values()] == [True, True, False, True]
     assert results[1].goodput_rps == 1.0
     assert highest_passing_stage(results) == 1

@@ -7,10 +7,11 @@ import pytest
 
 from llm_locust.load.levels import LevelTracker
 from llm_locust.load.stages import parse_ramp, parse_rate_ramp
-from llm_locust.record import INCOMPLETE, RequestRecord
+from llm_locust.record import INCOMPLETE
+from llm_locust.results.columns import Columns
 from llm_locust.results.report import end_of_run_text, exclusions_line
 from llm_locust.results.slo import evaluate, parse_slo
-from llm_locust.results.stages import capacity_verdict, split_rows, stage_summaries
+from llm_locust.results.stages import capacity_verdict, excluded_counts, stage_summaries
 from llm_locust.results.summary import format_stage_table, summarize
 from llm_locust.results.validity import rate_validity, users_validity
 
@@ -65,9 +66,9 @@ def test_split_rows_gives_each_excluded_record_one_reason() -> None:
         row(3, 1, outcome=INCOMPLETE, warmup=True),
         row(4, 1, outcome="http_5xx"),
     ]
-    measured, excluded = split_rows(rows)
-    assert [r["start_time"] - T0 for r in measured] == [0, 4]
-    assert excluded == {"incomplete": 1, "warmup": 1, "rampup": 1}
+    cols = Columns.from_rows(rows)
+    assert (cols.start[cols.measured] - T0).tolist() == [0, 4]
+    assert excluded_counts(cols.part()) == {"incomplete": 1, "warmup": 1, "rampup": 1}
 
 
 def test_incomplete_is_neither_success_nor_failure() -> None:
@@ -75,7 +76,7 @@ def test_incomplete_is_neither_success_nor_failure() -> None:
     s = summarize(rows, 10.0)
     assert (s["completed"], s["failed"], s["incomplete"]) == (1, 1, 1)
     assert s["errors"] == {"http_5xx": 1}
-    result = evaluate(parse_slo("success>=50%"), [RequestRecord.from_json(r) for r in rows], 10.0)
+    result = evaluate(parse_slo("success>=50%"), rows, 10.0)
     assert result.requests == 2 and result.success_rate == 0.5 and result.passed
 
 
@@ -172,8 +173,9 @@ def test_the_end_of_a_run_leads_with_the_answer() -> None:
     for r in rows[:3]:
         r["warmup"] = True
     stages = stage_summaries(plan, T0, T0 + 20, rows, parse_slo("success>=99%"), levels(plan, [0.1, 0.1]))
-    measured, excluded = split_rows(rows)
-    summary = {**summarize(measured, 20.0), "stages": stages, "excluded": excluded}
+    cols = Columns.from_rows(rows)
+    excluded = excluded_counts(cols.part())
+    summary = {**summarize(cols.measured_part(), 20.0), "stages": stages, "excluded": excluded}
     summary.update(capacity_verdict(stages))
     summary["drain"] = {"seconds": 30.0}
     text = end_of_run_text(summary, "results: a and b")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from llm_locust.results.summary import format_table, max_concurrency, summarize
+from llm_locust.results.summary import format_table, summarize
 
 VLLM_KEYS = [
     "completed",
@@ -70,9 +70,10 @@ def test_max_concurrency_sweep() -> None:
         {"start_time": 2.0, "e2e": 1.0},
         {"start_time": 2.5, "e2e": 1.0},
     ]
-    assert max_concurrency(rows) == 3
+    assert summarize(rows, 10.0)["max_concurrent_requests"] == 3
     # back to back: one ends exactly when the next starts -> never two in flight
-    assert max_concurrency([{"start_time": 0.0, "e2e": 1.0}, {"start_time": 1.0, "e2e": 1.0}]) == 1
+    back_to_back = [{"start_time": 0.0, "e2e": 1.0}, {"start_time": 1.0, "e2e": 1.0}]
+    assert summarize(back_to_back, 2.0)["max_concurrent_requests"] == 1
 
 
 def test_table_mentions_chunk_counted_tokens() -> None:

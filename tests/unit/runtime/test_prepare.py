@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from llm_locust.config.build import ConfigError
+from llm_locust.load.sources import TraceArrivals
 from llm_locust.runtime import prepare
 from llm_locust.runtime.prepare import Preparer, prepare_or_exit, role_of_options
 
@@ -52,7 +53,7 @@ def test_same_options_are_prepared_once(tmp_path: Path, counted: dict[str, int])
     first = preparer.prepare(_options(trace=str(trace), slo="success>=99%"), "local")
     again = preparer.prepare(_options(trace=str(trace), slo="success>=99%"), "local")
     assert again is first and counted["trace"] == 1
-    assert first.plan.trace is not None and first.config.slo is not None
+    assert isinstance(first.plan.arrivals, TraceArrivals) and first.config.slo is not None
     # another workload, the same load options: the plan (and its trace) is kept
     other = preparer.prepare(_options(trace=str(trace), slo="success>=99%", seed=0, max_tokens="8"), "local")
     assert other is not first and other.plan is first.plan and counted["trace"] == 1

@@ -10,8 +10,6 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import numpy as np
 import pytest
 
-from llm_locust.record import RequestRecord
-from llm_locust.results.accuracy import input_length_error
 from llm_locust.workload.build import build_workload
 from llm_locust.workload.distributions import LengthSample, SpecError, parse_distribution
 from llm_locust.workload.limits import LengthGuard
@@ -136,32 +134,3 @@ def test_calibrator_learns_template_overhead() -> None:
     for n in range(50, 1000, 50):
         cal.observe(n, int(12 + 1.25 * n))
     assert abs(cal.approx_for(1262) - 1000) <= 1
-
-
-def test_input_length_error() -> None:
-    recs = [
-        RequestRecord(
-            "a",
-            0.0,
-            0.0,
-            prompt_tokens=100,
-            target_input_tokens=100,
-            completion_tokens=10,
-            target_output_tokens=10,
-        ),
-        RequestRecord(
-            "b",
-            0.0,
-            0.0,
-            prompt_tokens=110,
-            target_input_tokens=100,
-            completion_tokens=5,
-            target_output_tokens=10,
-        ),
-        RequestRecord("c", 0.0, 0.0),
-    ]
-    out = input_length_error(recs)
-    assert out["input"]["count"] == 2 and out["input"]["mean"] == pytest.approx(0.05)
-    assert out["input"]["exact_fraction"] == 0.5
-    assert out["output"]["requested_mean"] == 10 and out["output"]["actual_mean"] == 7.5
-    assert input_length_error([])["input"]["count"] == 0

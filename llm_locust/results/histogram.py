@@ -1,35 +1,19 @@
-"""Mergeable latency histograms for shipping worker observations to the master.
-
-Each Locust worker observes latencies; the master must report quantiles over all
-of them. Shipping raw samples costs memory and bandwidth in proportion to the
-request rate, and averaging per-worker quantiles is wrong. Instead each worker keeps
-fixed-layout histograms, ships what it observed since its last report as a sparse
-plain-types dict (msgpack- and JSON-able), and the master adds the counts up.
-Adding counts is exact and order-independent, so the master's histogram is
-identical to one built from every sample in one process.
+"""Mergeable latency histograms: fixed memory whatever the number of observations.
 
 Two histograms, for two jobs:
 
-- :class:`LogHistogram`: geometric buckets for live quantiles (web UI, summaries).
-  Relative error of a quantile is at most ``relative_error`` (default 0.5 %) for
-  values in ``[min_value, max_value]``; memory is fixed: 1,978 int64 slots (16 KB)
-  with the default layout, whatever the number of observations.
+- :class:`LogHistogram`: geometric buckets for quantiles: the live aggregates' (web UI,
+  exporter) and the summary's per-chunk ITL once it is past its exact budget
+  (:mod:`llm_locust.results.stats`). Relative error of a quantile is at most
+  ``relative_error`` (default 0.5 %) for values in ``[min_value, max_value]``; memory is
+  fixed: 1,978 int64 slots (16 KB) with the default layout.
 - :class:`FixedBucketCounts`: exact counts per Prometheus ``le`` edge (value <= edge),
   for the exporter's ``_bucket`` series. Interpolating ``le`` counts out of a
   :class:`LogHistogram` would blur observations that sit on an SLO edge.
 
-Delta shipping without double counting (worker -> master)::
-
-    # worker, every report
-    payload = {"ttft": ttft_hist.take().to_dict(), "ttft_le": ttft_le.take().to_dict()}
-    msg = source.envelope(payload)          # source = DeltaSource(worker_id)
-    # send msg; if it has to be re-sent, re-send the *same* msg (same seq)
-
-    # master, on every message
-    merger.apply(msg, lambda p: totals["ttft"].merge(LogHistogram.from_dict(p["ttft"])))
-
-:class:`DeltaMerger` applies each ``(worker_id, epoch, seq)`` at most once, in any
-arrival order, so a duplicated or retried delta cannot be counted twice.
+Both merge by adding counts, which is exact and order-independent (a merged histogram is
+identical to one built from every sample), and serialize to sparse plain-types dicts.
+(Workers ship their raw records to the master, not histograms: :mod:`llm_locust.runtime.distributed`.)
 
 Pure module: numpy only.
 """
@@ -40,14 +24,12 @@ import bisect
 import functools
 import itertools
 import math
-import uuid
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numpy as np
 
-__all__ = ["DeltaMerger", "DeltaSource", "FixedBucketCounts", "LogHistogram"]
+__all__ = ["FixedBucketCounts", "LogHistogram"]
 
 _FORMAT = 1
 
@@ -402,72 +384,3 @@ def _same_counts(a: _Counts, b: _Counts) -> bool:
         and bool(np.array_equal(a._counts, b._counts))
         and (a._min, a._max) == (b._min, b._max)
     )
-
-
-# --- Delta shipping -----------------------------------------------------------------
-
-
-@dataclass
-class DeltaSource:
-    """Worker side: numbers each delta so the master can apply it at most once.
-
-    ``epoch`` is fresh per process, so a restarted worker reusing its id cannot have
-    its new deltas mistaken for old ones.
-    """
-
-    worker_id: str
-    epoch: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
-    seq: int = 0
-
-    def envelope(self, payload: dict[str, Any]) -> dict[str, Any]:
-        """Wrap one delta; re-send the returned dict unchanged on retry."""
-        self.seq += 1
-        return {"worker_id": self.worker_id, "epoch": self.epoch, "seq": self.seq, "payload": payload}
-
-
-@dataclass
-class _Applied:
-    upto: int = 0  # every seq <= upto has been applied
-    above: set[int] = field(default_factory=set)  # applied seqs > upto (out of order)
-
-    def seen(self, seq: int) -> bool:
-        return seq <= self.upto or seq in self.above
-
-    def mark(self, seq: int) -> None:
-        self.above.add(seq)
-        while self.upto + 1 in self.above:
-            self.upto += 1
-            self.above.remove(self.upto)
-
-
-class DeltaMerger:
-    """Master side: applies each ``(worker_id, epoch, seq)`` envelope at most once.
-
-    Memory per worker is one integer plus the sequence numbers that arrived ahead of
-    a gap (normally none: Locust's worker->master channel is ordered).
-    """
-
-    def __init__(self) -> None:
-        self._applied: dict[tuple[str, str], _Applied] = {}
-
-    def apply(self, envelope: dict[str, Any], sink: Callable[[dict[str, Any]], None]) -> bool:
-        """Call ``sink(payload)`` unless this envelope was applied before.
-
-        Returns whether it was applied. If ``sink`` raises, the envelope is not
-        marked, so a later retry can still apply it.
-        """
-        key = (str(envelope["worker_id"]), str(envelope.get("epoch", "")))
-        seq = int(envelope["seq"])
-        if seq < 1:
-            raise ValueError("sequence numbers start at 1")
-        state = self._applied.setdefault(key, _Applied())
-        if state.seen(seq):
-            return False
-        sink(envelope["payload"])
-        state.mark(seq)
-        return True
-
-    def applied(self, worker_id: str, epoch: str = "") -> int:
-        """Highest seq below which every delta from this worker has been applied."""
-        state = self._applied.get((worker_id, epoch))
-        return state.upto if state else 0

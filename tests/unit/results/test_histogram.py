@@ -1,4 +1,4 @@
-"""Mergeable histograms: quantile error bound, exact merging, serialization, deltas."""
+"""Mergeable histograms: quantile error bound, exact merging, serialization."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import msgpack
 import numpy as np
 import pytest
 
-from llm_locust.live.histogram import DeltaMerger, DeltaSource, FixedBucketCounts, LogHistogram
+from llm_locust.results.histogram import FixedBucketCounts, LogHistogram
 
 QS = [0.0, 0.001, 0.01, 0.1, 0.25, 0.5, 0.75, 0.9, 0.95, 0.99, 0.999, 1.0]
 
@@ -104,41 +104,6 @@ def test_from_dict_rejects_inconsistent_data() -> None:
         LogHistogram.from_dict(data)
     with pytest.raises(ValueError):
         LogHistogram.from_dict(FixedBucketCounts([1.0]).to_dict())
-
-
-def test_delta_shipping_ignores_duplicates_and_tolerates_reordering() -> None:
-    values = _lognormal(6, 3_000)
-    worker, source = LogHistogram(), DeltaSource("worker-a")
-    envelopes = []
-    for chunk in np.array_split(values, 5):
-        worker.add_many(chunk)
-        envelopes.append(msgpack.unpackb(msgpack.packb(source.envelope({"ttft": worker.take().to_dict()}))))
-    assert worker.count == 0  # take() reset it
-
-    total, merger = LogHistogram(), DeltaMerger()
-
-    def sink(payload: dict) -> None:
-        total.merge(LogHistogram.from_dict(payload["ttft"]))
-
-    order = [envelopes[0], envelopes[2], envelopes[0], envelopes[1], envelopes[2], envelopes[4], envelopes[3]]
-    applied = [merger.apply(env, sink) for env in order]
-    assert applied == [True, True, False, True, False, True, True]
-    assert merger.apply(envelopes[4], sink) is False
-    whole = LogHistogram()
-    whole.add_many(values)
-    assert total == whole
-    assert merger.applied("worker-a", source.epoch) == 5
-
-    restarted = DeltaSource("worker-a")  # same id, new process: seq restarts, epoch differs
-    assert merger.apply(restarted.envelope({"ttft": LogHistogram().to_dict()}), sink) is True
-
-
-def test_delta_is_not_marked_when_sink_fails() -> None:
-    merger, env = DeltaMerger(), DeltaSource("w").envelope({"x": 1})
-    with pytest.raises(RuntimeError):
-        merger.apply(env, lambda _p: (_ for _ in ()).throw(RuntimeError("boom")))
-    got: list[dict] = []
-    assert merger.apply(env, got.append) is True and got == [{"x": 1}]
 
 
 def test_fixed_bucket_counts_le_semantics_at_exact_edges() -> None:

@@ -1,0 +1,62 @@
+"""What the live outputs read of a run: small typed views, not the run object.
+
+The Prometheus exporter, the web UI page and the server-metrics scraper depend on these
+Protocols; the runtime implements them (:mod:`llm_locust.runtime.outputs`). So a live
+output can be built and tested on its own (a plain object with these methods), and the
+runtime can change its state without breaking them.
+
+Pure module: no Locust, no network.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+__all__ = ["Gauges", "ResultsFolder", "RunInfo", "RunView"]
+
+
+@dataclass(frozen=True)
+class Gauges:
+    """The run's gauges, read now."""
+
+    users: int = 0
+    in_flight: int = 0
+    workers: int = 1
+    stage: int = -1  # the index of the stage running, -1 without one
+    stage_label: str = ""
+    target_rate: float = 0.0  # req/s the current stage aims for (0 in closed loop)
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    """What identifies the run (``llm_locust_run_info``'s labels)."""
+
+    run_id: str = ""
+    model: str = ""
+    target: str = ""
+
+
+class RunView(Protocol):
+    """The run, as the exporter and the web UI see it."""
+
+    role: str
+
+    def gauges(self) -> Gauges: ...
+
+    def info(self) -> RunInfo: ...
+
+    def state(self) -> str:
+        """The runner's state (``running``, ``stopped``, ...)."""
+        ...
+
+    def marks(self) -> dict[str, Any]:
+        """What the charts mark (:func:`llm_locust.live.webui.chart_marks`)."""
+        ...
+
+
+class ResultsFolder(Protocol):
+    """Where the running test writes its results (``None``: no folder, or no test running)."""
+
+    def __call__(self) -> Path | None: ...

@@ -1,0 +1,77 @@
+"""Open-loop arrivals as one strategy: an :class:`ArrivalSource` gives each worker its arrivals.
+
+The open-loop dispatcher does not know where its arrivals come from: a seeded renewal
+process over rate steps (:class:`RateArrivals`: ``--request-rate``, ``--rate-ramp``,
+``--matrix rate=...``) or the rows of a trace file (:class:`TraceArrivals`: ``--trace``).
+Each says, for worker ``index`` of ``count``, when each of its requests is due (seconds from
+the plan's start ``t0``) and, for a trace, the row whose lengths the request must have.
+Every worker keeps every ``count``-th arrival of the one global sequence, so the union over
+the workers is exactly the single-process schedule (see :mod:`llm_locust.load.arrivals`).
+
+A new open-loop model is a new source: a class with ``for_worker`` and ``describe``.
+Pure module: no Locust, no network.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from llm_locust.load.arrivals import ArrivalProcess, ArrivalSchedule, RateStep, split_for_worker
+from llm_locust.load.stages import StagePlan
+from llm_locust.load.traces import Trace, TraceEntry
+
+__all__ = ["Arrival", "ArrivalSource", "RateArrivals", "TraceArrivals"]
+
+#: When a request is due (seconds from ``t0``) and the trace row it replays (``None``: the workload's).
+Arrival = tuple[float, TraceEntry | None]
+
+
+class ArrivalSource(Protocol):
+    """The arrivals of an open-loop plan, shared out among its workers."""
+
+    def for_worker(self, index: int, count: int) -> Iterator[Arrival]:
+        """Worker ``index`` of ``count``'s arrivals, in time order."""
+        ...
+
+    def describe(self) -> dict[str, Any]:
+        """What the summary's ``config.load_model`` says about these arrivals."""
+        ...
+
+
+@dataclass(frozen=True)
+class RateArrivals:
+    """A renewal process (Poisson, gamma, constant) over the rate steps of a stage plan."""
+
+    process: ArrivalProcess
+    stages: StagePlan
+    seed: int = 0
+
+    def schedule(self, index: int = 0, count: int = 1) -> ArrivalSchedule:
+        """Worker ``index`` of ``count``'s share of the arrivals (offsets in seconds from ``t0``)."""
+        steps = tuple(RateStep(s.target, s.duration_s) for s in self.stages)
+        return split_for_worker(ArrivalSchedule(self.process, steps, self.seed), index, count)
+
+    def for_worker(self, index: int, count: int) -> Iterator[Arrival]:
+        for offset in self.schedule(index, count):
+            yield offset, None
+
+    def describe(self) -> dict[str, Any]:
+        return {"arrival": {"kind": self.process.kind, "burstiness": self.process.burstiness}}
+
+
+@dataclass(frozen=True)
+class TraceArrivals:
+    """The rows of a trace at their (spread, sliced, time-scaled) offsets, round robin over workers."""
+
+    trace: Trace
+
+    def for_worker(self, index: int, count: int) -> Iterator[Arrival]:
+        if not 0 <= index < count:
+            raise ValueError(f"worker index {index} outside 0..{count - 1}")
+        for entry in self.trace.entries[index::count]:
+            yield entry.offset_s, entry
+
+    def describe(self) -> dict[str, Any]:
+        return {"trace": self.trace.describe()}

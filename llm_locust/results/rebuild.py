@@ -1,0 +1,126 @@
+"""``run.json`` and ``llm-locust summarize DIR``: a summary rebuilt from the files on disk.
+
+A master killed with SIGKILL (the OOM killer, a node lost) writes no ``summary.json``; its
+``requests.jsonl`` holds every record received until then (flushed per record). The run's
+context is in ``run.json``, written when the test started and again whenever a stage
+ended (its level samples, known only to the master, go with it). From the two,
+:func:`rebuild` computes the summary exactly as the end of the run would have, with three
+differences, each said in the summary's ``rebuilt`` block:
+
+- the stop time is the end of the last record (start + E2E), not the moment the load stopped;
+- a ``users`` stage whose level samples were not saved yet (the one running when the master
+  died) is ``invalid``: whether it ran at its level is not known;
+- the config block is the one of the start (no peak CPU or users).
+
+Without a ``run.json`` (a folder of another version), the whole-run summary only.
+Pure module: files in, files out; no Locust, no network.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from llm_locust.config.slo import SloSpec, parse_slo
+from llm_locust.load.stages import Stage, StageKind, StagePlan
+from llm_locust.results.columns import read_columns
+from llm_locust.results.finalize import RunFacts, add_analysis, build_summary
+from llm_locust.results.slo import itl_stats_of
+from llm_locust.results.stages import KnownLevels
+from llm_locust.results.writer import REQUESTS_FILE, RUN_FILE, SUMMARY_FILE, write_json
+
+__all__ = ["RUN_FORMAT", "RebuildError", "facts_from_run_json", "rebuild", "run_json"]
+
+RUN_FORMAT = 1
+
+
+class RebuildError(ValueError):
+    """The folder cannot be summarized (one line, naming the file)."""
+
+
+def run_json(facts: RunFacts, levels: Mapping[int, Mapping[str, Any]] | None = None) -> dict[str, Any]:
+    """``run.json``: the facts known while the test runs (``levels``: the stages' so far)."""
+    return {
+        "format": RUN_FORMAT,
+        "start_time": facts.start_time,
+        "t0": facts.t0,
+        "stages": None if facts.stages is None else facts.stages.to_json(),
+        "slo": None if facts.slo is None else facts.slo.to_json(),
+        "drain": None if facts.drain is None else dict(facts.drain),
+        "levels": {str(i): dict(v) for i, v in (levels or {}).items()},
+        "config": facts.config,
+    }
+
+
+def _stage(data: Mapping[str, Any]) -> Stage:
+    fields = {k: v for k, v in data.items() if k in Stage.__dataclass_fields__}
+    fields["kind"] = StageKind(fields["kind"])
+    return Stage(**fields)
+
+
+def facts_from_run_json(data: Mapping[str, Any], stop_time: float, start_time: float) -> RunFacts:
+    """The :class:`RunFacts` a ``run.json`` holds, for a test that ended at ``stop_time``."""
+    stages = data.get("stages")
+    slo: SloSpec | None = parse_slo(list(data["slo"])) if data.get("slo") else None
+    options = (data.get("config") or {}).get("options") or {}
+    return RunFacts(
+        start_time=float(data.get("start_time") or start_time),
+        stop_time=stop_time,
+        stages=StagePlan(tuple(_stage(s) for s in stages)) if stages else None,
+        t0=data.get("t0"),
+        slo=slo,
+        levels=KnownLevels({int(i): v for i, v in (data.get("levels") or {}).items()}),
+        drain=data.get("drain"),
+        config=dict(data.get("config") or {}),
+        window_s=options.get("window"),
+        detailed=bool(options.get("save_detailed")),
+    )
+
+
+def _read_run(directory: Path) -> dict[str, Any]:
+    path = directory / RUN_FILE
+    if not path.exists():
+        return {}
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise RebuildError(f"{path}: cannot read ({exc})") from None
+    if not isinstance(data, dict) or data.get("format") != RUN_FORMAT:
+        raise RebuildError(f"{path}: not a run.json of format {RUN_FORMAT}")
+    return data
+
+
+def rebuild(directory: str | Path, write: bool = True) -> dict[str, Any]:
+    """The summary of the results folder ``directory``, from ``requests.jsonl`` and ``run.json``;
+    written to ``summary.json`` (marked ``rebuilt``) unless ``write`` is false."""
+    folder = Path(directory)
+    requests = folder / REQUESTS_FILE
+    if not requests.is_file():
+        raise RebuildError(f"{folder}: no {REQUESTS_FILE} (not a results folder)")
+    data = _read_run(folder)
+    slo = parse_slo(list(data["slo"])) if data.get("slo") else None
+    cols = read_columns(requests, itl_stats_of(slo))
+    ends = cols.start + np.nan_to_num(cols.e2e)
+    first = float(cols.start.min()) if cols.n else time.time()
+    stop = float(ends.max()) if cols.n else first
+    facts = facts_from_run_json(data, stop, first)
+    summary = build_summary(cols, facts)
+    problem = add_analysis(summary, cols, facts, folder, requests)
+    summary["config"]["stop_time"] = stop
+    summary["rebuilt"] = {
+        "from": [REQUESTS_FILE, *([RUN_FILE] if data else [])],
+        "records": cols.n,
+        "at": time.time(),
+        "stop_time": "the end of the last record",
+        "note": "rebuilt by llm-locust summarize: users stages without saved level samples are invalid",
+    }
+    if problem is not None:
+        summary["rebuilt"]["problem"] = problem
+    if write:
+        write_json(folder / SUMMARY_FILE, summary)
+    return summary

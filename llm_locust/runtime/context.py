@@ -1,0 +1,57 @@
+"""The run context: what one test runs with, fixed when it starts.
+
+One :class:`RunContext` per test and process, built at ``test_start`` and never changed: the
+validated configuration, the role, the load plan and its start ``t0`` (fixed by the shape on
+the master or local runner, sent to the workers), how many workers share the open-loop
+schedule and which one this is, the HTTP client's settings (the model resolved), the
+workload, and what the server said about itself. Everything a request needs to know about
+its test comes from here; what changes while a test runs (the stage the shape is in, the
+requests in flight, whether the load is stopping) is the extension's live state
+(:mod:`llm_locust.runtime.extension`), changed only by the runtime.
+
+Pure module: no Locust, no network.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from llm_locust.client import ClientConfig
+from llm_locust.config.model import RunConfig
+from llm_locust.load.plan import LoadPlan
+from llm_locust.load.stages import Stage
+
+__all__ = ["RunContext"]
+
+
+@dataclass(frozen=True)
+class RunContext:
+    """One test in one process (see the module docstring)."""
+
+    config: RunConfig
+    role: str  # local, master, worker
+    plan: LoadPlan
+    client: ClientConfig | None  # None on the master, which sends no requests
+    workload: Any = None
+    t0: float | None = None  # the plan's start, wall clock (staged plans)
+    workers: int = 1  # processes sharing the open-loop schedule
+    slot: int = 0  # this process's index among them
+    worker_index: int = 0  # Locust's index of this worker (request streams)
+    server: Mapping[str, Any] = field(default_factory=dict)  # the target's facts
+    test: int = 1  # the process's n-th test
+    start_time: float = 0.0  # wall clock, test_start
+
+    @property
+    def staged(self) -> bool:
+        return self.plan.stages is not None and self.t0 is not None
+
+    def stage_at(self, wall_time: float) -> tuple[Stage | None, bool]:
+        """The stage a request sent at ``wall_time`` belongs to, and whether it was in warm-up."""
+        if self.plan.stages is None or self.t0 is None:
+            return None, False
+        stage, in_stage = self.plan.stages.stage_at(max(wall_time - self.t0, 0.0))
+        if stage is None:
+            return None, False
+        return stage, stage.in_warmup(in_stage)

@@ -1,0 +1,388 @@
+"""One llm-locust extension per Locust environment: the run's state and its lifecycle.
+
+Created at ``init`` (:func:`llm_locust.runtime.hooks.install`) and kept on the environment
+(``environment.llm_locust``, :func:`extension_of`), so there is no module-level registry.
+It holds what lasts across tests (the prepared configuration, the record bus, the outputs'
+wiring, the worker/master channel) and what changes within one (:class:`LiveState`), and
+makes a :class:`~llm_locust.runtime.context.RunContext` at each test's start:
+
+- the command line parsed, then ``init``: the one typed configuration, its load plan and
+  (where requests are sent) its workload, prepared by :mod:`llm_locust.runtime.prepare`;
+- ``test_start``: the configuration again only if the options changed (a test started from the
+  web UI's form, a worker given the master's options); resolve the model, build the workload,
+  open the results (:class:`~llm_locust.runtime.session.TestResults`) and the bus;
+- each finished request: :class:`~llm_locust.runtime.requests.Requests` (Locust stats, the row)
+  then the bus (local runner, master) or the outbox to the master (worker);
+- ``test_stop`` / ``quitting``: the summary, the end-of-run text, the exit code, then
+  ``finalized(summary, directory)`` (how the load stops without losing requests in flight:
+  :mod:`llm_locust.runtime.stopping`).
+"""
+
+from __future__ import annotations
+
+import locust.runners
+from locust.env import Environment
+
+import logging
+import sys
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import gevent
+
+from llm_locust.client import ClientConfig
+from llm_locust.config.build import ConfigError, config_from_options
+from llm_locust.config.model import RequestConfig, RunConfig
+from llm_locust.load.plan import OPEN_LOOP_LEAD, LoadPlan
+from llm_locust.load.stages import Stage
+from llm_locust.record import RequestRecord
+from llm_locust.report.build import report_after_run
+from llm_locust.results.finalize import exit_code, warnings
+from llm_locust.results.report import LOCUST_TABLE_LABEL, end_of_run_text
+from llm_locust.results.writer import SUMMARY_FILE
+from llm_locust.runtime import distributed, preflight, stopping
+from llm_locust.runtime.bus import Finalized, RecordBus
+from llm_locust.runtime.context import RunContext
+from llm_locust.runtime.prepare import PREPARER, Prepared, results_dir, source_of, workload_info
+from llm_locust.runtime.requests import Requests
+from llm_locust.runtime.session import TestResults
+from llm_locust.workload.base import RequestSpec
+from llm_locust.workload.tokenizer import counting_tokenizer
+
+__all__ = ["ATTRIBUTE", "Extension", "LiveState", "client_config", "extension_of", "role_of"]
+
+log = logging.getLogger("llm_locust")
+ATTRIBUTE = "llm_locust"
+PLAN_MESSAGE = "llm_locust_plan"
+#: How often the runner's user count is sampled for the stages' levels (seconds).
+LEVEL_SAMPLE_S = 0.1
+
+
+def extension_of(environment: Environment) -> Extension:
+    """The environment's extension (made at ``init``)."""
+    ext = getattr(environment, ATTRIBUTE, None)
+    if ext is None:
+        raise RuntimeError("llm-locust: no extension on this environment (Locust's init did not run)")
+    return ext  # type: ignore[no-any-return]
+
+
+def role_of(runner: Any) -> str:
+    if isinstance(runner, locust.runners.MasterRunner):
+        return "master"
+    if isinstance(runner, locust.runners.WorkerRunner):
+        return "worker"
+    return "local"
+
+
+@dataclass
+class LiveState:
+    """What changes while a test runs; changed by the runtime only."""
+
+    stage: Stage | None = None  # the stage the shape is in (master, local)
+    stopping: bool = False  # the load is stopping: send nothing new
+    interrupted: str | None = None  # the signal that stopped the run
+    interrupt_exit_code: int | None = None
+    pending_t0: float | None = None  # the next test's plan start (the shape, or the master)
+    pending_workers: int = 1
+
+
+class Extension:
+    """The per-environment state of llm-locust; see the module docstring."""
+
+    def __init__(self, environment: Environment) -> None:
+        self.environment = environment
+        self.role = role_of(environment.runner)
+        self.run_config: RunConfig = config_from_options(None)  # the defaults, until init adopts one
+        self.plan: LoadPlan = LoadPlan()
+        self.workload: Any = None
+        self.cli_spawn_rate: float | None = None  # -r as the command line gave it (None: not given)
+        self.drain: dict[str, Any] | None = None
+        self.run_id = ""
+        self.live = LiveState()
+        self.context: RunContext | None = None  # the current test's; None before the first start
+        self.results: TestResults | None = None  # the current test's (local, master)
+        self.last_summary: dict[str, Any] | None = None
+        self.preflight_result: Any = None  # the last preflight check (headless or the web UI's)
+        self.bus = RecordBus()
+        self.finalized: Finalized = Finalized("finalized")
+        self.outbox: distributed.Outbox | None = None
+        self.inbox: distributed.Inbox | None = None
+        self.tests = 0
+        self._source: dict[str, Any] | None = None  # the option values run_config came from
+        self._form_pending = False
+        self._adopted = False
+        self._stage_workloads: dict[int, Any] = {}
+        self._streams = 0
+        self._trace_counter = 0
+        runner = environment.runner
+        node = runner.client_id if self.role == "worker" else "local"
+        self.requests = Requests(environment, self._deliver, node)
+        if self.role == "worker":
+            self.outbox = distributed.Outbox(runner.send_message, in_flight=lambda: self.requests.in_flight)
+            runner.register_message(PLAN_MESSAGE, self._on_plan_message)
+            runner.register_message(stopping.STOP_MESSAGE, stopping.on_stop_message, concurrent=True)
+        else:
+            self.bus.subscribe(self._to_results)
+            if self.role == "master":
+                self.inbox = distributed.Inbox(self.bus.publish)
+                runner.register_message(distributed.MESSAGE_TYPE, self._on_worker_message)
+
+    # -- configuration ---------------------------------------------------------------
+    def adopt(self, prepared: Prepared, *, from_form: bool = False) -> None:
+        """Run with a prepared (validated) configuration, its plan and its workload."""
+        if not self._adopted:  # the command line's configuration
+            self._adopted, self.cli_spawn_rate = True, prepared.config.load.spawn_rate
+        self.run_config, self.plan = prepared.config, prepared.plan
+        if prepared.workload is not None:
+            self.workload = prepared.workload
+        self._form_pending = from_form
+        self._source = None if from_form else source_of(self.environment.parsed_options, ours_only=True)
+
+    def configure(self, config: RunConfig, *, from_form: bool = False, workload: bool = True) -> None:
+        """Adopt ``config`` (the web UI's form, a master's options); raises one of ``CONFIG_ERRORS``."""
+        source = source_of(self.environment.parsed_options)
+        self.adopt(PREPARER.adopt(config, self.role, source, workload=workload), from_form=from_form)
+
+    def _current_config(self) -> RunConfig:
+        """The configuration for a test starting now (rebuilt only if the options changed)."""
+        source = source_of(self.environment.parsed_options, ours_only=True)
+        if self._form_pending:  # the form's values, already validated and adopted
+            self._form_pending, self._source = False, source
+        elif source != self._source:  # e.g. a worker given the master's options
+            self.configure(config_from_options(self.environment.parsed_options), workload=False)
+            self._source = source
+        return self.run_config
+
+    # -- lifecycle -------------------------------------------------------------------
+    def on_test_start(self) -> None:
+        run_config = self._current_config()
+        self.tests += 1
+        self.live.stopping = False
+        self.context = None  # set once the start succeeded: users of a failed start send nothing
+        self._stage_workloads.clear()
+        client = client_config(run_config.request, self.environment.host or run_config.host)
+        server = preflight.server_info(self, client)  # never a null model
+        workload = None
+        if self.role != "master":
+            workload = self.workload = PREPARER.workloads.build(
+                run_config.workload, workload_info(run_config, client.host, client.model, server)
+            )
+            client.tokenizer = counting_tokenizer(workload)  # counts when usage is absent
+        runner = self.environment.runner
+        self.context = RunContext(
+            config=run_config,
+            role=self.role,
+            plan=self.plan,
+            client=client,
+            workload=workload,
+            t0=self.live.pending_t0 if self.plan.stages is not None else None,
+            workers=max(self.live.pending_workers, 1),
+            slot=max(getattr(runner, "worker_index", 0), 0) % max(self.live.pending_workers, 1),
+            worker_index=max(getattr(runner, "worker_index", 0), 0),
+            server=server,
+            test=self.tests,
+            start_time=time.time(),
+        )
+        if self.role == "worker":
+            assert self.outbox is not None
+            self.outbox.start()
+            return
+        if self.inbox is not None:
+            self.inbox.reset()
+        self._open_results(self.context)
+
+    def _open_results(self, context: RunContext) -> None:
+        options = self.environment.parsed_options
+        guard = getattr(self.workload, "guard", None)
+        self.results = TestResults(
+            context,
+            results_dir(context.config, context.test),
+            host=self.environment.host,
+            options=vars(options) if options is not None else {},
+            drain=self.drain,
+            length_policy=lambda: guard.message() if guard is not None else None,
+        )
+        self.bus.open()
+        gevent.spawn(self._watch_load, self.results)
+
+    def _watch_load(self, results: TestResults) -> None:
+        """Sample users (for the stages' levels and the config block) and client CPU."""
+        runner = self.environment.runner
+        while self.results is results and results.running:
+            if self.role == "master":
+                cpu = max((c.cpu_usage for c in runner.clients.values()), default=0.0)
+                warned = runner.cpu_warning_emitted or runner.worker_cpu_warning_emitted
+            else:
+                cpu, warned = runner.current_cpu_usage, runner.cpu_warning_emitted
+            results.observe(time.time(), runner.user_count, cpu, warned)
+            gevent.sleep(LEVEL_SAMPLE_S)
+
+    def on_test_stop(self) -> None:
+        if self.outbox is not None:
+            self.outbox.stop()
+        if self.results is not None and self.results.running:
+            self.results.stopped(time.time())
+            if self.role == "master":
+                stopping.collect_final_batches(self)  # bounded by the drain
+            self.finalize()
+
+    def on_quitting(self) -> None:
+        self.finalize()
+        options = self.environment.parsed_options
+        locust_prints_table = not getattr(options, "json_file", None)  # right after this event
+        if self.role != "worker" and self.run_config.headless and locust_prints_table:
+            logging.getLogger("locust.stats_logger").info(LOCUST_TABLE_LABEL)  # the table's stream
+
+    def finalize(self) -> None:
+        """The current test's summary, once: written, printed, the exit code, ``finalized``."""
+        results = self.results
+        if results is None or results.summary is not None:
+            return
+        self.bus.close()
+        extra = {"workers_without_final_batch": self.workers_without_final()} if self.role == "master" else {}
+        summary = results.finish(self.live.interrupted, extra)
+        self.last_summary = summary
+        code = exit_code(summary, self.live.interrupt_exit_code)
+        if code is not None:
+            self.environment.process_exit_code = code
+        directory = results.writer.directory
+        if self.run_config.headless:
+            written = f"{results.writer.requests_path} and {directory / SUMMARY_FILE}" if directory else None
+            paths = None if written is None else f"results: {written}"
+            print(end_of_run_text(summary, paths), file=sys.stdout, flush=True)
+        for line in warnings(summary):
+            log.warning("llm-locust: %s", line)
+        self.finalized.fire(summary, directory)
+        if directory is not None:
+            report_after_run(directory)  # report.html; a failure is one logged line
+
+    # -- the load plan ---------------------------------------------------------------
+    def start_plan(self, lead_in: float) -> float:
+        """A new shape test: fix the plan's start ``t0`` (returned), tell the workers.
+
+        Called at the shape's first tick, which comes before ``test_start``; the plan is the
+        configuration's (built once when it was adopted, with the spawn rate the user gave:
+        ``None`` when Locust's default stands in, so each stage reaches its level in about a
+        second). Open-loop plans start ``OPEN_LOOP_LEAD`` later, once every dispatcher has
+        been spawned.
+        """
+        lead = OPEN_LOOP_LEAD if self.plan.open_loop else 0.0
+        t0 = time.time() - lead_in + lead
+        self.live.stage = None
+        self.live.pending_t0, self.live.pending_workers = t0, self.worker_count()
+        if self.role == "master":
+            data = {"t0": t0, "workers": self.live.pending_workers}
+            self.environment.runner.send_message(PLAN_MESSAGE, data)
+        return t0
+
+    def _on_plan_message(self, environment: Environment, msg: Any, **_: Any) -> None:
+        self.live.pending_t0 = msg.data["t0"]
+        self.live.pending_workers = int(msg.data["workers"])
+
+    def worker_count(self) -> int:
+        runner = self.environment.runner
+        return max(int(getattr(runner, "worker_count", 1)), 1) if self.role == "master" else 1
+
+    def stage_now(self) -> Stage | None:
+        """The stage running now (from the context's clock on workers, the shape's elsewhere)."""
+        context = self.context
+        return None if context is None else context.stage_at(time.time())[0]
+
+    def workload_for(self, stage: Stage | None) -> Any:
+        """The workload of a stage: the run's, or a matrix cell's own."""
+        context = self.context
+        assert context is not None and context.client is not None  # set at the test's start
+        if stage is None or not stage.overrides():
+            return context.workload
+        if stage.index not in self._stage_workloads:
+            cell = context.config.workload.with_cell(stage.overrides())
+            info = workload_info(context.config, context.client.host, context.client.model, context.server)
+            self._stage_workloads[stage.index] = PREPARER.workloads.build(cell, info)
+        return self._stage_workloads[stage.index]
+
+    def trace_spec(self, entry: Any) -> RequestSpec:
+        """A request with a trace row's input and output lengths."""
+        context = self.context
+        assert context is not None
+        self._trace_counter += 1
+        return context.workload.spec_for_lengths(
+            int(entry.input_tokens), int(entry.output_tokens), context.slot, self._trace_counter - 1
+        )
+
+    def new_source(self, stage: Stage | None = None) -> Any:
+        """A request stream for a new user; its index keeps the stream reproducible."""
+        assert self.context is not None
+        self._streams += 1
+        return self.workload_for(stage).source(self.context.worker_index * 1_000_000 + self._streams - 1)
+
+    # -- requests (the user and the open-loop dispatcher) ---------------------------
+    @property
+    def stopping(self) -> bool:
+        """The load is stopping: send nothing new."""
+        return self.live.stopping
+
+    def new_record(self, spec: RequestSpec) -> RequestRecord:
+        assert self.context is not None
+        return self.requests.new_record(self.context, spec)
+
+    def send(self, client: Any, body: dict[str, Any], record: RequestRecord, keep_text: bool = False) -> str:
+        """Send one request of the current test (see :meth:`Requests.send`)."""
+        assert self.context is not None
+        return self.requests.send(self.context, client, body, record, keep_text=keep_text)
+
+    def enter_stage(self, stage: Stage) -> bool:
+        """The shape moved to ``stage``; whether it is a new one."""
+        if stage is self.live.stage:
+            return False
+        self.live.stage = stage
+        return True
+
+    # -- rows ------------------------------------------------------------------------
+    def _deliver(self, row: dict[str, Any]) -> None:
+        """A finished request's row: on a worker to the outbox, else onto the bus."""
+        if self.outbox is not None:
+            self.outbox.add(row)
+        else:
+            self.bus.publish(row)
+
+    def _to_results(self, row: dict[str, Any]) -> None:
+        if self.results is not None:
+            self.results.take(row)
+
+    # -- distributed -----------------------------------------------------------------
+    def _on_worker_message(self, environment: Environment, msg: Any, **_: Any) -> None:
+        assert self.inbox is not None
+        self.inbox.handle(msg.node_id, msg.data)
+        stopped = self.results is not None and self.results.stop_time is not None
+        if msg.data.get("final") and stopped and not self.workers_without_final():
+            self.finalize()
+
+    def workers_without_final(self) -> list[str]:
+        """Connected workers whose final batch of records has not arrived."""
+        if self.inbox is None:
+            return []
+        runner = self.environment.runner
+        alive = {c.id for c in runner.clients.values() if c.state != locust.runners.STATE_MISSING}
+        return sorted(alive - self.inbox.finals)
+
+    def total_in_flight(self) -> int:
+        return self.inbox.total_in_flight() if self.inbox is not None else self.requests.in_flight
+
+
+def client_config(request: RequestConfig, host: str) -> ClientConfig:
+    """The HTTP client's settings: the request part of the configuration and the target."""
+    if not host:
+        raise ConfigError("--host: no target given (e.g. --host http://127.0.0.1:8000)")
+    return ClientConfig(
+        host=host,
+        model=request.model,
+        endpoint=request.endpoint,
+        api_key=request.api_key_value(),
+        temperature=request.temperature,
+        extra_body=dict(request.extra_body),
+        headers=dict(request.headers),
+        request_timeout=request.request_timeout,
+        ca_cert=request.ca_cert,
+        insecure=request.insecure,
+    )

@@ -1,0 +1,138 @@
+"""The live outputs of a run, wired at ``init``: the Prometheus exporter, the server-metrics
+scraper and the web UI page, each built from small typed pieces (:mod:`llm_locust.live.view`).
+
+On the local runner or the master (workers never export: the master has the whole picture):
+
+- a :class:`~llm_locust.live.aggregate.LiveAggregate` subscribed to the record bus;
+- the :class:`~llm_locust.live.exporter.Exporter` over it and the run's view, its own port
+  with ``--prometheus-port`` (a bad one: one line and exit 2), ``/metrics`` on the web UI,
+  ``metrics_final.prom`` written on ``finalized``;
+- with ``--server-metrics``, a :class:`~llm_locust.live.server_metrics.ServerMetrics` whose
+  samples go to the running test's results folder and whose latest values both re-export;
+- with a web UI, the ``/llm`` page (:class:`~llm_locust.live.webui.LiveWebUI`), which keeps
+  the last ``finalized`` summary to show the result.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from llm_locust.live.aggregate import LiveAggregate
+from llm_locust.live.exporter import Exporter, add_metrics_route, new_run_id, slo_setup
+from llm_locust.live.server_metrics import ServerMetrics
+from llm_locust.live.view import Gauges, RunInfo
+from llm_locust.live.webui import LiveWebUI, add_web_ui, chart_marks
+from llm_locust.load.stages import StageKind
+from llm_locust.runtime.extension import Extension
+
+__all__ = ["ExtensionView", "Outputs", "install_outputs"]
+
+log = logging.getLogger("llm_locust")
+
+
+class ExtensionView:
+    """The run as the live outputs read it (:class:`~llm_locust.live.view.RunView`)."""
+
+    def __init__(self, ext: Extension) -> None:
+        self.ext = ext
+        self.role = ext.role
+
+    def gauges(self) -> Gauges:
+        ext = self.ext
+        runner = ext.environment.runner
+        stage = ext.live.stage
+        rate = stage.target if stage is not None and stage.kind is StageKind.RATE else 0.0
+        return Gauges(
+            users=int(getattr(runner, "user_count", 0) or 0),
+            in_flight=ext.total_in_flight(),
+            workers=self._workers(runner),
+            stage=stage.index if stage is not None else -1,
+            stage_label=stage.label if stage is not None else "",
+            target_rate=rate,
+        )
+
+    def _workers(self, runner: Any) -> int:
+        if self.role != "master":
+            return 1
+        clients = getattr(runner, "clients", None)
+        return 0 if clients is None else sum(1 for c in clients.values() if c.state != "missing")
+
+    def info(self) -> RunInfo:
+        ext = self.ext
+        client = ext.context.client if ext.context is not None else None
+        model = getattr(client, "model", None) or ext.run_config.request.model
+        return RunInfo(run_id=ext.run_id, model=str(model or ""), target=str(ext.environment.host or ""))
+
+    def state(self) -> str:
+        return str(getattr(self.ext.environment.runner, "state", ""))
+
+    def marks(self) -> dict[str, Any]:
+        """The started stages of the plan and the request-level SLO lines, for the charts."""
+        ext = self.ext
+        context = ext.context
+        t0 = context.t0 if context is not None and context.t0 is not None else ext.live.pending_t0
+        stages = [(s.label, s.start_s) for s in ext.plan.stages or ()]
+        return chart_marks(stages, t0 if stages else None, ext.run_config.slo or (), time.time())
+
+    def results_folder(self) -> Path | None:
+        """The running test's results folder (server metrics go there)."""
+        results = self.ext.results
+        if results is None or results.summary is not None:
+            return None  # no test yet, or its summary is written
+        return results.writer.directory
+
+
+@dataclass
+class Outputs:
+    """What :func:`install_outputs` made (``None`` where not asked for)."""
+
+    aggregate: LiveAggregate
+    exporter: Exporter
+    server_metrics: ServerMetrics | None = None
+    web: LiveWebUI | None = None
+
+
+def install_outputs(ext: Extension) -> Outputs | None:
+    """The live outputs of the extension's run (``None`` on a worker); call from ``init``."""
+    if ext.role == "worker":
+        return None
+    config = ext.run_config
+    if not ext.run_id:
+        ext.run_id = new_run_id()
+    view = ExtensionView(ext)
+    good, thresholds = slo_setup(config.slo)
+    aggregate = LiveAggregate(slo_good=good, thresholds=thresholds)
+    ext.bus.subscribe(aggregate.add)
+    scraper = _server_metrics(ext, view)
+    latest = scraper.latest if scraper is not None else None
+    exporter = Exporter(view, aggregate, host=config.export.prometheus_host, server=latest)
+    if config.export.prometheus_port is not None:
+        exporter.start_or_exit(config.export.prometheus_port)
+    ext.finalized.subscribe(exporter.on_finalized)
+    events = ext.environment.events
+    events.quitting.add_listener(lambda **_: exporter.stop())
+    outputs = Outputs(aggregate, exporter, scraper)
+    web_ui = getattr(ext.environment, "web_ui", None)
+    if web_ui is not None:
+        add_metrics_route(web_ui, exporter)
+        outputs.web = LiveWebUI(view, aggregate, server=latest)
+        ext.finalized.subscribe(outputs.web.on_finalized)
+        add_web_ui(web_ui, outputs.web)
+        events.quitting.add_listener(lambda **_: outputs.web.stop() if outputs.web else None)
+    return outputs
+
+
+def _server_metrics(ext: Extension, view: ExtensionView) -> ServerMetrics | None:
+    export = ext.run_config.export
+    if not export.server_metrics:
+        return None
+    url, interval = export.server_metrics, export.server_metrics_interval
+    scraper = ServerMetrics(url, interval, directory=view.results_folder)
+    scraper.start()
+    ext.environment.events.quitting.add_listener(lambda **_: scraper.stop())
+    log.info("llm-locust: scraping server metrics from %s every %gs", url, interval)
+    return scraper

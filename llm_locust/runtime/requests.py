@@ -1,0 +1,114 @@
+"""The request path of a process: records made, requests sent and counted, rows handed on.
+
+:class:`Requests` owns the count of requests in flight (the one place it changes: around
+each send, whether a user or the open-loop dispatcher sends) and turns each finished
+request into Locust statistics and a row for the record bus:
+
+- Locust gets one request entry per LLM request, ``LLM E2E`` (so the "Aggregated" row and
+  the charts mean requests and their latency), and two derived rows, ``LLM TTFT`` and
+  ``LLM TPOT``, logged into their own entries without touching the aggregate. An
+  ``incomplete`` request (in flight when the load stopped) is neither a success nor a failure
+  and is not logged.
+- The row gets its stage and warm-up flag from the run context, then goes to ``deliver``:
+  the bus (local runner) or the outbox to the master (worker).
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable
+from typing import Any
+
+from llm_locust.record import INCOMPLETE, RequestRecord
+from llm_locust.runtime.context import RunContext
+from llm_locust.workload.base import RequestSpec
+
+__all__ = ["REQUEST_TYPE", "LLMRequestError", "Requests"]
+
+REQUEST_TYPE = "LLM"
+
+
+class LLMRequestError(Exception):
+    """The exception Locust sees for a failed request: ``<class>: <message>``."""
+
+
+class Requests:
+    """Records, sends and in-flight accounting of one process (see the module docstring)."""
+
+    def __init__(self, environment: Any, deliver: Callable[[dict[str, Any]], None], node: str) -> None:
+        self.environment = environment
+        self.deliver = deliver
+        self.node = node  # the record ids' prefix: the worker's client id, or "local"
+        self.in_flight = 0
+        self._ids = itertools.count()
+
+    def new_record(self, context: RunContext, spec: RequestSpec) -> RequestRecord:
+        assert context.client is not None
+        return RequestRecord(
+            request_id=f"{self.node}-{next(self._ids)}",
+            wall_start=0.0,
+            t_sent=0.0,
+            endpoint=context.client.endpoint,
+            target_input_tokens=spec.target_input_tokens,
+            target_output_tokens=spec.target_output_tokens,
+            session_id=spec.session_id,
+            turn=spec.turn,
+            extra=dict(spec.info) if spec.info else {},
+        )
+
+    def send(
+        self,
+        context: RunContext,
+        client: Any,
+        body: dict[str, Any],
+        record: RequestRecord,
+        keep_text: bool = False,
+    ) -> str:
+        """Send one request and hand its record on, also when the user is killed mid-request
+        (the client marks it ``incomplete``; the kill then goes on unwinding the user)."""
+        self.in_flight += 1
+        try:
+            text = client.send(body, record, keep_text=keep_text)
+        except BaseException:
+            if record.outcome == INCOMPLETE:
+                self.complete(context, record)
+            raise
+        finally:
+            self.in_flight -= 1
+        self.complete(context, record)
+        return text
+
+    def complete(self, context: RunContext, record: RequestRecord) -> None:
+        """A request finished: Locust stats first, then its row on to the results."""
+        if record.outcome != INCOMPLETE:
+            self._log_stats(record)
+        if context.staged:
+            stage, record.warmup = context.stage_at(record.wall_start)
+            record.stage = None if stage is None else stage.index
+        self.deliver(record.to_json())
+
+    def _log_stats(self, record: RequestRecord) -> None:
+        environment = self.environment
+        e2e_ms = (record.e2e or 0.0) * 1000.0
+        if not record.ok:
+            environment.events.request.fire(
+                request_type=REQUEST_TYPE,
+                name="E2E",
+                response_time=e2e_ms,
+                response_length=0,
+                exception=LLMRequestError(f"{record.outcome}: {record.message}"),
+                context={},
+            )
+            return
+        environment.events.request.fire(
+            request_type=REQUEST_TYPE,
+            name="E2E",
+            response_time=e2e_ms,
+            response_length=record.completion_tokens or 0,
+            exception=None,
+            context={},
+        )
+        stats = environment.stats
+        stats.get("TTFT", REQUEST_TYPE).log(record.ttft * 1000.0, 0)  # type: ignore[operator]
+        if record.tpot is not None:
+            stats.get("TPOT", REQUEST_TYPE).log(record.tpot * 1000.0, 0)

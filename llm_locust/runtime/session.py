@@ -1,0 +1,160 @@
+"""The results of one test, on the process that owns them (the local runner or the master).
+
+A :class:`TestResults` is opened at ``test_start`` with the test's run context: it opens
+the results folder (``requests.jsonl``, or a spool without ``--results-dir``), writes
+``run.json`` (the context, rewritten as stages end with their level samples), samples the
+runner's user count and CPU (the stages' levels, the config block's peaks), takes each row
+the record bus publishes (marking ramp-up), and at the end computes ``summary.json`` from
+the file in one streaming pass (:func:`~llm_locust.results.finalize.build_summary`).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from llm_locust import __version__
+from llm_locust.load.levels import LevelTracker
+from llm_locust.results.columns import read_columns
+from llm_locust.results.finalize import RunFacts, add_analysis, build_summary, options_block
+from llm_locust.results.rebuild import run_json
+from llm_locust.results.slo import itl_stats_of
+from llm_locust.results.writer import ResultsWriter
+from llm_locust.runtime.context import RunContext
+
+log = logging.getLogger("llm_locust")
+
+__all__ = ["TestResults"]
+
+
+class TestResults:
+    """Writer, level samples and summary of one test (see the module docstring)."""
+
+    def __init__(
+        self,
+        context: RunContext,
+        directory: Path | None,
+        *,
+        host: str | None,
+        options: dict[str, Any],
+        drain: dict[str, Any] | None,
+        length_policy: Callable[[], str | None] = lambda: None,
+    ) -> None:
+        self.context = context
+        self.writer = ResultsWriter(directory)
+        self.host = host
+        self.options = options
+        self.drain = drain
+        self.length_policy = length_policy
+        self.start_time = context.start_time
+        self.stop_time: float | None = None
+        self.levels = LevelTracker(context.plan.stages, context.t0) if context.staged else None  # type: ignore[arg-type]
+        self.peak_users = 0
+        self.peak_cpu = 0.0
+        self.cpu_warning = False
+        self._stage: int | None = None
+        self.summary: dict[str, Any] | None = None
+        self.writer.write_run(run_json(self.facts(self.start_time)))
+
+    # -- while the test runs --------------------------------------------------------
+    def take(self, row: dict[str, Any]) -> None:
+        """A row from the bus: mark ramp-up (sent before its stage reached its user count), write it."""
+        if self.levels is not None and row.get("stage") is not None:
+            row["rampup"] = self.levels.ramp_up(row["stage"], row["start_time"])
+        self.writer.write(row)
+
+    def observe(self, now: float, users: int, cpu: float, cpu_warning: bool) -> None:
+        """One sample of the runner's user count and CPU."""
+        self.peak_users = max(self.peak_users, users)
+        self.peak_cpu = max(self.peak_cpu, cpu)
+        self.cpu_warning = self.cpu_warning or cpu_warning
+        if self.levels is None:
+            return
+        self.levels.observe(now, users)
+        stage, _ = self.context.stage_at(now)
+        index = None if stage is None else stage.index
+        if index != self._stage:  # a stage ended: save its level samples with the context
+            self._stage = index
+            self.writer.write_run(run_json(self.facts(now), self._level_facts(index)))
+
+    def _level_facts(self, before: int | None) -> dict[int, dict[str, Any]]:
+        if self.levels is None:
+            return {}
+        stages = self.context.plan.stages or ()
+        return {s.index: self.levels.facts(s.index) for s in stages if before is None or s.index < before}
+
+    def stopped(self, when: float) -> None:
+        if self.stop_time is None:
+            self.stop_time = when
+
+    @property
+    def running(self) -> bool:
+        return self.stop_time is None and self.summary is None
+
+    # -- the end --------------------------------------------------------------------
+    def facts(self, stop: float, extra: dict[str, Any] | None = None) -> RunFacts:
+        context = self.context
+        return RunFacts(
+            start_time=self.start_time,
+            stop_time=stop,
+            stages=context.plan.stages if context.staged else None,
+            t0=context.t0,
+            slo=context.config.slo,
+            levels=self.levels,
+            drain=self.drain,
+            length_policy=self.length_policy(),
+            config=self.config_block(extra or {}),
+            window_s=context.config.results.window,
+            detailed=context.config.results.save_detailed,
+        )
+
+    def finish(self, interrupted: str | None, extra: dict[str, Any] | None = None) -> dict[str, Any]:
+        """The summary, from ``requests.jsonl`` read back in one pass; written, the writer closed."""
+        stop = self.stop_time if self.stop_time is not None else time.time()
+        if self.levels is not None:
+            self.levels.finish(stop)
+        self.writer.flush()
+        facts = self.facts(stop, extra)
+        facts.interrupted = interrupted
+        cols = read_columns(self.writer.requests_path, itl_stats_of(facts.slo))
+        summary = build_summary(cols, facts)
+        problem = add_analysis(summary, cols, facts, self.writer.directory, self.writer.requests_path)
+        if problem is not None:
+            log.warning("llm-locust: %s", problem)
+        self.writer.write_summary(summary)
+        self.writer.write_run(run_json(facts, self._level_facts(None)))
+        self.writer.close()
+        self.summary = summary
+        return summary
+
+    def config_block(self, extra: dict[str, Any]) -> dict[str, Any]:
+        """What was run, for ``summary.json`` (and ``run.json``). No secrets."""
+        context = self.context
+        client = context.client
+        block: dict[str, Any] = {
+            "llm_locust_version": __version__,
+            "target": self.host,
+            "model": getattr(client, "model", None) or context.server.get("model"),
+            "endpoint": getattr(client, "endpoint", None) or context.config.request.endpoint,
+            "role": context.role,
+            "peak_users": self.peak_users,
+            "client_cpu_peak_percent": round(self.peak_cpu, 1),
+            "client_cpu_saturated": self.cpu_warning,
+            "start_time": self.start_time,
+            "stop_time": self.stop_time,
+            "plan_t0": context.t0,
+            **extra,
+        }
+        if context.server.get("max_model_len"):
+            block["max_model_len"] = context.server["max_model_len"]
+        if context.server.get("preflight"):
+            # the preflight's own requests: the server counted them, the records do not hold them
+            block["preflight_sent"] = context.server["preflight"]
+        if context.workload is not None:
+            block["workload"] = context.workload.describe()
+        block["load_model"] = context.plan.describe()
+        block["options"] = options_block(context.config, self.options)
+        return block
