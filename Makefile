@@ -22,19 +22,23 @@ system-deps:
 demo: setup
 	$(BIN)/llm-locust demo
 
-# The full suite (under 15 minutes on 2 cores); -rs shows the reason of every skip.
+# The full suite (under 15 minutes on 2 cores); -rs shows the reason of every skip. lint-imports
+# checks the import rules of docs/architecture.md (the contracts in pyproject.toml).
 test: setup system-deps
 	$(BIN)/ruff check .
+	$(BIN)/lint-imports
 	$(BIN)/python -m pytest -q -rs -p no:cacheprovider
 
 # The inner loop: everything but the tests marked slow (long real runs).
 test-fast: setup
 	$(BIN)/ruff check .
+	$(BIN)/lint-imports
 	$(BIN)/python -m pytest -q -rs -p no:cacheprovider -m "not slow"
 
 lint: setup
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/lint-imports
 
 bench: setup
 	$(BIN)/python benchmarks/worker_throughput.py

@@ -16,12 +16,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from llm_locust.client import ClientConfig
 from llm_locust.config.model import RunConfig
 from llm_locust.load.plan import LoadPlan
 from llm_locust.load.stages import Stage
+
+if TYPE_CHECKING:  # the client's module is the network; the context only holds its settings
+    from llm_locust.client import ClientConfig
 
 __all__ = ["RunContext"]
 
@@ -33,7 +35,7 @@ class RunContext:
     config: RunConfig
     role: str  # local, master, worker
     plan: LoadPlan
-    client: ClientConfig | None  # None on the master, which sends no requests
+    client: ClientConfig | None  # the HTTP client's settings, the model resolved
     workload: Any = None
     t0: float | None = None  # the plan's start, wall clock (staged plans)
     workers: int = 1  # processes sharing the open-loop schedule
