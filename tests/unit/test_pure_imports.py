@@ -27,6 +27,7 @@ PURE = (
     "llm_locust.workload",
     "llm_locust.protocol",
     "llm_locust.results",
+    "llm_locust.report",
     "llm_locust.live.aggregate",
     "llm_locust.live.catalog",
     "llm_locust.live.view",
