@@ -3,14 +3,17 @@
 Writes a results folder with ``N`` records (a 4-stage ramp, an SLO with TTFT, TPOT, ITL
 and E2E lines, 1 % failures, warm-up and ramp-up records, output lengths uniform in
 ``--min-tokens``..``--max-tokens`` so every record carries that many ITL gaps) and its
-``run.json``, then runs ``llm-locust summarize DIR`` in a child process, sampling its
-RSS every 50 ms: peak RSS, wall time, and the ITL precision the summary states.
+``run.json``, then runs ``llm-locust summarize DIR --no-report`` in a child process,
+sampling its RSS every 50 ms: peak RSS, wall time, and the ITL precision and token-arrival
+precision the summary states. (``report.html`` is left out: the report reads every row
+into memory, ~4 KB a record, see benchmarks/README.md.)
 
     .venv/bin/python benchmarks/summary_memory.py --records 1000000
     # -> benchmarks/results/summary_memory.json
 
-The summary is the code every run's end uses (``results.finalize.build_summary`` over
-``results.columns.read_columns``); ``summarize`` only adds reading ``run.json``.
+The summary is the code every run's end uses (``results.finalize.build_summary`` and
+``add_analysis`` (time windows, drift, vLLM keys) over ``results.columns.read_columns``);
+``summarize`` only adds reading ``run.json``.
 """
 
 from __future__ import annotations
@@ -94,7 +97,7 @@ def write_records(path: Path, n: int, args: argparse.Namespace) -> tuple[float, 
 
 
 def measure(directory: Path) -> dict[str, Any]:
-    cmd = [sys.executable, "-m", "llm_locust.cli", "summarize", str(directory)]
+    cmd = [sys.executable, "-m", "llm_locust.cli", "summarize", str(directory), "--no-report"]
     start = time.monotonic()
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=REPO)
     child = psutil.Process(proc.pid)
@@ -148,6 +151,8 @@ def main(argv: list[str] | None = None) -> int:
         "completed": summary.get("completed"),
         "stages": len(summary.get("stages") or []),
         "p99_itl_ms": summary.get("p99_itl_ms"),
+        "windows": len(summary.get("windows") or []),
+        "token_arrivals": summary.get("token_arrivals", {"method": "exact"}),
         "loadavg": os.getloadavg(),
         "python": sys.version.split()[0],
     }

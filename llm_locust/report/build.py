@@ -18,7 +18,7 @@ from llm_locust.report import charts, tables, timecharts
 from llm_locust.report.data import RunData, load_run
 from llm_locust.report.html import Section, render_page
 
-__all__ = ["REPORT_FILE", "build_report", "report_after_run", "write_report"]
+__all__ = ["AUTO_REPORT_MAX_BYTES", "REPORT_FILE", "build_report", "report_after_run", "write_report"]
 
 log = logging.getLogger("llm_locust")
 REPORT_FILE = "report.html"
@@ -114,9 +114,27 @@ def _unique_names(runs: Sequence[RunData]) -> None:
             run.name = f"{run.name} ({count + 1})"
 
 
-def report_after_run(directory: str | Path) -> Path | None:
+#: The largest ``requests.jsonl`` the end of a run turns into ``report.html`` itself: the report
+#: holds every row in memory (about 11 times the file: 1.8 GB for 165 MB, benchmarks/README.md),
+#: so a long run's master (2 GiB in k8s/) would be killed writing it after its summary.
+AUTO_REPORT_MAX_BYTES = 100 * 2**20
+
+
+def report_after_run(directory: str | Path, max_bytes: int | None = AUTO_REPORT_MAX_BYTES) -> Path | None:
     """``report.html`` in a run's results folder; a failure is one logged line, never an error
-    of the run (its summary is already written)."""
+    of the run (its summary is already written). A folder whose ``requests.jsonl`` is over
+    ``max_bytes`` gets one logged line instead (``llm-locust report DIR`` makes it elsewhere)."""
+    requests = Path(directory) / "requests.jsonl"
+    size = requests.stat().st_size if requests.exists() else 0
+    if max_bytes is not None and size > max_bytes:
+        log.warning(
+            "llm-locust: report.html not written: %s is %.0f MiB (the report holds every row in memory, "
+            "about 11x that); run `llm-locust report %s` where there is the memory",
+            requests,
+            size / 2**20,
+            directory,
+        )
+        return None
     try:
         path = write_report([directory], Path(directory) / REPORT_FILE)
     except Exception as exc:  # the run's results are on disk already: report, do not fail

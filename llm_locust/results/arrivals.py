@@ -28,6 +28,8 @@ __all__ = ["BIN_S", "EXACT_CHUNK_GAPS", "ChunkStore", "TokenBins", "chunk_table"
 EXACT_CHUNK_GAPS = 4_000_000
 #: The width of a time bin once chunks are binned (seconds of wall clock).
 BIN_S = 0.01
+#: Gaps folded into the bins at once, once binned (bounds the temporary arrays).
+_BATCH = 1 << 20
 
 
 def chunk_table(
@@ -101,7 +103,7 @@ class ChunkStore:
         self.measured.append(1 if measured else 0)
         self.counts.append(len(gaps))
         self.gaps.extend(gaps)
-        if len(self.gaps) > self.limit:
+        if len(self.gaps) > (self.limit if self.bins is None else min(self.limit, _BATCH)):
             self._fold()
 
     @property
