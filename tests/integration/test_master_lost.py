@@ -18,7 +18,7 @@ import pytest
 
 from llm_locust.results.summary import summarize
 from llm_locust.runtime.master_watch import MASTER_SILENCE_S
-from tests.locustproc import BIN, LOCUSTFILE, REPO, env, free_port
+from tests.locustproc import BIN, LOCUSTFILE, REPO, env, free_port, llm_locust_cli
 from tests.simproc import running_sim
 
 pytestmark = pytest.mark.slow
@@ -92,14 +92,7 @@ def test_workers_stop_when_their_master_is_killed_and_summarize_rebuilds(tmp_pat
     assert "Traceback" not in text, text[-3000:]
     assert not (results / "summary.json").exists()  # SIGKILL: the master wrote nothing more
 
-    rebuilt = subprocess.run(
-        [str(BIN / "llm-locust"), "summarize", str(results)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env=env(),
-        cwd=str(REPO),
-    )
+    rebuilt = llm_locust_cli("summarize", str(results), timeout=120)
     assert rebuilt.returncode == 0, rebuilt.stderr[-2000:]
     assert "Traceback" not in rebuilt.stdout + rebuilt.stderr
     assert "llm-locust summary" in rebuilt.stdout and "(rebuilt)" in rebuilt.stdout
