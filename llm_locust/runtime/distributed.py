@@ -85,14 +85,15 @@ class Inbox:
     received: int = 0
 
     def handle(self, worker: str, data: dict[str, Any]) -> bool:
-        """Apply one batch; returns False for a duplicate that was ignored."""
-        self.in_flight[worker] = int(data.get("in_flight") or 0)
+        """Apply one batch; returns False for a duplicate that was ignored (its stale in-flight
+        count too)."""
         seq = data.get("seq")
         if seq is not None:
             seen = self._applied.setdefault(worker, set())
             if seq in seen:
                 return False
             seen.add(seq)
+        self.in_flight[worker] = int(data.get("in_flight") or 0)
         for row in data.get("rows") or ():
             if row.get("worker") is None:
                 row["worker"] = worker
