@@ -37,6 +37,8 @@ def _run(*args: str, locust: bool = False, cwd: Path = REPO) -> subprocess.Compl
         ("workload", "describe", "--help"),
         ("workload", "prompts", "--help"),
         ("demo", "--help"),
+        ("summarize", "--help"),
+        ("report", "--help"),
     ],
 )
 def test_every_help_works(args: tuple[str, ...]) -> None:
@@ -94,6 +96,8 @@ BAD = [
     (("workload", "sample", "--input-tokens", "uniform:10"), False, "--input-tokens: uniform needs max"),
     (("workload", "sample", "--endpoint", "x"), False, "--endpoint: invalid choice: 'x'"),
     (("nope",), False, "unknown command 'nope'"),
+    (("summarize",), False, "the following arguments are required: DIR"),
+    (("summarize", "missing-folder"), False, "missing-folder: no requests.jsonl (not a results folder)"),
 ]
 
 
