@@ -34,6 +34,7 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, m
 
 from llm_locust.config.matrix import MatrixSpec, parse_matrix_spec
 from llm_locust.config.options import WORKLOAD_PROFILES
+from llm_locust.config.redact import REDACTED, redact_headers, strip_credentials
 from llm_locust.config.slo import SloSpec, parse_slo
 from llm_locust.config.tls import check_tls_options
 from llm_locust.config.units import OptionError, parse_duration, parse_levels
@@ -77,6 +78,7 @@ class RequestConfig(Part):
     request_timeout: Positive
     ca_cert: str | None
     insecure: bool
+    allowed_hosts: tuple[str, ...] = ()
     skip_preflight: bool
 
     @field_validator("extra_body", mode="before")
@@ -93,6 +95,14 @@ class RequestConfig(Part):
         if not isinstance(parsed, dict):
             raise ValueError("must be a JSON object, e.g. '{\"ignore_eos\": true}'")
         return parsed
+
+    @field_validator("allowed_hosts", mode="before")
+    @classmethod
+    def _hosts(cls, value: Any) -> Any:
+        if value is None:
+            return ()
+        items = value.split(",") if isinstance(value, str) else list(value)
+        return tuple(str(item).strip() for item in items if str(item).strip())
 
     @field_validator("headers", mode="before")
     @classmethod
@@ -115,6 +125,10 @@ class RequestConfig(Part):
 
     def api_key_value(self) -> str | None:
         return self.api_key.get_secret_value() if self.api_key is not None else None
+
+    def holds_secret(self) -> bool:
+        """An API key, or a header whose value is not shown (:func:`redact_headers`)."""
+        return self.api_key is not None or REDACTED in redact_headers(self.headers).values()
 
 
 class WorkloadConfig(Part):
@@ -276,13 +290,11 @@ class RunConfig(Part):
         return self
 
     def options(self) -> dict[str, Any]:
-        """Every option's value by destination, as JSON, secrets left out (for ``summary.json``)."""
-        out: dict[str, Any] = {"host": self.host}
+        """Every option's value by destination, as JSON, secrets left out or redacted (``summary.json``)."""
+        out: dict[str, Any] = {"host": strip_credentials(self.host)}
         for part in (self.request, self.workload, self.load, self.results, self.export):
             out.update(part.model_dump(mode="json", exclude={"api_key"}))
         out["slo"] = self.slo.to_json() if self.slo is not None else None
         if out.get("headers"):
-            out["headers"] = {
-                k: "<redacted>" if "auth" in k.lower() else v for k, v in out["headers"].items()
-            }
+            out["headers"] = redact_headers(out["headers"])
         return {k: v for k, v in out.items() if not (isinstance(v, float) and not math.isfinite(v))}

@@ -140,6 +140,14 @@ _REQUEST = (
         action="flag",
     ),
     _o(
+        "--allowed-hosts",
+        "request",
+        "Targets a test started from the web UI may use, comma-separated URLs ('*': any); default: "
+        "the command line's --host (any, when it gives none and no key or header is set)",
+        type="list",
+        web_ui=False,
+    ),
+    _o(
         "--skip-preflight",
         "request",
         "Send load without first checking the target (reachable, authorised, model served, "

@@ -8,6 +8,8 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import urlsplit
 
+from llm_locust.config.redact import strip_credentials
+
 __all__ = ["ENDPOINT_PATHS", "api_prefix", "build_body", "classify_status", "shown_host"]
 
 ENDPOINT_PATHS = {"chat": "/v1/chat/completions", "completions": "/v1/completions"}
@@ -48,7 +50,4 @@ def api_prefix(host: str) -> str:
 
 def shown_host(host: str) -> str:
     """``host`` without credentials (``https://user:key@h`` -> ``https://h``), for messages."""
-    parts = urlsplit(host)
-    if "@" not in parts.netloc:
-        return host
-    return parts._replace(netloc=parts.netloc.rsplit("@", 1)[1]).geturl()
+    return strip_credentials(host)

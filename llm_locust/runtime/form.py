@@ -17,7 +17,9 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from llm_locust.config.build import config_from_form
+from llm_locust.config.redact import strip_credentials
 from llm_locust.runtime.prepare import CONFIG_ERRORS, check_results
+from llm_locust.runtime.webui_guard import WebUiGuard, scrub_page
 
 if TYPE_CHECKING:
     from llm_locust.runtime.extension import Extension
@@ -68,11 +70,19 @@ def install_form_check(run: Extension) -> None:
     from flask import jsonify, request
 
     swarm = web_ui.app.view_functions[SWARM_ENDPOINT]
+    guard = WebUiGuard.of(run)
+    scrub_page(web_ui)
 
     def checked_swarm() -> Any:
-        problem = check_form(run, request.form.to_dict())
+        form, problem = guard.screen(request.form)
+        if problem is None:
+            request.form = form  # what Locust's own view reads next
+            problem = check_form(run, form.to_dict())
+        else:
+            log.error("llm-locust: %s", problem)
         if problem is not None:
-            return jsonify({"success": False, "message": problem, "host": run.environment.host})
+            host = strip_credentials(run.environment.host or "")
+            return jsonify({"success": False, "message": problem, "host": host})
         return swarm()
 
     web_ui.app.view_functions[SWARM_ENDPOINT] = web_ui.auth_required_if_enabled(checked_swarm)

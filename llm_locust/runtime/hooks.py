@@ -21,7 +21,7 @@ from typing import Any
 import gevent
 
 from llm_locust.config.register import register
-from llm_locust.runtime import master_watch, preflight, stopping
+from llm_locust.runtime import binds, channel, master_watch, preflight, stopping
 from llm_locust.runtime.extension import ATTRIBUTE, Extension, client_config, extension_of
 from llm_locust.runtime.form import install_form_check
 from llm_locust.runtime.outputs import install_outputs
@@ -62,6 +62,8 @@ def init_extension(environment: Environment) -> Extension:
     if options is not None:
         ext.drain = stopping.apply_drain(environment, ext.run_config.request.request_timeout)
     stopping.install_signal_handlers(ext)
+    binds.log_notes(ext)
+    channel.install(ext)
     # added after the runner's own listeners, so it runs before them (quitting fires reversed)
     environment.events.quitting.add_listener(lambda **_: stopping.stop_before_quitting(ext))
     master_watch.install(ext)
@@ -78,6 +80,7 @@ def _init(environment: Environment, **_: Any) -> None:
 
 
 def _test_start(environment: Environment, **_: Any) -> None:
+    channel.before_test(environment)
     try:
         extension_of(environment).on_test_start()
     except CONFIG_ERRORS as exc:

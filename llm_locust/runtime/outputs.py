@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from llm_locust.config.redact import strip_credentials
 from llm_locust.live.aggregate import LiveAggregate
 from llm_locust.live.exporter import Exporter, add_metrics_route, new_run_id, slo_setup
 from llm_locust.live.server_metrics import ServerMetrics
@@ -65,7 +66,7 @@ class ExtensionView:
         ext = self.ext
         client = ext.context.client if ext.context is not None else None
         model = getattr(client, "model", None) or ext.run_config.request.model
-        return RunInfo(run_id=ext.run_id, model=str(model or ""), target=str(ext.environment.host or ""))
+        return RunInfo(run_id=ext.run_id, model=str(model or ""), target=strip_credentials(str(ext.environment.host or "")))
 
     def state(self) -> str:
         return str(getattr(self.ext.environment.runner, "state", ""))

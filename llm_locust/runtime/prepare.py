@@ -28,6 +28,7 @@ from llm_locust.config.options import OPTIONS
 from llm_locust.config.tls import TlsSettings
 from llm_locust.load.plan import LoadPlan, LoadPlanError, build_load_plan
 from llm_locust.results.writer import ResultsDirError, check_results_dir
+from llm_locust.runtime.binds import apply_binds, strip_target_credentials
 from llm_locust.workload.build import WorkloadError, WorkloadFactory
 
 __all__ = [
@@ -164,7 +165,9 @@ def check_when_parsed(parser: Any) -> None:
 
     def parse_and_prepare(*args: Any, **kwargs: Any) -> Any:
         options = parse(*args, **kwargs)
-        prepare_or_exit(options)
+        strip_target_credentials(options)
+        prepared = prepare_or_exit(options)
+        apply_binds(options, prepared.config.request.holds_secret())
         return options
 
     parser.parse_args = parse_and_prepare

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from llm_locust import __version__
+from llm_locust.config.redact import strip_credentials
 from llm_locust.load.levels import LevelTracker
 from llm_locust.results.columns import read_columns
 from llm_locust.results.finalize import RunFacts, add_analysis, build_summary, options_block
@@ -136,7 +137,7 @@ class TestResults:
         client = context.client
         block: dict[str, Any] = {
             "llm_locust_version": __version__,
-            "target": self.host,
+            "target": strip_credentials(self.host or ""),
             "model": getattr(client, "model", None) or context.server.get("model"),
             "endpoint": getattr(client, "endpoint", None) or context.config.request.endpoint,
             "role": context.role,

@@ -259,6 +259,11 @@ def test_ports_labels_and_selectors_agree(rendered: dict[str, list[Doc]], overla
     assert "--worker" in args and _flag(args, "--master-host") == service["metadata"]["name"]
     assert int(_flag(args, "--master-port")) == int(_flag(margs, "--master-bind-port")) == named["master"]
     assert ("web" in named) == (overlay == "interactive")  # the headless master serves no web UI
+    # outside a pod llm-locust binds the master (and, with a key, the web UI) to 127.0.0.1: in a pod
+    # workers and the Service connect from elsewhere, so the manifests say where to listen
+    assert _flag(margs, "--master-bind-host") == "*"
+    if overlay == "interactive":
+        assert _flag(margs, "--web-host") == "0.0.0.0"
 
 
 @pytest.mark.parametrize("overlay", OVERLAYS)

@@ -136,8 +136,10 @@ def test_api_key_falls_back_to_openai_api_key_and_never_reaches_the_options_bloc
     config = build_config({}, environ={"OPENAI_API_KEY": "sk-x"})
     assert config.request.api_key_value() == "sk-x" and "sk-x" not in repr(config)
     assert "api_key" not in config.options()
-    headers = build_config({"header": ["Authorization: Bearer y", "X-A: 1"]}, environ={}).options()["headers"]
-    assert headers == {"Authorization": "<redacted>", "X-A": "1"}
+    given = ["Authorization: Bearer y", "X-Api-Key: k", "User-Agent: me"]
+    headers = build_config({"header": given}, environ={}).options()["headers"]
+    # every value but a harmless few: a deny-list of auth-like names kept X-Api-Key (issue 10 §3)
+    assert headers == {"Authorization": "<redacted>", "X-Api-Key": "<redacted>", "User-Agent": "me"}
 
 
 def test_unknown_llm_locust_variables_are_refused() -> None:
