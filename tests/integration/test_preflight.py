@@ -214,13 +214,15 @@ def test_tokenizer_server_can_start_whatever_names_the_host(sim: str, tmp_path: 
 def test_the_web_ui_start_fails_with_the_cause(sim: str, tmp_path: Path) -> None:
     port = closed_port()
     web = free_port()
+    closed = f"http://127.0.0.1:{port}"
     proc = start_locust(
-        LOCUSTFILE, sim, "--web-host", "127.0.0.1", "--web-port", str(web), log_path=tmp_path / "locust.log"
-    )
+        LOCUSTFILE, sim, "--web-host", "127.0.0.1", "--web-port", str(web), "--allowed-hosts", closed,
+        log_path=tmp_path / "locust.log",
+    )  # fmt: skip
     try:
         base = f"http://127.0.0.1:{web}"
         _wait_for(base)
-        refused = _swarm(base, f"http://127.0.0.1:{port}")
+        refused = _swarm(base, closed)
         assert refused["success"] is False
         assert refused["message"] == f"preflight: cannot reach http://127.0.0.1:{port}: connection refused"
         state = json.loads(urllib.request.urlopen(f"{base}/stats/requests", timeout=5).read())
