@@ -66,7 +66,8 @@ class ExtensionView:
         ext = self.ext
         client = ext.context.client if ext.context is not None else None
         model = getattr(client, "model", None) or ext.run_config.request.model
-        return RunInfo(run_id=ext.run_id, model=str(model or ""), target=strip_credentials(str(ext.environment.host or "")))
+        target = strip_credentials(str(ext.environment.host or ""))
+        return RunInfo(run_id=ext.run_id, model=str(model or ""), target=target)
 
     def state(self) -> str:
         return str(getattr(self.ext.environment.runner, "state", ""))
