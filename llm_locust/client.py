@@ -38,6 +38,7 @@ from geventhttpclient.response import HTTPConnectionClosed, HTTPParseError, HTTP
 from llm_locust.config.tls import INSECURE_WARNING, TlsSettings, tls_context
 from llm_locust.protocol.counts import apply_tokenizer, requested_tokens, settle_counts
 from llm_locust.protocol.openai import ENDPOINT_PATHS, api_prefix, build_body, classify_status, shown_host
+from llm_locust.protocol.retry import retry_after_seconds
 from llm_locust.protocol.sse import DONE, PayloadError, iter_events, parse_chunk
 from llm_locust.record import INCOMPLETE, RequestRecord
 
@@ -201,6 +202,9 @@ class StreamingClient:
         try:
             record.status = response.status_code
             if response.status_code != 200:
+                after = retry_after_seconds(response.get("retry-after"))
+                if after is not None:  # a closed-loop user waits that long (runtime/backoff.py)
+                    record.extra["retry_after"] = after
                 raise _Failure(classify_status(response.status_code), error_text(response))
             content_type = response.get("content-type") or ""
             if "text/event-stream" not in content_type:

@@ -20,6 +20,7 @@ import numpy as np
 
 from llm_locust.results.columns import Columns, Part
 from llm_locust.results.concurrency import peak_in_flight
+from llm_locust.results.failures import failure_lines
 from llm_locust.results.stats import latency_stats, percentiles
 
 __all__ = [
@@ -132,6 +133,7 @@ def format_table(summary: dict[str, Any], title: str = "llm-locust summary") -> 
     if summary.get("errors"):
         lines.append(f"{'-' * 20} Failures by class {'-' * 20}")
         lines += [row(k, str(v)) for k, v in summary["errors"].items()]
+    lines += failure_lines(summary)
     if summary.get("p99_send_lag_ms") is not None:
         lines.append(f"{'-' * 20} Open loop {'-' * 20}")
         lines.append(row("Achieved arrival rate (req/s):", _num(summary["achieved_request_rate"])))

@@ -20,6 +20,7 @@ from llm_locust import __version__
 from llm_locust.config.redact import strip_credentials
 from llm_locust.load.levels import LevelTracker
 from llm_locust.results.columns import read_columns
+from llm_locust.results.failures import FailureTally
 from llm_locust.results.finalize import RunFacts, add_analysis, build_summary, options_block
 from llm_locust.results.rebuild import run_json
 from llm_locust.results.slo import itl_stats_of
@@ -58,6 +59,7 @@ class TestResults:
         self.cpu_warning = False
         self._stage: int | None = None
         self.summary: dict[str, Any] | None = None
+        self.failures = FailureTally()
         self.writer.write_run(run_json(self.facts(self.start_time)))
 
     # -- while the test runs --------------------------------------------------------
@@ -66,6 +68,7 @@ class TestResults:
         if self.levels is not None and row.get("stage") is not None:
             row["rampup"] = self.levels.ramp_up(row["stage"], row["start_time"])
         self.writer.write(row)
+        self.failures.add(row)
 
     def observe(self, now: float, users: int, cpu: float, cpu_warning: bool) -> None:
         """One sample of the runner's user count and CPU."""
@@ -122,6 +125,7 @@ class TestResults:
         facts.interrupted = interrupted
         cols = read_columns(self.writer.requests_path, itl_stats_of(facts.slo))
         summary = build_summary(cols, facts)
+        summary.update(self.failures.to_summary())
         problem = add_analysis(summary, cols, facts, self.writer.directory, self.writer.requests_path)
         if problem is not None:
             log.warning("llm-locust: %s", problem)

@@ -15,6 +15,7 @@ from locust import FastHttpUser, constant, task
 from locust.exception import StopUser
 from locust.user.users import LOCUST_STATE_STOPPING
 
+import time
 from typing import Any
 
 import gevent
@@ -22,11 +23,14 @@ import gevent
 from llm_locust.client import StreamingClient, build_body
 from llm_locust.load.traces import TraceEntry
 from llm_locust.runtime import openloop
+from llm_locust.runtime.backoff import PacedClient
 from llm_locust.runtime.extension import Extension, extension_of
 from llm_locust.runtime.hooks import install
 from llm_locust.workload.base import RequestSpec
 
 __all__ = ["LLMUser"]
+
+PAUSE_SLICE_S = 0.2  # a pause checks this often whether the test is stopping
 
 install()
 
@@ -43,6 +47,7 @@ class LLMUser(FastHttpUser):
         context = self.llm_run.context  # None: the test did not start (the run said why)
         client = context.client if context is not None else None
         self.llm_client: StreamingClient | None = StreamingClient(client) if client is not None else None
+        self.paced = PacedClient(self.llm_client) if self.llm_client is not None else None
 
     def on_stop(self) -> None:
         client = getattr(self, "llm_client", None)
@@ -88,7 +93,14 @@ class LLMUser(FastHttpUser):
                 return
         record = run.new_record(spec)
         body = build_body(self.llm_client.config, spec)
-        text = run.send(self.llm_client, body, record, keep_text=getattr(source, "keeps_history", False))
+        text = run.send(self.paced, body, record, keep_text=getattr(source, "keeps_history", False))
         source.observe(spec, text, record.ok)
         if record.ok and hasattr(source, "observe_usage"):
             source.observe_usage(spec, record.prompt_tokens)
+        self.pause(float(record.extra.get("pause_s") or 0.0))
+
+    def pause(self, seconds: float) -> None:
+        """Wait ``seconds`` before the next request (Retry-After, backoff); less if the test stops."""
+        deadline = time.monotonic() + seconds
+        while not self.stopping and (left := deadline - time.monotonic()) > 0:
+            gevent.sleep(min(left, PAUSE_SLICE_S))

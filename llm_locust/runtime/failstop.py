@@ -1,0 +1,107 @@
+"""A run whose every request fails stops: one message, exit code :data:`FAILING_EXIT`.
+
+Preflight refuses a target that cannot serve before any load; this is for one that stops
+serving during the run (the server died, the key was revoked). :class:`FailureWatch` is a sink
+on the record bus of the process that owns the results (the local runner, the master): when
+no request has succeeded for :data:`ALL_FAILED_S` seconds while requests kept failing (the
+first failure after the last success is that old, and the newest record is a failure), it
+logs one line (how long, how many, the most frequent class and message) and stops the test
+as a signal would: the load stops, users drain, the results and the summary are written
+(``interrupted_by: "every request failed"``), and a headless run exits with
+:data:`FAILING_EXIT`. From the web UI the test stops and the UI stays.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import Counter
+from collections.abc import Callable
+from typing import Any
+
+import gevent
+
+from llm_locust.record import INCOMPLETE, OK
+
+__all__ = ["ALL_FAILED_S", "FAILING_EXIT", "FAILING_REASON", "FailureWatch", "install"]
+
+log = logging.getLogger("llm_locust")
+ALL_FAILED_S = 10.0
+FAILING_EXIT = 4
+FAILING_REASON = "every request failed"
+
+
+class FailureWatch:
+    """Calls ``stop(line)`` once when every request has failed for ``window`` seconds."""
+
+    def __init__(
+        self,
+        stop: Callable[[str], None],
+        window: float = ALL_FAILED_S,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.stop, self.window, self.clock = stop, window, clock
+        self.first_failure: float | None = None
+        self.failures: Counter[tuple[str, str]] = Counter()
+        self.fired = False
+
+    def reset(self) -> None:
+        self.first_failure, self.fired = None, False
+        self.failures.clear()
+
+    def observe(self, row: dict[str, Any]) -> None:
+        outcome = row.get("outcome", OK)
+        if outcome == INCOMPLETE:
+            return
+        if outcome == OK:
+            self.first_failure = None
+            self.failures.clear()
+            return
+        now = self.clock()
+        if self.first_failure is None:
+            self.first_failure = now
+        self.failures[(outcome, str(row.get("message") or ""))] += 1
+        if not self.fired and now - self.first_failure >= self.window:
+            self.fired = True
+            self.stop(self.describe(now))
+
+    def describe(self, now: float) -> str:
+        (outcome, message), count = self.failures.most_common(1)[0]
+        total = sum(self.failures.values())
+        since = now - (self.first_failure if self.first_failure is not None else now)
+        return (
+            f"every request has failed for {since:.0f} s ({total} requests; most often {outcome}: "
+            f"{message or '(no message)'} x{count}): stopping the run (exit code {FAILING_EXIT})"
+        )
+
+
+def install(ext: Any) -> None:
+    """On the local runner or the master: watch every row of each test."""
+    if ext.role == "worker":
+        return
+    watch = FailureWatch(lambda line: _stop(ext, line))
+    tests = [ext.tests]
+
+    def observe(row: dict[str, Any]) -> None:
+        if ext.tests != tests[0]:  # a new test: a new watch
+            tests[0] = ext.tests
+            watch.reset()
+        watch.observe(row)
+
+    ext.bus.subscribe(observe)
+
+
+def _stop(ext: Any, line: str) -> None:
+    log.error("llm-locust: %s", line)
+    runner = ext.environment.runner
+    if not ext.run_config.headless:  # the web UI: this test stops, the UI stays
+        gevent.spawn(runner.stop)
+        return
+    if ext.live.interrupted is None:
+        ext.live.interrupted = FAILING_REASON
+        ext.live.interrupt_exit_code = FAILING_EXIT
+    if runner.shape_greenlet is not None:
+        hub = gevent.get_hub()  # as Ctrl-C does: the shape's join returns, Locust quits the runner
+        hub.loop.run_callback(hub.parent.throw, KeyboardInterrupt())
+    else:
+        gevent.spawn(runner.quit)
