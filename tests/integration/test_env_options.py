@@ -68,7 +68,11 @@ def _cases(tmp: Path) -> list[tuple[dict[str, str], dict[str, Any]]]:
         "LLM_LOCUST_REQUEST_TIMEOUT": ("42", "request.request_timeout", 42.0),
         "LLM_LOCUST_CA_CERT": (str(ca), "request.ca_cert", str(ca)),
         "LLM_LOCUST_SKIP_PREFLIGHT": ("true", "request.skip_preflight", True),
-        "LLM_LOCUST_ALLOWED_HOSTS": ("http://a:1,http://b:2", "request.allowed_hosts", ["http://a:1", "http://b:2"]),
+        "LLM_LOCUST_ALLOWED_HOSTS": (
+            "http://a:1,http://b:2",
+            "request.allowed_hosts",
+            ["http://a:1", "http://b:2"],
+        ),
         "LLM_LOCUST_WORKLOAD": ("code", "workload.workload", "code"),
         "LLM_LOCUST_MAX_TOKENS": ("77", "workload.max_tokens", 77),
         "LLM_LOCUST_DATASET": (str(dataset), "workload.dataset", str(dataset)),
