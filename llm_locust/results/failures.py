@@ -14,12 +14,12 @@ Pure module: no Locust, no network.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from llm_locust.record import INCOMPLETE, OK
 
-__all__ = ["MESSAGE_CHARS", "TOP", "FailureTally", "failure_lines"]
+__all__ = ["MESSAGE_CHARS", "TOP", "FailureTally", "failure_lines", "tally_of"]
 
 TOP = 5
 MESSAGE_CHARS = 200
@@ -57,6 +57,14 @@ class FailureTally:
                 for reason, (count, total) in sorted(self.pauses.items())
             },
         }
+
+
+def tally_of(rows: Iterable[Mapping[str, Any]]) -> FailureTally:
+    """The tally of rows read back (``llm-locust summarize``)."""
+    tally = FailureTally()
+    for row in rows:
+        tally.add(row)
+    return tally
 
 
 def failure_lines(summary: Mapping[str, Any], width: int = 110) -> list[str]:

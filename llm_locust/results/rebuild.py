@@ -28,7 +28,8 @@ import numpy as np
 
 from llm_locust.config.slo import SloSpec, parse_slo
 from llm_locust.load.stages import Stage, StageKind, StagePlan
-from llm_locust.results.columns import read_columns
+from llm_locust.results.columns import read_columns, read_rows
+from llm_locust.results.failures import tally_of
 from llm_locust.results.finalize import RunFacts, add_analysis, build_summary
 from llm_locust.results.slo import itl_stats_of
 from llm_locust.results.stages import KnownLevels
@@ -110,6 +111,7 @@ def rebuild(directory: str | Path, write: bool = True) -> dict[str, Any]:
     stop = float(ends.max()) if cols.n else first
     facts = facts_from_run_json(data, stop, first)
     summary = build_summary(cols, facts)
+    summary.update(tally_of(read_rows(requests)).to_summary())
     problem = add_analysis(summary, cols, facts, folder, requests)
     summary["config"]["stop_time"] = stop
     summary["rebuilt"] = {

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from llm_locust.results.failures import MESSAGE_CHARS, TOP, FailureTally, failure_lines
+from llm_locust.results.failures import MESSAGE_CHARS, TOP, FailureTally, failure_lines, tally_of
 from llm_locust.results.summary import format_table
 
 
@@ -62,3 +62,11 @@ def test_the_end_of_run_table_names_the_messages_and_the_waits() -> None:
     ]
     table = format_table(summary)
     assert "HTTP 404: model 'x' not found" in table and "users paused for backoff" in table
+
+
+def test_rows_read_back_give_the_same_tally() -> None:
+    rows = [{"outcome": "connect", "message": "refused", "pause_s": 0.1, "pause_reason": "backoff"}] * 3
+    assert tally_of(rows).to_summary() == {
+        "error_messages": {"connect": [["refused", 3]]},
+        "waits": {"backoff": {"pauses": 3, "total_s": 0.3}},
+    }

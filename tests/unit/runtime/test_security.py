@@ -98,3 +98,14 @@ def test_the_worker_channel_carries_no_secret_and_a_worker_puts_its_own_back() -
     vars(worker).update(sent["parsed_options"])
     secrets.restore(worker, lambda o: bool(o.api_key))
     assert worker.api_key == "sk-w" and worker.header is None
+
+
+def test_a_worker_without_a_key_says_so_in_one_line(caplog) -> None:  # type: ignore[no-untyped-def]
+    worker = argparse.Namespace(api_key=None, header=None)
+    secrets = WorkerSecrets(worker)
+    vars(worker).update({"api_key": HELD, "header": None})
+    with caplog.at_level("ERROR", logger="llm_locust"):
+        secrets.restore(worker, lambda o: bool(o.api_key))
+    assert worker.api_key is None
+    (line,) = [r.getMessage() for r in caplog.records]
+    assert "the master has an API key and this worker has none" in line and "LLM_LOCUST_API_KEY" in line
