@@ -1,7 +1,8 @@
 """What failed and how long users waited: the most frequent messages per failure class, the pauses.
 
 ``errors`` in the summary counts failures by class (``http_4xx: 9297``); that says nothing of
-the cause. :class:`FailureTally` takes every row as it is written and keeps, per class, how
+the cause. :class:`FailureTally` takes every row as it is written (every record of
+``requests.jsonl``, also those the measured window excludes) and keeps, per class, how
 often each message came (``error_messages: {class: [[message, count], ...]}``, the
 :data:`TOP` most frequent, messages cut at :data:`MESSAGE_CHARS`), and the pauses closed-loop
 users took after failed requests (``waits``: per reason, how many pauses and their total
