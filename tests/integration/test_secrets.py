@@ -49,6 +49,13 @@ def _assert_absent(keys: list[str], where: str, text: str) -> None:
     assert not leaked, f"{leaked} in {where}"
 
 
+def _listening_on(port: int) -> set[str]:
+    """The local addresses a TCP socket listens on at ``port`` (``ss``)."""
+    command = ["ss", "-ltnH", f"sport = :{port}"]
+    out = subprocess.run(command, capture_output=True, text=True, check=True).stdout
+    return {line.split()[3].rsplit(":", 1)[0] for line in out.splitlines() if line.strip()}
+
+
 def _with_credentials(url: str, secret: str) -> str:
     return url.replace("http://", f"http://user:{secret}@", 1)
 
@@ -147,6 +154,7 @@ def test_web_ui_shows_no_key_and_cannot_be_turned_against_its_user(tmp_path: Pat
             )
         try:
             _wait(lambda: _up(base), 30, "the web UI is up")
+            assert _listening_on(web) == {"127.0.0.1"}  # a key is set: loopback only
             page = http_get(f"{base}/")
             assert "set and not shown" in page
             args = json.loads(page.split("window.templateArgs = ", 1)[1].split("\n", 1)[0])
@@ -226,6 +234,8 @@ def test_distributed_run_sends_no_key_to_workers(tmp_path: Path) -> None:
                 worker_cmd, stdout=log, stderr=subprocess.STDOUT, env=worker_env, cwd=REPO
             )
         try:
+            _wait(lambda: bool(_listening_on(port)), 30, "the master listens")
+            assert _listening_on(port) == {"127.0.0.1"}  # not every interface
             assert master.wait(120) == 0, master_log.read_text()[-3000:]
             worker.wait(30)
             channel = rogue.communicate(timeout=30)[0]
