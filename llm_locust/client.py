@@ -24,6 +24,7 @@ import functools
 import json
 import logging
 import socket
+import sys
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -35,12 +36,15 @@ from gevent.monkey import get_original
 from geventhttpclient import HTTPClient
 from geventhttpclient.response import HTTPConnectionClosed, HTTPParseError, HTTPResponse
 
+from llm_locust.config.cancel import CancelPoint
 from llm_locust.config.tls import INSECURE_WARNING, TlsSettings, tls_context
+from llm_locust.load.cancel import CancelPolicy
 from llm_locust.protocol.counts import apply_tokenizer, requested_tokens, settle_counts
 from llm_locust.protocol.openai import ENDPOINT_PATHS, api_prefix, build_body, classify_status, shown_host
+from llm_locust.protocol.reasoning import batched_first_message
 from llm_locust.protocol.retry import retry_after_seconds
 from llm_locust.protocol.sse import DONE, PayloadError, iter_events, parse_chunk
-from llm_locust.record import INCOMPLETE, RequestRecord
+from llm_locust.record import CANCELLED, INCOMPLETE, RequestRecord
 
 __all__ = [
     "ClientConfig",
@@ -58,7 +62,7 @@ log = logging.getLogger("llm_locust")
 _ERROR_BODY_LIMIT = 64 * 1024
 _select = get_original("select", "select")  # the original, not gevent's yielding one
 #: Failures for which the prompt's size is the likely cause, so the message gives it.
-_SIZE_HINT_SKIP = ("connect", "http_429", INCOMPLETE)
+_SIZE_HINT_SKIP = ("connect", "http_429", INCOMPLETE, CANCELLED)
 
 
 def _socket_alive(sock: Any) -> bool:
@@ -97,10 +101,15 @@ class ClientConfig:
     ca_cert: str | None = None
     insecure: bool = False
     tokenizer: Any = None
+    cancel: CancelPolicy | None = None  # --cancel-rate / --cancel-after
 
     @property
     def tls(self) -> TlsSettings:
         return TlsSettings(self.ca_cert, self.insecure)
+
+
+class _Cancelled(Exception):
+    """The client abandons the request on purpose (``--cancel-rate``), like a closed tab."""
 
 
 class _Failure(Exception):
@@ -116,6 +125,9 @@ class _Stream:
 
     usage: dict[str, Any] | None = None
     parts: list[str] | None = None  # the streamed text, when someone needs it
+    reasoning: list[str] | None = None  # its reasoning part (kept with ``parts``)
+    first_visible: str = ""  # the first content chunk's text
+    cancel_chunks: int = sys.maxsize  # abandon the request once it has this many chunks
 
 
 @functools.lru_cache(maxsize=8)
@@ -156,6 +168,8 @@ class StreamingClient:
         self._http = http_client(config, concurrency)
         # geventhttpclient has no hook for this check; a private attribute, pinned by tests.
         self._http._connection_pool._is_socket_alive = _socket_alive
+        cancel = config.cancel
+        self._cancels = cancel.draws() if cancel is not None and cancel.rate > 0 else None
 
     def _request_headers(self) -> dict[str, str]:
         headers = {"Content-Type": "application/json", "Accept": "text/event-stream"}
@@ -171,13 +185,22 @@ class StreamingClient:
         """Send ``body``, stream the reply into ``record``; returns the text if ``keep_text``."""
         payload = json.dumps(body).encode()
         counter = self.config.tokenizer
-        stream = _Stream(parts=[] if keep_text or counter is not None else None)
+        keep = keep_text or counter is not None
+        stream = _Stream(parts=[] if keep else None, reasoning=[] if keep else None)
         record.max_tokens = requested_tokens(body)
+        point = self._cancels.next() if self._cancels is not None else None
+        if point is not None and point.chunks is not None:
+            stream.cancel_chunks = point.chunks
         record.wall_start = time.time()
         record.t_sent = time.perf_counter()
         try:
-            with gevent.Timeout(self.config.request_timeout, _Failure("timeout", "request timed out")):
+            with (
+                gevent.Timeout(self.config.request_timeout, _Failure("timeout", "request timed out")),
+                gevent.Timeout(point.seconds if point is not None else None, _Cancelled()),
+            ):
                 self._exchange(payload, record, stream)
+        except _Cancelled:
+            _cancelled(record, point)
         except _Failure as failure:
             record.outcome, record.message = failure.outcome, failure.message
         except (GreenletExit, KeyboardInterrupt, SystemExit) as stop:
@@ -192,7 +215,8 @@ class StreamingClient:
             _add_size_hint(record)
         text = "".join(stream.parts or ())
         if counter is not None and record.ok:
-            _count_with(counter, record, body, text)
+            _count_with(counter, record, body, text, stream)
+        _warn_batched_first(record)
         return text if keep_text else ""
 
     def _exchange(self, payload: bytes, record: RequestRecord, stream: _Stream) -> None:
@@ -243,6 +267,7 @@ def _read_stream(lines: Any, record: RequestRecord, stream: _Stream) -> None:
     """The hot loop: one iteration per SSE event, a timestamp as each arrives."""
     chunk_times = record.chunk_times
     parts = stream.parts
+    cancel_at = stream.cancel_chunks
     perf_counter = time.perf_counter
     try:
         for data in iter_events(lines):
@@ -256,6 +281,12 @@ def _read_stream(lines: Any, record: RequestRecord, stream: _Stream) -> None:
                 chunk_times.append(now)
                 if parts is not None:
                     parts.append(chunk.text)
+                if chunk.reasoning:
+                    _note_reasoning(record, stream, chunk.text)
+                else:
+                    _note_visible(record, stream, chunk.text, now)
+                if len(chunk_times) >= cancel_at:
+                    raise _Cancelled()
             if chunk.usage:
                 stream.usage = chunk.usage
             if chunk.finish_reason:
@@ -267,6 +298,19 @@ def _read_stream(lines: Any, record: RequestRecord, stream: _Stream) -> None:
         raise _Failure("stream_broken", _cut(record))
     if not chunk_times:
         raise _Failure("empty_response", "stream ended without any generated text")
+
+
+def _note_reasoning(record: RequestRecord, stream: _Stream, text: str) -> None:
+    record.reasoning_chunks += 1
+    if stream.reasoning is not None:
+        stream.reasoning.append(text)
+
+
+def _note_visible(record: RequestRecord, stream: _Stream, text: str, now: float) -> None:
+    if record.t_first_visible is None:
+        record.t_first_visible, record.first_visible_chars = now, len(text)
+        stream.first_visible = text
+    record.visible_chars += len(text)
 
 
 def _cut(record: RequestRecord, cause: str = "") -> str:
@@ -342,15 +386,40 @@ class _OffLoop:
         return gevent.get_hub().threadpool.apply(self.counter.count_batch, (texts,))
 
 
-def _count_with(counter: Any, record: RequestRecord, body: dict[str, Any], text: str) -> None:
+def _count_with(
+    counter: Any, record: RequestRecord, body: dict[str, Any], text: str, stream: _Stream
+) -> None:
     if record.token_source == "usage" and record.prompt_token_source == "usage":
         return
     if getattr(counter, "cpu_bound", False):
         counter = _OffLoop(counter)
     try:
-        apply_tokenizer(record, counter, body, text)
+        apply_tokenizer(record, counter, body, text, "".join(stream.reasoning or ()), stream.first_visible)
     except Exception as exc:  # a failing tokenizer leaves the fallback counts, it never fails a request
         log.warning("llm-locust: token count with %s failed (%s); kept chunk/target counts", counter, exc)
+
+
+def _warn_batched_first(record: RequestRecord) -> None:
+    """Once per process: the first content chunk carried several tokens (TTFT hides decode)."""
+    if _batched_warned or not record.ok or (record.first_visible_tokens or 0) < 2:
+        return
+    _batched_warned.append(True)
+    log.warning("llm-locust: %s", batched_first_message(record.first_visible_tokens or 0))
+
+
+_batched_warned: list[bool] = []
+
+
+def _cancelled(record: RequestRecord, point: CancelPoint | None) -> None:
+    """Abandoned on purpose: the connection is closed (the server should free the KV), the
+    record keeps its partial marks and is neither a success nor a failure."""
+    record.t_end = time.perf_counter()
+    record.outcome = CANCELLED
+    where = point.describe() if point is not None else ""
+    record.message = (
+        f"cancelled by the client {where} (--cancel-rate): {record.t_end - record.t_sent:.2f} s, "
+        f"{len(record.chunk_times)} chunks"
+    )
 
 
 def _stopped(record: RequestRecord, stop: BaseException) -> None:

@@ -6,6 +6,8 @@ in time. Every latency is derived here, in seconds, from those marks, so the
 definitions live in one place:
 
 - TTFT: request sent -> first chunk carrying non-empty ``content`` or ``reasoning_content``.
+- TTFT visible: request sent -> first chunk carrying non-empty ``content`` (the answer, after
+  any reasoning; see ``llm_locust.protocol.reasoning``).
 - E2E:  request sent -> last byte of the response.
 - TPOT: (E2E - TTFT) / (completion tokens - 1); undefined (``None``) below 2 tokens.
 - ITL:  each gap between successive content-bearing chunks.
@@ -22,8 +24,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 __all__ = [
+    "CANCELLED",
     "INCOMPLETE",
     "LATENCIES",
+    "NOT_FAILED",
     "OK",
     "ROW_FIELDS",
     "RequestRecord",
@@ -35,6 +39,11 @@ OK = "ok"
 #: Still running when the load stopped (the end of a run, a step down, an interrupt) and the
 #: drain ran out: neither a success nor a server failure. The record keeps the marks it got.
 INCOMPLETE = "incomplete"
+#: Abandoned by the client on purpose mid-stream (``--cancel-rate``): neither a success nor a
+#: failure, never in the latency percentiles; the record keeps the marks it got.
+CANCELLED = "cancelled"
+#: Outcomes that are not failures of the server.
+NOT_FAILED = frozenset((OK, INCOMPLETE, CANCELLED))
 
 #: The latencies, by their row field (seconds). Every table of latencies (the summary's vLLM
 #: names, the SLO grammar, the live histograms) is keyed by these.
@@ -65,6 +74,13 @@ ROW_FIELDS = (
     "max_tokens",
     "short_output",
     "usage_conflict",
+    "ttft_visible",
+    "reasoning_tokens",
+    "answer_tokens",
+    "reasoning_token_source",
+    "reasoning_chunks",
+    "first_visible_tokens",
+    "cached_tokens",
     "target_input_tokens",
     "target_output_tokens",
     "chunks",
@@ -104,6 +120,15 @@ class RequestRecord:
     finish_reason: str | None = None  # from the stream; none means the stream was cut
     max_tokens: int | None = None  # the output length the request asked for
     usage_conflict: str | None = None  # why the server's usage cannot be right, if it cannot
+    # Reasoning models and prefix caching (llm_locust.protocol.reasoning).
+    t_first_visible: float | None = None  # first content (not reasoning) chunk
+    reasoning_chunks: int = 0  # token-bearing chunks of reasoning text
+    reasoning_tokens: int | None = None  # None: no reasoning seen or reported
+    reasoning_token_source: str | None = None  # usage, tokenizer, chunks
+    first_visible_tokens: int | None = None  # tokens the first content chunk carried
+    cached_tokens: int | None = None  # usage.prompt_tokens_details.cached_tokens
+    first_visible_chars: int = field(default=0, repr=False)  # for first_visible_tokens only
+    visible_chars: int = field(default=0, repr=False)
     # What was asked for (filled by the workload; the seam for later work).
     endpoint: str = "chat"
     target_input_tokens: int | None = None
@@ -126,6 +151,19 @@ class RequestRecord:
         if self.t_first_token is None:
             return None
         return self.t_first_token - self.t_sent
+
+    @property
+    def ttft_visible(self) -> float | None:
+        if self.t_first_visible is None:
+            return None
+        return self.t_first_visible - self.t_sent
+
+    @property
+    def answer_tokens(self) -> int | None:
+        """Completion tokens that are not reasoning."""
+        if self.completion_tokens is None:
+            return None
+        return max(0, self.completion_tokens - (self.reasoning_tokens or 0))
 
     @property
     def e2e(self) -> float | None:
@@ -182,6 +220,13 @@ class RequestRecord:
             "max_tokens": self.max_tokens,
             "short_output": self.short_output,
             "usage_conflict": self.usage_conflict,
+            "ttft_visible": self.ttft_visible,
+            "reasoning_tokens": self.reasoning_tokens,
+            "answer_tokens": self.answer_tokens,
+            "reasoning_token_source": self.reasoning_token_source,
+            "reasoning_chunks": self.reasoning_chunks,
+            "first_visible_tokens": self.first_visible_tokens,
+            "cached_tokens": self.cached_tokens,
             "target_input_tokens": self.target_input_tokens,
             "target_output_tokens": self.target_output_tokens,
             "chunks": len(self.chunk_times),
@@ -222,6 +267,8 @@ class RequestRecord:
             outcome=row.get("outcome", OK),
             warmup=bool(row.get("warmup", False)),
             t_intended=row.get("intended_offset"),
+            t_first_visible=row.get("ttft_visible"),
+            reasoning_chunks=row.get("reasoning_chunks") or 0,
             extra=extra,
         )
         return cls(**fields)
@@ -230,4 +277,4 @@ class RequestRecord:
 #: Keys of the JSONL form computed from the marks (not fields, not extra).
 _DERIVED = frozenset(
     ("start_time", "ttft", "tpot", "e2e", "itl", "chunks", "send_lag", "intended_offset", "short_output")
-)
+).union(("ttft_visible", "answer_tokens"))

@@ -64,6 +64,20 @@ def usage(completion: object, prompt: object = 7) -> bytes:
     return sse({"choices": [], "usage": {"prompt_tokens": prompt, "completion_tokens": completion}})
 
 
+def think(text: str) -> bytes:
+    return sse({"choices": [{"index": 0, "delta": {"reasoning_content": text}, "finish_reason": None}]})
+
+
+#: Two reasoning chunks, then an answer whose first content chunk carries four tokens.
+REASONING = [ROLE, think("hmm"), think(" so"), sse(delta("one two three four")), sse(delta(" five"))]
+REASONING += [sse(delta(" six", "stop"))]
+REASONING_USAGE = {
+    "prompt_tokens": 7,
+    "completion_tokens": 8,
+    "completion_tokens_details": {"reasoning_tokens": 2},
+}
+REASONING_USAGE["prompt_tokens_details"] = {"cached_tokens": 5}  # type: ignore[assignment]
+
 SCENARIOS: dict[str, list[tuple[bytes, float]] | str] = {
     "ok": body_stream([ROLE, *ABC, sse(USAGE), sse(b"[DONE]")]),
     # one event delivered in three TCP writes, 50 ms apart, and CRLF line endings
@@ -76,6 +90,8 @@ SCENARIOS: dict[str, list[tuple[bytes, float]] | str] = {
         (b"0\r\n\r\n", 0.0),
     ],
     "no_usage": body_stream([*ABC, sse(b"[DONE]")]),
+    "reasoning": body_stream([*REASONING, sse({"choices": [], "usage": REASONING_USAGE}), sse(b"[DONE]")]),
+    "reasoning_no_usage": body_stream([*REASONING, sse(b"[DONE]")]),
     # 3 tokens then a clean end: no finish_reason, no [DONE] (chunked, and close-delimited)
     "cut_chunked": body_stream([sse(delta("a")), sse(delta("b")), sse(delta("c"))]),
     "cut_close": [(HEAD_CLOSE, 0.0), (sse(delta("a")) + sse(delta("b")), 0.02), (sse(delta("c")), 0.0)],

@@ -30,8 +30,18 @@ import json
 import math
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PlainSerializer,
+    SecretStr,
+    field_validator,
+    model_validator,
+)
 
+from llm_locust.config.burst import BurstSpec, parse_burst
+from llm_locust.config.cancel import CancelAfter, parse_cancel_after
 from llm_locust.config.matrix import MatrixSpec, parse_matrix_spec
 from llm_locust.config.options import WORKLOAD_PROFILES
 from llm_locust.config.redact import REDACTED, redact_headers, strip_credentials
@@ -80,6 +90,13 @@ class RequestConfig(Part):
     insecure: bool
     allowed_hosts: tuple[str, ...] = ()
     skip_preflight: bool
+    cancel_rate: Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)]
+    cancel_after: Annotated[CancelAfter, PlainSerializer(str, return_type=str)]
+
+    @field_validator("cancel_after", mode="before")
+    @classmethod
+    def _cancel_after(cls, value: Any) -> Any:
+        return value if isinstance(value, CancelAfter) else parse_cancel_after(value)
 
     @field_validator("extra_body", mode="before")
     @classmethod
@@ -199,6 +216,14 @@ class LoadConfig(Part):
     trace_start: NonNegative | None
     trace_duration: NonNegative | None
     trace_limit: Annotated[int, Field(ge=1)] | None
+    burst: Annotated[BurstSpec, PlainSerializer(str, return_type=str)] | None
+
+    @field_validator("burst", mode="before")
+    @classmethod
+    def _burst(cls, value: Any) -> Any:
+        if value is None or isinstance(value, BurstSpec) or not str(value).strip():
+            return value or None
+        return parse_burst(value)
 
     @field_validator("ramp", "rate_ramp", mode="before")
     @classmethod

@@ -127,6 +127,20 @@ _REQUEST = (
         type="float",
     ),
     _o(
+        "--cancel-rate",
+        "request",
+        "Abandon this fraction of requests mid-stream (0..1), like users who close the tab",
+        default=0.0,
+        type="float",
+    ),
+    _o(
+        "--cancel-after",
+        "request",
+        "When a cancelled request is abandoned: first-token, a duration (2s), N tokens (32tokens), "
+        "seconds:uniform:A,B or tokens:uniform:A,B",
+        default="first-token",
+    ),
+    _o(
         "--ca-cert",
         "request",
         "PEM file of the CA(s) to trust for an https target (a private CA); host names still checked",
@@ -272,6 +286,11 @@ _LOAD = (
         type="float",
     ),
     _o(
+        "--burst",
+        "load",
+        "Synchronized waves on top of the base load, open loop: every=60s,size=50[,start=5s][,count=3]",
+    ),
+    _o(
         "--max-concurrency",
         "load",
         "Open loop: at most this many requests in flight (arrivals wait, and are counted)",
@@ -364,8 +383,9 @@ _EXPORT = (
     _o(
         "--server-metrics",
         "export",
-        "Scrape the target's Prometheus metrics from this URL during the run "
-        "(e.g. http://127.0.0.1:8000/metrics); re-exported and saved as server_metrics.jsonl",
+        "Scrape Prometheus metrics from these URLs (comma-separated) during the run: the engine's "
+        "(e.g. http://127.0.0.1:8000/metrics) and an NVIDIA DCGM exporter's for GPU memory; "
+        "re-exported and saved as server_metrics.jsonl",
         type="url",
         web_ui=False,
     ),

@@ -6,6 +6,8 @@ Server terms (need ``--server-metrics``; over the scrapes inside the run or the 
     kv_cache_usage_max<=95%     kv_cache_usage_mean / _pNN too; 95%, 0.95 or 95
     waiting_p95<=10             waiting or running requests: _max, _mean, _pNN; a count
     preemptions==0              the preemption counter's increase; ==, <= or <
+    gpu_mem_max<=95%            the fullest GPU's memory (a DCGM exporter among --server-metrics)
+    gpu_util_mean<=90%          the busiest GPU's utilisation
 
 Drift terms (the slope of a time-window series, per 10 minutes, see
 :mod:`llm_locust.results.drift`)::
@@ -28,8 +30,9 @@ from dataclasses import dataclass
 __all__ = ["DRIFT_PER_S", "SERVER_GAUGES", "SeriesTerm", "parse_series_term"]
 
 DRIFT_PER_S = 600.0
-SERVER_GAUGES = ("kv_cache_usage", "waiting", "running")
-_SERVER = re.compile(r"^(kv_cache_usage|waiting|running)_(max|mean|p\d+(?:\.\d+)?)$")
+SERVER_GAUGES = ("kv_cache_usage", "waiting", "running", "gpu_mem", "gpu_util")
+_SERVER = re.compile(r"^(kv_cache_usage|waiting|running|gpu_mem|gpu_util)_(max|mean|p\d+(?:\.\d+)?)$")
+_RATIOS = ("kv_cache_usage", "gpu_mem", "gpu_util")
 _DRIFT_LATENCY = re.compile(r"^(ttft|tpot|e2e)_(p50|p95|p99)_drift$")
 _DRIFT_OTHER = ("error_rate_drift", "kv_cache_usage_drift", "waiting_drift")
 _VALUE = re.compile(r"^([0-9]*\.?[0-9]+(?:e[-+]?\d+)?)\s*(ms|s|%)?\s*(?:/\s*(10min|min|h))?$")
@@ -63,7 +66,7 @@ def parse_series_term(name: str, op: str, value: str) -> SeriesTerm | None:
             raise ValueError("percentile must be between 0 and 100")
         if per is not None:
             raise ValueError("a server gauge takes a level, not a rate")
-        threshold = _fraction(number, unit) if gauge == "kv_cache_usage" else _count(number, unit)
+        threshold = _fraction(number, unit) if gauge in _RATIOS else _count(number, unit)
         return SeriesTerm("server", gauge, stat, threshold)
     m = _DRIFT_LATENCY.match(name)
     if m:

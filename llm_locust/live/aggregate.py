@@ -31,7 +31,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from llm_locust.live import catalog as metrics
-from llm_locust.record import INCOMPLETE, OK, input_tokens_of
+from llm_locust.record import CANCELLED, INCOMPLETE, NOT_FAILED, OK, input_tokens_of
 from llm_locust.results.histogram import FixedBucketCounts, LogHistogram
 
 __all__ = ["LATENCIES", "QUANTILES", "History", "LiveAggregate", "Window", "history_point"]
@@ -39,6 +39,7 @@ __all__ = ["LATENCIES", "QUANTILES", "History", "LiveAggregate", "Window", "hist
 #: Each latency (its record field, :data:`llm_locust.record.LATENCIES`) -> its catalog metric.
 LATENCIES: dict[str, metrics.MetricSpec] = {
     "ttft": metrics.TIME_TO_FIRST_TOKEN,
+    "ttft_visible": metrics.TIME_TO_FIRST_VISIBLE_TOKEN,
     "tpot": metrics.TIME_PER_OUTPUT_TOKEN,
     "itl": metrics.INTER_TOKEN_LATENCY,
     "e2e": metrics.E2E_LATENCY,
@@ -138,6 +139,8 @@ class LiveAggregate:
         self.requests: Counter[str] = Counter()
         self.prompt_tokens = 0
         self.generation_tokens = 0
+        self.reasoning_tokens = 0
+        self.cached_tokens = 0
         self.slo_good_requests = 0
         self.slo_good_generation_tokens = 0
         self.buckets = {
@@ -162,7 +165,7 @@ class LiveAggregate:
         slot = self.window.slot(now)
         outcome = str(row.get("outcome") or "unknown")
         self.requests[outcome] += 1
-        if outcome == INCOMPLETE:  # in flight when the load stopped: not a failure
+        if outcome in (INCOMPLETE, CANCELLED):  # stopped, or abandoned on purpose: not a failure
             return
         if outcome != OK:
             slot.errors[outcome] += 1
@@ -172,6 +175,8 @@ class LiveAggregate:
         slot.tokens += tokens
         self.prompt_tokens += input_tokens_of(row)
         self.generation_tokens += tokens
+        self.reasoning_tokens += int(row.get("reasoning_tokens") or 0)
+        self.cached_tokens += int(row.get("cached_tokens") or 0)
         for name in LATENCIES:
             values = _latencies(row, name)
             if values:
@@ -189,14 +194,14 @@ class LiveAggregate:
 
     @property
     def failed(self) -> int:
-        return sum(n for outcome, n in self.requests.items() if outcome not in (OK, INCOMPLETE))
+        return sum(n for outcome, n in self.requests.items() if outcome not in NOT_FAILED)
 
     @property
     def incomplete(self) -> int:
         return self.requests.get(INCOMPLETE, 0)
 
     def errors(self) -> dict[str, int]:
-        return dict(sorted((k, v) for k, v in self.requests.items() if k not in (OK, INCOMPLETE)))
+        return dict(sorted((k, v) for k, v in self.requests.items() if k not in NOT_FAILED))
 
     def recent_histograms(self, now: float | None = None) -> dict[str, LogHistogram]:
         """Each latency's histogram over the sliding window."""
@@ -236,8 +241,11 @@ class LiveAggregate:
                 "completed": self.completed,
                 "failed": self.failed,
                 "incomplete": self.incomplete,
+                "cancelled": self.requests.get(CANCELLED, 0),
                 "prompt_tokens": self.prompt_tokens,
                 "generation_tokens": self.generation_tokens,
+                "reasoning_tokens": self.reasoning_tokens,
+                "cached_tokens": self.cached_tokens,
                 "slo_good_requests": self.slo_good_requests,
                 "slo_good_generation_tokens": self.slo_good_generation_tokens,
             },

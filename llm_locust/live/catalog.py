@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 __all__ = [
+    "CACHED_PROMPT_TOKENS",
     "CATALOG",
     "CATALOG_BY_NAME",
     "E2E_LATENCY",
@@ -46,8 +47,12 @@ __all__ = [
     "IN_FLIGHT",
     "PREFIX",
     "PROMPT_TOKENS",
+    "REASONING_TOKENS",
     "REQUESTS",
     "RUN_INFO",
+    "SERVER_GPU_MEMORY_USAGE",
+    "SERVER_GPU_MEMORY_USED",
+    "SERVER_GPU_UTILIZATION",
     "SERVER_KV_CACHE_USAGE",
     "SERVER_NUM_REQUESTS_RUNNING",
     "SERVER_NUM_REQUESTS_WAITING",
@@ -59,6 +64,7 @@ __all__ = [
     "TIME_PER_OUTPUT_TOKEN_BUCKETS",
     "TIME_TO_FIRST_TOKEN",
     "TIME_TO_FIRST_TOKEN_BUCKETS",
+    "TIME_TO_FIRST_VISIBLE_TOKEN",
     "USERS",
     "WORKERS",
     "MetricSpec",
@@ -154,6 +160,18 @@ GENERATION_TOKENS = MetricSpec(
     "Generation (output) tokens received.",
     unit="tokens",
 )
+REASONING_TOKENS = MetricSpec(
+    f"{PREFIX}reasoning_tokens_total",
+    "counter",
+    "Reasoning tokens among the generation tokens (usage's reasoning_tokens, else counted).",
+    unit="tokens",
+)
+CACHED_PROMPT_TOKENS = MetricSpec(
+    f"{PREFIX}prompt_cached_tokens_total",
+    "counter",
+    "Prompt tokens the server served from its prefix cache (usage's cached_tokens).",
+    unit="tokens",
+)
 SLO_GOOD_REQUESTS = MetricSpec(
     f"{PREFIX}slo_good_requests_total",
     "counter",
@@ -171,7 +189,14 @@ SLO_GOOD_GENERATION_TOKENS = MetricSpec(
 TIME_TO_FIRST_TOKEN = MetricSpec(
     f"{PREFIX}time_to_first_token_seconds",
     "histogram",
-    "Time from sending a request to its first content-bearing chunk.",
+    "Time from sending a request to its first token-bearing chunk (reasoning or content).",
+    buckets=TIME_TO_FIRST_TOKEN_BUCKETS,
+    unit="seconds",
+)
+TIME_TO_FIRST_VISIBLE_TOKEN = MetricSpec(
+    f"{PREFIX}time_to_first_visible_token_seconds",
+    "histogram",
+    "Time from sending a request to its first content (answer, not reasoning) chunk.",
     buckets=TIME_TO_FIRST_TOKEN_BUCKETS,
     unit="seconds",
 )
@@ -234,13 +259,35 @@ SERVER_KV_CACHE_USAGE = MetricSpec(
     unit="ratio",
 )
 
+SERVER_GPU_MEMORY_USAGE = MetricSpec(
+    f"{PREFIX}server_gpu_memory_usage",
+    "gauge",
+    "The fullest GPU's memory used / total, 0..1 (DCGM_FI_DEV_FB_USED and _FREE, re-exported).",
+    unit="ratio",
+)
+SERVER_GPU_MEMORY_USED = MetricSpec(
+    f"{PREFIX}server_gpu_memory_used_bytes",
+    "gauge",
+    "GPU memory used, summed over the GPUs (DCGM_FI_DEV_FB_USED, re-exported).",
+    unit="bytes",
+)
+SERVER_GPU_UTILIZATION = MetricSpec(
+    f"{PREFIX}server_gpu_utilization",
+    "gauge",
+    "The busiest GPU's utilisation, 0..1 (DCGM_FI_DEV_GPU_UTIL, re-exported).",
+    unit="ratio",
+)
+
 CATALOG: tuple[MetricSpec, ...] = (
     REQUESTS,
     PROMPT_TOKENS,
     GENERATION_TOKENS,
+    REASONING_TOKENS,
+    CACHED_PROMPT_TOKENS,
     SLO_GOOD_REQUESTS,
     SLO_GOOD_GENERATION_TOKENS,
     TIME_TO_FIRST_TOKEN,
+    TIME_TO_FIRST_VISIBLE_TOKEN,
     TIME_PER_OUTPUT_TOKEN,
     INTER_TOKEN_LATENCY,
     E2E_LATENCY,
@@ -253,5 +300,8 @@ CATALOG: tuple[MetricSpec, ...] = (
     SERVER_NUM_REQUESTS_RUNNING,
     SERVER_NUM_REQUESTS_WAITING,
     SERVER_KV_CACHE_USAGE,
+    SERVER_GPU_MEMORY_USAGE,
+    SERVER_GPU_MEMORY_USED,
+    SERVER_GPU_UTILIZATION,
 )
 CATALOG_BY_NAME: dict[str, MetricSpec] = {spec.name: spec for spec in CATALOG}

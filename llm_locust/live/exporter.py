@@ -116,6 +116,8 @@ class LLMCollector(Collector):
         for spec, value in (
             (metrics.PROMPT_TOKENS, agg.prompt_tokens),
             (metrics.GENERATION_TOKENS, agg.generation_tokens),
+            (metrics.REASONING_TOKENS, agg.reasoning_tokens),
+            (metrics.CACHED_PROMPT_TOKENS, agg.cached_tokens),
             (metrics.SLO_GOOD_REQUESTS, agg.slo_good_requests),
             (metrics.SLO_GOOD_GENERATION_TOKENS, agg.slo_good_generation_tokens),
         ):

@@ -57,7 +57,7 @@ SAMPLE_S = 2.0
 HISTORY_S = 15 * 60
 TAB_KEY = "llm-locust"
 CHARTS_LINK_TEXT = "Charts: open /llm"
-_LABELS = {"ttft": "TTFT", "tpot": "TPOT", "itl": "ITL", "e2e": "E2E"}
+_LABELS = {"ttft": "TTFT", "ttft_visible": "TTFT visible", "tpot": "TPOT", "itl": "ITL", "e2e": "E2E"}
 
 
 class LiveWebUI:

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from llm_locust.config.burst import BurstSpec
 from llm_locust.config.model import LoadConfig
 from llm_locust.load.arrivals import parse_arrival
 from llm_locust.load.sources import ArrivalSource, RateArrivals, TraceArrivals
@@ -49,6 +50,7 @@ class LoadPlan:
     arrivals: ArrivalSource | None = None
     max_concurrency: int | None = None
     seed: int = 0
+    burst: BurstSpec | None = None  # waves on top of the base load (load/bursts.py)
 
     @property
     def open_loop(self) -> bool:
@@ -60,6 +62,12 @@ class LoadPlan:
             out.update(self.arrivals.describe())
         if self.max_concurrency:
             out["max_concurrency"] = self.max_concurrency
+        if self.burst is not None:
+            out["burst"] = {
+                "every_s": self.burst.every_s,
+                "size": self.burst.size,
+                "start_s": self.burst.start_s,
+            }
         return out
 
 
@@ -127,9 +135,9 @@ MODELS: dict[str, Callable[[LoadConfig, int], Stages]] = {
 
 def _build(load: LoadConfig, seed: int) -> LoadPlan:
     if load.mode is None:
-        return LoadPlan(max_concurrency=load.max_concurrency, seed=seed)
+        return LoadPlan(max_concurrency=load.max_concurrency, seed=seed, burst=load.burst)
     stages, arrivals = MODELS[load.mode](load, seed)
-    return LoadPlan(stages, arrivals, load.max_concurrency, seed)
+    return LoadPlan(stages, arrivals, load.max_concurrency, seed, burst=load.burst)
 
 
 def _trace(load: LoadConfig, seed: int) -> Trace:

@@ -24,6 +24,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Protocol
 
+from llm_locust.protocol.reasoning import detail_count, settle_reasoning
 from llm_locust.record import RequestRecord
 
 __all__ = [
@@ -81,6 +82,8 @@ def settle_counts(record: RequestRecord, usage: dict[str, Any] | None) -> None:
         record.prompt_tokens, record.prompt_token_source = prompt, "usage"
     elif record.target_input_tokens is not None:
         record.prompt_token_source = "target"
+    record.cached_tokens = detail_count(usage, "prompt_tokens_details", "cached_tokens")
+    settle_reasoning(record, usage)
 
 
 def prompt_texts(body: dict[str, Any]) -> list[str]:
@@ -104,15 +107,30 @@ def _content_texts(content: Any) -> list[str]:
     return []
 
 
-def apply_tokenizer(record: RequestRecord, counter: TokenCounter, body: dict[str, Any], text: str) -> None:
-    """Count what usage did not say; one ``count_batch`` call (the tokenizer may be remote)."""
+def apply_tokenizer(
+    record: RequestRecord,
+    counter: TokenCounter,
+    body: dict[str, Any],
+    text: str,
+    reasoning: str = "",
+    first_visible: str = "",
+) -> None:
+    """Count what usage did not say; one ``count_batch`` call (the tokenizer may be remote).
+
+    ``text`` is everything streamed; ``reasoning`` its reasoning part and ``first_visible``
+    the first content chunk's text (counted with the output: see
+    :mod:`llm_locust.protocol.reasoning`)."""
     need_output = record.token_source != "usage"
     prompts = prompt_texts(body) if record.prompt_token_source != "usage" else []
-    texts = [*prompts, text] if need_output else prompts
+    texts = [*prompts, text, reasoning, first_visible] if need_output else prompts
     if not texts:
         return
     counts = counter.count_batch(texts)
     if prompts:
         record.prompt_tokens, record.prompt_token_source = sum(counts[: len(prompts)]), "tokenizer"
     if need_output:
-        record.completion_tokens, record.token_source = counts[-1], "tokenizer"
+        record.completion_tokens, record.token_source = counts[-3], "tokenizer"
+        if reasoning:
+            record.reasoning_tokens, record.reasoning_token_source = counts[-2], "tokenizer"
+        if first_visible:
+            record.first_visible_tokens = counts[-1]

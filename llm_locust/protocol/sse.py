@@ -39,6 +39,7 @@ class Chunk:
     """What one stream chunk means for timing and token counting."""
 
     text: str = ""  # content or reasoning text; non-empty marks a token-bearing chunk
+    reasoning: bool = False  # the text is reasoning (``reasoning_content`` / ``reasoning``), not content
     usage: dict[str, Any] | None = None  # counts checked: absent, or non-negative ints
     finish_reason: str | None = None  # set on any choice: the stream is complete
     error: str | None = None  # an in-stream error object's message
@@ -132,24 +133,28 @@ def parse_chunk(data: str) -> Chunk:
     for i, choice in enumerate(choices):
         if not isinstance(choice, dict):
             raise PayloadError(f"choices[{i}] is not an object: {_clip(json.dumps(choice))}")
-        chunk.text += _choice_text(choice)
+        text, reasoning = _choice_text(choice)
+        if text:  # a chunk is reasoning only when all its text is
+            chunk.reasoning = reasoning and (chunk.reasoning or not chunk.text)
+            chunk.text += text
         reason = choice.get("finish_reason")
         if reason is not None:
             chunk.finish_reason = str(reason)
     return chunk
 
 
-def _choice_text(choice: dict[str, Any]) -> str:
+def _choice_text(choice: dict[str, Any]) -> tuple[str, bool]:
+    """The choice's text and whether it is reasoning (content wins when a delta has both)."""
     delta = choice.get("delta")
     if delta is None:  # completions
-        return _string(choice, "text", "text")
+        return _string(choice, "text", "text"), False
     if not isinstance(delta, dict):
         raise PayloadError(f"delta is not an object: {_clip(json.dumps(delta))}")
     for key in ("content", "reasoning_content", "reasoning"):
         text = _string(delta, key, f"delta.{key}")
         if text:
-            return text
-    return ""
+            return text, key != "content"
+    return "", False
 
 
 def _string(obj: dict[str, Any], key: str, where: str) -> str:

@@ -61,6 +61,7 @@ def build_report(runs: Sequence[RunData], compare: bool = False) -> str:
             ("time-in-flight", timecharts.in_flight_over_time(runs)),
             ("time-errors", timecharts.errors_over_time(runs)),
             ("time-server", timecharts.server_over_time(runs)),
+            ("time-gpu", timecharts.gpu_over_time(runs)),
         ]
     )
     sections: list[Section] = [("Verdict", _per_run(runs, tables.verdict_block), [], "")]

@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from llm_locust.record import NOT_FAILED
 from llm_locust.results.analysis import SERVER_FILE, drift_of, span_of
 from llm_locust.results.columns import read_rows
 from llm_locust.results.server_series import gauge_series, read_server_metrics
@@ -125,7 +126,7 @@ def top_messages(rows: list[dict[str, Any]], per_class: int = 3) -> dict[str, li
     counts: dict[str, dict[str, int]] = {}
     for r in rows:
         outcome = r.get("outcome")
-        if outcome in (None, "ok", "incomplete"):
+        if outcome is None or outcome in NOT_FAILED:
             continue
         by_message = counts.setdefault(outcome, {})
         message = (r.get("message") or "").strip()[:200]

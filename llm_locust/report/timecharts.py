@@ -10,11 +10,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from llm_locust.record import NOT_FAILED
 from llm_locust.report.charts import COLORS, base_option
 from llm_locust.report.data import RunData
 
 __all__ = [
     "errors_over_time",
+    "gpu_over_time",
     "in_flight_over_time",
     "latency_over_time",
     "server_over_time",
@@ -127,9 +129,7 @@ def errors_over_time(runs: Sequence[RunData]) -> dict[str, Any] | None:
     """Failed requests per window, stacked by failure class (one stack per run)."""
     option = _option("Errors by class over time", _y("failed requests per window"), runs)
     for i, run in enumerate(runs):
-        classes = sorted(
-            {k for w in run.windows for k in w.get("requests", {}) if k not in ("ok", "incomplete")}
-        )
+        classes = sorted({k for w in run.windows for k in w.get("requests", {}) if k not in NOT_FAILED})
         for j, name in enumerate(classes):
             data = [[_mid(w), w.get("requests", {}).get(name, 0)] for w in run.windows]
             series = {
@@ -154,6 +154,25 @@ def server_over_time(runs: Sequence[RunData]) -> dict[str, Any] | None:
         return None
     return _two_axes(
         option, scraped, ("KV-cache usage %", "kv_cache_usage_mean", 100.0), ("waiting", "waiting_mean", 1.0)
+    )
+
+
+def gpu_over_time(runs: Sequence[RunData]) -> dict[str, Any] | None:
+    """GPU memory of the fullest GPU (%, left) and utilisation of the busiest (%, right), from a
+    DCGM exporter among ``--server-metrics``; ``None`` without GPU series."""
+    y = [
+        _y("GPU memory used (%)", min=0, max=100),
+        _y("GPU utilisation (%)", position="right", min=0, max=100),
+    ]
+    option = _option("Server: GPU memory and utilisation (DCGM)", y, runs)
+    scraped = [run for run in runs if any(p.get("gpu_mem") is not None for p in run.server)]
+    if not scraped:
+        return None
+    return _two_axes(
+        option,
+        scraped,
+        ("GPU memory max %", "gpu_mem_max", 100.0),
+        ("GPU utilisation %", "gpu_util_mean", 100.0),
     )
 
 

@@ -28,9 +28,10 @@ from typing import Any
 import numpy as np
 import orjson
 
-from llm_locust.record import INCOMPLETE, OK
+from llm_locust.record import CANCELLED, INCOMPLETE, OK
 from llm_locust.results.arrivals import ChunkStore
 from llm_locust.results.stats import ItlBudget, ItlPool, ItlValues, percentile
+from llm_locust.results.traffic_columns import TrafficBuilder
 
 __all__ = [
     "EXCLUSIONS",
@@ -118,6 +119,7 @@ class ColumnsBuilder:
         self.budget = budget if budget is not None else ItlBudget()
         self.pools: dict[tuple[int, str | None], ItlPool] = {}
         self.chunks = ChunkStore()
+        self.traffic = TrafficBuilder()  # reasoning, prefix cache, bursts: sparse (issue 16)
 
     def add(self, row: Mapping[str, Any]) -> None:
         get = row.get
@@ -133,6 +135,7 @@ class ColumnsBuilder:
         self.outcome.add(outcome)
         self.token_source.add(get("token_source") or "none")
         why = exclusion(row)
+        self.traffic.add(index, row)
         self.exclusion.add(why or "")
         gaps = get("itl") or ()
         for stat, column in self.itl_own.items():
@@ -179,6 +182,8 @@ class Columns:
         self.chunks = built.chunks  # every content chunk's time (results.arrivals)
         self.ok = self._is_outcome(OK)
         self.incomplete = self._is_outcome(INCOMPLETE)
+        self.cancelled = self._is_outcome(CANCELLED)  # abandoned by the client: not a failure
+        self.traffic = built.traffic.build()
         self.measured = self.excluded_as(None)
 
     # -- declared for type checkers (set from _FLOATS and _FLAGS) --

@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from llm_locust.results.summary import format_stage_table, format_table
+from llm_locust.results.traffic import stage_cache_lines
 
 __all__ = ["LEGEND", "LOCUST_TABLE_LABEL", "end_of_run_text", "exclusions_line"]
 
@@ -64,7 +65,7 @@ def end_of_run_text(summary: dict[str, Any], paths: str | None = None) -> str:
     if summary.get("capacity"):
         lines.append(f"capacity: {summary['capacity']}")
     if summary.get("stages"):
-        lines += [format_stage_table(summary["stages"]), LEGEND]
+        lines += [format_stage_table(summary["stages"]), LEGEND, *stage_cache_lines(summary["stages"])]
     drift = summary.get("drift") or {}
     if drift.get("verdict") in ("drifting", "stable", "inconclusive"):
         lines.append(f"soak: {drift['text']}")

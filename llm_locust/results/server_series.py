@@ -5,7 +5,9 @@ The scraper (:mod:`llm_locust.live.server_metrics`) appends one ``{"t", "name", 
 ``{"t", "running", "waiting", "kv_cache_usage", "preemptions"}``, with the engine's names
 mapped to ours (vLLM, SGLang, TGI; the current name first) and label sets combined as the
 live gauges do: counts summed (data-parallel engines), the cache ratio the maximum.
-``preemptions`` is the cumulative counter (vLLM's ``vllm:num_preemptions_total``).
+``preemptions`` is the cumulative counter (vLLM's ``vllm:num_preemptions_total``). With a DCGM
+exporter among the scraped URLs, a point also has ``gpu_mem``, ``gpu_mem_used``,
+``gpu_mem_total`` and ``gpu_util`` (:mod:`llm_locust.results.gpu`).
 
 Per-stage values (:func:`series_values`) feed the SLO terms on server metrics
 (``kv_cache_usage_max<=95%``, ``waiting_p95<=10``, ``preemptions==0``). Pure module.
@@ -20,6 +22,8 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+from llm_locust.results.gpu import DCGM_NAMES, GPU_GAUGES, gpu_values
+
 __all__ = [
     "GAUGES",
     "GAUGE_SOURCES",
@@ -27,6 +31,7 @@ __all__ = [
     "gauge_series",
     "read_server_metrics",
     "series_values",
+    "source_names",
 ]
 
 #: Our gauge -> (the server's sample names, most preferred first; how label sets combine).
@@ -36,7 +41,12 @@ GAUGE_SOURCES: dict[str, tuple[tuple[str, ...], Callable[[Iterable[float]], floa
     "kv_cache_usage": (("vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc", "sglang:token_usage"), max),
     "preemptions": (("vllm:num_preemptions_total",), sum),
 }
-GAUGES = ("running", "waiting", "kv_cache_usage")
+GAUGES = ("running", "waiting", "kv_cache_usage", "gpu_mem", "gpu_util")
+
+
+def source_names(gauge: str) -> tuple[str, ...]:
+    """The server samples a gauge is read from (for messages)."""
+    return GAUGE_SOURCES[gauge][0] if gauge in GAUGE_SOURCES else GPU_GAUGES.get(gauge, ())
 
 
 def read_server_metrics(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
@@ -57,8 +67,12 @@ def read_server_metrics(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
 def gauge_series(samples: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
     """One point per scrape time, ordered by time; a gauge the server did not expose is absent."""
     by_time: dict[float, dict[str, list[float]]] = {}
+    gpus: dict[float, list[tuple[str, dict[str, str], float]]] = {}
     for s in samples:
-        by_time.setdefault(float(s["t"]), {}).setdefault(s["name"], []).append(float(s["value"]))
+        t = float(s["t"])
+        by_time.setdefault(t, {}).setdefault(s["name"], []).append(float(s["value"]))
+        if s["name"] in DCGM_NAMES:
+            gpus.setdefault(t, []).append((s["name"], s.get("labels") or {}, float(s["value"])))
     out = []
     for t in sorted(by_time):
         found = by_time[t]
@@ -67,6 +81,7 @@ def gauge_series(samples: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
             name = next((n for n in names if n in found), None)
             if name is not None:
                 point[ours] = float(combine(found[name]))
+        point.update(gpu_values(gpus.get(t, ())))
         out.append(point)
     return out
 

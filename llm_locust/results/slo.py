@@ -260,7 +260,7 @@ def evaluate(spec: SloSpec, rows: Rows, duration_s: float, series: SeriesJudge |
     out, of the success ratio too: the server neither served nor failed them.
     """
     part = slo_part(rows, spec).without(("warmup", "incomplete"))
-    mask = part.mask
+    mask = part.mask & ~part.cols.cancelled  # abandoned by the client: neither served nor failed
     ok = part.ok()
     judge = series or _unjudged
     results = [

@@ -25,7 +25,7 @@ import numpy as np
 
 from llm_locust.results.confidence import verdict
 from llm_locust.results.drift import MIN_SPAN_S, MIN_WINDOWS, fit_trend
-from llm_locust.results.server_series import GAUGE_SOURCES, counter_increase, series_values
+from llm_locust.results.server_series import counter_increase, series_values, source_names
 from llm_locust.results.slo import SeriesJudge, SloLine, SloLineResult, statistic
 
 __all__ = ["drift_key", "series_judge"]
@@ -79,7 +79,7 @@ def _server_line(line: SloLine, server: Sequence[dict[str, Any]], start: float, 
         elif not scrapes:
             why = "no scrape of the server's metrics in this span"
         else:
-            names = ", ".join(GAUGE_SOURCES[line.metric][0])
+            names = ", ".join(source_names(line.metric))
             why = f"the server's metrics have no {line.metric} series ({names})"
         return SloLineResult(line, None, False, len(scrapes), note=why)
     passed = line.holds(measured)

@@ -22,6 +22,7 @@ from llm_locust.results.columns import Columns, Part
 from llm_locust.results.concurrency import peak_in_flight
 from llm_locust.results.failures import failure_lines
 from llm_locust.results.stats import latency_stats, percentiles
+from llm_locust.results.traffic import traffic_lines
 
 __all__ = [
     "SUMMARY_NAMES",
@@ -51,6 +52,7 @@ def summarize(rows: Part | Columns | Iterable[Mapping[str, Any]], duration: floa
     cols, mask = part.cols, part.mask
     ok = part.ok()
     completed, incomplete = int(ok.sum()), int((mask & cols.incomplete).sum())
+    cancelled = int((mask & cols.cancelled).sum())
     duration = max(duration, 1e-9)
     prompt = np.where(np.isnan(cols.prompt[ok]), np.nan_to_num(cols.target_in[ok]), cols.prompt[ok])
     input_tokens = int(prompt.sum())
@@ -58,8 +60,9 @@ def summarize(rows: Part | Columns | Iterable[Mapping[str, Any]], duration: floa
     itl = part.itl()
     out: dict[str, Any] = {
         "completed": completed,
-        "failed": part.n - completed - incomplete,
+        "failed": part.n - completed - incomplete - cancelled,
         "incomplete": incomplete,
+        "cancelled": cancelled,
         "duration": duration,
         "total_input_tokens": input_tokens,
         "total_output_tokens": output_tokens,
@@ -74,13 +77,30 @@ def summarize(rows: Part | Columns | Iterable[Mapping[str, Any]], duration: floa
         else:
             out.update(latency_stats(name, _known(getattr(cols, field)[ok])))
     out["itl_precision"] = itl.precision()
-    failed = mask & ~cols.ok & ~cols.incomplete
+    out.update(_traffic(part, ok))
+    failed = mask & ~cols.ok & ~cols.incomplete & ~cols.cancelled
     out["errors"] = dict(sorted(Counter(cols.outcome_of(failed)).items()))
     sources = np.asarray(cols.token_source_names, dtype=object)
     out["token_sources"] = dict(sorted(Counter(sources[cols.token_source[ok]].tolist()).items()))
     out["tpot_undefined"] = int(np.isnan(cols.tpot[ok]).sum())
     if (~np.isnan(cols.lag[mask])).any():
         out.update(open_loop_stats(part, duration))
+    return out
+
+
+def _traffic(part: Part, ok: np.ndarray) -> dict[str, Any]:
+    """Visible TTFT, cache-hit and burst TTFT keys, and the reasoning, prefix-cache and burst
+    blocks (each only when a record has something to say; :mod:`llm_locust.results.traffic`)."""
+    cols, traffic = part.cols, part.cols.traffic
+    out: dict[str, Any] = {}
+    for name, seconds in traffic.latencies(cols, ok).items():
+        out.update(latency_stats(name, seconds))
+    blocks = {
+        "reasoning": traffic.reasoning_block(ok),
+        "prefix_cache": traffic.cache_block(cols, ok),
+        "bursts": traffic.burst_block(cols, part.mask),
+    }
+    out.update({key: block for key, block in blocks.items() if block is not None})
     return out
 
 
@@ -130,6 +150,7 @@ def format_table(summary: dict[str, Any], title: str = "llm-locust summary") -> 
         for stat in ("mean", "median", "p90", "p95", "p99"):
             value = summary.get(f"{stat}_{name}_ms")
             lines.append(row(f"{stat.capitalize()} {name.upper()}", "-" if value is None else f"{value:.2f}"))
+    lines += traffic_lines(summary)
     if summary.get("errors"):
         lines.append(f"{'-' * 20} Failures by class {'-' * 20}")
         lines += [row(k, str(v)) for k, v in summary["errors"].items()]
@@ -172,7 +193,7 @@ def _objective_value(line: dict[str, Any]) -> str:
     measured, name = line.get("measured"), line.get("name", "")
     if measured is None:
         return "-"
-    percent = name == "success" or name.startswith(("kv_cache_usage", "error_rate"))
+    percent = name == "success" or name.startswith(("kv_cache_usage", "error_rate", "gpu_mem", "gpu_util"))
     if line.get("kind") == "drift":
         return (
             f"{measured * 100:+.2f} pts/10min"
@@ -252,6 +273,7 @@ _HEADLINE = (
     ("Successful requests:", "completed", "{}"),
     ("Failed requests:", "failed", "{}"),
     ("Incomplete (in flight at the stop):", "incomplete", "{}"),
+    ("Cancelled by the client:", "cancelled", "{}"),
     ("Duration (s):", "duration", "{:.2f}"),
     ("Total input tokens:", "total_input_tokens", "{}"),
     ("Total generated tokens:", "total_output_tokens", "{}"),

@@ -31,8 +31,8 @@ from typing import Any
 import numpy as np
 
 from llm_locust.load.stages import parse_duration
-from llm_locust.record import OK
-from llm_locust.results.server_series import counter_increase
+from llm_locust.record import NOT_FAILED, OK
+from llm_locust.results.server_series import GAUGES, counter_increase
 from llm_locust.results.timeline import Timeline, binned_overlap, binned_sum
 
 __all__ = ["MAX_WINDOWS", "auto_window", "parse_window", "window_series", "windows_csv"]
@@ -41,7 +41,6 @@ MAX_WINDOWS = 20_000
 _NICE_S = (1.0, 2.0, 5.0, 10.0, 15.0, 30.0)
 _LATENCIES = (("ttft", "ttft"), ("tpot", "tpot"), ("e2el", "e2e"))
 _QUANTILES = (50, 95, 99)
-INCOMPLETE = "incomplete"
 
 
 def parse_window(text: str | float | None) -> float | None:
@@ -106,7 +105,7 @@ def _requests_in(timeline: Timeline, mask: np.ndarray) -> dict[str, Any]:
     names, counts = np.unique(outcomes.astype(str), return_counts=True) if outcomes.size else ((), ())
     by_outcome = {str(k): int(v) for k, v in zip(names, counts, strict=True)}
     completed = by_outcome.get(OK, 0)
-    failed = sum(v for k, v in by_outcome.items() if k not in (OK, INCOMPLETE))
+    failed = sum(v for k, v in by_outcome.items() if k not in NOT_FAILED)
     entry: dict[str, Any] = {
         "requests": by_outcome,
         "completed": completed,
@@ -126,7 +125,7 @@ def _requests_in(timeline: Timeline, mask: np.ndarray) -> dict[str, Any]:
 def _server_in(server: Sequence[dict[str, float]], lo: float, hi: float) -> dict[str, Any]:
     inside = [s for s in server if lo <= s["t"] < hi]
     out: dict[str, Any] = {}
-    for gauge in ("kv_cache_usage", "waiting", "running"):
+    for gauge in GAUGES:
         values = [s[gauge] for s in inside if s.get(gauge) is not None]
         out[f"{gauge}_mean"] = float(np.mean(values)) if values else None
         out[f"{gauge}_max"] = float(np.max(values)) if values else None

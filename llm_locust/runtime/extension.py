@@ -34,6 +34,7 @@ import gevent
 from llm_locust.client import ClientConfig
 from llm_locust.config.build import ConfigError, config_from_options
 from llm_locust.config.model import RequestConfig, RunConfig
+from llm_locust.load.cancel import CancelPolicy
 from llm_locust.load.plan import OPEN_LOOP_LEAD, LoadPlan
 from llm_locust.load.stages import Stage
 from llm_locust.record import RequestRecord
@@ -42,6 +43,7 @@ from llm_locust.results.finalize import exit_code, warnings
 from llm_locust.results.report import LOCUST_TABLE_LABEL, end_of_run_text
 from llm_locust.results.writer import SUMMARY_FILE
 from llm_locust.runtime import distributed, preflight, stopping
+from llm_locust.runtime.bursts import BurstDispatcher
 from llm_locust.runtime.bus import Finalized, RecordBus
 from llm_locust.runtime.context import RunContext
 from llm_locust.runtime.prepare import PREPARER, Prepared, results_dir, source_of, workload_info
@@ -101,6 +103,7 @@ class Extension:
         self.run_id = ""
         self.live = LiveState()
         self.context: RunContext | None = None  # the current test's; None before the first start
+        self.bursts: BurstDispatcher | None = None
         self.results: TestResults | None = None  # the current test's (local, master)
         self.last_summary: dict[str, Any] | None = None
         self.preflight_result: Any = None  # the last preflight check (headless or the web UI's)
@@ -184,6 +187,9 @@ class Extension:
             test=self.tests,
             start_time=time.time(),
         )
+        if self.role != "master" and self.plan.burst is not None:  # --burst: waves on top of the load
+            live = self.live
+            self.bursts = BurstDispatcher(self.context, self, lambda: (live.pending_t0, live.pending_workers))
         if self.role == "worker":
             assert self.outbox is not None
             self.outbox.start()
@@ -219,6 +225,9 @@ class Extension:
             gevent.sleep(LEVEL_SAMPLE_S)
 
     def on_test_stop(self) -> None:
+        if self.bursts is not None:  # before the outbox stops: its records go to the master too
+            self.bursts.finish(float(self.environment.stop_timeout or 0))
+            self.bursts = None
         if self.outbox is not None:
             self.outbox.stop()
         if self.results is not None and self.results.running:
@@ -385,4 +394,5 @@ def client_config(request: RequestConfig, host: str) -> ClientConfig:
         request_timeout=request.request_timeout,
         ca_cert=request.ca_cert,
         insecure=request.insecure,
+        cancel=CancelPolicy(request.cancel_rate, request.cancel_after) if request.cancel_rate > 0 else None,
     )

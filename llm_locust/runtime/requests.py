@@ -19,7 +19,7 @@ import itertools
 from collections.abc import Callable
 from typing import Any
 
-from llm_locust.record import INCOMPLETE, RequestRecord
+from llm_locust.record import CANCELLED, INCOMPLETE, RequestRecord
 from llm_locust.runtime.context import RunContext
 from llm_locust.workload.base import RequestSpec
 
@@ -80,7 +80,7 @@ class Requests:
 
     def complete(self, context: RunContext, record: RequestRecord) -> None:
         """A request finished: Locust stats first, then its row on to the results."""
-        if record.outcome != INCOMPLETE:
+        if record.outcome not in (INCOMPLETE, CANCELLED):  # neither a success nor a failure
             self._log_stats(record)
         if context.staged:
             stage, record.warmup = context.stage_at(record.wall_start)

@@ -107,6 +107,9 @@ def test_every_exported_name_is_in_the_catalog_and_run_info_is_single() -> None:
     expected = {n for spec in metrics.CATALOG for n in spec.series_names} - {
         metrics.SERVER_NUM_REQUESTS_RUNNING.name,
         metrics.SERVER_NUM_REQUESTS_WAITING.name,
+        metrics.SERVER_GPU_MEMORY_USAGE.name,  # re-exported only from a DCGM exporter's scrape
+        metrics.SERVER_GPU_MEMORY_USED.name,
+        metrics.SERVER_GPU_UTILIZATION.name,
     }
     assert expected <= names
 
@@ -293,7 +296,7 @@ def test_server_metrics_failures_are_counted_and_logged_once(caplog: pytest.LogC
         assert not scraper.scrape_once() and not scraper.scrape_once()
     assert scraper.failures == {"connect": 2}
     assert len([r for r in caplog.records if "scrape failed" in r.message]) == 1
-    scraper.fetch = lambda: "this is { not prometheus"  # type: ignore[method-assign]
+    scraper.fetch = lambda url=None: "this is { not prometheus"  # type: ignore[method-assign]
     assert not scraper.scrape_once()
     assert scraper.failures == {"connect": 2, "parse": 1}
 

@@ -9,7 +9,9 @@ import gevent
 import pytest
 
 from llm_locust.client import ClientConfig, StreamingClient
-from llm_locust.record import INCOMPLETE, RequestRecord
+from llm_locust.config.cancel import parse_cancel_after
+from llm_locust.load.cancel import CancelPolicy
+from llm_locust.record import CANCELLED, INCOMPLETE, RequestRecord
 from llm_locust.workload.corpus import PARAGRAPHS
 from llm_locust.workload.tokenizer import HFTokenizer
 from tests.bpe import train_bpe
@@ -228,3 +230,101 @@ def test_a_user_killed_mid_stream_leaves_an_incomplete_record_with_its_marks(pee
     assert 3 <= len(record.chunk_times) < 50 and record.completion_tokens == len(record.chunk_times)
     assert record.e2e is not None and record.e2e >= record.ttft
     assert "stopped after" in record.message and "GreenletExit" in record.message
+
+
+# -- reasoning models (issue 16 §1) ---------------------------------------------------------
+
+
+def test_reasoning_stream_has_two_clocks_and_a_token_split(peer: str) -> None:
+    r, text = send(f"{peer}/reasoning")
+    assert r.ok, r.message
+    assert text == "hmm soone two three four five six"
+    assert len(r.chunk_times) == 5 and r.reasoning_chunks == 2
+    # the scripted peer waits 20 ms between writes: the first content chunk is the 4th event
+    assert r.ttft is not None and r.ttft_visible is not None
+    assert r.ttft_visible - r.ttft >= 0.035
+    assert r.t_first_visible == r.chunk_times[2]
+    assert (r.reasoning_tokens, r.reasoning_token_source, r.answer_tokens) == (2, "usage", 6)
+    assert r.cached_tokens == 5
+    # 6 answer tokens in 3 content chunks of 18, 5 and 4 characters: the first carried 4
+    assert r.first_visible_tokens == 4
+    row = r.to_json()
+    assert row["ttft_visible"] == r.ttft_visible and row["answer_tokens"] == 6
+    back = RequestRecord.from_json(row)
+    assert back.ttft_visible == pytest.approx(r.ttft_visible) and back.reasoning_tokens == 2
+
+
+def test_batched_first_content_chunk_warns_once(peer: str, caplog: pytest.LogCaptureFixture) -> None:
+    import llm_locust.client as client_module
+
+    client_module._batched_warned.clear()
+    with caplog.at_level("WARNING", logger="llm_locust"):
+        send(f"{peer}/reasoning")
+        send(f"{peer}/reasoning")
+        send(f"{peer}/ok")
+    warnings = [m for m in caplog.messages if "first content chunk carried" in m]
+    assert warnings == [
+        "llm-locust: the first content chunk carried 4 tokens: ttft_visible includes the "
+        "decode time of 3 of them (the server batches tokens into chunks; ITL sees one gap "
+        "for several)"
+    ]
+
+
+def test_reasoning_without_usage_counts_chunks_or_the_tokenizer(peer: str, bpe: HFTokenizer) -> None:
+    r, _ = send(f"{peer}/reasoning_no_usage")
+    assert r.ok, r.message
+    assert (r.reasoning_tokens, r.reasoning_token_source) == (2, "chunks")
+    assert r.completion_tokens == 5 and r.answer_tokens == 3 and r.token_source == "chunks"
+    assert r.first_visible_tokens is None  # chunk counts cannot say how many tokens a chunk held
+    assert r.cached_tokens is None
+    client = StreamingClient(ClientConfig(host=f"{peer}/reasoning_no_usage", model="m", tokenizer=bpe))
+    record = RequestRecord(request_id="t", wall_start=0.0, t_sent=0.0)
+    try:
+        client.send({"model": "m", "messages": [], "stream": True}, record)
+    finally:
+        client.close()
+    reasoning, answer, first = bpe.count_batch(
+        ["hmm so", "one two three four five six", "one two three four"]
+    )
+    everything = bpe.count_batch(["hmm soone two three four five six"])[0]
+    assert (record.reasoning_tokens, record.reasoning_token_source) == (reasoning, "tokenizer")
+    assert (record.completion_tokens, record.token_source) == (everything, "tokenizer")
+    assert record.first_visible_tokens == first and first > 1
+    assert answer > 1
+
+
+# -- cancelled requests (issue 16 §2) -------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("after", "chunks"), [("3tokens", (3, 3)), ("first-token", (1, 1)), ("0.5s", (1, 4))]
+)
+def test_a_cancelled_request_keeps_its_partial_marks(peer: str, after: str, chunks: tuple[int, int]) -> None:
+    policy = CancelPolicy(1.0, parse_cancel_after(after))
+    client = StreamingClient(ClientConfig(host=f"{peer}/slow", model="m", request_timeout=30, cancel=policy))
+    record = RequestRecord(request_id="t", wall_start=0.0, t_sent=0.0)
+    try:
+        client.send({"model": "m", "messages": [], "stream": True}, record)
+        again = RequestRecord(request_id="u", wall_start=0.0, t_sent=0.0)
+        client.send({"model": "m", "messages": [], "stream": True}, again)  # a fresh connection
+    finally:
+        client.close()
+    for r in (record, again):
+        assert r.outcome == CANCELLED and not r.ok, r.message
+        assert chunks[0] <= len(r.chunk_times) <= chunks[1]
+        assert r.ttft is not None and r.e2e is not None and r.e2e < 2.0  # not the 10 s stream
+        assert r.completion_tokens == len(r.chunk_times) and r.finish_reason is None
+        assert "cancelled by the client" in r.message and "(--cancel-rate)" in r.message
+    if after.endswith("s") and not after.endswith("tokens"):
+        assert 0.5 <= record.e2e < 0.8
+
+
+def test_no_cancel_rate_no_cancellation(peer: str) -> None:
+    policy = CancelPolicy(0.0, parse_cancel_after("first-token"))
+    client = StreamingClient(ClientConfig(host=f"{peer}/ok", model="m", cancel=policy))
+    record = RequestRecord(request_id="t", wall_start=0.0, t_sent=0.0)
+    try:
+        client.send({"model": "m", "messages": [], "stream": True}, record)
+    finally:
+        client.close()
+    assert record.ok, record.message

@@ -80,3 +80,41 @@ def test_table_mentions_chunk_counted_tokens() -> None:
     r = row(0, 0.1, 0.2, 2)
     r["token_source"] = "chunks"
     assert "counted from stream chunks" in format_table(summarize([r], 1.0))
+
+
+def test_reasoning_and_prefix_cache_blocks() -> None:
+    rows = []
+    for i in range(10):
+        r = row(i, ttft=0.1 + 0.01 * i, e2e=2.0, tokens=50)
+        r.update(ttft_visible=0.5 + 0.01 * i, reasoning_tokens=20 + i, answer_tokens=30 - i)
+        r.update(
+            reasoning_token_source="usage" if i < 8 else "chunks", first_visible_tokens=3 if i == 0 else 1
+        )
+        r.update(cached_tokens=64 if i % 2 else 0)
+        rows.append(r)
+    s = summarize(rows, duration=10.0)
+    assert s["p50_ttft_visible_ms"] == pytest.approx(np.percentile([500 + 10 * i for i in range(10)], 50))
+    block = s["reasoning"]
+    assert block["requests"] == block["with_reasoning"] == 10
+    assert block["total_reasoning_tokens"] == sum(20 + i for i in range(10))
+    assert block["p50_reasoning_tokens"] == pytest.approx(24.5)
+    assert block["sources"] == {"chunks": 2, "usage": 8} and block["first_chunk_batched"] == 1
+    assert "reasoning and answer" in block["phases"]["tpot"]
+    cache = s["prefix_cache"]
+    assert (cache["requests_reporting"], cache["hits"], cache["hit_ratio"]) == (10, 5, 0.5)
+    assert cache["token_hit_ratio"] == pytest.approx(5 * 64 / 1000)
+    hit_ttft = [100 + 10 * i for i in range(10) if i % 2]
+    miss_ttft = [100 + 10 * i for i in range(10) if not i % 2]
+    assert s["median_ttft_cache_hit_ms"] == pytest.approx(np.median(hit_ttft))
+    assert s["median_ttft_cache_miss_ms"] == pytest.approx(np.median(miss_ttft))
+    table = format_table(s)
+    assert "Time to first visible token" in table and "Reasoning tokens p50 / p99:" in table
+    assert "1 first content chunks carried several tokens" in table
+    assert "Hit ratio (requests / tokens):" in table and "50.0% / 32.0%" in table
+
+
+def test_plain_run_has_no_reasoning_or_cache_block() -> None:
+    s = summarize([row(i, 0.1, 1.0, 10) for i in range(4)], duration=1.0)
+    assert "reasoning" not in s and "prefix_cache" not in s
+    assert s["p50_ttft_visible_ms"] is None  # rows without the field (an old requests.jsonl)
+    assert "Time to first visible token" not in format_table(s)

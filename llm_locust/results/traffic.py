@@ -1,0 +1,108 @@
+"""Modern traffic in the summary: reasoning phases, prefix-cache hits, bursts; and its text.
+
+The keys (computed on the columns by :mod:`llm_locust.results.traffic_columns`), over the
+successful, measured records of a run or a stage:
+
+- ``ttft_visible``: latency keys like TTFT's (``p95_ttft_visible_ms``), sent -> first content;
+- ``reasoning``: requests with a reasoning phase, reasoning and answer token totals and
+  percentiles, where the split came from (``sources``, like ``token_sources``), how many
+  first content chunks carried several tokens (``first_chunk_batched``), and which phase
+  each latency covers (``phases``);
+- ``prefix_cache``: of the requests whose server reported ``cached_tokens``, the share with
+  a hit (any cached prompt token), the share of prompt tokens served from the cache, and
+  TTFT with and without a hit (``p50_ttft_cache_hit_ms`` / ``..._cache_miss_ms`` beside it);
+- ``bursts`` (``--burst``): the TTFT of burst requests apart from the base load's
+  (``p50_ttft_burst_ms`` / ``p50_ttft_base_ms``), and per wave how long it took to drain:
+  ``queue_drain_s``, from the wave's time until its last request got its first token (every
+  request of the wave admitted: the queue it made is gone), and ``drain_s``, until its last
+  request finished.
+
+A block is present only when some record has something to say (a reasoning split, a
+``cached_tokens``), so a plain chat run's summary is unchanged but for ``ttft_visible``.
+
+This module writes their lines in the end-of-run text. Pure module: no Locust, no network.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+__all__ = ["stage_cache_lines", "traffic_lines"]
+
+
+def traffic_lines(summary: Mapping[str, Any]) -> list[str]:
+    """The end-of-run table's lines for visible TTFT, reasoning and the prefix cache."""
+    row = "{:<40}{:>16}".format
+    lines = []
+    if summary.get("p50_ttft_visible_ms") is not None and summary.get("reasoning"):
+        lines.append(f"{'-' * 12} Time to first visible token (ms) {'-' * 11}")
+        for stat in ("mean", "median", "p90", "p95", "p99"):
+            lines.append(
+                row(f"{stat.capitalize()} TTFT_VISIBLE", _fmt(summary.get(f"{stat}_ttft_visible_ms")))
+            )
+    block = summary.get("reasoning")
+    if block:
+        lines.append(f"{'-' * 20} Reasoning {'-' * 20}")
+        lines.append(row("Requests with reasoning:", f"{block['with_reasoning']} of {block['requests']}"))
+        lines.append(row("Reasoning tokens p50 / p99:", _pair(block, "reasoning_tokens")))
+        lines.append(row("Answer tokens p50 / p99:", _pair(block, "answer_tokens")))
+        sources = ", ".join(f"{k} {v}" for k, v in block["sources"].items())
+        lines.append(row("Reasoning counts from:", sources))
+        lines.append("TTFT: first token of any kind; TPOT and ITL cover reasoning and answer tokens")
+        if block["first_chunk_batched"]:
+            lines.append(
+                f"WARNING: {block['first_chunk_batched']} first content chunks carried several tokens: "
+                "TTFT_VISIBLE includes their decode time"
+            )
+    bursts = summary.get("bursts")
+    if bursts:
+        lines.append(f"{'-' * 20} Bursts {'-' * 20}")
+        lines.append(row("Waves / burst requests:", f"{bursts['waves']} / {bursts['requests']}"))
+        burst, base = summary.get("p50_ttft_burst_ms"), summary.get("p50_ttft_base_ms")
+        lines.append(row("TTFT p50 burst / base (ms):", f"{_fmt(burst)} / {_fmt(base)}"))
+        lines.append(row("TTFT p99 burst (ms):", _fmt(summary.get("p99_ttft_burst_ms"))))
+        lines.append(
+            row(
+                "Queue drain mean / max (s):",
+                f"{_fmt(bursts['mean_queue_drain_s'])} / {_fmt(bursts['max_queue_drain_s'])}",
+            )
+        )
+        lines.append(row("Wave drain max (s):", _fmt(bursts["max_drain_s"])))
+    cache = summary.get("prefix_cache")
+    if cache:
+        lines.append(f"{'-' * 20} Prefix cache {'-' * 20}")
+        lines.append(row("Requests with a hit:", f"{cache['hits']} of {cache['requests_reporting']}"))
+        lines.append(row("Hit ratio (requests / tokens):", _ratios(cache)))
+        hit, miss = summary.get("p50_ttft_cache_hit_ms"), summary.get("p50_ttft_cache_miss_ms")
+        lines.append(row("TTFT p50 hit / miss (ms):", f"{_fmt(hit)} / {_fmt(miss)}"))
+    return lines
+
+
+def stage_cache_lines(stages: Sequence[Mapping[str, Any]]) -> list[str]:
+    """One line per stage whose server reported ``cached_tokens``: its hit ratio and TTFT p50s."""
+    lines = []
+    for stage in stages:
+        cache = stage.get("prefix_cache")
+        if not cache:
+            continue
+        hit, miss = stage.get("median_ttft_cache_hit_ms"), stage.get("median_ttft_cache_miss_ms")
+        lines.append(
+            f"{stage.get('label', '')}: prefix cache hit ratio {_ratios(cache)} (requests / tokens), "
+            f"TTFT p50 hit {_fmt(hit, '.1f')} ms / miss {_fmt(miss, '.1f')} ms"
+        )
+    return lines
+
+
+def _pair(block: Mapping[str, Any], name: str) -> str:
+    return f"{_fmt(block.get(f'p50_{name}'), '.0f')} / {_fmt(block.get(f'p99_{name}'), '.0f')}"
+
+
+def _ratios(cache: Mapping[str, Any]) -> str:
+    tokens = cache.get("token_hit_ratio")
+    shown = "-" if tokens is None else f"{tokens * 100:.1f}%"
+    return f"{cache['hit_ratio'] * 100:.1f}% / {shown}"
+
+
+def _fmt(value: float | None, spec: str = ".2f") -> str:
+    return "-" if value is None else format(value, spec)
