@@ -283,8 +283,10 @@ def _read_stream(lines: Any, record: RequestRecord, stream: _Stream) -> None:
                     parts.append(chunk.text)
                 if chunk.reasoning:
                     _note_reasoning(record, stream, chunk.text)
+                elif record.t_first_visible is None:
+                    _note_first_visible(record, stream, chunk.text, now)
                 else:
-                    _note_visible(record, stream, chunk.text, now)
+                    record.visible_chars += len(chunk.text)
                 if len(chunk_times) >= cancel_at:
                     raise _Cancelled()
             if chunk.usage:
@@ -306,11 +308,11 @@ def _note_reasoning(record: RequestRecord, stream: _Stream, text: str) -> None:
         stream.reasoning.append(text)
 
 
-def _note_visible(record: RequestRecord, stream: _Stream, text: str, now: float) -> None:
-    if record.t_first_visible is None:
-        record.t_first_visible, record.first_visible_chars = now, len(text)
-        stream.first_visible = text
+def _note_first_visible(record: RequestRecord, stream: _Stream, text: str, now: float) -> None:
+    """The first content chunk: the visible TTFT's mark (the reasoning before it is not visible)."""
+    record.t_first_visible, record.first_visible_chars = now, len(text)
     record.visible_chars += len(text)
+    stream.first_visible = text
 
 
 def _cut(record: RequestRecord, cause: str = "") -> str:
