@@ -34,6 +34,18 @@ def send(host: str, timeout: float = 5.0, body: dict | None = None) -> tuple[Req
     return record, text
 
 
+def send_with(config: ClientConfig, n: int = 1) -> list[RequestRecord]:
+    """``n`` requests in a row through one client with ``config``; their records."""
+    client = StreamingClient(config)
+    records = [RequestRecord(request_id=str(i), wall_start=0.0, t_sent=0.0) for i in range(n)]
+    try:
+        for record in records:
+            client.send({"model": "m", "messages": [], "stream": True}, record)
+    finally:
+        client.close()
+    return records
+
+
 def test_ok_stream(peer: str) -> None:
     r, text = send(f"{peer}/ok")
     assert r.ok, r.message
@@ -277,12 +289,7 @@ def test_reasoning_without_usage_counts_chunks_or_the_tokenizer(peer: str, bpe: 
     assert r.completion_tokens == 5 and r.answer_tokens == 3 and r.token_source == "chunks"
     assert r.first_visible_tokens is None  # chunk counts cannot say how many tokens a chunk held
     assert r.cached_tokens is None
-    client = StreamingClient(ClientConfig(host=f"{peer}/reasoning_no_usage", model="m", tokenizer=bpe))
-    record = RequestRecord(request_id="t", wall_start=0.0, t_sent=0.0)
-    try:
-        client.send({"model": "m", "messages": [], "stream": True}, record)
-    finally:
-        client.close()
+    (record,) = send_with(ClientConfig(host=f"{peer}/reasoning_no_usage", model="m", tokenizer=bpe))
     reasoning, answer, first = bpe.count_batch(
         ["hmm so", "one two three four five six", "one two three four"]
     )
@@ -301,14 +308,8 @@ def test_reasoning_without_usage_counts_chunks_or_the_tokenizer(peer: str, bpe: 
 )
 def test_a_cancelled_request_keeps_its_partial_marks(peer: str, after: str, chunks: tuple[int, int]) -> None:
     policy = CancelPolicy(1.0, parse_cancel_after(after))
-    client = StreamingClient(ClientConfig(host=f"{peer}/slow", model="m", request_timeout=30, cancel=policy))
-    record = RequestRecord(request_id="t", wall_start=0.0, t_sent=0.0)
-    try:
-        client.send({"model": "m", "messages": [], "stream": True}, record)
-        again = RequestRecord(request_id="u", wall_start=0.0, t_sent=0.0)
-        client.send({"model": "m", "messages": [], "stream": True}, again)  # a fresh connection
-    finally:
-        client.close()
+    config = ClientConfig(host=f"{peer}/slow", model="m", request_timeout=30, cancel=policy)
+    record, again = send_with(config, 2)  # the second on a fresh connection
     for r in (record, again):
         assert r.outcome == CANCELLED and not r.ok, r.message
         assert chunks[0] <= len(r.chunk_times) <= chunks[1]
@@ -321,10 +322,5 @@ def test_a_cancelled_request_keeps_its_partial_marks(peer: str, after: str, chun
 
 def test_no_cancel_rate_no_cancellation(peer: str) -> None:
     policy = CancelPolicy(0.0, parse_cancel_after("first-token"))
-    client = StreamingClient(ClientConfig(host=f"{peer}/ok", model="m", cancel=policy))
-    record = RequestRecord(request_id="t", wall_start=0.0, t_sent=0.0)
-    try:
-        client.send({"model": "m", "messages": [], "stream": True}, record)
-    finally:
-        client.close()
+    (record,) = send_with(ClientConfig(host=f"{peer}/ok", model="m", cancel=policy))
     assert record.ok, record.message
