@@ -10,6 +10,7 @@ import pytest
 
 from llm_locust.live import catalog as metrics
 from tests.dashboard import dashboard_expressions
+from tests.dcgm_exporter import running_dcgm
 from tests.promproc import (
     free_port,
     prometheus_binary,
@@ -39,6 +40,7 @@ def test_prometheus_queries_match_the_summary(tmp_path: Path) -> None:
     sim_args = ("--ttft-ms", "100", "--tpot-ms", "10", "--output-tokens", "50")
     with (
         running_sim(*sim_args) as url,
+        running_dcgm([(40960, 40960, 30)]) as dcgm,  # the GPU panel's series too
         running_prometheus(tmp_path / "prom", [f"127.0.0.1:{port}"]) as prom,
     ):
         proc = start_locust(
@@ -47,7 +49,7 @@ def test_prometheus_queries_match_the_summary(tmp_path: Path) -> None:
             "--headless",
             *("-u", "6", "-r", "6", "-t", "20s"),
             *("--results-dir", str(results), "--prometheus-port", str(port)),
-            *("--server-metrics", f"{url}/metrics", "--server-metrics-interval", "1"),
+            *("--server-metrics", f"{url}/metrics,{dcgm}", "--server-metrics-interval", "1"),
             log_path=tmp_path / "locust.log",
         )
         try:
@@ -85,4 +87,4 @@ def test_prometheus_queries_match_the_summary(tmp_path: Path) -> None:
         assert prom.value("count(llm_locust_run_info)", at) == 1
     assert (results / "server_metrics.jsonl").stat().st_size > 0
     names = {json.loads(line)["name"] for line in (results / "server_metrics.jsonl").open()}
-    assert {"vllm:num_requests_running", "vllm:kv_cache_usage_perc"} <= names
+    assert {"vllm:num_requests_running", "vllm:kv_cache_usage_perc", "DCGM_FI_DEV_FB_USED"} <= names
