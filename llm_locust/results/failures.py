@@ -18,7 +18,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from llm_locust.record import INCOMPLETE, OK
+from llm_locust.record import NOT_FAILED, OK
 
 __all__ = ["MESSAGE_CHARS", "TOP", "FailureTally", "failure_lines", "tally_of"]
 
@@ -37,7 +37,7 @@ class FailureTally:
 
     def add(self, row: Mapping[str, Any]) -> None:
         outcome = row.get("outcome", OK)
-        if outcome not in (OK, INCOMPLETE):
+        if outcome not in NOT_FAILED:
             message = str(row.get("message") or "")[:MESSAGE_CHARS]
             self.messages.setdefault(outcome, Counter())[message] += 1
         reason = row.get("pause_reason")

@@ -21,7 +21,7 @@ from typing import Any
 
 import gevent
 
-from llm_locust.record import INCOMPLETE, OK
+from llm_locust.record import CANCELLED, INCOMPLETE, OK
 
 __all__ = ["ALL_FAILED_S", "FAILING_EXIT", "FAILING_REASON", "FailureWatch", "install"]
 
@@ -51,7 +51,7 @@ class FailureWatch:
 
     def observe(self, row: dict[str, Any]) -> None:
         outcome = row.get("outcome", OK)
-        if outcome == INCOMPLETE:
+        if outcome in (INCOMPLETE, CANCELLED):  # neither a success nor a failure of the server
             return
         if outcome == OK:
             self.first_failure = None

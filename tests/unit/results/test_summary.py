@@ -118,3 +118,20 @@ def test_plain_run_has_no_reasoning_or_cache_block() -> None:
     assert "reasoning" not in s and "prefix_cache" not in s
     assert s["p50_ttft_visible_ms"] is None  # rows without the field (an old requests.jsonl)
     assert "Time to first visible token" not in format_table(s)
+
+
+def test_cancelled_requests_are_neither_completed_nor_failed() -> None:
+    rows = [row(i, 0.1, 1.0, 10) for i in range(3)]
+    rows += [{**row(9, 0.2, 0.3, 1), "outcome": "cancelled", "message": "cancelled by the client"}]
+    s = summarize(rows, duration=1.0)
+    assert (s["completed"], s["failed"], s["cancelled"], s["errors"]) == (3, 0, 1, {})
+    assert s["p99_ttft_ms"] == pytest.approx(100.0)  # the cancelled request's 200 ms is not in it
+
+
+def test_cancelled_requests_have_no_failure_messages() -> None:
+    from llm_locust.results.failures import FailureTally
+
+    tally = FailureTally()
+    tally.add({"outcome": "cancelled", "message": "cancelled by the client"})
+    tally.add({"outcome": "http_5xx", "message": "HTTP 500"})
+    assert tally.to_summary()["error_messages"] == {"http_5xx": [["HTTP 500", 1]]}

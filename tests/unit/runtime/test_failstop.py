@@ -51,3 +51,12 @@ def test_a_success_restarts_the_window_and_incomplete_records_do_not_count() -> 
     watch.reset()
     watch.observe(FAIL)
     assert len(lines) == 1  # a new test starts a new window
+
+
+def test_cancelled_requests_are_not_failures() -> None:
+    """A run with --cancel-rate 1 abandons every request on purpose: not an all-failed run."""
+    watch, clock, lines = _watch()
+    for _ in range(8):
+        watch.observe({"outcome": "cancelled", "message": "cancelled by the client after the first token"})
+        clock.now += ALL_FAILED_S / 2
+    assert lines == []
