@@ -219,7 +219,8 @@ def preflight(config: ClientConfig, attempts: int = 3) -> Preflight:
 
 def _test_request(config: ClientConfig, attempts: int) -> tuple[RequestRecord, dict[str, int]]:
     """The test stream (retried on transient failures), and what all attempts sent."""
-    config = replace(config, request_timeout=min(config.request_timeout, TEST_TIMEOUT))
+    # never abandoned on purpose (--cancel-rate is for the load, not for the check)
+    config = replace(config, request_timeout=min(config.request_timeout, TEST_TIMEOUT), cancel=None)
     spec = RequestSpec(
         messages=[{"role": "user", "content": _TEST_PROMPT}], prompt=_TEST_PROMPT, max_tokens=TEST_TOKENS
     )

@@ -286,3 +286,20 @@ def test_gpu_memory_from_a_dcgm_exporter_beside_the_engine(tmp_path: Path) -> No
     assert _prom(d, "llm_locust_server_gpu_utilization") == pytest.approx(0.8)
     assert re.search(r"gpu_mem_max<=90%\s+95\.0+% FAIL", out), out[-3000:]
     assert "Server: GPU memory and utilisation (DCGM)" in (d / "report.html").read_text()
+
+
+def test_every_request_cancelled_is_a_run_not_a_failure(tmp_path: Path) -> None:
+    # --cancel-rate 1: the preflight's test stream is never abandoned (it was: the target was
+    # refused), and a run whose every request is cancelled is not stopped as all-failed
+    with running_sim("--ttft-ms", "20", "--tpot-ms", "20", "--output-tokens", "50") as url:
+        res = run_locust(
+            url, "--prompt-tokens", "16", "--max-tokens", "50",
+            "--cancel-rate", "1", "--cancel-after", "2tokens",
+            results_dir=tmp_path / "c", run_time="12s", users=2,
+        )  # fmt: skip
+    out = res.stdout + res.stderr
+    assert res.returncode == 0, out[-3000:]
+    assert "Traceback" not in out and "every request has failed" not in out
+    s = res.summary
+    assert s["completed"] == 0 and s["failed"] == 0 and s["cancelled"] >= 20 and s["errors"] == {}
+    assert {r["chunks"] for r in res.rows if r["outcome"] == "cancelled"} == {2}
