@@ -10,7 +10,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["REPO", "LocustResult", "llm_locust_cli", "run_locust"]
+__all__ = [
+    "REPO",
+    "LocustResult",
+    "expect_exit",
+    "free_port",
+    "llm_locust_cli",
+    "processes",
+    "run_distributed",
+    "run_locust",
+]
 
 REPO = Path(__file__).resolve().parent.parent
 LOCUSTFILE = REPO / "locustfiles" / "chat.py"
@@ -34,6 +43,30 @@ class LocustResult:
         assert self.results_dir is not None
         with open(self.results_dir / "requests.jsonl") as f:
             return [json.loads(line) for line in f]
+
+
+def expect_exit(run: Any, code: int, *logs: str) -> None:
+    """``run`` ended with exit code ``code`` and printed no Python traceback.
+
+    ``run`` is anything with a ``returncode`` (a ``CompletedProcess``, a :class:`LocustResult`,
+    a finished ``Popen``); its ``stdout``/``stderr`` are read when they are text, ``logs`` are
+    the text of files the process wrote instead (a ``Popen`` to a log file). A crashed user
+    task, a greenlet that died or a listener that raised leaves a traceback even when the
+    exit code looks right: every subprocess test calls this.
+    """
+    texts = [
+        t for t in (getattr(run, "stdout", None), getattr(run, "stderr", None), *logs) if isinstance(t, str)
+    ]
+    output = "\n".join(texts)
+    assert run.returncode == code, f"exit code {run.returncode}, expected {code}:\n{output[-3000:]}"
+    assert "Traceback" not in output, output[output.index("Traceback") :][:3000]
+
+
+def processes(n: int) -> tuple[str, ...]:
+    """``--processes n`` on a free master port (Locust's default 5557 is shared by every run on the
+    machine: two concurrent runs would take each other's workers)."""
+    port = str(free_port())
+    return ("--processes", str(n), "--master-bind-port", port, "--master-port", port)
 
 
 def env() -> dict[str, str]:
@@ -126,6 +159,9 @@ def run_distributed(
     """A real master and ``workers`` real worker processes on loopback; waits for the master."""
     port = free_port()
     common = [str(BIN / "locust"), "-f", str(LOCUSTFILE), "--host", host]
+    results_dir.parent.mkdir(parents=True, exist_ok=True)
+    paths = [results_dir.parent / f"{results_dir.name}-worker{i}.log" for i in range(workers)]
+    logs = [open(path, "wb") for path in paths]  # noqa: SIM115 (closed below)
     master = subprocess.Popen(
         [
             *common,
@@ -168,12 +204,12 @@ def run_distributed(
                 *args,
                 *worker_args,
             ],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
             env=env(),
             cwd=str(REPO),
         )
-        for _ in range(workers)
+        for log in logs
     ]
     try:
         out, err = master.communicate(timeout=timeout)
@@ -182,4 +218,9 @@ def run_distributed(
             if p.poll() is None:
                 p.kill()
             p.wait()
+        for log in logs:
+            log.close()
+    # the workers' output joins the master's stderr: a traceback on a worker shows in expect_exit
+    for i, path in enumerate(paths):
+        err += f"\n--- worker {i} ---\n" + path.read_text(errors="replace")
     return LocustResult(master.returncode, out, err, results_dir)
