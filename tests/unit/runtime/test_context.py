@@ -1,0 +1,19 @@
+"""The run context's stage lookup at the edges of a plan."""
+
+from __future__ import annotations
+
+from llm_locust.config.build import build_config
+from llm_locust.load.plan import build_load_plan
+from llm_locust.runtime.context import RunContext
+
+
+def test_a_send_a_hair_before_t0_is_the_first_stages() -> None:
+    """A worker's first open-loop arrival read the wall clock 1.2 ms before the master's t0: the
+    stage lookup raised in the user's greenlet and the record was lost (seen in a 2-worker
+    --request-rate run before the lookup clamped at t0)."""
+    config = build_config({"ramp": "2,4"}, environ={})
+    plan = build_load_plan(config.load)
+    assert plan.stages is not None
+    context = RunContext(config=config, role="worker", plan=plan, client=None, t0=1000.0)
+    stage, warmup = context.stage_at(1000.0 - 0.0012)
+    assert stage is plan.stages.stages[0] and warmup is False
