@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.locustproc import BIN, LOCUSTFILE, REPO, env
+from tests.locustproc import BIN, LOCUSTFILE, REPO, env, expect_exit
 
 pytestmark = pytest.mark.slow  # ~40 process starts
 HOST = ("--host", "http://127.0.0.1:9")
@@ -43,7 +43,7 @@ def _run(*args: str, locust: bool = False, cwd: Path = REPO) -> subprocess.Compl
 )
 def test_every_help_works(args: tuple[str, ...]) -> None:
     proc = _run(*args)
-    assert proc.returncode == 0, proc.stderr[-2000:]
+    expect_exit(proc, 0)
     assert proc.stdout.strip() and "Traceback" not in proc.stdout + proc.stderr
 
 
@@ -105,7 +105,7 @@ BAD = [
 def test_bad_input_is_one_line_and_exit_2(args: tuple[str, ...], plain: bool, message: str) -> None:
     proc = _run(*args, locust=plain)
     lines = proc.stderr.strip().splitlines()
-    assert proc.returncode == 2, proc.stderr[-3000:]
+    expect_exit(proc, 2)
     assert len(lines) == 1, proc.stderr[-3000:]
     assert "Traceback" not in proc.stdout + proc.stderr
     assert " error: " in lines[0] and message in lines[0], lines[0]

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from llm_locust.config.options import RUN_GROUPS, options_in
-from tests.locustproc import BIN, LOCUSTFILE, REPO, env
+from tests.locustproc import BIN, LOCUSTFILE, REPO, env, expect_exit
 from tests.simproc import running_sim
 from tests.tlscerts import make_certs
 
@@ -222,7 +222,7 @@ def test_a_real_run_takes_its_options_from_the_environment(tmp_path: Path) -> No
         e.update(variables)
         cmd = [str(BIN / "locust"), "-f", str(LOCUSTFILE), "--host", url, "--headless", "--only-summary"]
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=e, cwd=str(REPO))
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    expect_exit(proc, 0)
     assert "Traceback" not in proc.stderr + proc.stdout
     summary = json.loads((results / "summary.json").read_text())
     rows = [json.loads(line) for line in (results / "requests.jsonl").read_text().splitlines()]

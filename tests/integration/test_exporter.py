@@ -24,6 +24,7 @@ from llm_locust.load.stages import Stage, StageKind
 from llm_locust.runtime.extension import LiveState
 from llm_locust.runtime.outputs import ExtensionView
 from tests.dashboard import spec_for_series
+from tests.locustproc import expect_exit, processes
 from tests.promproc import free_port, http_get, start_locust, stop_process, write_locustfile
 from tests.simproc import running_sim
 from tests.unit.live.test_aggregate import failed_row, ok_row
@@ -160,8 +161,8 @@ def value(samples: dict, name: str, **labels: str) -> float:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("processes", [0, 2], ids=["local", "master-2-workers"])
-def test_headless_run_exports_live_and_final_totals_equal_the_summary(tmp_path: Path, processes: int) -> None:
+@pytest.mark.parametrize("workers", [0, 2], ids=["local", "master-2-workers"])
+def test_headless_run_exports_live_and_final_totals_equal_the_summary(tmp_path: Path, workers: int) -> None:
     port = free_port()
     results = tmp_path / "r"
     with running_sim(
@@ -181,7 +182,7 @@ def test_headless_run_exports_live_and_final_totals_equal_the_summary(tmp_path: 
             str(results),
             "--prometheus-port",
             str(port),
-            *(("--processes", str(processes)) if processes else ()),
+            *(processes(workers) if workers else ()),
             log_path=tmp_path / "locust.log",
         )
         scrapes = []
@@ -194,14 +195,14 @@ def test_headless_run_exports_live_and_final_totals_equal_the_summary(tmp_path: 
         finally:
             stop_process(proc)
     log = (tmp_path / "locust.log").read_text()
-    assert proc.returncode in (0, 1), log[-3000:]  # 1: some requests failed (injected errors)
+    expect_exit(proc, 1, log)  # 1: some requests failed (injected errors)
     assert f"Prometheus metrics on http://127.0.0.1:{port}/metrics" in log
     assert len(scrapes) >= 5, log[-3000:]
     ok = [value(s, "llm_locust_requests_total", outcome="ok") for s in scrapes]
     tokens = [value(s, "llm_locust_generation_tokens_total") for s in scrapes]
     assert ok == sorted(ok) and tokens == sorted(tokens) and ok[-1] > 0
     assert max(value(s, "llm_locust_users") for s in scrapes) == 4
-    assert max(value(s, "llm_locust_workers") for s in scrapes) == (processes or 1)
+    assert max(value(s, "llm_locust_workers") for s in scrapes) == (workers or 1)
     assert max(value(s, "llm_locust_requests_in_flight") for s in scrapes) > 0
     for s in scrapes:
         assert sum(1 for name, _ in s if name == "llm_locust_run_info") == 1
@@ -319,7 +320,7 @@ def test_busy_port_is_one_line_and_exit_2(tmp_path: Path) -> None:
     import socket
     import subprocess
 
-    from tests.locustproc import BIN, REPO, env
+    from tests.locustproc import BIN, REPO, env, expect_exit
 
     with socket.socket() as busy:
         busy.bind(("127.0.0.1", 0))
@@ -328,5 +329,5 @@ def test_busy_port_is_one_line_and_exit_2(tmp_path: Path) -> None:
         cmd = [str(BIN / "locust"), "-f", str(write_locustfile(tmp_path)), "--host", "http://127.0.0.1:9"]
         cmd += ["--headless", "-t", "1s", "--prometheus-port", str(port)]
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=60, env=env(), cwd=str(REPO))
-    assert proc.returncode == 2, proc.stderr[-2000:]
+    expect_exit(proc, 2)
     assert f"--prometheus-port {port}" in proc.stderr and "Traceback" not in proc.stderr

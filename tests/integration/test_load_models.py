@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from tests.locustproc import REPO, run_distributed, run_locust
+from llm_locust.load.arrivals import ArrivalSchedule, gamma, make_schedule, poisson, split_for_worker
+from tests.locustproc import REPO, expect_exit, run_distributed, run_locust
 from tests.simproc import running_sim
 
 TRACES = REPO.parent / "shared" / "data" / "traces"
@@ -37,25 +37,35 @@ def test_ramp_tpot_rises_then_ttft_queues(tmp_path: Path) -> None:
             "48",
             results_dir=tmp_path / "r",
         )
-    assert res.returncode == 0, res.stderr[-2000:]
+    expect_exit(res, 0)
     s = res.summary
     assert [st["target"] for st in s["stages"]] == [1, 4, 16]
+    rows = res.rows
     tpot = [stage(s, i)["median_tpot_ms"] for i in range(3)]
     ttft = [stage(s, i)["median_ttft_ms"] for i in range(3)]
-    assert tpot[0] < tpot[1] < tpot[2], tpot
+    # the engine's step is 8 ms + 0.5 ms per sequence in the batch + 0.05 ms per prefilled token:
+    # batches of 1, 4 and 8 (16 users, 8 slots) decode at 8.5, 10 and 12 ms per token, and while
+    # one request decodes its 47 tokens the B - 1 others each prefill 128 tokens once (6.4 ms)
+    expected = [8.0 + 0.5 * b + 6.4 * (b - 1) / 47 for b in (1, 4, 8)]  # 8.5, 10.41, 12.95
+    assert tpot == pytest.approx(expected, rel=0.03), (tpot, expected)
     # 16 users, 8 batch slots: half the requests wait for a whole request to finish
     assert ttft[2] > 3 * ttft[1], ttft
-    rows = res.rows
     # requests sent after the last stage ended (before the shape's next tick) have no stage
     assert {r["stage"] for r in rows} - {None} == {0, 1, 2}
     assert any(r["warmup"] for r in rows)
     assert s["warmup_requests"] == sum(r["warmup"] for r in rows)
-    # Little's law holds in each steady stage: measured in-flight = rate x mean E2E (up to the
-    # edge effect of requests that straddle the window's end: about E2E / window, here < 15 %)
+    # Little's law in each steady stage, from the records and not from the summary's code: the
+    # in-flight count sampled every 5 ms, against the closed loop's user count and against
+    # rate x mean E2E of the requests sent in the window (up to the edge effect of requests that
+    # straddle the window's end: about E2E / window, here < 15 %)
     for st in s["stages"]:
-        law = st["littles_law"]
-        assert law["mean_in_flight"] == pytest.approx(law["product"], rel=0.2), st["label"]
-    assert stage(s, 2)["littles_law"]["mean_in_flight"] == pytest.approx(16, rel=0.1)
+        law, start, end = st["littles_law"], st["window"]["start"], st["window"]["end"]
+        in_flight = _in_flight_on_grid(rows, start, end)
+        assert law["mean_in_flight"] == pytest.approx(in_flight, rel=0.02), st["label"]
+        assert in_flight == pytest.approx(st["target"], rel=0.1), st["label"]
+        sent = [r for r in rows if start <= r["start_time"] < end]
+        product = len(sent) / (end - start) * np.mean([r["e2e"] for r in sent])
+        assert in_flight == pytest.approx(product, rel=0.2), st["label"]
     assert "users=16" in res.stdout  # one table row per stage
 
 
@@ -91,28 +101,53 @@ def test_slo_verdict_follows_capacity_and_sets_exit_code(tmp_path: Path) -> None
     assert s["capacity"].startswith("no stage met the SLO; users=1 is inconclusive")
     assert "it needs at least 72" in s["capacity"]
     assert s["slo"]["passed"] is False
-    assert res.returncode == 3, res.stderr[-1500:]
+    expect_exit(res, 3)
     good = s["slo"]["good_requests"]
     assert 0 < good < s["completed"]
+
+
+def _in_flight_on_grid(rows: list[dict], start: float, end: float, step: float = 0.005) -> float:
+    """Mean number of requests in flight over [start, end), sampled every ``step`` seconds."""
+    sent = np.array([r["start_time"] for r in rows if r["e2e"] is not None])
+    done = sent + np.array([r["e2e"] for r in rows if r["e2e"] is not None])
+    t = np.arange(start, end, step)[:, None]
+    return float(((sent <= t) & (t < done)).sum(axis=1).mean())
 
 
 def _sends(rows: list[dict]) -> np.ndarray:
     return np.sort(np.array([r["start_time"] for r in rows]))
 
 
+def _intended(rows: list[dict]) -> np.ndarray:
+    """Each request's intended send (wall clock), from its first: the schedule the run followed."""
+    intended = np.sort(np.array([r["start_time"] - r["send_lag"] for r in rows]))
+    return intended - intended[0]
+
+
+def _assert_follows(rows: list[dict], schedule: ArrivalSchedule, until: float | None, cut: int = 2) -> None:
+    """The run sent exactly the seeded schedule's requests at its offsets (up to the last ``cut``
+    that the end of the run decides; ``until=None``: up to the last one sent)."""
+    sent = _intended(rows)
+    first = next(iter(schedule))
+    expected = schedule.offsets(until=first + sent[-1] + 1e-3 if until is None else until)
+    assert abs(len(sent) - len(expected)) <= cut, (len(sent), len(expected))
+    n = min(len(sent), len(expected))
+    np.testing.assert_allclose(sent[:n], expected[:n] - expected[0], atol=0.005)
+
+
 @pytest.mark.slow
 def test_poisson_rate_count_cv_and_lag(tmp_path: Path) -> None:
     with running_sim("--ttft-ms", "20", "--tpot-ms", "2") as url:
         res = run_locust(url, "--request-rate", "20", "-t", "30s", *LIGHT, results_dir=tmp_path / "r")
-    assert res.returncode == 0, res.stderr[-2000:]
+    expect_exit(res, 0)
     rows = res.rows
-    n = len(rows)
-    assert abs(n - 600) <= 4 * np.sqrt(600), n
+    # --seed 0 (the default) fixes the schedule: the run sent exactly its requests, on time
+    _assert_follows(rows, make_schedule(poisson(20), seed=0), 30.0)
     gaps = np.diff(_sends(rows))
     cv = gaps.std() / gaps.mean()
     assert 0.85 <= cv <= 1.15, cv
     s = res.summary
-    assert s["p99_send_lag_ms"] < 50, s["p99_send_lag_ms"]
+    assert s["p50_send_lag_ms"] < 10, s["p50_send_lag_ms"]  # a median: one stall is no failure
     assert s["achieved_request_rate"] == pytest.approx(20, rel=0.15)
 
 
@@ -132,6 +167,8 @@ def test_gamma_burstiness_quarter_gives_cv2_four(tmp_path: Path) -> None:
             *LIGHT,
             results_dir=tmp_path / "r",
         )
+    expect_exit(res, 0)
+    _assert_follows(res.rows, make_schedule(gamma(20, 0.25), seed=0), 25.0)
     gaps = np.diff(_sends(res.rows))
     cv2 = (gaps.std() / gaps.mean()) ** 2
     assert 3.0 <= cv2 <= 5.0, cv2
@@ -153,6 +190,7 @@ def test_open_loop_keeps_schedule_when_server_is_slow(tmp_path: Path) -> None:
             *LIGHT,
             results_dir=tmp_path / "r",
         )
+    expect_exit(res, 0)
     s, rows = res.summary, res.rows
     assert len(rows) == 24  # 6/s for 4 s, every one sent and finished
     assert s["waited_for_slot"] > 0
@@ -174,9 +212,10 @@ def test_unbounded_open_loop_is_not_slowed_by_the_server(tmp_path: Path) -> None
             *LIGHT,
             results_dir=tmp_path / "r",
         )
+    expect_exit(res, 0)
     s = res.summary
     assert s["completed"] == 30
-    assert s["p99_send_lag_ms"] < 50
+    assert s["p50_send_lag_ms"] < 10, s["p50_send_lag_ms"]  # a median: one stall is no failure
     # 10/s x (1.5 s + 7 x 50 ms) = 18.5 in flight; a closed loop would have held its one user
     assert s["max_concurrent_requests"] >= 17
 
@@ -198,14 +237,14 @@ def test_trace_replay_matches_trace_times(tmp_path: Path) -> None:
             "200",
             results_dir=tmp_path / "r",
         )
-    assert res.returncode == 0, res.stderr[-2000:]
+    expect_exit(res, 0)
     rows = sorted(res.rows, key=lambda r: r["start_time"])
     assert len(rows) == 200
     expected = load_trace(trace_file, time_scale=10, limit=200).offsets
     intended = np.array([r["start_time"] - r["send_lag"] for r in rows])
     assert np.allclose(intended - intended[0], np.sort(expected) - expected.min(), atol=0.005)
     lags = np.array([r["send_lag"] for r in rows])
-    assert np.percentile(lags, 99) < 0.05
+    assert np.median(lags) < 0.01
     assert res.summary["stages"][0]["label"]
     # the lengths come from the trace: every request asked for its trace output length
     assert {r["target_input_tokens"] for r in rows} <= {
@@ -219,10 +258,24 @@ def test_distributed_rate_is_split_so_the_total_matches(tmp_path: Path) -> None:
         res = run_distributed(
             url, "--request-rate", "20", *LIGHT, results_dir=tmp_path / "r", run_time="16s", master_args=()
         )
-    assert res.returncode == 0, res.stderr[-2000:]
+    expect_exit(res, 0)
     rows = res.rows
     assert len({r["worker"] for r in rows}) == 2
     s = res.summary
     assert s["achieved_request_rate"] == pytest.approx(20, rel=0.15)
-    assert abs(len(rows) - 20 * 16) <= 4 * np.sqrt(20 * 16) + 20
-    json.dumps(s)
+    # each worker sends every second arrival of the one seeded schedule (seed 0), none missing
+    # and none added, up to its last (when a worker stops is the stop's business)
+    whole = make_schedule(poisson(20), seed=0)
+    shares = [split_for_worker(whole, i, 2) for i in range(2)]
+    mine = [[r for r in rows if r["worker"] == w] for w in sorted({r["worker"] for r in rows})]
+    # which worker got index 0 is Locust's business: one of the two assignments must fit
+    errors = []
+    for order in ((0, 1), (1, 0)):
+        try:
+            for m, i in zip(mine, order, strict=True):
+                _assert_follows(m, shares[i], None)
+            break
+        except AssertionError as e:
+            errors.append(str(e)[:500])
+    else:
+        raise AssertionError(errors)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.locustproc import run_locust
+from tests.locustproc import expect_exit, run_locust
 from tests.simproc import running_sim
 
 
@@ -16,7 +16,7 @@ def test_each_matrix_cell_sends_its_own_lengths(tmp_path: Path) -> None:
             results_dir=tmp_path / "r",
             run_time="30s",
         )
-    assert res.returncode == 0, res.stderr[-3000:]
+    expect_exit(res, 0)
     assert "Traceback" not in res.stdout + res.stderr
     stages = res.summary["stages"]
     assert [(s["input"], s["output"]) for s in stages] == [("16", "3"), ("16", "6"), ("32", "3"), ("32", "6")]

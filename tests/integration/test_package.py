@@ -27,7 +27,7 @@ from pathlib import Path
 import pytest
 
 from tests.dockerfile import INSTALL_SCRIPT, parse_dockerfile
-from tests.locustproc import REPO
+from tests.locustproc import REPO, expect_exit
 from tests.simproc import start_sim, stop_sim
 
 WHEEL_CACHE = REPO / "test-artifacts" / "wheels"
@@ -109,7 +109,7 @@ def test_example_locustfile_equals_the_packaged_one() -> None:
         timeout=60,
         cwd=str(REPO),
     )
-    assert proc.returncode == 0, proc.stderr[-2000:]
+    expect_exit(proc, 0)
     packaged, example = json.loads(proc.stdout)
     assert packaged == example
     assert set(packaged["users"]) == {"ChatUser"} and packaged["shapes"] == [["LoadModel", "LLMShape"]]
