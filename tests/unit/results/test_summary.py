@@ -37,24 +37,31 @@ def row(i: int, ttft: float, e2e: float, tokens: int, outcome: str = "ok", start
 
 
 def test_keys_and_exact_percentiles() -> None:
-    rng = np.random.default_rng(1)
-    ttfts = rng.lognormal(-1, 0.5, 500)
-    rows = [row(i, float(t), float(t) + 1.0, 11, start=i * 0.1) for i, t in enumerate(ttfts)]
+    """Request i of 1..100 (in shuffled order): TTFT i ms, 11 tokens at 2i ms each, E2E 21i ms.
+    Every percentile of every metric has its own value, worked out by hand (linear interpolation
+    between order statistics, as ``vllm bench serve``): a swapped or mislabelled key fails."""
+    order = np.random.default_rng(1).permutation(np.arange(1, 101))
+    rows = [
+        {**row(int(i), i / 1000, 21 * i / 1000, 11, start=k * 0.1), "itl": [2 * i / 1000] * 10}
+        for k, i in enumerate(order)
+    ]
     rows.append(row(999, 0.1, 0.2, 2, outcome="http_5xx"))
     s = summarize(rows, duration=50.0)
     for key in VLLM_KEYS:
         assert key in s
-    for metric in ("ttft", "tpot", "itl", "e2el"):
-        for stat in ("mean", "median", "std", "p50", "p90", "p95", "p99"):
-            assert f"{stat}_{metric}_ms" in s
-    assert s["completed"] == 500 and s["failed"] == 1
+    # 1..100: median 50.5, p90 at rank 89.1 -> 90.1, p95 at 94.05 -> 95.05, p99 at 98.01 -> 99.01
+    ranks = {"mean": 50.5, "median": 50.5, "p50": 50.5, "p90": 90.1, "p95": 95.05, "p99": 99.01}
+    # ITL pools ten gaps of 2i ms per request: the 1,000 gaps' order statistics give 2x the ranks
+    scale = {"ttft": 1.0, "tpot": 2.0, "itl": 2.0, "e2el": 21.0}
+    for metric, factor in scale.items():
+        for stat, value in ranks.items():
+            assert s[f"{stat}_{metric}_ms"] == pytest.approx(factor * value, rel=1e-9), (metric, stat)
+    assert s["std_ttft_ms"] == pytest.approx(np.sqrt((100**2 - 1) / 12))  # the population std of 1..100
+    assert s["completed"] == 100 and s["failed"] == 1
     assert s["errors"] == {"http_5xx": 1}
-    assert s["p99_ttft_ms"] == pytest.approx(np.percentile(ttfts, 99) * 1000)
-    assert s["median_ttft_ms"] == pytest.approx(np.median(ttfts) * 1000)
-    assert s["mean_tpot_ms"] == pytest.approx(100.0)
-    assert s["total_output_tokens"] == 500 * 11
-    assert s["total_input_tokens"] == 500 * 100
-    assert s["output_throughput"] == pytest.approx(5500 / 50.0)
+    assert s["total_output_tokens"] == 100 * 11
+    assert s["total_input_tokens"] == 100 * 100
+    assert s["output_throughput"] == pytest.approx(1100 / 50.0)
 
 
 def test_no_successes_gives_none_not_zero() -> None:
