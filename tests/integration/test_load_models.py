@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from llm_locust.load.arrivals import ArrivalSchedule, gamma, make_schedule, poisson, split_for_worker
+from llm_locust.load.arrivals import ArrivalSchedule, RateStep, gamma, poisson, split_for_worker
 from tests.locustproc import REPO, expect_exit, run_distributed, run_locust
 from tests.simproc import running_sim
 
@@ -142,7 +142,7 @@ def test_poisson_rate_count_cv_and_lag(tmp_path: Path) -> None:
     expect_exit(res, 0)
     rows = res.rows
     # --seed 0 (the default) fixes the schedule: the run sent exactly its requests, on time
-    _assert_follows(rows, make_schedule(poisson(20), seed=0), 30.0)
+    _assert_follows(rows, ArrivalSchedule(poisson(20), (RateStep(20, None),), seed=0), 30.0)
     gaps = np.diff(_sends(rows))
     cv = gaps.std() / gaps.mean()
     assert 0.85 <= cv <= 1.15, cv
@@ -168,7 +168,7 @@ def test_gamma_burstiness_quarter_gives_cv2_four(tmp_path: Path) -> None:
             results_dir=tmp_path / "r",
         )
     expect_exit(res, 0)
-    _assert_follows(res.rows, make_schedule(gamma(20, 0.25), seed=0), 25.0)
+    _assert_follows(res.rows, ArrivalSchedule(gamma(20, 0.25), (RateStep(20, None),), seed=0), 25.0)
     gaps = np.diff(_sends(res.rows))
     cv2 = (gaps.std() / gaps.mean()) ** 2
     assert 3.0 <= cv2 <= 5.0, cv2
@@ -265,7 +265,7 @@ def test_distributed_rate_is_split_so_the_total_matches(tmp_path: Path) -> None:
     assert s["achieved_request_rate"] == pytest.approx(20, rel=0.15)
     # each worker sends every second arrival of the one seeded schedule (seed 0), none missing
     # and none added, up to its last (when a worker stops is the stop's business)
-    whole = make_schedule(poisson(20), seed=0)
+    whole = ArrivalSchedule(poisson(20), (RateStep(20, None),), seed=0)
     shares = [split_for_worker(whole, i, 2) for i in range(2)]
     mine = [[r for r in rows if r["worker"] == w] for w in sorted({r["worker"] for r in rows})]
     # which worker got index 0 is Locust's business: one of the two assignments must fit
