@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.locustproc import run_locust
+from tests.locustproc import expect_exit, run_locust
 from tests.simproc import running_sim
 
 pytestmark = pytest.mark.slow
@@ -48,7 +48,7 @@ def test_a_user_whose_requests_are_refused_backs_off(
     with running_sim(*SIM, *sim_args) as url:
         host = f"http://127.0.0.1:{_closed_port()}" if case == "unreachable" else url
         res = run_locust(host, *LIGHT, results_dir=tmp_path / "r", users=2, run_time="4s")
-    assert res.returncode == 1, res.stderr[-3000:]  # Locust's exit code for failed requests
+    expect_exit(res, 1)  # Locust's exit code for failed requests
     assert "Traceback" not in res.stdout + res.stderr
     rows = res.rows
     assert rows and {r["outcome"] for r in rows} == {outcome}
@@ -66,7 +66,7 @@ def test_a_user_whose_requests_are_refused_backs_off(
 def test_a_closed_loop_user_honours_retry_after(tmp_path: Path, fault: str) -> None:
     with running_sim(*SIM, fault, "1", "--retry-after", "2") as url:
         res = run_locust(url, *LIGHT, results_dir=tmp_path / "r", users=1, run_time="5s")
-    assert res.returncode == 1, res.stderr[-3000:]
+    expect_exit(res, 1)
     assert "Traceback" not in res.stdout + res.stderr
     rows = sorted(res.rows, key=lambda r: r["start_time"])
     assert 2 <= len(rows) <= 3, len(rows)  # at 0, 2 and 4 s: not thousands
@@ -94,7 +94,7 @@ def test_a_run_whose_every_request_fails_stops_with_exit_code_4(tmp_path: Path) 
     with running_sim(*SIM, "--error-rate", "1") as url:
         res = run_locust(url, *LIGHT, results_dir=tmp_path / "r", users=2, run_time="120s", timeout=100)
     took = time.monotonic() - started
-    assert res.returncode == 4, (res.returncode, res.stderr[-3000:])
+    expect_exit(res, 4)
     assert "Traceback" not in res.stdout + res.stderr
     line = next(x for x in res.stderr.splitlines() if "every request has failed" in x)
     assert "most often http_5xx: HTTP 500: simulated internal server error" in line and "exit code 4" in line

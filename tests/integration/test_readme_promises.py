@@ -160,10 +160,6 @@ def test_demo_runs_a_graded_ramp_and_states_the_capacity(tmp_path: Path) -> None
     assert summary["completed"] > 0 and summary["failed"] == 0
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="only header names with 'auth' are redacted today; SEC's rule (all but an allow-list) fixes it",
-)
 def test_a_secret_in_any_header_never_reaches_an_output(tmp_path: Path) -> None:
     results = tmp_path / "r"
     with running_sim("--ttft-ms", "5", "--tpot-ms", "1", "--output-tokens", "4") as url:

@@ -27,7 +27,7 @@ from typing import Any
 
 import pytest
 
-from tests.locustproc import BIN, LOCUSTFILE, REPO, env, run_locust
+from tests.locustproc import BIN, LOCUSTFILE, REPO, env, expect_exit, run_locust
 from tests.promproc import free_port, http_get, stop_process
 from tests.simproc import running_sim
 
@@ -69,7 +69,7 @@ def test_headless_run_writes_and_prints_no_key(tmp_path: Path) -> None:
             "--html", str(tmp_path / "report.html"), "--csv", str(tmp_path / "stats"),
             results_dir=tmp_path / "r", users=2, run_time="3s",
         )  # fmt: skip
-    assert res.returncode == 0, res.stderr[-3000:]
+    expect_exit(res, 0)
     assert "Traceback" not in res.stdout + res.stderr
     rows = res.rows
     assert rows and {r["outcome"] for r in rows} == {"ok"}  # the key reached the simulator
