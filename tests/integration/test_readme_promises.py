@@ -100,6 +100,7 @@ def test_multi_turn_sessions_carry_their_history(tmp_path: Path) -> None:
             assert after["prompt_tokens"] >= before["prompt_tokens"] + before["completion_tokens"], turns
 
 
+@pytest.mark.slow
 def test_rate_ramp_runs_each_step_at_its_rate(tmp_path: Path) -> None:
     with running_sim("--ttft-ms", "10", "--tpot-ms", "2", "--output-tokens", "4") as url:
         res = run_locust(
