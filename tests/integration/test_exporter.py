@@ -212,6 +212,8 @@ def test_headless_run_exports_live_and_final_totals_equal_the_summary(tmp_path: 
     assert value(final, "llm_locust_requests_total", outcome="ok") == summary["completed"]
     failed = {dict(lb)["outcome"]: v for (n, lb), v in final.items() if n == "llm_locust_requests_total"}
     failed.pop("ok")
+    # in flight when the load stopped: neither a success nor a failure, counted on its own
+    assert failed.pop("incomplete", 0) == summary["incomplete"]
     assert failed == summary["errors"] and sum(failed.values()) == summary["failed"] > 0
     assert value(final, "llm_locust_generation_tokens_total") == summary["total_output_tokens"]
     assert value(final, "llm_locust_prompt_tokens_total") == summary["total_input_tokens"]
