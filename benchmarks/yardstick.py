@@ -1,0 +1,323 @@
+"""llm-locust's own overhead against a reference client, in one sitting, as ratios.
+
+The yardstick (``/work/shared/yardstick``, or ``$YARDSTICK_DIR``): ``sse_server.js``, a
+fast OpenAI-compatible SSE server that keeps its timing to about a millisecond, and
+``ref_client.js``, a minimal closed-loop Node client (what one core can do when the
+client costs almost nothing). For each stream count the server runs pinned to
+``--server-cpu`` and each client in turn pinned to ``--client-cpu``; the same sampler
+reads both clients' CPU and the server's open streams (``/stats``) twice a second.
+
+Truth: TTFT ``--ttft-ms``, ITL ``--itl-ms``, ``--tokens`` per stream. The targets of
+issue 15 §1, checked per stream count against the reference *of the same sitting*:
+
+- TTFT p50 within the reference's + 1 ms; chunk ITL p99 within the reference's + 5 ms;
+- TPOT (median over requests) within 1 % of the truth;
+- every stream open (the server's mean in-flight count >= 99 % of the streams);
+- client CPU <= 85 % of one core (steady window).
+
+llm-locust's numbers come from its ``requests.jsonl`` over the whole run, as the
+reference's do (both start every stream at once); tok/s counts the tokens that arrived
+in the run (``--stop-timeout`` lets the last streams finish so every one is on disk).
+
+    .venv/bin/python benchmarks/yardstick.py --streams 200,400,500 --duration 30
+    .venv/bin/python benchmarks/yardstick.py --streams 500 --profile /tmp/prof   # py-spy, raw
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import psutil
+
+__all__ = ["main"]
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def yardstick_dir(given: str | None) -> Path:
+    for candidate in (given, os.environ.get("YARDSTICK_DIR"), REPO.parent / "shared/yardstick",
+                      REPO.parent.parent / "shared/yardstick"):  # fmt: skip
+        if candidate and (Path(candidate) / "sse_server.js").exists():
+            return Path(candidate)
+    raise SystemExit("yardstick: sse_server.js not found (give --yardstick DIR or set YARDSTICK_DIR)")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def pinned(cpu: int | None) -> list[str]:
+    return ["taskset", "-c", str(cpu)] if cpu is not None and shutil.which("taskset") else []
+
+
+def loadavg() -> float:
+    return float(Path("/proc/loadavg").read_text().split()[0])
+
+
+class Sampler(threading.Thread):
+    """(time, client CPU seconds, server streams in flight) twice a second."""
+
+    def __init__(self, pid: int, stats_url: str) -> None:
+        super().__init__(daemon=True)
+        self.proc = psutil.Process(pid)
+        self.stats_url = stats_url
+        self.samples: list[tuple[float, float, int]] = []
+        self.halt = threading.Event()
+
+    def run(self) -> None:
+        while not self.halt.wait(0.5):
+            try:
+                cpu = self.proc.cpu_times()
+                with urllib.request.urlopen(self.stats_url, timeout=2) as reply:
+                    active = int(json.load(reply)["active"])
+            except (psutil.Error, OSError, ValueError):
+                continue
+            self.samples.append((time.time(), cpu.user + cpu.system, active))
+
+    def window(self, t0: float, t1: float) -> dict[str, float | None]:
+        inside = [s for s in self.samples if t0 <= s[0] <= t1]
+        if len(inside) < 2:
+            return {"cpu_pct": None, "open_streams": None}
+        (ta, ca, _), (tb, cb, _) = inside[0], inside[-1]
+        return {"cpu_pct": 100.0 * (cb - ca) / (tb - ta), "open_streams": float(np.mean([s[2] for s in inside]))}
+
+
+def start_server(args: argparse.Namespace, yard: Path) -> tuple[subprocess.Popen[bytes], str]:
+    port = free_port()
+    cmd = [*pinned(args.server_cpu), "node", str(yard / "sse_server.js"), "--port", str(port),
+           "--ttft-ms", str(args.ttft_ms), "--itl-ms", str(args.itl_ms), "--tokens", str(args.tokens)]  # fmt: skip
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}"
+    for _ in range(100):
+        try:
+            urllib.request.urlopen(url + "/health", timeout=1).close()
+            return proc, url
+        except OSError:
+            time.sleep(0.05)
+    proc.kill()
+    raise RuntimeError("sse_server.js did not start")
+
+
+def stop(proc: subprocess.Popen[Any]) -> None:
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def run_reference(args: argparse.Namespace, yard: Path, url: str, streams: int) -> dict[str, Any]:
+    cmd = [*pinned(args.client_cpu), "node", str(yard / "ref_client.js"), "--url", url, "-c", str(streams),
+           "-t", str(args.duration), "--tokens", str(args.tokens)]  # fmt: skip
+    launch = time.time()
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    sampler = Sampler(proc.pid, url + "/stats")
+    sampler.start()
+    try:
+        out, _ = proc.communicate(timeout=args.duration + 60)
+    finally:
+        sampler.halt.set()
+        stop(proc)
+    ref = json.loads(out.strip().splitlines()[-1])
+    window = sampler.window(launch + args.warmup, launch + args.duration - 0.5)
+    return {
+        "tok_s": ref["out_tok_s"], "cpu_pct": window["cpu_pct"], "open_streams": window["open_streams"],
+        "ttft_p50_ms": ref["ttft_p50"], "ttft_p99_ms": ref["ttft_p99"], "itl_p50_ms": ref["itl_p50"],
+        "itl_p99_ms": ref["itl_p99"], "tpot_ms": ref["itl_mean"], "requests": ref["requests"],
+        "errors": ref["errors"], "cmd": " ".join(cmd),
+    }  # fmt: skip
+
+
+def locust_command(args: argparse.Namespace, url: str, streams: int, results: Path) -> list[str]:
+    locust = REPO / ".venv/bin/locust"
+    base = [str(locust)] if locust.exists() else [sys.executable, "-m", "locust"]
+    return [*pinned(args.client_cpu), *base, "-f", str(REPO / "locustfiles/chat.py"), "--headless",
+            "-u", str(streams), "-r", str(streams), "-t", f"{args.duration}s", "--stop-timeout", "10",
+            "-H", url, "--model", "mock-llm", "--prompt-tokens", "128", "--output-tokens", str(args.tokens),
+            "--tokenizer", "none", "--results-dir", str(results), "--overwrite", "--only-summary",
+            "--loglevel", "WARNING", *args.locust_arg]  # fmt: skip
+
+
+def run_locust(args: argparse.Namespace, url: str, streams: int, results: Path) -> dict[str, Any]:
+    cmd = locust_command(args, url, streams, results)
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, cwd=REPO)
+    sampler = Sampler(proc.pid, url + "/stats")
+    sampler.start()
+    try:
+        err = _wait_locust(args, proc, streams)
+    finally:
+        sampler.halt.set()
+        stop(proc)
+    if proc.returncode != 0 or "Traceback" in err:
+        raise RuntimeError(f"locust exited {proc.returncode}: {err[-3000:]}")
+    summary = json.loads((results / "summary.json").read_text())
+    t0 = summary["config"]["start_time"]
+    out = analyse(results, t0, t0 + args.duration)
+    out.update(sampler.window(t0 + args.warmup, t0 + args.duration - 0.5))
+    out["cmd"] = " ".join(cmd)
+    return out
+
+
+def _wait_locust(args: argparse.Namespace, proc: subprocess.Popen[str], streams: int) -> str:
+    """Locust's stderr once it exits; py-spy samples it meanwhile if ``--profile``."""
+    profiler = None
+    if args.profile:
+        time.sleep(args.warmup + 3)  # imports, preflight, warm-up
+        out = Path(args.profile) / f"locust-{streams}.txt"
+        py_spy = shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy")
+        profiler = subprocess.Popen([py_spy, "record", "--pid", str(proc.pid), "-d", str(args.duration // 2),
+                                     "-r", "100", "--nonblocking", "--format", "raw", "-o", str(out)],
+                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+    try:
+        _, err = proc.communicate(timeout=args.duration + 90)
+    finally:
+        if profiler is not None:
+            profiler.wait(30)
+    return err
+
+
+def analyse(results: Path, t0: float, t1: float) -> dict[str, Any]:
+    """TTFT, ITL, TPOT and tok/s from the records, as the reference computes them."""
+    rows = [json.loads(line) for line in (results / "requests.jsonl").open()]
+    ok = [r for r in rows if r["outcome"] == "ok"]
+    ttft = np.array([r["ttft"] for r in ok]) * 1e3
+    tpot = np.array([r["tpot"] for r in ok if r["tpot"] is not None]) * 1e3
+    gaps, tokens = [], 0
+    busy = sum(max(0.0, min(r["start_time"] + r["e2e"], t1) - max(r["start_time"], t0 + 5.0))
+               for r in rows if r["e2e"] is not None)  # fmt: skip
+    for r in ok:
+        itl = np.asarray(r["itl"] or [], dtype=float)
+        arrivals = r["start_time"] + r["ttft"] + np.concatenate(([0.0], np.cumsum(itl)))
+        inside = (arrivals >= t0) & (arrivals < t1)
+        tokens += int(inside.sum())
+        gaps.append(itl[inside[1:]])
+    itl_ms = np.concatenate(gaps) * 1e3 if gaps else np.array([])
+    stalls = [r.get("client_stall_s") or 0.0 for r in ok]
+
+    def q(values: np.ndarray, p: float) -> float | None:
+        return float(np.percentile(values, p)) if values.size else None
+
+    return {
+        "tok_s": tokens / (t1 - t0), "ttft_p50_ms": q(ttft, 50), "ttft_p99_ms": q(ttft, 99),
+        "itl_p50_ms": q(itl_ms, 50), "itl_p99_ms": q(itl_ms, 99), "tpot_ms": q(tpot, 50),
+        "requests": len(ok), "errors": len(rows) - len(ok), "client_open": busy / (t1 - t0 - 5.0),
+        "stalled_requests": sum(1 for s in stalls if s > 0),
+    }  # fmt: skip
+
+
+def verdict(args: argparse.Namespace, streams: int, ref: dict[str, Any], ours: dict[str, Any]) -> dict[str, Any]:
+    def delta(key: str) -> float | None:
+        return None if ours[key] is None or ref[key] is None else ours[key] - ref[key]
+
+    tpot_err = None if ours["tpot_ms"] is None else 100.0 * (ours["tpot_ms"] - args.itl_ms) / args.itl_ms
+    checks = {
+        "ttft_p50": (delta("ttft_p50_ms"), 1.0),
+        "itl_p99": (delta("itl_p99_ms"), 5.0),
+        "tpot_pct": (None if tpot_err is None else abs(tpot_err), 1.0),
+        "open": (None if ours["open_streams"] is None else streams * 0.99 - ours["open_streams"], 0.0),
+        "cpu": (ours["cpu_pct"], 85.0),
+    }
+    passed = {k: v is not None and v <= limit for k, (v, limit) in checks.items()}
+    return {
+        "ttft_p50_delta_ms": checks["ttft_p50"][0], "itl_p99_delta_ms": checks["itl_p99"][0],
+        "tpot_err_pct": tpot_err, "cpu_ratio": _ratio(ours["cpu_pct"], ref["cpu_pct"]),
+        "tok_s_ratio": _ratio(ours["tok_s"], ref["tok_s"]), "passed": passed, "meets_target": all(passed.values()),
+    }  # fmt: skip
+
+
+def _ratio(a: float | None, b: float | None) -> float | None:
+    return None if a is None or not b else a / b
+
+
+def _f(value: Any, spec: str) -> str:
+    return "-" if value is None else format(value, spec)
+
+
+def table(runs: list[dict[str, Any]]) -> str:
+    lines = [f"{'streams':>7} {'client':>10} {'tok/s':>7} {'CPU%':>5} {'open':>6} {'TTFT p50':>9} "
+             f"{'ITL p99':>8} {'TPOT':>7} {'load':>5}"]  # fmt: skip
+    for run in runs:
+        for name in ("reference", "llm_locust"):
+            r = run[name]
+            lines.append(
+                f"{run['streams']:>7} {name[:10]:>10} {_f(r['tok_s'], '.0f'):>7} {_f(r['cpu_pct'], '.0f'):>5} "
+                f"{_f(r['open_streams'], '.1f'):>6} {_f(r['ttft_p50_ms'], '.2f'):>9} "
+                f"{_f(r['itl_p99_ms'], '.2f'):>8} {_f(r['tpot_ms'], '.3f'):>7} {r['load_before']:>5.2f}"
+            )
+        v = run["verdict"]
+        failed = [k for k, ok in v["passed"].items() if not ok]
+        lines.append(
+            f"{'':>7} {'ratio':>10} tok/s x{_f(v['tok_s_ratio'], '.3f')}, CPU x{_f(v['cpu_ratio'], '.2f')}, "
+            f"TTFT p50 {_f(v['ttft_p50_delta_ms'], '+.2f')} ms, ITL p99 {_f(v['itl_p99_delta_ms'], '+.2f')} ms, "
+            f"TPOT {_f(v['tpot_err_pct'], '+.2f')} %: " + ("PASS" if not failed else "FAIL " + ",".join(failed))
+        )
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--streams", default="200,500", help="comma-separated stream counts")
+    parser.add_argument("--duration", type=int, default=30, help="seconds per client run")
+    parser.add_argument("--warmup", type=float, default=5.0, help="CPU and open streams: seconds not measured")
+    parser.add_argument("--tokens", type=int, default=200)
+    parser.add_argument("--ttft-ms", type=float, default=100.0)
+    parser.add_argument("--itl-ms", type=float, default=10.0)
+    parser.add_argument("--server-cpu", type=int, default=1)
+    parser.add_argument("--client-cpu", type=int, default=0)
+    parser.add_argument("--yardstick", help="directory of sse_server.js and ref_client.js")
+    parser.add_argument("--locust-arg", action="append", default=[], help="extra locust argument (repeatable)")
+    parser.add_argument("--profile", help="py-spy raw profiles of llm-locust into this directory")
+    parser.add_argument("--keep", help="keep llm-locust's results folders under this directory")
+    parser.add_argument("--label", default="")
+    parser.add_argument("--out", default=str(REPO / "benchmarks/results/yardstick.json"))
+    args = parser.parse_args(argv)
+    yard = yardstick_dir(args.yardstick)
+    if args.profile:
+        Path(args.profile).mkdir(parents=True, exist_ok=True)
+    runs = []
+    for streams in [int(s) for s in args.streams.split(",") if s.strip()]:
+        run: dict[str, Any] = {"streams": streams}
+        for name in ("reference", "llm_locust"):
+            load = loadavg()
+            server, url = start_server(args, yard)
+            try:
+                with tempfile.TemporaryDirectory(prefix="yardstick-") as tmp:
+                    if name == "reference":
+                        run[name] = run_reference(args, yard, url, streams)
+                    else:
+                        results = Path(args.keep) / f"s{streams}" if args.keep else Path(tmp) / "results"
+                        run[name] = run_locust(args, url, streams, results)
+            finally:
+                stop(server)
+            run[name]["load_before"] = load
+            print(f"streams={streams} {name}: done (load {load:.2f})", flush=True)
+        run["verdict"] = verdict(args, streams, run["reference"], run["llm_locust"])
+        runs.append(run)
+    print(table(runs))
+    out = {"benchmark": "yardstick", "label": args.label, "args": vars(args), "python": sys.version.split()[0],
+           "time": time.strftime("%Y-%m-%d %H:%M:%S"), "runs": runs}  # fmt: skip
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.out).write_text(json.dumps(out, indent=2) + "\n")
+    print(f"wrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
