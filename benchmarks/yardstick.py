@@ -48,8 +48,12 @@ REPO = Path(__file__).resolve().parent.parent
 
 
 def yardstick_dir(given: str | None) -> Path:
-    for candidate in (given, os.environ.get("YARDSTICK_DIR"), REPO.parent / "shared/yardstick",
-                      REPO.parent.parent / "shared/yardstick"):  # fmt: skip
+    for candidate in (
+        given,
+        os.environ.get("YARDSTICK_DIR"),
+        REPO.parent / "shared/yardstick",
+        REPO.parent.parent / "shared/yardstick",
+    ):
         if candidate and (Path(candidate) / "sse_server.js").exists():
             return Path(candidate)
     raise SystemExit("yardstick: sse_server.js not found (give --yardstick DIR or set YARDSTICK_DIR)")
@@ -94,13 +98,27 @@ class Sampler(threading.Thread):
         if len(inside) < 2:
             return {"cpu_pct": None, "open_streams": None}
         (ta, ca, _), (tb, cb, _) = inside[0], inside[-1]
-        return {"cpu_pct": 100.0 * (cb - ca) / (tb - ta), "open_streams": float(np.mean([s[2] for s in inside]))}
+        return {
+            "cpu_pct": 100.0 * (cb - ca) / (tb - ta),
+            "open_streams": float(np.mean([s[2] for s in inside])),
+        }
 
 
 def start_server(args: argparse.Namespace, yard: Path) -> tuple[subprocess.Popen[bytes], str]:
     port = free_port()
-    cmd = [*pinned(args.server_cpu), "node", str(yard / "sse_server.js"), "--port", str(port),
-           "--ttft-ms", str(args.ttft_ms), "--itl-ms", str(args.itl_ms), "--tokens", str(args.tokens)]  # fmt: skip
+    cmd = [
+        *pinned(args.server_cpu),
+        "node",
+        str(yard / "sse_server.js"),
+        "--port",
+        str(port),
+        "--ttft-ms",
+        str(args.ttft_ms),
+        "--itl-ms",
+        str(args.itl_ms),
+        "--tokens",
+        str(args.tokens),
+    ]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}"
     for _ in range(100):
@@ -124,8 +142,19 @@ def stop(proc: subprocess.Popen[Any]) -> None:
 
 
 def run_reference(args: argparse.Namespace, yard: Path, url: str, streams: int) -> dict[str, Any]:
-    cmd = [*pinned(args.client_cpu), "node", str(yard / "ref_client.js"), "--url", url, "-c", str(streams),
-           "-t", str(args.duration), "--tokens", str(args.tokens)]  # fmt: skip
+    cmd = [
+        *pinned(args.client_cpu),
+        "node",
+        str(yard / "ref_client.js"),
+        "--url",
+        url,
+        "-c",
+        str(streams),
+        "-t",
+        str(args.duration),
+        "--tokens",
+        str(args.tokens),
+    ]
     launch = time.time()
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     sampler = Sampler(proc.pid, url + "/stats")
@@ -138,21 +167,55 @@ def run_reference(args: argparse.Namespace, yard: Path, url: str, streams: int) 
     ref = json.loads(out.strip().splitlines()[-1])
     window = sampler.window(launch + args.warmup, launch + args.duration - 0.5)
     return {
-        "tok_s": ref["out_tok_s"], "cpu_pct": window["cpu_pct"], "open_streams": window["open_streams"],
-        "ttft_p50_ms": ref["ttft_p50"], "ttft_p99_ms": ref["ttft_p99"], "itl_p50_ms": ref["itl_p50"],
-        "itl_p99_ms": ref["itl_p99"], "tpot_ms": ref["itl_mean"], "requests": ref["requests"],
-        "errors": ref["errors"], "cmd": " ".join(cmd),
-    }  # fmt: skip
+        "tok_s": ref["out_tok_s"],
+        "cpu_pct": window["cpu_pct"],
+        "open_streams": window["open_streams"],
+        "ttft_p50_ms": ref["ttft_p50"],
+        "ttft_p99_ms": ref["ttft_p99"],
+        "itl_p50_ms": ref["itl_p50"],
+        "itl_p99_ms": ref["itl_p99"],
+        "tpot_ms": ref["itl_mean"],
+        "requests": ref["requests"],
+        "errors": ref["errors"],
+        "cmd": " ".join(cmd),
+    }
 
 
 def locust_command(args: argparse.Namespace, url: str, streams: int, results: Path) -> list[str]:
     locust = REPO / ".venv/bin/locust"
     base = [str(locust)] if locust.exists() else [sys.executable, "-m", "locust"]
-    return [*pinned(args.client_cpu), *base, "-f", str(REPO / "locustfiles/chat.py"), "--headless",
-            "-u", str(streams), "-r", str(streams), "-t", f"{args.duration}s", "--stop-timeout", "10",
-            "-H", url, "--model", "mock-llm", "--prompt-tokens", "128", "--output-tokens", str(args.tokens),
-            "--tokenizer", "none", "--results-dir", str(results), "--overwrite", "--only-summary",
-            "--loglevel", "WARNING", *args.locust_arg]  # fmt: skip
+    return [
+        *pinned(args.client_cpu),
+        *base,
+        "-f",
+        str(REPO / "locustfiles/chat.py"),
+        "--headless",
+        "-u",
+        str(streams),
+        "-r",
+        str(streams),
+        "-t",
+        f"{args.duration}s",
+        "--stop-timeout",
+        "10",
+        "-H",
+        url,
+        "--model",
+        "mock-llm",
+        "--prompt-tokens",
+        "128",
+        "--output-tokens",
+        str(args.tokens),
+        "--tokenizer",
+        "none",
+        "--results-dir",
+        str(results),
+        "--overwrite",
+        "--only-summary",
+        "--loglevel",
+        "WARNING",
+        *args.locust_arg,
+    ]
 
 
 def run_locust(args: argparse.Namespace, url: str, streams: int, results: Path) -> dict[str, Any]:
@@ -182,9 +245,25 @@ def _wait_locust(args: argparse.Namespace, proc: subprocess.Popen[str], streams:
         time.sleep(args.warmup + 3)  # imports, preflight, warm-up
         out = Path(args.profile) / f"locust-{streams}.txt"
         py_spy = shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy")
-        profiler = subprocess.Popen([py_spy, "record", "--pid", str(proc.pid), "-d", str(args.duration // 2),
-                                     "-r", "100", "--nonblocking", "--format", "raw", "-o", str(out)],
-                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+        profiler = subprocess.Popen(
+            [
+                py_spy,
+                "record",
+                "--pid",
+                str(proc.pid),
+                "-d",
+                str(args.duration // 2),
+                "-r",
+                "100",
+                "--nonblocking",
+                "--format",
+                "raw",
+                "-o",
+                str(out),
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
     try:
         _, err = proc.communicate(timeout=args.duration + 90)
     finally:
@@ -200,8 +279,11 @@ def analyse(results: Path, t0: float, t1: float) -> dict[str, Any]:
     ttft = np.array([r["ttft"] for r in ok]) * 1e3
     tpot = np.array([r["tpot"] for r in ok if r["tpot"] is not None]) * 1e3
     gaps, tokens = [], 0
-    busy = sum(max(0.0, min(r["start_time"] + r["e2e"], t1) - max(r["start_time"], t0 + 5.0))
-               for r in rows if r["e2e"] is not None)  # fmt: skip
+    busy = sum(
+        max(0.0, min(r["start_time"] + r["e2e"], t1) - max(r["start_time"], t0 + 5.0))
+        for r in rows
+        if r["e2e"] is not None
+    )
     for r in ok:
         itl = np.asarray(r["itl"] or [], dtype=float)
         arrivals = r["start_time"] + r["ttft"] + np.concatenate(([0.0], np.cumsum(itl)))
@@ -215,14 +297,22 @@ def analyse(results: Path, t0: float, t1: float) -> dict[str, Any]:
         return float(np.percentile(values, p)) if values.size else None
 
     return {
-        "tok_s": tokens / (t1 - t0), "ttft_p50_ms": q(ttft, 50), "ttft_p99_ms": q(ttft, 99),
-        "itl_p50_ms": q(itl_ms, 50), "itl_p99_ms": q(itl_ms, 99), "tpot_ms": q(tpot, 50),
-        "requests": len(ok), "errors": len(rows) - len(ok), "client_open": busy / (t1 - t0 - 5.0),
+        "tok_s": tokens / (t1 - t0),
+        "ttft_p50_ms": q(ttft, 50),
+        "ttft_p99_ms": q(ttft, 99),
+        "itl_p50_ms": q(itl_ms, 50),
+        "itl_p99_ms": q(itl_ms, 99),
+        "tpot_ms": q(tpot, 50),
+        "requests": len(ok),
+        "errors": len(rows) - len(ok),
+        "client_open": busy / (t1 - t0 - 5.0),
         "stalled_requests": sum(1 for s in stalls if s > 0),
-    }  # fmt: skip
+    }
 
 
-def verdict(args: argparse.Namespace, streams: int, ref: dict[str, Any], ours: dict[str, Any]) -> dict[str, Any]:
+def verdict(
+    args: argparse.Namespace, streams: int, ref: dict[str, Any], ours: dict[str, Any]
+) -> dict[str, Any]:
     def delta(key: str) -> float | None:
         return None if ours[key] is None or ref[key] is None else ours[key] - ref[key]
 
@@ -236,10 +326,14 @@ def verdict(args: argparse.Namespace, streams: int, ref: dict[str, Any], ours: d
     }
     passed = {k: v is not None and v <= limit for k, (v, limit) in checks.items()}
     return {
-        "ttft_p50_delta_ms": checks["ttft_p50"][0], "itl_p99_delta_ms": checks["itl_p99"][0],
-        "tpot_err_pct": tpot_err, "cpu_ratio": _ratio(ours["cpu_pct"], ref["cpu_pct"]),
-        "tok_s_ratio": _ratio(ours["tok_s"], ref["tok_s"]), "passed": passed, "meets_target": all(passed.values()),
-    }  # fmt: skip
+        "ttft_p50_delta_ms": checks["ttft_p50"][0],
+        "itl_p99_delta_ms": checks["itl_p99"][0],
+        "tpot_err_pct": tpot_err,
+        "cpu_ratio": _ratio(ours["cpu_pct"], ref["cpu_pct"]),
+        "tok_s_ratio": _ratio(ours["tok_s"], ref["tok_s"]),
+        "passed": passed,
+        "meets_target": all(passed.values()),
+    }
 
 
 def _ratio(a: float | None, b: float | None) -> float | None:
@@ -251,13 +345,16 @@ def _f(value: Any, spec: str) -> str:
 
 
 def table(runs: list[dict[str, Any]]) -> str:
-    lines = [f"{'streams':>7} {'client':>10} {'tok/s':>7} {'CPU%':>5} {'open':>6} {'TTFT p50':>9} "
-             f"{'ITL p99':>8} {'TPOT':>7} {'load':>5}"]  # fmt: skip
+    lines = [
+        f"{'streams':>7} {'client':>10} {'tok/s':>7} {'CPU%':>5} {'open':>6} {'TTFT p50':>9} "
+        f"{'ITL p99':>8} {'TPOT':>7} {'load':>5}"
+    ]
     for run in runs:
         for name in ("reference", "llm_locust"):
             r = run[name]
             lines.append(
-                f"{run['streams']:>7} {name[:10]:>10} {_f(r['tok_s'], '.0f'):>7} {_f(r['cpu_pct'], '.0f'):>5} "
+                f"{run['streams']:>7} {name[:10]:>10} {_f(r['tok_s'], '.0f'):>7} "
+                f"{_f(r['cpu_pct'], '.0f'):>5} "
                 f"{_f(r['open_streams'], '.1f'):>6} {_f(r['ttft_p50_ms'], '.2f'):>9} "
                 f"{_f(r['itl_p99_ms'], '.2f'):>8} {_f(r['tpot_ms'], '.3f'):>7} {r['load_before']:>5.2f}"
             )
@@ -265,8 +362,10 @@ def table(runs: list[dict[str, Any]]) -> str:
         failed = [k for k, ok in v["passed"].items() if not ok]
         lines.append(
             f"{'':>7} {'ratio':>10} tok/s x{_f(v['tok_s_ratio'], '.3f')}, CPU x{_f(v['cpu_ratio'], '.2f')}, "
-            f"TTFT p50 {_f(v['ttft_p50_delta_ms'], '+.2f')} ms, ITL p99 {_f(v['itl_p99_delta_ms'], '+.2f')} ms, "
-            f"TPOT {_f(v['tpot_err_pct'], '+.2f')} %: " + ("PASS" if not failed else "FAIL " + ",".join(failed))
+            f"TTFT p50 {_f(v['ttft_p50_delta_ms'], '+.2f')} ms, "
+            f"ITL p99 {_f(v['itl_p99_delta_ms'], '+.2f')} ms, "
+            f"TPOT {_f(v['tpot_err_pct'], '+.2f')} %: "
+            + ("PASS" if not failed else "FAIL " + ",".join(failed))
         )
     return "\n".join(lines)
 
@@ -275,14 +374,18 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--streams", default="200,500", help="comma-separated stream counts")
     parser.add_argument("--duration", type=int, default=30, help="seconds per client run")
-    parser.add_argument("--warmup", type=float, default=5.0, help="CPU and open streams: seconds not measured")
+    parser.add_argument(
+        "--warmup", type=float, default=5.0, help="CPU and open streams: seconds not measured"
+    )
     parser.add_argument("--tokens", type=int, default=200)
     parser.add_argument("--ttft-ms", type=float, default=100.0)
     parser.add_argument("--itl-ms", type=float, default=10.0)
     parser.add_argument("--server-cpu", type=int, default=1)
     parser.add_argument("--client-cpu", type=int, default=0)
     parser.add_argument("--yardstick", help="directory of sse_server.js and ref_client.js")
-    parser.add_argument("--locust-arg", action="append", default=[], help="extra locust argument (repeatable)")
+    parser.add_argument(
+        "--locust-arg", action="append", default=[], help="extra locust argument (repeatable)"
+    )
     parser.add_argument("--profile", help="py-spy raw profiles of llm-locust into this directory")
     parser.add_argument("--keep", help="keep llm-locust's results folders under this directory")
     parser.add_argument("--label", default="")
@@ -311,8 +414,14 @@ def main(argv: list[str] | None = None) -> int:
         run["verdict"] = verdict(args, streams, run["reference"], run["llm_locust"])
         runs.append(run)
     print(table(runs))
-    out = {"benchmark": "yardstick", "label": args.label, "args": vars(args), "python": sys.version.split()[0],
-           "time": time.strftime("%Y-%m-%d %H:%M:%S"), "runs": runs}  # fmt: skip
+    out = {
+        "benchmark": "yardstick",
+        "label": args.label,
+        "args": vars(args),
+        "python": sys.version.split()[0],
+        "time": time.strftime("%Y-%m-%d %H:%M:%S"),
+        "runs": runs,
+    }
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(out, indent=2) + "\n")
     print(f"wrote {args.out}")
