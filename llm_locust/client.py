@@ -15,7 +15,9 @@ bad bytes came in the same read as the headers or later.
 
 Why not ``FastHttpSession.request(stream=True)``: Locust's timer stops at the response
 headers and its ``iter_content`` waits for 1,024 bytes, which delays small SSE events.
-Here every line is handed on the moment ``readline`` finds it in the socket buffer.
+Here the greenlet sends the request and reads the headers; the body is read by the
+event loop itself (:mod:`llm_locust.reader`), every event timestamped by the read that
+brought it, while the greenlet waits for the end of its stream.
 """
 
 from __future__ import annotations
@@ -43,7 +45,8 @@ from llm_locust.protocol.counts import apply_tokenizer, requested_tokens, settle
 from llm_locust.protocol.openai import ENDPOINT_PATHS, api_prefix, build_body, classify_status, shown_host
 from llm_locust.protocol.reasoning import batched_first_message
 from llm_locust.protocol.retry import retry_after_seconds
-from llm_locust.protocol.sse import DONE, PayloadError, iter_events, parse_chunk
+from llm_locust.protocol.sse import DONE, EventDecoder, PayloadError, parse_chunk
+from llm_locust.reader import BodyReader
 from llm_locust.record import CANCELLED, INCOMPLETE, RequestRecord
 
 __all__ = [
@@ -234,9 +237,14 @@ class StreamingClient:
             if "text/event-stream" not in content_type:
                 got = content_type or "no content type"
                 raise _Failure("bad_payload", f"expected text/event-stream, got {got!r}")
-            _read_stream(iter(lambda: response.readline(b"\n"), b""), record, stream)
-        except (OSError, HTTPParseError) as exc:
-            _end_of_transport(record, exc)
+            events = _Events(record, stream)
+            reader = BodyReader(response, events.feed)
+            try:
+                reader.run()
+            except (OSError, HTTPParseError) as exc:
+                _end_of_transport(record, exc, reader.t_last)
+                return
+            events.end(reader.t_last)
         finally:
             response.release()
 
@@ -263,43 +271,63 @@ class StreamingClient:
         raise AssertionError("unreachable")
 
 
-def _read_stream(lines: Any, record: RequestRecord, stream: _Stream) -> None:
-    """The hot loop: one iteration per SSE event, a timestamp as each arrives."""
-    chunk_times = record.chunk_times
-    parts = stream.parts
-    cancel_at = stream.cancel_chunks
-    perf_counter = time.perf_counter
-    try:
-        for data in iter_events(lines):
-            now = perf_counter()
+class _Events:
+    """The stream's events as the reader delivers them: marks, text, usage, finish."""
+
+    __slots__ = ("chunk_times", "decoder", "parts", "record", "stream")
+
+    def __init__(self, record: RequestRecord, stream: _Stream) -> None:
+        self.decoder = EventDecoder()
+        self.record = record
+        self.stream = stream
+        self.chunk_times = record.chunk_times
+        self.parts = stream.parts
+
+    def feed(self, body: bytes, now: float) -> None:
+        """The body bytes of one read, made at ``now`` (the hot path: once per read)."""
+        try:
+            self._events(self.decoder.feed(body), now)
+        except PayloadError as exc:
+            raise _Failure("bad_payload", str(exc)) from None
+
+    def end(self, t_end: float | None) -> None:
+        """The body ended cleanly (a last event without its blank line still counts):
+        was the stream complete?"""
+        record = self.record
+        record.t_end = t_end if t_end is not None else time.perf_counter()
+        try:
+            self._events(self.decoder.close(), record.t_end)
+        except PayloadError as exc:
+            raise _Failure("bad_payload", str(exc)) from None
+        if record.finish_reason is None:
+            raise _Failure("stream_broken", _cut(record))
+        if not record.chunk_times:
+            raise _Failure("empty_response", "stream ended without any generated text")
+
+    def _events(self, payloads: list[str], now: float) -> None:
+        for data in payloads:
             if data == DONE:
                 continue
             chunk = parse_chunk(data)
             if chunk.error:
                 raise _Failure("stream_error", chunk.error)
             if chunk.text:
-                chunk_times.append(now)
-                if parts is not None:
-                    parts.append(chunk.text)
+                record, stream = self.record, self.stream
+                self.chunk_times.append(now)
+                if self.parts is not None:
+                    self.parts.append(chunk.text)
                 if chunk.reasoning:
                     _note_reasoning(record, stream, chunk.text)
                 elif record.t_first_visible is None:
                     _note_first_visible(record, stream, chunk.text, now)
                 else:
                     record.visible_chars += len(chunk.text)
-                if len(chunk_times) >= cancel_at:
+                if len(self.chunk_times) >= stream.cancel_chunks:
                     raise _Cancelled()
             if chunk.usage:
-                stream.usage = chunk.usage
+                self.stream.usage = chunk.usage
             if chunk.finish_reason:
-                record.finish_reason = chunk.finish_reason
-    except PayloadError as exc:
-        raise _Failure("bad_payload", str(exc)) from None
-    record.t_end = perf_counter()
-    if record.finish_reason is None:
-        raise _Failure("stream_broken", _cut(record))
-    if not chunk_times:
-        raise _Failure("empty_response", "stream ended without any generated text")
+                self.record.finish_reason = chunk.finish_reason
 
 
 def _note_reasoning(record: RequestRecord, stream: _Stream, text: str) -> None:
@@ -320,11 +348,11 @@ def _cut(record: RequestRecord, cause: str = "") -> str:
     return f"{message} ({cause})" if cause else message
 
 
-def _end_of_transport(record: RequestRecord, exc: BaseException) -> None:
-    """The connection broke or the HTTP framing was wrong after the status line."""
+def _end_of_transport(record: RequestRecord, exc: BaseException, t_end: float | None = None) -> None:
+    """The connection broke or the HTTP framing was wrong after the status line (at ``t_end``)."""
     if isinstance(exc, (socket.timeout, TimeoutError)):
         raise _failure_from_exception(exc, "timeout") from None
-    record.t_end = time.perf_counter()
+    record.t_end = t_end if t_end is not None else time.perf_counter()
     if record.finish_reason is not None and record.chunk_times:
         # every choice had finished: the reply is complete, only its end was untidy
         record.message = f"the connection ended badly after finish_reason ({exc_text(exc)})"
@@ -346,9 +374,11 @@ def _early_break(exc: HTTPParseError, record: RequestRecord, stream: _Stream) ->
     record.status = response.status_code
     if response.status_code != 200:
         raise _Failure(classify_status(response.status_code), f"HTTP {response.status_code}: {exc_text(exc)}")
-    body = bytes(response._body_buffer)
+    now = time.perf_counter()
+    events = _Events(record, stream)
     try:
-        _read_stream(iter([body]), record, stream)
+        events.feed(bytes(response._body_buffer), now)
+        events.end(now)
     except _Failure as failure:
         if failure.outcome != "stream_broken":
             raise

@@ -127,6 +127,8 @@ SCENARIOS: dict[str, list[tuple[bytes, float]] | str] = {
     "silent": "silent",
     # a long answer, one token every 200 ms: a client stopped mid-stream
     "slow": [(HEAD_SSE, 0.0)] + [(chunked(sse(delta("t"))), 0.2) for _ in range(50)] + [(b"0\r\n\r\n", 0.0)],
+    # two tokens, then nothing for 10 s (the client's timeout ends it first)
+    "stall": [(HEAD_SSE, 0.0), (chunked(sse(delta("a"))), 0.02), (chunked(sse(delta("b"))), 10.0)],
 }
 
 #: ``GET /<scenario>/v1/models``: a body, or ``None`` to never answer.

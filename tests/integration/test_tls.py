@@ -144,3 +144,16 @@ def test_a_missing_ca_file_is_one_line_and_exit_2(good: str, tmp_path: Path) -> 
     code, _, err = _run(good, tmp_path / "r", "--ca-cert", str(tmp_path / "nope.pem"))
     assert code == 2
     assert err.strip().splitlines() == [f"llm-locust: error: --ca-cert {tmp_path / 'nope.pem'}: no such file"]
+
+
+def test_a_long_fast_stream_over_tls_keeps_every_token(certs: Certs) -> None:
+    """200 tokens 0.2 ms apart: TLS records hold several events, OpenSSL buffers some; all timed."""
+    cert, key = certs.server["127.0.0.1"]
+    args = ("--ttft-ms", "2", "--tpot-ms", "0.2", "--output-tokens", "200")
+    with running_sim(*args, "--tls-cert", str(cert), "--tls-key", str(key)) as url:
+        records = [stream(url, ca_cert=str(certs.ca)) for _ in range(3)]
+    for record in records:
+        assert record.ok, record.message
+        assert record.completion_tokens == 200 and record.finish_reason is not None
+        assert len(record.chunk_times) == 200  # one content event per token
+        assert record.chunk_times == sorted(record.chunk_times)

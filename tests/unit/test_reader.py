@@ -1,0 +1,136 @@
+"""The body reader: bodies read by the event loop, the user's greenlet asleep until the end."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import gevent
+import greenlet
+import pytest
+
+from llm_locust.client import ClientConfig, StreamingClient
+from llm_locust.record import RequestRecord
+from tests.scripted_server import running_peer
+from tests.simproc import running_sim
+
+BODY = {"model": "m", "messages": [], "stream": True}
+
+
+@pytest.fixture(scope="module")
+def peer() -> Iterator[str]:
+    with running_peer() as base:
+        yield base
+
+
+def new_client(peer: str, scenario: str, timeout: float = 5.0) -> StreamingClient:
+    return StreamingClient(ClientConfig(host=f"{peer}/{scenario}", model="m", request_timeout=timeout))
+
+
+def wakeups_of_send(client: StreamingClient, record: RequestRecord) -> int:
+    """How many times the greenlet that runs ``client.send`` was switched to."""
+    sender: list[greenlet.greenlet] = []
+    count = 0
+
+    def trace(event: str, args: tuple[greenlet.greenlet, greenlet.greenlet]) -> None:
+        nonlocal count
+        if event in ("switch", "throw") and sender and args[1] is sender[0]:
+            count += 1
+
+    previous = greenlet.settrace(trace)
+    try:
+        sender.append(gevent.spawn(client.send, BODY, record))
+        sender[0].join()
+    finally:
+        greenlet.settrace(previous)
+    return count
+
+
+def test_a_long_stream_wakes_its_greenlet_a_few_times_not_once_per_token(peer: str) -> None:
+    """41 tokens, 2 ms apart: the sending greenlet runs to send, for the headers and at the end."""
+    client = new_client(peer, "cut_41")
+    record = RequestRecord(request_id="t", wall_start=0.0, t_sent=0.0)
+    try:
+        wakeups = wakeups_of_send(client, record)
+    finally:
+        client.close()
+    assert len(record.chunk_times) == 41, record.message  # every token was timed
+    assert wakeups <= 6, wakeups  # one switch per token before (41 or more)
+
+
+def test_events_of_one_read_share_its_timestamp(peer: str) -> None:
+    """Two events in one write arrive in one read: the same mark, the moment that read was made."""
+    client = new_client(peer, "cut_close")
+    record = RequestRecord(request_id="t", wall_start=0.0, t_sent=0.0)
+    try:
+        client.send(BODY, record)
+    finally:
+        client.close()
+    a, b, c = record.chunk_times
+    assert a == b < c  # "a" and "b" came in one write, "c" 20 ms later
+    assert c - b >= 0.015
+
+
+def test_a_timeout_mid_stream_keeps_the_marks_and_reads_nothing_more(peer: str) -> None:
+    client = new_client(peer, "stall", timeout=0.5)
+    record = RequestRecord(request_id="t", wall_start=0.0, t_sent=0.0)
+    try:
+        client.send(BODY, record)
+        gevent.sleep(0.1)  # the hub runs: a watcher left behind would fail the asserts below
+    finally:
+        client.close()
+    assert record.outcome == "timeout", (record.outcome, record.message)
+    assert len(record.chunk_times) == 2 and record.ttft is not None
+    assert record.e2e is not None and 0.45 < record.e2e < 2.0
+
+
+def test_a_killed_sender_stops_its_reader(peer: str) -> None:
+    """Locust stops a user with GreenletExit: no read is made for it afterwards."""
+    client = new_client(peer, "cut_41")
+    record = RequestRecord(request_id="t", wall_start=0.0, t_sent=0.0)
+    try:
+        sender = gevent.spawn(client.send, BODY, record)
+        with gevent.Timeout(5):
+            while len(record.chunk_times) < 5:
+                gevent.sleep(0.001)
+        sender.kill(block=True, timeout=5)
+        marks = len(record.chunk_times)
+        gevent.sleep(0.2)  # the server keeps sending for ~80 ms more
+    finally:
+        client.close()
+    assert sender.dead
+    assert 5 <= marks < 41 and len(record.chunk_times) == marks
+
+
+def test_many_streams_at_once_each_get_their_own_events(peer: str) -> None:
+    """50 streams in flight over one hub: every record has exactly its own 3 tokens."""
+    clients = [new_client(peer, "ok") for _ in range(50)]
+    records = [RequestRecord(request_id=str(i), wall_start=0.0, t_sent=0.0) for i in range(50)]
+    try:
+        texts = gevent.joinall(
+            [gevent.spawn(c.send, BODY, r, True) for c, r in zip(clients, records, strict=True)]
+        )
+    finally:
+        for c in clients:
+            c.close()
+    assert [g.value for g in texts] == ["abc"] * 50
+    assert all(r.ok and len(r.chunk_times) == 3 and r.completion_tokens == 3 for r in records)
+
+
+def test_a_kept_alive_connection_serves_the_next_request() -> None:
+    """The socket goes back to the pool when its body ends; the next request reuses it."""
+    with running_sim("--ttft-ms", "2", "--tpot-ms", "1", "--output-tokens", "20") as url:
+        client = StreamingClient(ClientConfig(host=url, model="llm-locust/sim-8b", request_timeout=10))
+        pool = client._http._connection_pool
+        body = {**BODY, "model": "llm-locust/sim-8b", "messages": [{"role": "user", "content": "hi"}]}
+        try:
+            first = RequestRecord(request_id="1", wall_start=0.0, t_sent=0.0)
+            client.send(body, first)
+            kept = list(pool._socket_queue.queue)
+            second = RequestRecord(request_id="2", wall_start=0.0, t_sent=0.0)
+            client.send(body, second)
+            again = list(pool._socket_queue.queue)
+        finally:
+            client.close()
+    assert first.ok and second.ok, (first.message, second.message)
+    assert len(first.chunk_times) == len(second.chunk_times) == 20
+    assert len(kept) == 1 and again == kept  # the very same socket, open, back in the pool
