@@ -21,6 +21,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from llm_locust.record import json_line
+
 __all__ = [
     "REQUESTS_FILE",
     "RESULT_FILES",
@@ -78,7 +80,7 @@ class ResultsWriter:
         self.count = 0
 
     def write(self, row: dict[str, Any]) -> None:
-        self._file.write(json.dumps(row, separators=(",", ":")) + "\n")
+        self._file.write(json_line(row))
         self._file.flush()
         self.count += 1
 

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import itertools
+import json
+import random
+
 import pytest
 
-from llm_locust.record import RequestRecord
+from llm_locust.record import RequestRecord, json_line, rounded_gaps
 from tests.records import record_from_row
 
 
@@ -56,3 +60,51 @@ def test_json_round_trip_keeps_metrics() -> None:
     assert back.tpot == pytest.approx(r.tpot)
     assert back.itl == pytest.approx(r.itl, abs=1e-6)
     assert back.send_lag == pytest.approx(0.1)
+
+
+def _marks(rng: random.Random, n: int, start: float) -> list[float]:
+    """Marks with every kind of gap: ~10 ms, exact zeros, near-ties of the 6th decimal, long ones.
+
+    Near a zero start the marks' own rounding is tiny, so a gap of k + 0.5 microseconds
+    stays within 1e-11 of the tie: where ``rint(x * 1e6)`` and ``round(x, 6)`` part.
+    """
+    t = start
+    times = [t]
+    for _ in range(n - 1):
+        kind = rng.random()
+        if kind < 0.3:
+            gap = rng.uniform(0.0, 0.05)
+        elif kind < 0.5:
+            gap = (rng.randint(0, 10 if start == 0.0 else 10**6) + 0.5) / 1e6  # the tie of round(x, 6)
+        elif kind < 0.6:
+            gap = 0.0
+        elif kind < 0.7:
+            gap = rng.uniform(0.0, 3600.0)
+        else:
+            gap = rng.expovariate(100.0)
+        t += gap
+        times.append(t)
+    return times
+
+
+@pytest.mark.parametrize("n", [1, 2, 47, 48, 200, 1024, 5000])
+def test_rounded_gaps_are_exactly_round_of_each_gap(n: int) -> None:
+    """The bulk path gives the very floats ``round(b - a, 6)`` gives, ties included."""
+    rng = random.Random(n)
+    for trial in range(40):
+        times = _marks(rng, n, 0.0 if trial % 2 else rng.uniform(0.0, 1e5))
+        expected = [round(b - a, 6) for a, b in itertools.pairwise(times)]
+        got = rounded_gaps(times)
+        assert got == expected
+        assert all(type(g) is float for g in got)
+
+
+def test_json_line_reads_back_as_the_row() -> None:
+    record = RequestRecord(request_id="r-1", wall_start=1_700_000_000.25, t_sent=5.0, status=200)
+    record.chunk_times = [5.1 + 0.0101 * i for i in range(300)]
+    record.t_end, record.completion_tokens, record.token_source = 8.2, 300, "usage"
+    record.extra = {"prompt": "ü 日本 \u2028", "big": 2**70, "nested": {"k": [1, 2.5e-7]}}
+    row = record.to_json()
+    line = json_line(row)
+    assert line.endswith("\n") and line.count("\n") == 1
+    assert json.loads(line) == row
