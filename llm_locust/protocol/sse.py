@@ -135,7 +135,7 @@ def _text(raw: bytes) -> str:
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        bad = raw[exc.start : exc.start + 4]
+        bad = bytes(raw[exc.start : exc.start + 4])
         raise PayloadError(f"stream is not UTF-8 text: bytes {bad!r} at offset {exc.start}") from None
 
 
