@@ -30,6 +30,8 @@ from collections import Counter, deque
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+import numpy as np
+
 from llm_locust.live import catalog as metrics
 from llm_locust.record import CANCELLED, INCOMPLETE, NOT_FAILED, OK, input_tokens_of
 from llm_locust.results.histogram import FixedBucketCounts, LogHistogram
@@ -56,11 +58,13 @@ def _finite(value: Any) -> bool:
     return isinstance(value, (int, float)) and math.isfinite(value)
 
 
-def _latencies(row: Row, field: str) -> list[float]:
-    value = row.get(field)
-    if field == "itl":
-        return [float(v) for v in (value or ()) if _finite(v)]
-    return [float(value)] if _finite(value) else []
+def _gaps(value: Any) -> np.ndarray:
+    """A record's ITL list as an array of its finite values (one conversion, no Python loop)."""
+    try:
+        arr = np.asarray(value or (), dtype=np.float64).reshape(-1)
+    except (TypeError, ValueError):  # a malformed row: keep what is a number
+        arr = np.asarray([v for v in value if _finite(v)], dtype=np.float64)
+    return arr if np.isfinite(arr).all() else arr[np.isfinite(arr)]
 
 
 class _Slot:
@@ -178,11 +182,17 @@ class LiveAggregate:
         self.reasoning_tokens += int(row.get("reasoning_tokens") or 0)
         self.cached_tokens += int(row.get("cached_tokens") or 0)
         for name in LATENCIES:
-            values = _latencies(row, name)
-            if values:
-                self.buckets[name].add_many(values)
-                self.overall[name].add_many(values)
-                slot.hists[name].add_many(values)
+            value = row.get(name)
+            if name == "itl":  # many values: vectorized (add and add_many agree bit for bit)
+                gaps = _gaps(value)
+                if gaps.size:
+                    self.buckets[name].add_many(gaps)
+                    self.overall[name].add_many(gaps)
+                    slot.hists[name].add_many(gaps)
+            elif _finite(value):  # one value: bisect, not numpy's fixed cost (~10 µs a call)
+                self.buckets[name].add(value)
+                self.overall[name].add(value)
+                slot.hists[name].add(value)
         if self.slo_good is None or self.slo_good(row):
             self.slo_good_requests += 1
             self.slo_good_generation_tokens += tokens
