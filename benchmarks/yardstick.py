@@ -181,14 +181,26 @@ def run_reference(args: argparse.Namespace, yard: Path, url: str, streams: int) 
     }
 
 
-def locust_command(args: argparse.Namespace, url: str, streams: int, results: Path) -> list[str]:
+def export(ref: str, into: Path) -> Path:
+    """The package and locustfiles of git ``ref`` (``.``: the working tree) to run from."""
+    if ref == ".":
+        return REPO
+    into.mkdir(parents=True, exist_ok=True)
+    archive = subprocess.run(
+        ["git", "-C", str(REPO), "archive", ref, "llm_locust", "locustfiles"], check=True, capture_output=True
+    )
+    subprocess.run(["tar", "-x", "-C", str(into)], input=archive.stdout, check=True)
+    return into
+
+
+def locust_command(args: argparse.Namespace, url: str, streams: int, results: Path, code: Path) -> list[str]:
     locust = REPO / ".venv/bin/locust"
     base = [str(locust)] if locust.exists() else [sys.executable, "-m", "locust"]
     return [
         *pinned(args.client_cpu),
         *base,
         "-f",
-        str(REPO / "locustfiles/chat.py"),
+        str(code / "locustfiles/chat.py"),
         "--headless",
         "-u",
         str(streams),
@@ -218,9 +230,15 @@ def locust_command(args: argparse.Namespace, url: str, streams: int, results: Pa
     ]
 
 
-def run_locust(args: argparse.Namespace, url: str, streams: int, results: Path) -> dict[str, Any]:
-    cmd = locust_command(args, url, streams, results)
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, cwd=REPO)
+def run_locust(args: argparse.Namespace, url: str, streams: int, results: Path, code: Path) -> dict[str, Any]:
+    cmd = locust_command(args, url, streams, results, code)
+    health = results.parent / f"{results.name}-health.jsonl"
+    health.unlink(missing_ok=True)
+    # an exported variant before the editable install; the client's health intervals to a file
+    env = {**os.environ, "PYTHONPATH": str(code), "LLM_LOCUST_HEALTH_LOG": str(health)}
+    proc = subprocess.Popen(
+        cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, cwd=code, env=env
+    )
     sampler = Sampler(proc.pid, url + "/stats")
     sampler.start()
     try:
@@ -234,6 +252,7 @@ def run_locust(args: argparse.Namespace, url: str, streams: int, results: Path) 
     t0 = summary["config"]["start_time"]
     out = analyse(results, t0, t0 + args.duration)
     out.update(sampler.window(t0 + args.warmup, t0 + args.duration - 0.5))
+    out.update(health_window(health, t0 + args.warmup, t0 + args.duration))
     out["cmd"] = " ".join(cmd)
     return out
 
@@ -270,6 +289,23 @@ def _wait_locust(args: argparse.Namespace, proc: subprocess.Popen[str], streams:
         if profiler is not None:
             profiler.wait(30)
     return err
+
+
+def health_window(path: Path, t0: float, t1: float) -> dict[str, float | None]:
+    """The client's own loop lag in the window (llm_locust.health intervals, if it wrote them)."""
+    try:
+        rows = [json.loads(line) for line in path.open()]
+    except OSError:
+        return {"lag_mean_ms": None, "lag_p90_ms": None, "lag_max_ms": None, "health_cpu": None}
+    inside = [r for r in rows if r["start"] >= t0 and r["end"] <= t1] or [{"lag_mean_s": None}]
+    if inside[0]["lag_mean_s"] is None:
+        return {"lag_mean_ms": None, "lag_p90_ms": None, "lag_max_ms": None, "health_cpu": None}
+    return {
+        "lag_mean_ms": 1e3 * float(np.mean([r["lag_mean_s"] for r in inside])),
+        "lag_p90_ms": 1e3 * float(np.median([r["lag_p90_s"] for r in inside])),
+        "lag_max_ms": 1e3 * max(r["lag_max_s"] for r in inside),
+        "health_cpu": float(np.mean([r["cpu"] for r in inside])),
+    }
 
 
 def analyse(results: Path, t0: float, t1: float) -> dict[str, Any]:
@@ -346,28 +382,53 @@ def _f(value: Any, spec: str) -> str:
 
 def table(runs: list[dict[str, Any]]) -> str:
     lines = [
-        f"{'streams':>7} {'client':>10} {'tok/s':>7} {'CPU%':>5} {'open':>6} {'TTFT p50':>9} "
-        f"{'ITL p99':>8} {'TPOT':>7} {'load':>5}"
+        f"{'streams':>7} {'client':>12} {'tok/s':>7} {'CPU%':>5} {'open':>6} {'TTFT p50':>9} "
+        f"{'ITL p99':>8} {'TPOT':>7} {'load':>5} {'lag mean/p90/max ms':>20}"
     ]
     for run in runs:
-        for name in ("reference", "llm_locust"):
-            r = run[name]
+        for name, r in run["clients"].items():
             lines.append(
-                f"{run['streams']:>7} {name[:10]:>10} {_f(r['tok_s'], '.0f'):>7} "
+                f"{run['streams']:>7} {name[:12]:>12} {_f(r['tok_s'], '.0f'):>7} "
                 f"{_f(r['cpu_pct'], '.0f'):>5} "
                 f"{_f(r['open_streams'], '.1f'):>6} {_f(r['ttft_p50_ms'], '.2f'):>9} "
-                f"{_f(r['itl_p99_ms'], '.2f'):>8} {_f(r['tpot_ms'], '.3f'):>7} {r['load_before']:>5.2f}"
+                f"{_f(r['itl_p99_ms'], '.2f'):>8} {_f(r['tpot_ms'], '.3f'):>7} {r['load_before']:>5.2f} "
+                f"{_f(r.get('lag_mean_ms'), '.2f'):>6}/{_f(r.get('lag_p90_ms'), '.2f')}/"
+                f"{_f(r.get('lag_max_ms'), '.1f')}"
             )
-        v = run["verdict"]
-        failed = [k for k, ok in v["passed"].items() if not ok]
-        lines.append(
-            f"{'':>7} {'ratio':>10} tok/s x{_f(v['tok_s_ratio'], '.3f')}, CPU x{_f(v['cpu_ratio'], '.2f')}, "
-            f"TTFT p50 {_f(v['ttft_p50_delta_ms'], '+.2f')} ms, "
-            f"ITL p99 {_f(v['itl_p99_delta_ms'], '+.2f')} ms, "
-            f"TPOT {_f(v['tpot_err_pct'], '+.2f')} %: "
-            + ("PASS" if not failed else "FAIL " + ",".join(failed))
-        )
+        for name, v in run["verdicts"].items():
+            failed = [k for k, ok in v["passed"].items() if not ok]
+            lines.append(
+                f"{'':>7} {name[:12]:>12} tok/s x{_f(v['tok_s_ratio'], '.3f')}, "
+                f"CPU x{_f(v['cpu_ratio'], '.2f')}, "
+                f"TTFT p50 {_f(v['ttft_p50_delta_ms'], '+.2f')} ms, "
+                f"ITL p99 {_f(v['itl_p99_delta_ms'], '+.2f')} ms, "
+                f"TPOT {_f(v['tpot_err_pct'], '+.2f')} %: "
+                + ("PASS" if not failed else "FAIL " + ",".join(failed))
+            )
     return "\n".join(lines)
+
+
+def sitting(args: argparse.Namespace, yard: Path, streams: int, variants: dict[str, Path]) -> dict[str, Any]:
+    """The reference, then each variant of llm-locust, each against a fresh server."""
+    run: dict[str, Any] = {"streams": streams, "clients": {}, "verdicts": {}}
+    for name in ["reference", *variants]:
+        load = loadavg()
+        server, url = start_server(args, yard)
+        try:
+            with tempfile.TemporaryDirectory(prefix="yardstick-") as tmp:
+                if name == "reference":
+                    result = run_reference(args, yard, url, streams)
+                else:
+                    keep = Path(args.keep) / f"{name}-s{streams}" if args.keep else None
+                    result = run_locust(args, url, streams, keep or Path(tmp) / "results", variants[name])
+        finally:
+            stop(server)
+        result["load_before"] = load
+        run["clients"][name] = result
+        print(f"streams={streams} {name}: done (load {load:.2f})", flush=True)
+    for name in variants:
+        run["verdicts"][name] = verdict(args, streams, run["clients"]["reference"], run["clients"][name])
+    return run
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -388,31 +449,29 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--profile", help="py-spy raw profiles of llm-locust into this directory")
     parser.add_argument("--keep", help="keep llm-locust's results folders under this directory")
+    parser.add_argument(
+        "--variant",
+        action="append",
+        default=[],
+        help="NAME=GITREF: also run llm-locust as of GITREF (repeatable; default: the working tree)",
+    )
+    parser.add_argument("--repeat", type=int, default=1, help="sittings per stream count")
     parser.add_argument("--label", default="")
     parser.add_argument("--out", default=str(REPO / "benchmarks/results/yardstick.json"))
     args = parser.parse_args(argv)
     yard = yardstick_dir(args.yardstick)
     if args.profile:
         Path(args.profile).mkdir(parents=True, exist_ok=True)
-    runs = []
-    for streams in [int(s) for s in args.streams.split(",") if s.strip()]:
-        run: dict[str, Any] = {"streams": streams}
-        for name in ("reference", "llm_locust"):
-            load = loadavg()
-            server, url = start_server(args, yard)
-            try:
-                with tempfile.TemporaryDirectory(prefix="yardstick-") as tmp:
-                    if name == "reference":
-                        run[name] = run_reference(args, yard, url, streams)
-                    else:
-                        results = Path(args.keep) / f"s{streams}" if args.keep else Path(tmp) / "results"
-                        run[name] = run_locust(args, url, streams, results)
-            finally:
-                stop(server)
-            run[name]["load_before"] = load
-            print(f"streams={streams} {name}: done (load {load:.2f})", flush=True)
-        run["verdict"] = verdict(args, streams, run["reference"], run["llm_locust"])
-        runs.append(run)
+    with tempfile.TemporaryDirectory(prefix="yardstick-code-") as code:
+        variants = {"llm_locust": REPO} if not args.variant else {}
+        for spec in args.variant:
+            name, _, ref = spec.partition("=")
+            variants[name] = export(ref or name, Path(code) / name)
+        runs = [
+            sitting(args, yard, streams, variants)
+            for streams in [int(s) for s in args.streams.split(",") if s.strip()]
+            for _ in range(args.repeat)
+        ]
     print(table(runs))
     out = {
         "benchmark": "yardstick",

@@ -38,6 +38,7 @@ from gevent.monkey import get_original
 from geventhttpclient import HTTPClient
 from geventhttpclient.response import HTTPConnectionClosed, HTTPParseError, HTTPResponse
 
+from llm_locust import health
 from llm_locust.config.cancel import CancelPoint
 from llm_locust.config.tls import INSECURE_WARNING, TlsSettings, tls_context
 from llm_locust.load.cancel import CancelPolicy
@@ -173,6 +174,7 @@ class StreamingClient:
         self._http._connection_pool._is_socket_alive = _socket_alive
         cancel = config.cancel
         self._cancels = cancel.draws() if cancel is not None and cancel.rate > 0 else None
+        self._health = health.monitor()  # the loop's stalls, for each record's client_stall_s
 
     def _request_headers(self) -> dict[str, str]:
         headers = {"Content-Type": "application/json", "Accept": "text/event-stream"}
@@ -214,6 +216,7 @@ class StreamingClient:
         finally:
             if record.t_end is None:
                 record.t_end = time.perf_counter()
+            record.client_stall_s = self._health.stall_within(record.t_sent, record.t_end)
             settle_counts(record, stream.usage)
             _add_size_hint(record)
         text = "".join(stream.parts or ())

@@ -97,6 +97,7 @@ ROW_FIELDS = (
     "session_id",
     "turn",
     "worker",
+    "client_stall_s",
 )
 
 
@@ -146,6 +147,9 @@ class RequestRecord:
     session_id: str | None = None
     turn: int | None = None
     worker: str | None = None
+    # Seconds of the client's own event-loop stalls inside [t_sent, t_end] (llm_locust.health):
+    # above 0 the latencies include a pause of the load generator, not only the server's time.
+    client_stall_s: float = 0.0
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -243,6 +247,7 @@ class RequestRecord:
             "session_id": self.session_id,
             "turn": self.turn,
             "worker": self.worker,
+            "client_stall_s": self.client_stall_s,
         }
         out.update(self.extra)
         return out

@@ -1,0 +1,158 @@
+"""The client's own health: how late its event loop runs, when it stalled, how busy it is.
+
+Every timestamp llm-locust takes is taken by the event loop (:mod:`llm_locust.reader`),
+so a loop that runs late makes every latency look longer than the server made it.
+:class:`LoopMonitor` measures that directly: a hub timer due every :data:`PERIOD`
+seconds notes how late it fired (``perf_counter`` against its due time). A lateness
+of at least :data:`STALL_FLOOR` is a *stall*: the process did not look at its sockets
+from the due time until the timer fired (a CPU-bound loop, a GC pause, swapping, a
+``SIGSTOP``). Two products:
+
+- per request: :meth:`LoopMonitor.stall_within` gives the seconds of stall inside a
+  request's span (the record's ``client_stall_s``), counting a stall still in progress
+  when the request ends (the timer has not run yet when a stalled loop wakes up with a
+  finished stream in the same iteration);
+- per interval (one second of wall clock): CPU of the process (``process_time``) as a
+  fraction of one core, the loop's mean / p90 / max lateness and the stall seconds,
+  the numbers :mod:`llm_locust.results.saturation` turns into "client saturated"
+  verdicts. Workers ship theirs with their records (:mod:`llm_locust.runtime.distributed`).
+
+The timer's callback runs in the hub (no greenlet, no switch) and costs about 2 µs:
+at 50 per second, 0.01 % of a core. With ``LLM_LOCUST_HEALTH_LOG=FILE`` in the
+environment each interval is also appended to FILE as a JSON line (the benchmarks read
+the client's health from there).
+"""
+
+from __future__ import annotations
+
+import bisect
+import json
+import os
+import time
+from collections import deque
+from typing import Any
+
+import gevent
+
+__all__ = ["INTERVAL", "PERIOD", "STALL_FLOOR", "LoopMonitor", "monitor"]
+
+#: Seconds between the timer's due times.
+PERIOD = 0.02
+#: A lateness at least this long is a stall (the client's own pause, not the server's).
+STALL_FLOOR = 0.1
+#: Seconds of wall clock per interval record.
+INTERVAL = 1.0
+#: Stalls older than this are forgotten (no request lasts longer than its timeout).
+_KEEP_STALLS_S = 3600.0
+
+
+class LoopMonitor:
+    """One per process: see the module docstring. ``start`` is idempotent."""
+
+    def __init__(
+        self, period: float = PERIOD, stall_floor: float = STALL_FLOOR, interval: float = INTERVAL
+    ) -> None:
+        self.period = period
+        self.stall_floor = stall_floor
+        self.interval = interval
+        # closed intervals, in order (the last day's: 86,400 of ~300 bytes)
+        self.intervals: deque[dict[str, Any]] = deque(maxlen=86_400)
+        self._unshipped: list[dict[str, Any]] = []
+        self._stall_starts: deque[float] = deque()
+        self._stall_ends: deque[float] = deque()
+        self._timer: Any = None
+        self._due = 0.0
+        self._lags: list[float] = []
+        self._open_at = (0.0, 0.0, 0.0)  # perf_counter, wall clock, process_time
+        self._stall_in_interval = 0.0
+        self._log = os.environ.get("LLM_LOCUST_HEALTH_LOG")
+
+    # -- running -------------------------------------------------------------------
+    def start(self) -> None:
+        if self._timer is not None:
+            return
+        self._open_at = (time.perf_counter(), time.time(), time.process_time())
+        self._arm(time.perf_counter())
+
+    def _arm(self, now: float) -> None:
+        # a fresh one-shot timer each time: gevent fires a timer restarted inside its own
+        # callback at once, over and over
+        self._timer = gevent.get_hub().loop.timer(self.period, ref=False)
+        self._due = now + self.period
+        self._timer.start(self._tick, update=True)
+
+    def stop(self) -> None:
+        if self._timer is not None:
+            self._timer.stop()
+            self._timer.close()
+            self._timer = None
+
+    def _tick(self) -> None:
+        now = time.perf_counter()
+        late = max(now - self._due, 0.0)
+        self._lags.append(late)
+        if late >= self.stall_floor:
+            self._stall_starts.append(self._due)
+            self._stall_ends.append(now)
+            self._stall_in_interval += late
+            while self._stall_ends and self._stall_ends[0] < now - _KEEP_STALLS_S:
+                self._stall_starts.popleft()
+                self._stall_ends.popleft()
+        if now - self._open_at[0] >= self.interval:
+            self._close_interval(now)
+        self._timer.close()
+        self._arm(now)
+
+    def _close_interval(self, now: float) -> None:
+        t0, wall0, cpu0 = self._open_at
+        wall, cpu = time.time(), time.process_time()
+        lags = sorted(self._lags)
+        entry = {
+            "start": wall0,
+            "end": wall,
+            "cpu": (cpu - cpu0) / max(now - t0, 1e-9),
+            "lag_mean_s": sum(lags) / len(lags),
+            "lag_p90_s": lags[min(len(lags) - 1, int(0.9 * len(lags)))],
+            "lag_max_s": lags[-1],
+            "stall_s": self._stall_in_interval,
+            "ticks": len(lags),
+        }
+        self.intervals.append(entry)
+        self._unshipped.append(entry)
+        if self._log:
+            with open(self._log, "a", encoding="utf-8") as log:
+                log.write(json.dumps(entry) + "\n")
+        self._open_at = (now, wall, cpu)
+        self._lags = []
+        self._stall_in_interval = 0.0
+
+    # -- reading -------------------------------------------------------------------
+    def stall_within(self, t0: float, t1: float | None) -> float:
+        """Seconds of stall (``perf_counter`` spans) that overlap ``[t0, t1]``."""
+        if t1 is None or t1 <= t0:
+            return 0.0
+        total = 0.0
+        starts, ends = self._stall_starts, self._stall_ends
+        i = bisect.bisect_right(ends, t0)  # the first stall that ends after t0
+        while i < len(starts) and starts[i] < t1:
+            total += min(ends[i], t1) - max(starts[i], t0)
+            i += 1
+        if self._timer is not None:
+            now = time.perf_counter()
+            if now - self._due >= self.stall_floor and self._due < t1:  # a stall the timer has not seen yet
+                total += min(now, t1) - max(self._due, t0)
+        return max(total, 0.0)
+
+    def take_intervals(self) -> list[dict[str, Any]]:
+        """The intervals closed since the last call (a worker ships them with its records)."""
+        new, self._unshipped = self._unshipped, []
+        return new
+
+
+_MONITOR = LoopMonitor()
+
+
+def monitor() -> LoopMonitor:
+    """This process's monitor, started (the first client starts it)."""
+    _MONITOR.start()
+    return _MONITOR

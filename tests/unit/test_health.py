@@ -1,0 +1,90 @@
+"""The client's own health: loop lateness, stalls inside a request, per-second intervals."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+
+import gevent
+import pytest
+
+from llm_locust.client import ClientConfig, StreamingClient
+from llm_locust.health import LoopMonitor, monitor
+from llm_locust.record import RequestRecord
+from tests.scripted_server import running_peer
+
+
+@pytest.fixture(scope="module")
+def peer() -> Iterator[str]:
+    with running_peer() as base:
+        yield base
+
+
+def block_loop(seconds: float) -> None:
+    time.sleep(seconds)  # the real sleep: nothing else runs in this process meanwhile
+
+
+def test_a_blocked_loop_is_one_stall_of_its_length() -> None:
+    m = LoopMonitor(period=0.01, stall_floor=0.05, interval=0.2)
+    m.start()
+    try:
+        gevent.sleep(0.3)
+        t0 = time.perf_counter()
+        block_loop(0.3)
+        during = m.stall_within(t0, time.perf_counter())  # the timer has not run yet
+        gevent.sleep(0.3)
+        t1 = time.perf_counter()
+        after = m.stall_within(t0, t1)
+        later = m.stall_within(t1, t1 + 1.0)
+    finally:
+        m.stop()
+    assert 0.25 <= during <= 0.32 and abs(after - during) < 0.02
+    assert later == 0.0
+    intervals = m.take_intervals()
+    assert len(intervals) >= 3 and m.take_intervals() == []  # handed out once
+    stalled = [i for i in intervals if i["stall_s"] > 0]
+    assert len(stalled) == 1 and stalled[0]["lag_max_s"] >= 0.25
+    assert all(0.0 <= i["cpu"] < 1.5 and i["ticks"] >= 1 for i in intervals)
+
+
+def test_only_the_overlap_counts() -> None:
+    m = LoopMonitor(period=0.01, stall_floor=0.05)
+    m.start()
+    try:
+        gevent.sleep(0.05)
+        block_loop(0.2)
+        gevent.sleep(0.05)  # the timer sees it
+    finally:
+        m.stop()
+    (start, end) = (m._stall_starts[0], m._stall_ends[0])
+    assert m.stall_within(start - 1.0, start) == 0.0
+    assert m.stall_within(start + 0.05, start + 0.1) == pytest.approx(0.05)
+    assert m.stall_within(start - 1.0, end + 1.0) == pytest.approx(end - start)
+    assert m.stall_within(end, end + 1.0) == 0.0
+
+
+def test_a_record_spanning_a_stall_of_the_client_says_how_long(peer: str) -> None:
+    """41 tokens over ~80 ms; the loop blocked 0.3 s in the middle: the record carries it."""
+    client = StreamingClient(ClientConfig(host=f"{peer}/cut_41", model="m"))
+    stalled = RequestRecord(request_id="a", wall_start=0.0, t_sent=0.0)
+    clean = RequestRecord(request_id="b", wall_start=0.0, t_sent=0.0)
+    body = {"model": "m", "messages": [], "stream": True}
+    try:
+        sender = gevent.spawn(client.send, body, stalled)
+        with gevent.Timeout(5):
+            while len(stalled.chunk_times) < 3:
+                gevent.sleep(0.001)
+        block_loop(0.3)
+        sender.join()
+        gevent.sleep(0.1)
+        client.send(body, clean)
+    finally:
+        client.close()
+    assert len(stalled.chunk_times) == 41 and stalled.e2e is not None and stalled.e2e >= 0.3
+    assert 0.2 <= stalled.client_stall_s <= 0.35, stalled.client_stall_s
+    assert stalled.to_json()["client_stall_s"] == stalled.client_stall_s
+    assert clean.client_stall_s == 0.0 and clean.to_json()["client_stall_s"] == 0.0
+
+
+def test_every_client_shares_the_one_running_monitor() -> None:
+    assert monitor() is monitor() and monitor()._timer is not None
