@@ -9,6 +9,10 @@ from the same records.
 Each batch carries ``(worker id, sequence number)``; the master applies a given pair at
 most once, so a resent batch never double counts. A worker killed with SIGKILL loses at
 most the records of its last interval (1 s by default) plus its requests in flight.
+
+Each batch also carries the worker's health intervals closed since the last one
+(:mod:`llm_locust.health`: CPU and event-loop lag per second); the master keeps them
+per worker (:meth:`Inbox.health_intervals`) for the saturation verdicts.
 """
 
 from __future__ import annotations
@@ -19,6 +23,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import gevent
+
+from llm_locust import health
 
 __all__ = ["MESSAGE_TYPE", "SHIP_INTERVAL", "Inbox", "Outbox"]
 
@@ -35,6 +41,7 @@ class Outbox:
     send: Callable[[str, Any], None]  # runner.send_message
     interval: float = SHIP_INTERVAL
     in_flight: Callable[[], int] = lambda: 0
+    intervals: Callable[[], list[dict[str, Any]]] = lambda: health.monitor().take_intervals()
     _rows: list[dict[str, Any]] = field(default_factory=list)
     _seq: int = 0
     _greenlet: gevent.Greenlet | None = None
@@ -57,12 +64,19 @@ class Outbox:
             log.exception("llm-locust: shipping the final records to the master failed")
 
     def flush(self, final: bool = False) -> None:
-        if not self._rows and not final:
+        intervals = self.intervals()
+        if not self._rows and not intervals and not final:
             self.send(MESSAGE_TYPE, {"seq": None, "rows": [], "in_flight": self.in_flight()})
             return
         rows, self._rows = self._rows, []
         self._seq += 1
-        data = {"seq": self._seq, "rows": rows, "in_flight": self.in_flight(), "final": final}
+        data = {
+            "seq": self._seq,
+            "rows": rows,
+            "in_flight": self.in_flight(),
+            "final": final,
+            "health": intervals,
+        }
         self.send(MESSAGE_TYPE, data)
 
     def _loop(self) -> None:
@@ -83,6 +97,7 @@ class Inbox:
     in_flight: dict[str, int] = field(default_factory=dict)
     finals: set[str] = field(default_factory=set)
     received: int = 0
+    health: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
 
     def handle(self, worker: str, data: dict[str, Any]) -> bool:
         """Apply one batch; returns False for a duplicate that was ignored (its stale in-flight
@@ -99,6 +114,8 @@ class Inbox:
                 row["worker"] = worker
             self.deliver(row)
             self.received += 1
+        if data.get("health"):
+            self.health.setdefault(worker, []).extend(data["health"])
         if data.get("final"):
             self.finals.add(worker)
             self.in_flight[worker] = 0
@@ -115,3 +132,7 @@ class Inbox:
 
     def total_in_flight(self) -> int:
         return sum(self.in_flight.values())
+
+    def health_intervals(self) -> list[dict[str, Any]]:
+        """Every worker's health intervals, each marked with its worker."""
+        return [{**i, "worker": worker} for worker, own in self.health.items() for i in own]

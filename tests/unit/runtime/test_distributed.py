@@ -57,3 +57,25 @@ def test_a_master_gone_at_the_final_batch_is_logged_not_raised(caplog: pytest.Lo
     with caplog.at_level(logging.ERROR):
         outbox.stop()
     assert "shipping the final records to the master failed" in caplog.text
+
+
+def test_health_intervals_travel_with_the_records_and_count_once() -> None:
+    sent: list[tuple[str, Any]] = []
+    pending = [[{"start": 0.0, "end": 1.0, "cpu": 0.5}], [], [{"start": 1.0, "end": 2.0, "cpu": 0.97}]]
+    outbox = Outbox(lambda kind, data: sent.append((kind, data)), intervals=lambda: pending.pop(0))
+    outbox.add({"request_id": "w-1", "outcome": "ok"})
+    outbox.flush()
+    outbox.flush()  # nothing new: a heartbeat without a sequence number
+    outbox.flush(final=True)
+    assert [kind for kind, _ in sent] == [MESSAGE_TYPE] * 3
+    assert sent[1][1]["seq"] is None and "health" not in sent[1][1]
+    rows: list[dict[str, Any]] = []
+    inbox = Inbox(rows.append)
+    for _, data in sent:
+        inbox.handle("w", data)
+    assert not inbox.handle("w", sent[0][1])  # a resent batch: neither rows nor health again
+    assert [r["request_id"] for r in rows] == ["w-1"] and rows[0]["worker"] == "w"
+    assert inbox.health_intervals() == [
+        {"start": 0.0, "end": 1.0, "cpu": 0.5, "worker": "w"},
+        {"start": 1.0, "end": 2.0, "cpu": 0.97, "worker": "w"},
+    ]

@@ -1,0 +1,119 @@
+"""When the load generator cannot be trusted: saturated stages and stalled requests.
+
+Every latency is measured by the client's event loop, so a client that runs out of
+CPU, or whose loop runs late, reports the server slower than it is. Two inputs:
+
+- the client's health intervals (:mod:`llm_locust.health`; one per second per load
+  process, a worker's shipped with its records): ``start``/``end`` (wall clock),
+  ``cpu`` (fraction of one core), ``lag_mean_s`` / ``lag_p90_s`` / ``lag_max_s``
+  (how late a 20-ms timer fired), ``stall_s``, and ``worker`` on the master;
+- each record's ``client_stall_s``: seconds of the client's own stalls inside the
+  request (at least :data:`llm_locust.health.STALL_FLOOR` at a stretch).
+
+Rules (the thresholds come from ``benchmarks/yardstick.py``, see benchmarks/README.md):
+
+- an interval is *saturated* when the process used at least :data:`SATURATED_CPU` of
+  a core or its loop's p90 lateness reached :data:`SATURATED_LAG_P90_S`;
+- a stage is *measured by a saturated client* when, for any one process, at least
+  :data:`SATURATED_SHARE` of its intervals inside the stage's window are saturated;
+- such a stage is never the capacity answer, and nor is any stage after it
+  (:func:`capacity_stage`): the run says "client saturated from users=600: timings
+  unreliable, add workers" (:func:`saturation_message`);
+- a request with ``client_stall_s > 0`` is *stalled*: it stays in the counts and the
+  token totals (it did complete) but is kept out of latency percentiles
+  (:func:`latency_rows`), and the summary says how many were left out.
+
+Pure module: no Locust, no gevent, no network.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+__all__ = [
+    "SATURATED_CPU",
+    "SATURATED_LAG_P90_S",
+    "SATURATED_SHARE",
+    "capacity_stage",
+    "client_block",
+    "interval_saturated",
+    "latency_rows",
+    "saturation_message",
+    "stalled",
+]
+
+#: Share of one core above which the process is saturated.
+SATURATED_CPU = 0.9
+#: The loop's p90 lateness (seconds) above which its timestamps run late.
+SATURATED_LAG_P90_S = 0.01
+#: Share of a process's intervals in a stage that must be saturated to condemn the stage.
+SATURATED_SHARE = 0.2
+
+Interval = dict[str, Any]
+
+
+def interval_saturated(interval: Interval) -> bool:
+    return (interval.get("cpu") or 0.0) >= SATURATED_CPU or (
+        interval.get("lag_p90_s") or 0.0
+    ) >= SATURATED_LAG_P90_S
+
+
+def client_block(intervals: Iterable[Interval], start: float, end: float) -> dict[str, Any]:
+    """The client's health over ``[start, end]`` (wall clock): a stage's or the run's ``client``.
+
+    Intervals count when they lie mostly inside the window (their midpoint is in it).
+    """
+    inside = [i for i in intervals if start <= (i["start"] + i["end"]) / 2 <= end]
+    by_process: dict[str, list[Interval]] = defaultdict(list)
+    for interval in inside:
+        by_process[str(interval.get("worker") or "local")].append(interval)
+    shares = {name: sum(map(interval_saturated, own)) / len(own) for name, own in sorted(by_process.items())}
+    saturated = [name for name, share in shares.items() if share >= SATURATED_SHARE]
+    lags = sorted(i.get("lag_p90_s") or 0.0 for i in inside)
+    return {
+        "saturated": bool(saturated),
+        "saturated_processes": saturated,
+        "intervals": len(inside),
+        "saturated_intervals": sum(map(interval_saturated, inside)),
+        "cpu_max": max((i.get("cpu") or 0.0 for i in inside), default=None),
+        "lag_p90_ms_median": 1e3 * lags[len(lags) // 2] if lags else None,
+        "lag_max_ms": max((1e3 * (i.get("lag_max_s") or 0.0) for i in inside), default=None),
+        "stall_s": sum(i.get("stall_s") or 0.0 for i in inside),
+    }
+
+
+def saturation_message(stages: Sequence[dict[str, Any]]) -> str | None:
+    """ "client saturated from <first saturated stage>: ..." or ``None`` when none was."""
+    for stage in stages:
+        if (stage.get("client") or {}).get("saturated"):
+            label = stage.get("label", stage.get("index"))
+            return f"client saturated from {label}: timings unreliable, add workers"
+    return None
+
+
+def capacity_stage(stages: Sequence[dict[str, Any]], passed: Callable[[dict[str, Any]], bool]) -> int | None:
+    """Index of the highest stage, in order, that passed before the first failure *or* the
+    first stage measured by a saturated client; ``None`` if there is none."""
+    best = None
+    for i, stage in enumerate(stages):
+        if (stage.get("client") or {}).get("saturated") or not passed(stage):
+            break
+        best = i
+    return best
+
+
+def stalled(row: dict[str, Any]) -> bool:
+    return (row.get("client_stall_s") or 0.0) > 0.0
+
+
+def latency_rows(rows: Iterable[dict[str, Any]]) -> tuple[list[dict[str, Any]], int]:
+    """The rows whose latencies may enter percentiles, and how many stalled ones were left out."""
+    kept, left_out = [], 0
+    for row in rows:
+        if stalled(row):
+            left_out += 1
+        else:
+            kept.append(row)
+    return kept, left_out

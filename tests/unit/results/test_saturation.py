@@ -1,0 +1,76 @@
+"""Saturated stages, the capacity answer that skips them, and stalled requests."""
+
+from __future__ import annotations
+
+from llm_locust.results.saturation import (
+    SATURATED_CPU,
+    SATURATED_LAG_P90_S,
+    capacity_stage,
+    client_block,
+    interval_saturated,
+    latency_rows,
+    saturation_message,
+)
+
+
+def interval(t: float, cpu: float = 0.3, lag_p90: float = 0.001, worker: str | None = None) -> dict:
+    out = {"start": t, "end": t + 1.0, "cpu": cpu, "lag_mean_s": lag_p90 / 2, "lag_p90_s": lag_p90,
+           "lag_max_s": lag_p90 * 2, "stall_s": 0.0, "ticks": 50}  # fmt: skip
+    if worker:
+        out["worker"] = worker
+    return out
+
+
+def test_cpu_or_lag_makes_an_interval_saturated() -> None:
+    assert not interval_saturated(interval(0))
+    assert interval_saturated(interval(0, cpu=SATURATED_CPU))
+    assert interval_saturated(interval(0, lag_p90=SATURATED_LAG_P90_S))
+
+
+def test_a_stage_is_saturated_when_one_process_is_often_saturated() -> None:
+    healthy = [interval(t, worker="w1") for t in range(10)]
+    busy = [interval(t, cpu=0.97, worker="w2") for t in range(3)] + [
+        interval(t, worker="w2") for t in range(3, 10)
+    ]
+    block = client_block(healthy + busy, 0.0, 10.0)
+    assert block["saturated"] and block["saturated_processes"] == ["w2"]
+    assert block["intervals"] == 20 and block["saturated_intervals"] == 3
+    assert block["cpu_max"] == 0.97
+    one_blip = client_block([*healthy, interval(0, cpu=0.99, worker="w3")], 0.0, 10.0)
+    assert one_blip["saturated"]  # w3's only interval in the window is saturated
+    w3 = [interval(t, worker="w3") for t in range(9)] + [interval(9, cpu=0.99, worker="w3")]
+    calm = client_block(healthy + w3, 0.0, 10.0)
+    assert not calm["saturated"]  # 1 in 10 of w3's intervals
+
+
+def test_only_intervals_inside_the_window_count() -> None:
+    intervals = [interval(t, cpu=0.99) for t in range(5)] + [interval(t) for t in range(5, 15)]
+    assert client_block(intervals, 0.0, 5.0)["saturated"]
+    assert not client_block(intervals, 5.0, 15.0)["saturated"]
+    assert client_block([], 0.0, 1.0) == {
+        "saturated": False, "saturated_processes": [], "intervals": 0, "saturated_intervals": 0,
+        "cpu_max": None, "lag_p90_ms_median": None, "lag_max_ms": None, "stall_s": 0,
+    }  # fmt: skip
+
+
+def test_capacity_never_comes_from_or_after_a_saturated_stage() -> None:
+    stages = [
+        {"index": 0, "label": "users=100", "ok": True, "client": {"saturated": False}},
+        {"index": 1, "label": "users=300", "ok": True, "client": {"saturated": False}},
+        {"index": 2, "label": "users=600", "ok": True, "client": {"saturated": True}},
+        {"index": 3, "label": "users=900", "ok": True, "client": {"saturated": False}},
+    ]
+    assert capacity_stage(stages, lambda s: s["ok"]) == 1
+    assert saturation_message(stages) == "client saturated from users=600: timings unreliable, add workers"
+    stages[1]["ok"] = False
+    assert capacity_stage(stages, lambda s: s["ok"]) == 0
+    clean = [dict(s, client={"saturated": False}) for s in stages]
+    assert saturation_message(clean) is None
+    assert capacity_stage(clean, lambda s: True) == 3
+    assert capacity_stage(clean[:0], lambda s: True) is None
+
+
+def test_stalled_requests_leave_the_latency_rows_only() -> None:
+    rows = [{"ttft": 0.1, "client_stall_s": 0.0}, {"ttft": 10.2, "client_stall_s": 10.0}, {"ttft": 0.2}]
+    kept, left_out = latency_rows(rows)
+    assert kept == [rows[0], rows[2]] and left_out == 1
