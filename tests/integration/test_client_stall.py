@@ -33,7 +33,7 @@ def rows_of(path: Path) -> list[dict]:
 def test_records_in_flight_across_a_sigstop_carry_the_pause(tmp_path: Path) -> None:
     results = tmp_path / "r"
     with running_sim("--ttft-ms", "50", "--tpot-ms", "20", "--output-tokens", "40") as url:
-        cmd = [str(BIN / "locust"), "-f", str(LOCUSTFILE), "--host", url, "--headless", "-u", "3", "-r", "3",
+        cmd = [str(BIN / "locust"), "-f", str(LOCUSTFILE), "--host", url, "--headless", "-u", "4", "-r", "4",
                "-t", "9s", "--stop-timeout", "30", "--results-dir", str(results), "--max-tokens", "40",
                "--prompt-tokens", "16", "--only-summary"]  # fmt: skip
         proc = subprocess.Popen(
@@ -61,7 +61,10 @@ def test_records_in_flight_across_a_sigstop_carry_the_pause(tmp_path: Path) -> N
     clear = [
         r for r in rows if r["start_time"] + r["e2e"] < paused_at - 0.1 or r["start_time"] > resumed_at + 0.1
     ]
-    assert len(across) >= 2 and len(clear) >= 6, (len(across), len(clear))
+    near = [
+        (r["start_time"] - paused_at, r["start_time"] + r["e2e"] - resumed_at) for r in rows if r not in clear
+    ]
+    assert len(across) >= 2 and len(clear) >= 6, (len(across), len(clear), near)
     for r in across:  # each request took ~0.85 s of server time plus the pause
         assert r["e2e"] > PAUSE_S
         assert PAUSE_S - 0.3 <= r["client_stall_s"] <= r["e2e"], r
