@@ -39,6 +39,7 @@ __all__ = [
     "capacity_stage",
     "client_block",
     "interval_saturated",
+    "judge_stages",
     "latency_rows",
     "saturation_message",
     "stalled",
@@ -82,6 +83,38 @@ def client_block(intervals: Iterable[Interval], start: float, end: float) -> dic
         "lag_max_ms": max((1e3 * (i.get("lag_max_s") or 0.0) for i in inside), default=None),
         "stall_s": sum(i.get("stall_s") or 0.0 for i in inside),
     }
+
+
+def _why(block: dict[str, Any]) -> str:
+    parts = []
+    if block.get("cpu_max") is not None:
+        parts.append(f"CPU up to {100 * block['cpu_max']:.0f} % of a core")
+    if block.get("lag_p90_ms_median") is not None:
+        parts.append(f"event-loop lag p90 {block['lag_p90_ms_median']:.1f} ms")
+    where = ", ".join(block.get("saturated_processes") or ())
+    return f"{where}: {', '.join(parts)}" if where and parts else ", ".join(parts)
+
+
+def judge_stages(stages: Sequence[dict[str, Any]], intervals: Sequence[Interval]) -> str | None:
+    """Give each stage its ``client`` block over its measured ``window`` (else its ``span``);
+    a stage measured by a saturated client becomes ``invalid`` (never a pass, and the capacity
+    search stops there), its reason saying why. Returns :func:`saturation_message`.
+
+    Without intervals (a rebuilt summary of a run before health was shipped) nothing changes.
+    """
+    if not intervals:
+        return None
+    for stage in stages:
+        window = stage.get("window") or stage.get("span")
+        if not window:
+            continue
+        block = client_block(intervals, window["start"], window["end"])
+        stage["client"] = block
+        if block["saturated"] and stage.get("valid", True):
+            stage["valid"] = False
+            stage["invalid_reason"] = f"client saturated ({_why(block)}): timings unreliable, add workers"
+            stage["verdict"] = "invalid"
+    return saturation_message(stages)
 
 
 def saturation_message(stages: Sequence[dict[str, Any]]) -> str | None:

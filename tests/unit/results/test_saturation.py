@@ -8,6 +8,7 @@ from llm_locust.results.saturation import (
     capacity_stage,
     client_block,
     interval_saturated,
+    judge_stages,
     latency_rows,
     saturation_message,
 )
@@ -74,3 +75,35 @@ def test_stalled_requests_leave_the_latency_rows_only() -> None:
     rows = [{"ttft": 0.1, "client_stall_s": 0.0}, {"ttft": 10.2, "client_stall_s": 10.0}, {"ttft": 0.2}]
     kept, left_out = latency_rows(rows)
     assert kept == [rows[0], rows[2]] and left_out == 1
+
+
+def test_a_stage_measured_by_a_saturated_client_becomes_invalid() -> None:
+    intervals = [interval(t) for t in range(10)] + [
+        interval(t, cpu=0.98, lag_p90=0.03) for t in range(10, 20)
+    ]
+    stages = [
+        {
+            "index": 0,
+            "label": "users=100",
+            "window": {"start": 0.0, "end": 10.0},
+            "valid": True,
+            "verdict": "pass",
+        },
+        {
+            "index": 1,
+            "label": "users=600",
+            "window": {"start": 10.0, "end": 20.0},
+            "valid": True,
+            "verdict": "pass",
+        },
+    ]
+    message = judge_stages(stages, intervals)
+    assert message == "client saturated from users=600: timings unreliable, add workers"
+    assert stages[0]["verdict"] == "pass" and stages[0]["valid"] and not stages[0]["client"]["saturated"]
+    assert stages[1]["verdict"] == "invalid" and not stages[1]["valid"]
+    assert stages[1]["invalid_reason"] == (
+        "client saturated (local: CPU up to 98 % of a core, event-loop lag p90 30.0 ms): "
+        "timings unreliable, add workers"
+    )
+    untouched = [{"index": 0, "label": "users=1", "window": {"start": 0.0, "end": 1.0}, "valid": True}]
+    assert judge_stages(untouched, []) is None and "client" not in untouched[0]
