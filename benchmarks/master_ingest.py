@@ -66,7 +66,9 @@ def template_rows(n: int, tokens: int, seed: int = 1) -> list[dict[str, Any]]:
 
 # -- the simulated workers (run in a sender process) ------------------------------------
 def sender_main(argv: list[str]) -> int:
-    """``master_ingest.py --sender PORT FIRST COUNT RATE TOKENS OUT``."""
+    """``master_ingest.py --sender PORT FIRST COUNT RATE TOKENS OUT LIMIT_S``: a worker stops
+    sending on its own ``LIMIT_S`` after its spawn (a master too slow to stop the test in time
+    is not fed for ever)."""
     from gevent import monkey
 
     monkey.patch_all()
@@ -77,7 +79,7 @@ def sender_main(argv: list[str]) -> int:
     import gevent.event
 
     port, first, count, rate, tokens = (int(x) for x in argv[:5])
-    out = Path(argv[5])
+    out, limit_s = Path(argv[5]), float(argv[6])
     rows = template_rows(50, tokens)
     sent: list[tuple[float, int]] = []  # (time, rows sent so far by this process)
     total = [0]
@@ -87,7 +89,14 @@ def sender_main(argv: list[str]) -> int:
         node = f"sim-{socket.gethostname()}-{index}"
         client = zmqrpc.Client("127.0.0.1", port, node)
         client.send(Message("client_ready", __version__, node))
-        state = {"running": False, "seq": 0, "n": 0, "stop": False, "stopped": False}
+        state: dict[str, Any] = {
+            "running": False,
+            "seq": 0,
+            "n": 0,
+            "stop": False,
+            "stopped": False,
+            "since": 0.0,
+        }
 
         def batch(final: bool) -> None:
             k = rate if state["running"] and not final else 0
@@ -111,6 +120,8 @@ def sender_main(argv: list[str]) -> int:
                     "current_memory_usage": 1e8,
                 }
                 client.send(Message("heartbeat", hb, node))
+                if state["running"] and time.time() - state["since"] > limit_s:
+                    state["running"], state["stopped"] = False, True  # the guard: see the docstring
                 if state["running"]:
                     batch(False)
 
@@ -120,7 +131,7 @@ def sender_main(argv: list[str]) -> int:
             if msg.type == "spawn":
                 client.send(Message("spawning", None, node))
                 users = msg.data["user_classes_count"]
-                state["running"] = True
+                state["running"], state["since"] = True, time.time()
                 client.send(
                     Message(
                         "spawning_complete",
@@ -270,6 +281,7 @@ def run_one(args: argparse.Namespace, workers: int, tmp: Path) -> dict[str, Any]
             str(args.rate),
             str(args.tokens),
             str(out),
+            str(args.duration + 15),
         ]
         senders.append(
             (subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True), out)
