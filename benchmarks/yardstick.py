@@ -235,7 +235,7 @@ def run_locust(args: argparse.Namespace, url: str, streams: int, results: Path, 
     health = results.parent / f"{results.name}-health.jsonl"
     health.unlink(missing_ok=True)
     # an exported variant before the editable install; the client's health intervals to a file
-    env = {**os.environ, "PYTHONPATH": str(code), "LLM_LOCUST_HEALTH_LOG": str(health)}
+    env = {**os.environ, "PYTHONPATH": str(code), "LLMLOCUST_HEALTH_LOG": str(health)}
     proc = subprocess.Popen(
         cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, cwd=code, env=env
     )

@@ -18,9 +18,9 @@ from the due time until the timer fired (a CPU-bound loop, a GC pause, swapping,
   verdicts. Workers ship theirs with their records (:mod:`llm_locust.runtime.distributed`).
 
 The timer's callback runs in the hub (no greenlet, no switch) and costs about 2 µs:
-at 50 per second, 0.01 % of a core. With ``LLM_LOCUST_HEALTH_LOG=FILE`` in the
+at 50 per second, 0.01 % of a core. With ``LLMLOCUST_HEALTH_LOG=FILE`` in the
 environment each interval is also appended to FILE as a JSON line (the benchmarks read
-the client's health from there).
+the client's health from there; not an ``LLM_LOCUST_*`` name, which would be read as an option).
 """
 
 from __future__ import annotations
@@ -65,7 +65,7 @@ class LoopMonitor:
         self._lags: list[float] = []
         self._open_at = (0.0, 0.0, 0.0)  # perf_counter, wall clock, process_time
         self._stall_in_interval = 0.0
-        self._log = os.environ.get("LLM_LOCUST_HEALTH_LOG")
+        self._log = os.environ.get("LLMLOCUST_HEALTH_LOG")
 
     # -- running -------------------------------------------------------------------
     def start(self) -> None:
