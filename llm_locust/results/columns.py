@@ -12,7 +12,9 @@ codes with their names beside them. A :class:`Part` is a selection of rows (a st
 measured ones) with the ITL pools that belong to exactly those rows.
 
 Which records the statistics leave out (one reason each, first match): ``incomplete`` (in
-flight when the load stopped), ``warmup``, ``rampup`` (see :mod:`llm_locust.results.stages`).
+flight when the load stopped), ``warmup``, ``rampup`` (see :mod:`llm_locust.results.stages`),
+``client_stall`` (the load generator itself stalled inside the request: ``client_stall_s`` > 0,
+so its latencies hold the client's pause, see :mod:`llm_locust.health`).
 
 Pure module: numpy (and orjson to read the file), no Locust, no network.
 """
@@ -45,7 +47,7 @@ __all__ = [
 ]
 
 #: Why a record is left out of the statistics, in order of precedence.
-EXCLUSIONS = ("incomplete", "warmup", "rampup")
+EXCLUSIONS = ("incomplete", "warmup", "rampup", "client_stall")
 _NAN = math.nan
 _FLOATS = (
     ("start", "start_time"),
@@ -69,6 +71,8 @@ def exclusion(row: Mapping[str, Any]) -> str | None:
         return "warmup"
     if row.get("rampup"):
         return "rampup"
+    if row.get("client_stall_s"):
+        return "client_stall"
     return None
 
 

@@ -15,7 +15,7 @@ no network.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -26,6 +26,7 @@ from llm_locust.results.accuracy import input_length_error
 from llm_locust.results.analysis import analyse_timeline
 from llm_locust.results.columns import Columns, exclusion, read_rows
 from llm_locust.results.concurrency import peak_in_flight
+from llm_locust.results.saturation import client_block, judge_stages, run_saturation
 from llm_locust.results.slo import evaluate
 from llm_locust.results.stages import LevelFacts, capacity_verdict, excluded_counts, stage_summaries
 from llm_locust.results.summary import summarize
@@ -70,6 +71,7 @@ class RunFacts:
     config: dict[str, Any] = field(default_factory=dict)
     window_s: float | None = None  # --window (None: auto)
     detailed: bool = False  # --save-detailed
+    health: Sequence[Mapping[str, Any]] = ()  # the client's health intervals (llm_locust.health)
 
 
 def build_summary(cols: Columns, facts: RunFacts) -> dict[str, Any]:
@@ -93,6 +95,12 @@ def build_summary(cols: Columns, facts: RunFacts) -> dict[str, Any]:
         summary["stages"] = stage_summaries(
             facts.stages, facts.t0, facts.stop_time, cols, facts.slo, facts.levels
         )
+    if facts.health:  # before the capacity answer: a saturated client's stage is never it
+        summary["client"] = client_block(facts.health, facts.start_time, facts.stop_time)
+        summary["client_saturated"] = run_saturation(
+            summary["client"], judge_stages(summary.get("stages") or [], facts.health)
+        )
+    if summary.get("stages"):
         summary.update(capacity_verdict(summary["stages"]))
     summary["interrupted"] = facts.interrupted is not None
     summary["interrupted_by"] = facts.interrupted
@@ -146,6 +154,8 @@ def warnings(summary: Mapping[str, Any]) -> list[str]:
             "the load generator fell behind its arrival schedule "
             f"(send lag p99 {summary['p99_send_lag_ms']:.0f} ms): results understate the load; add workers"
         )
+    if summary.get("client_saturated"):
+        out.append(summary["client_saturated"])
     config = summary.get("config") or {}
     if config.get("client_cpu_saturated"):
         out.append(

@@ -44,6 +44,10 @@ def exclusions_line(summary: dict[str, Any]) -> str:
         parts.append(f"{excluded['warmup']} warm-up (the first --warmup seconds of a stage)")
     if excluded.get("rampup"):
         parts.append(f"{excluded['rampup']} ramp-up (sent before their stage reached its user count)")
+    if excluded.get("client_stall"):
+        parts.append(
+            f"{excluded['client_stall']} client stall (the load generator itself paused inside them)"
+        )
     if excluded.get("incomplete"):
         bound = f" and the {drain:g} s drain" if drain is not None else ""
         parts.append(f"{excluded['incomplete']} incomplete (in flight when the load stopped{bound})")
@@ -64,6 +68,8 @@ def end_of_run_text(summary: dict[str, Any], paths: str | None = None) -> str:
         )
     if summary.get("capacity"):
         lines.append(f"capacity: {summary['capacity']}")
+    if summary.get("client_saturated"):
+        lines.append(f"client: {summary['client_saturated']}")
     if summary.get("stages"):
         lines += [format_stage_table(summary["stages"]), LEGEND, *stage_cache_lines(summary["stages"])]
     drift = summary.get("drift") or {}

@@ -16,12 +16,14 @@ Rules (the thresholds come from ``benchmarks/yardstick.py``, see benchmarks/READ
   a core or its loop's p90 lateness reached :data:`SATURATED_LAG_P90_S`;
 - a stage is *measured by a saturated client* when, for any one process, at least
   :data:`SATURATED_SHARE` of its intervals inside the stage's window are saturated;
-- such a stage is never the capacity answer, and nor is any stage after it
-  (:func:`capacity_stage`): the run says "client saturated from users=600: timings
-  unreliable, add workers" (:func:`saturation_message`);
-- a request with ``client_stall_s > 0`` is *stalled*: it stays in the counts and the
-  token totals (it did complete) but is kept out of latency percentiles
-  (:func:`latency_rows`), and the summary says how many were left out.
+- such a stage becomes ``invalid`` (:func:`judge_stages`): never a pass, and the capacity
+  search stops there (:func:`llm_locust.results.stages.capacity_verdict`); the run says
+  "client saturated from users=600: timings unreliable, add workers"
+  (:func:`saturation_message`) in the summary (``client_saturated``), the end-of-run text,
+  the warnings and the web UI's stage rows;
+- a request with ``client_stall_s > 0`` is *stalled*: it is left out of the statistics
+  under the exclusion ``client_stall`` (:func:`llm_locust.results.columns.exclusion`),
+  counted in ``excluded`` and named by the end-of-run text; it stays in ``requests.jsonl``.
 
 Pure module: no Locust, no gevent, no network.
 """
@@ -29,20 +31,18 @@ Pure module: no Locust, no gevent, no network.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 __all__ = [
     "SATURATED_CPU",
     "SATURATED_LAG_P90_S",
     "SATURATED_SHARE",
-    "capacity_stage",
     "client_block",
     "interval_saturated",
     "judge_stages",
-    "latency_rows",
+    "run_saturation",
     "saturation_message",
-    "stalled",
 ]
 
 #: Share of one core above which the process is saturated.
@@ -117,6 +117,13 @@ def judge_stages(stages: Sequence[dict[str, Any]], intervals: Sequence[Interval]
     return saturation_message(stages)
 
 
+def run_saturation(block: dict[str, Any], staged: str | None) -> str | None:
+    """The run's sentence: the first saturated stage's (``staged``), else the whole run's."""
+    if staged is not None:
+        return staged
+    return "client saturated: timings unreliable, add workers" if block.get("saturated") else None
+
+
 def saturation_message(stages: Sequence[dict[str, Any]]) -> str | None:
     """ "client saturated from <first saturated stage>: ..." or ``None`` when none was."""
     for stage in stages:
@@ -124,29 +131,3 @@ def saturation_message(stages: Sequence[dict[str, Any]]) -> str | None:
             label = stage.get("label", stage.get("index"))
             return f"client saturated from {label}: timings unreliable, add workers"
     return None
-
-
-def capacity_stage(stages: Sequence[dict[str, Any]], passed: Callable[[dict[str, Any]], bool]) -> int | None:
-    """Index of the highest stage, in order, that passed before the first failure *or* the
-    first stage measured by a saturated client; ``None`` if there is none."""
-    best = None
-    for i, stage in enumerate(stages):
-        if (stage.get("client") or {}).get("saturated") or not passed(stage):
-            break
-        best = i
-    return best
-
-
-def stalled(row: dict[str, Any]) -> bool:
-    return (row.get("client_stall_s") or 0.0) > 0.0
-
-
-def latency_rows(rows: Iterable[dict[str, Any]]) -> tuple[list[dict[str, Any]], int]:
-    """The rows whose latencies may enter percentiles, and how many stalled ones were left out."""
-    kept, left_out = [], 0
-    for row in rows:
-        if stalled(row):
-            left_out += 1
-        else:
-            kept.append(row)
-    return kept, left_out

@@ -158,6 +158,8 @@ def capacity_verdict(stages: list[dict[str, Any]]) -> dict[str, Any]:
         text += f"; {undecided[0]['label']} is inconclusive ({inconclusive_reason(undecided[0])})"
         if len(undecided) > 1:
             text += f" and {len(undecided) - 1} more stage(s) above it"
-    if stopper is not None and stopper.get("verdict") == "invalid":
+    if stopper is not None and (stopper.get("client") or {}).get("saturated"):
+        text += f"; client saturated from {stopper['label']}: timings unreliable, add workers"
+    elif stopper is not None and stopper.get("verdict") == "invalid":
         text += f"; {stopper['label']} did not run at its level ({stopper['invalid_reason']})"
     return {"highest_passing_stage": None if best is None else stages[best]["index"], "capacity": text}

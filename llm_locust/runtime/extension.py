@@ -31,6 +31,7 @@ from typing import Any
 
 import gevent
 
+from llm_locust import health
 from llm_locust.client import ClientConfig
 from llm_locust.config.build import ConfigError, config_from_options
 from llm_locust.config.model import RequestConfig, RunConfig
@@ -208,6 +209,7 @@ class Extension:
             options=vars(options) if options is not None else {},
             drain=self.drain,
             length_policy=lambda: guard.message() if guard is not None else None,
+            health=self.health_intervals,
         )
         self.bus.open()
         gevent.spawn(self._watch_load, self.results)
@@ -374,6 +376,13 @@ class Extension:
         runner = self.environment.runner
         alive = {c.id for c in runner.clients.values() if c.state != locust.runners.STATE_MISSING}
         return sorted(alive - self.inbox.finals)
+
+    def health_intervals(self) -> list[dict[str, Any]]:
+        """The health intervals of the processes that time requests: the workers' (shipped
+        with their records), or this process's own (:mod:`llm_locust.health`)."""
+        if self.inbox is not None:
+            return self.inbox.health_intervals()
+        return list(health.monitor().intervals)
 
     def total_in_flight(self) -> int:
         return self.inbox.total_in_flight() if self.inbox is not None else self.requests.in_flight

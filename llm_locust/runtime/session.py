@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +44,7 @@ class TestResults:
         options: dict[str, Any],
         drain: dict[str, Any] | None,
         length_policy: Callable[[], str | None] = lambda: None,
+        health: Callable[[], Sequence[dict[str, Any]]] = lambda: (),
     ) -> None:
         self.context = context
         self.writer = ResultsWriter(directory)
@@ -51,6 +52,7 @@ class TestResults:
         self.options = options
         self.drain = drain
         self.length_policy = length_policy
+        self.health = health  # the load processes' health intervals (llm_locust.health), read at the end
         self.start_time = context.start_time
         self.stop_time: float | None = None
         self.levels = LevelTracker(context.plan.stages, context.t0) if context.staged else None  # type: ignore[arg-type]
@@ -123,6 +125,7 @@ class TestResults:
         self.writer.flush()
         facts = self.facts(stop, extra)
         facts.interrupted = interrupted
+        facts.health = self.health()
         cols = read_columns(self.writer.requests_path, itl_stats_of(facts.slo))
         summary = build_summary(cols, facts)
         summary.update(self.failures.to_summary())

@@ -5,12 +5,9 @@ from __future__ import annotations
 from llm_locust.results.saturation import (
     SATURATED_CPU,
     SATURATED_LAG_P90_S,
-    capacity_stage,
     client_block,
     interval_saturated,
     judge_stages,
-    latency_rows,
-    saturation_message,
 )
 
 
@@ -52,29 +49,6 @@ def test_only_intervals_inside_the_window_count() -> None:
         "saturated": False, "saturated_processes": [], "intervals": 0, "saturated_intervals": 0,
         "cpu_max": None, "lag_p90_ms_median": None, "lag_max_ms": None, "stall_s": 0,
     }  # fmt: skip
-
-
-def test_capacity_never_comes_from_or_after_a_saturated_stage() -> None:
-    stages = [
-        {"index": 0, "label": "users=100", "ok": True, "client": {"saturated": False}},
-        {"index": 1, "label": "users=300", "ok": True, "client": {"saturated": False}},
-        {"index": 2, "label": "users=600", "ok": True, "client": {"saturated": True}},
-        {"index": 3, "label": "users=900", "ok": True, "client": {"saturated": False}},
-    ]
-    assert capacity_stage(stages, lambda s: s["ok"]) == 1
-    assert saturation_message(stages) == "client saturated from users=600: timings unreliable, add workers"
-    stages[1]["ok"] = False
-    assert capacity_stage(stages, lambda s: s["ok"]) == 0
-    clean = [dict(s, client={"saturated": False}) for s in stages]
-    assert saturation_message(clean) is None
-    assert capacity_stage(clean, lambda s: True) == 3
-    assert capacity_stage(clean[:0], lambda s: True) is None
-
-
-def test_stalled_requests_leave_the_latency_rows_only() -> None:
-    rows = [{"ttft": 0.1, "client_stall_s": 0.0}, {"ttft": 10.2, "client_stall_s": 10.0}, {"ttft": 0.2}]
-    kept, left_out = latency_rows(rows)
-    assert kept == [rows[0], rows[2]] and left_out == 1
 
 
 def test_a_stage_measured_by_a_saturated_client_becomes_invalid() -> None:
