@@ -30,11 +30,12 @@ import json
 import os
 import time
 from collections import deque
+from collections.abc import Sequence
 from typing import Any
 
 import gevent
 
-__all__ = ["INTERVAL", "PERIOD", "STALL_FLOOR", "LoopMonitor", "monitor"]
+__all__ = ["INTERVAL", "PERIOD", "STALL_FLOOR", "LoopMonitor", "monitor", "since"]
 
 #: Seconds between the timer's due times.
 PERIOD = 0.02
@@ -156,3 +157,13 @@ def monitor() -> LoopMonitor:
     """This process's monitor, started (the first client starts it)."""
     _MONITOR.start()
     return _MONITOR
+
+
+def since(intervals: Sequence[dict[str, Any]], start: float) -> list[dict[str, Any]]:
+    """The intervals (in time order) that end after ``start`` (wall clock), read from the end."""
+    out = []
+    for interval in reversed(intervals):
+        if interval["end"] <= start:
+            break
+        out.append(interval)
+    return out[::-1]

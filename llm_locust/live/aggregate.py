@@ -181,7 +181,8 @@ class LiveAggregate:
         self.generation_tokens += tokens
         self.reasoning_tokens += int(row.get("reasoning_tokens") or 0)
         self.cached_tokens += int(row.get("cached_tokens") or 0)
-        for name in LATENCIES:
+        # a request the client itself stalled inside counts, its latencies do not (as in the summary)
+        for name in LATENCIES if not row.get("client_stall_s") else ():
             value = row.get(name)
             if name == "itl":  # many values: vectorized (add and add_many agree bit for bit)
                 gaps = _gaps(value)

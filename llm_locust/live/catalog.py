@@ -236,6 +236,12 @@ TARGET_REQUEST_RATE = MetricSpec(
     "Request rate the load model aims for in the current stage (0 in closed-loop modes).",
     unit="requests_per_second",
 )
+CLIENT_SATURATED = MetricSpec(
+    f"{PREFIX}client_saturated",
+    "gauge",
+    "1 while a load-generating process is saturated (CPU >= 90 % of a core or event-loop lag p90 "
+    ">= 10 ms in 20 % of its last 10 s): timings unreliable, add workers.",
+)
 RUN_INFO = MetricSpec(
     f"{PREFIX}run_info",
     "gauge",
@@ -296,6 +302,7 @@ CATALOG: tuple[MetricSpec, ...] = (
     WORKERS,
     STAGE,
     TARGET_REQUEST_RATE,
+    CLIENT_SATURATED,
     RUN_INFO,
     SERVER_NUM_REQUESTS_RUNNING,
     SERVER_NUM_REQUESTS_WAITING,

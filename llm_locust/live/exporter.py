@@ -75,6 +75,7 @@ def run_gauges(view: RunView) -> dict[str, float]:
         metrics.WORKERS.name: float(gauges.workers),
         metrics.STAGE.name: float(gauges.stage),
         metrics.TARGET_REQUEST_RATE.name: float(gauges.target_rate),
+        metrics.CLIENT_SATURATED.name: float(gauges.client_saturated),
     }
 
 

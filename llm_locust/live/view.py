@@ -27,6 +27,7 @@ class Gauges:
     stage: int = -1  # the index of the stage running, -1 without one
     stage_label: str = ""
     target_rate: float = 0.0  # req/s the current stage aims for (0 in closed loop)
+    client_saturated: bool = False  # a load process saturated over the last seconds (results.saturation)
 
 
 @dataclass(frozen=True)

@@ -44,6 +44,7 @@ __all__ = [
     "CHARTS_LINK_TEXT",
     "HISTORY_S",
     "SAMPLE_S",
+    "SATURATED_NOW",
     "WEB_DIR",
     "LiveWebUI",
     "add_web_ui",
@@ -57,6 +58,8 @@ SAMPLE_S = 2.0
 HISTORY_S = 15 * 60
 TAB_KEY = "llm-locust"
 CHARTS_LINK_TEXT = "Charts: open /llm"
+#: The "Client" row while a load process is saturated (the live gauge ``llm_locust_client_saturated``).
+SATURATED_NOW = "saturated now: timings unreliable, add workers"
 _LABELS = {"ttft": "TTFT", "ttft_visible": "TTFT visible", "tpot": "TPOT", "itl": "ITL", "e2e": "E2E"}
 
 
@@ -92,6 +95,7 @@ class LiveWebUI:
             "stage": float(raw.stage),
             "stage_label": raw.stage_label,
             "target_rate": float(raw.target_rate),
+            "client_saturated": bool(raw.client_saturated),
             "server_running": server.get(metrics.SERVER_NUM_REQUESTS_RUNNING.name),
             "server_waiting": server.get(metrics.SERVER_NUM_REQUESTS_WAITING.name),
             "server_kv_cache": server.get(metrics.SERVER_KV_CACHE_USAGE.name),
@@ -124,6 +128,8 @@ class LiveWebUI:
         recent = snap["recent"]
         result = result_view(self.last_summary)
         rows = _result_rows(result) if result else []
+        if not result and self.view.gauges().client_saturated:
+            rows.append({"metric": "Client", "p50": "", "p95": "", "p99": "", "count": SATURATED_NOW})
         for name in LATENCIES:
             stats = recent["latency"][name]
             rows.append(
@@ -176,6 +182,7 @@ def _ms(seconds: float | None) -> float | str:
 
 _RESULT_KEYS = (
     "capacity",
+    "client_saturated",
     "interrupted_by",
     "completed",
     "failed",
@@ -241,6 +248,8 @@ def _result_rows(result: dict[str, Any]) -> list[dict[str, Any]]:
         rows.append({"metric": "SLO", **blank, "count": verdict})
     if result.get("capacity"):
         rows.append({"metric": "Capacity", **blank, "count": result["capacity"]})
+    if result.get("client_saturated"):
+        rows.append({"metric": "Client", **blank, "count": result["client_saturated"]})
     return rows
 
 

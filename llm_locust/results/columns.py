@@ -12,9 +12,11 @@ codes with their names beside them. A :class:`Part` is a selection of rows (a st
 measured ones) with the ITL pools that belong to exactly those rows.
 
 Which records the statistics leave out (one reason each, first match): ``incomplete`` (in
-flight when the load stopped), ``warmup``, ``rampup`` (see :mod:`llm_locust.results.stages`),
-``client_stall`` (the load generator itself stalled inside the request: ``client_stall_s`` > 0,
-so its latencies hold the client's pause, see :mod:`llm_locust.health`).
+flight when the load stopped), ``warmup``, ``rampup`` (see :mod:`llm_locust.results.stages`).
+A request the load generator itself stalled inside (``client_stall_s`` > 0, see
+:mod:`llm_locust.health`) stays measured (it counts as completed or failed, its tokens count)
+but its latencies hold the client's pause: they are left out of every latency statistic
+(:meth:`Part.timed`; its ITL gaps go to a pool of their own, :data:`STALLED`).
 
 Pure module: numpy (and orjson to read the file), no Locust, no network.
 """
@@ -37,6 +39,7 @@ from llm_locust.results.traffic_columns import TrafficBuilder
 
 __all__ = [
     "EXCLUSIONS",
+    "STALLED",
     "Columns",
     "ColumnsBuilder",
     "Part",
@@ -47,7 +50,9 @@ __all__ = [
 ]
 
 #: Why a record is left out of the statistics, in order of precedence.
-EXCLUSIONS = ("incomplete", "warmup", "rampup", "client_stall")
+EXCLUSIONS = ("incomplete", "warmup", "rampup")
+#: The ITL pool of measured requests the client stalled inside (no measured part selects it).
+STALLED = "client_stall"
 _NAN = math.nan
 _FLOATS = (
     ("start", "start_time"),
@@ -60,7 +65,12 @@ _FLOATS = (
     ("completion", "completion_tokens"),
     ("target_out", "target_output_tokens"),
 )
-_FLAGS = (("warmup", "warmup"), ("rampup", "rampup"), ("waited", "waited_for_slot"))
+_FLAGS = (
+    ("warmup", "warmup"),
+    ("rampup", "rampup"),
+    ("waited", "waited_for_slot"),
+    ("stalled", "client_stall_s"),
+)
 
 
 def exclusion(row: Mapping[str, Any]) -> str | None:
@@ -71,8 +81,6 @@ def exclusion(row: Mapping[str, Any]) -> str | None:
         return "warmup"
     if row.get("rampup"):
         return "rampup"
-    if row.get("client_stall_s"):
-        return "client_stall"
     return None
 
 
@@ -151,7 +159,7 @@ class ColumnsBuilder:
             base = _NAN if sent is None else sent + ttft
             self.chunks.add(index, base, _NAN if tokens is None else tokens, why is None, gaps)
         if gaps and outcome == OK:
-            key = (-1 if stage is None else stage, why)
+            key = (-1 if stage is None else stage, STALLED if why is None and get("client_stall_s") else why)
             pool = self.pools.get(key)
             if pool is None:
                 pool = self.pools[key] = ItlPool(self.budget)
@@ -201,6 +209,7 @@ class Columns:
     completion: np.ndarray
     target_out: np.ndarray
     warmup: np.ndarray
+    stalled: np.ndarray
     rampup: np.ndarray
     waited: np.ndarray
 
@@ -263,6 +272,10 @@ class Part:
     def ok(self) -> np.ndarray:
         """The mask of the part's successful rows."""
         return self.mask & self.cols.ok
+
+    def timed(self) -> np.ndarray:
+        """The successful rows whose latencies count: the client did not stall inside them."""
+        return self.mask & self.cols.ok & ~self.cols.stalled
 
     def itl(self) -> ItlValues:
         return ItlValues(self.cols.pools[key] for key in self.pool_keys)

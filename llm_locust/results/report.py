@@ -44,14 +44,15 @@ def exclusions_line(summary: dict[str, Any]) -> str:
         parts.append(f"{excluded['warmup']} warm-up (the first --warmup seconds of a stage)")
     if excluded.get("rampup"):
         parts.append(f"{excluded['rampup']} ramp-up (sent before their stage reached its user count)")
-    if excluded.get("client_stall"):
-        parts.append(
-            f"{excluded['client_stall']} client stall (the load generator itself paused inside them)"
-        )
     if excluded.get("incomplete"):
         bound = f" and the {drain:g} s drain" if drain is not None else ""
         parts.append(f"{excluded['incomplete']} incomplete (in flight when the load stopped{bound})")
     measured = f"{summary.get('completed', 0)} completed and {summary.get('failed', 0)} failed are measured"
+    if summary.get("client_stalled"):
+        measured += (
+            f" (the latencies of {summary['client_stalled']} of them left out: the load generator "
+            "itself stalled inside them, client_stall_s)"
+        )
     if not parts:
         return f"excluded from the statistics: none; {measured}"
     return f"excluded from the statistics: {'; '.join(parts)}; {measured} (all are in requests.jsonl)"

@@ -35,6 +35,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 __all__ = [
+    "LIVE_SPAN_S",
     "SATURATED_CPU",
     "SATURATED_LAG_P90_S",
     "SATURATED_SHARE",
@@ -51,6 +52,9 @@ SATURATED_CPU = 0.9
 SATURATED_LAG_P90_S = 0.01
 #: Share of a process's intervals in a stage that must be saturated to condemn the stage.
 SATURATED_SHARE = 0.2
+
+#: Seconds of the most recent intervals the live gauge judges.
+LIVE_SPAN_S = 10.0
 
 Interval = dict[str, Any]
 

@@ -33,7 +33,7 @@ import numpy as np
 
 from llm_locust.config.slo import SloLine, SloSpec, load_slo_file, parse_slo
 from llm_locust.record import OK, RequestRecord
-from llm_locust.results.columns import Columns, Part, itl_own_stat
+from llm_locust.results.columns import STALLED, Columns, Part, itl_own_stat
 from llm_locust.results.confidence import Interval, shortfall, statistic_interval, verdict
 from llm_locust.results.stats import percentile
 
@@ -228,7 +228,7 @@ def _line_result(line: SloLine, part: Part, rows: np.ndarray, ok: np.ndarray) ->
         measured, n = pooled.stat(line.stat or "mean"), pooled.count
         interval = pooled.interval(line.stat or "max")
     else:
-        values = _values(part, line, ok)
+        values = _values(part, line, ok & ~part.cols.stalled)  # no latency the client stalled inside
         values = values[~np.isnan(values)]
         measured, n = statistic(values, line.stat or "mean"), int(values.size)
         interval = statistic_interval(line.stat or "max", values)
@@ -259,7 +259,7 @@ def evaluate(spec: SloSpec, rows: Rows, duration_s: float, series: SeriesJudge |
     was not shown to hold. Incomplete requests (in flight when the load stopped) are left
     out, of the success ratio too: the server neither served nor failed them.
     """
-    part = slo_part(rows, spec).without(("warmup", "incomplete"))
+    part = slo_part(rows, spec).without(("warmup", "incomplete", STALLED))  # STALLED: ITL pools only
     mask = part.mask & ~part.cols.cancelled  # abandoned by the client: neither served nor failed
     ok = part.ok()
     judge = series or _unjudged

@@ -58,6 +58,7 @@ def summarize(rows: Part | Columns | Iterable[Mapping[str, Any]], duration: floa
     input_tokens = int(prompt.sum())
     output_tokens = int(np.nan_to_num(cols.completion[ok]).sum())
     itl = part.itl()
+    timed = part.timed()
     out: dict[str, Any] = {
         "completed": completed,
         "failed": part.n - completed - incomplete - cancelled,
@@ -75,7 +76,7 @@ def summarize(rows: Part | Columns | Iterable[Mapping[str, Any]], duration: floa
         if field == "itl":
             out.update(itl.latency_stats(name))
         else:
-            out.update(latency_stats(name, _known(getattr(cols, field)[ok])))
+            out.update(latency_stats(name, _known(getattr(cols, field)[timed])))
     out["itl_precision"] = itl.precision()
     out.update(_traffic(part, ok))
     failed = mask & ~cols.ok & ~cols.incomplete & ~cols.cancelled
@@ -83,6 +84,7 @@ def summarize(rows: Part | Columns | Iterable[Mapping[str, Any]], duration: floa
     sources = np.asarray(cols.token_source_names, dtype=object)
     out["token_sources"] = dict(sorted(Counter(sources[cols.token_source[ok]].tolist()).items()))
     out["tpot_undefined"] = int(np.isnan(cols.tpot[ok]).sum())
+    out["client_stalled"] = int((ok & ~timed).sum())  # completed, latencies left out
     if (~np.isnan(cols.lag[mask])).any():
         out.update(open_loop_stats(part, duration))
     return out
@@ -126,10 +128,10 @@ def open_loop_stats(part: Part, duration: float) -> dict[str, Any]:
         out.update(
             {"p50_send_lag_ms": p50, "p99_send_lag_ms": p99, "max_send_lag_ms": float(lags.max() * 1000.0)}
         )
-    ok = part.ok()
-    lag = np.nan_to_num(cols.lag[ok])
-    out.update(latency_stats("ttft_intended", _known(cols.ttft[ok] + lag)))
-    out.update(latency_stats("e2el_intended", _known(cols.e2e[ok] + lag)))
+    timed = part.timed()
+    lag = np.nan_to_num(cols.lag[timed])
+    out.update(latency_stats("ttft_intended", _known(cols.ttft[timed] + lag)))
+    out.update(latency_stats("e2el_intended", _known(cols.e2e[timed] + lag)))
     return out
 
 

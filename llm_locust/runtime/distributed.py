@@ -133,6 +133,11 @@ class Inbox:
     def total_in_flight(self) -> int:
         return sum(self.in_flight.values())
 
-    def health_intervals(self) -> list[dict[str, Any]]:
-        """Every worker's health intervals, each marked with its worker."""
-        return [{**i, "worker": worker} for worker, own in self.health.items() for i in own]
+    def health_intervals(self, start: float | None = None) -> list[dict[str, Any]]:
+        """Every worker's health intervals (those ending after ``start``, if given), each
+        marked with its worker."""
+        return [
+            {**i, "worker": worker}
+            for worker, own in self.health.items()
+            for i in (own if start is None else health.since(own, start))
+        ]

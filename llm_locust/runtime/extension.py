@@ -377,12 +377,14 @@ class Extension:
         alive = {c.id for c in runner.clients.values() if c.state != locust.runners.STATE_MISSING}
         return sorted(alive - self.inbox.finals)
 
-    def health_intervals(self) -> list[dict[str, Any]]:
-        """The health intervals of the processes that time requests: the workers' (shipped
-        with their records), or this process's own (:mod:`llm_locust.health`)."""
+    def health_intervals(self, start: float | None = None) -> list[dict[str, Any]]:
+        """The health intervals (ending after ``start``, if given) of the processes that time
+        requests: the workers' (shipped with their records), or this process's own
+        (:mod:`llm_locust.health`)."""
         if self.inbox is not None:
-            return self.inbox.health_intervals()
-        return list(health.monitor().intervals)
+            return self.inbox.health_intervals(start)
+        own = health.monitor().intervals
+        return list(own) if start is None else health.since(own, start)
 
     def total_in_flight(self) -> int:
         return self.inbox.total_in_flight() if self.inbox is not None else self.requests.in_flight

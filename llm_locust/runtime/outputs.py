@@ -28,6 +28,7 @@ from llm_locust.live.server_metrics import ServerMetrics
 from llm_locust.live.view import Gauges, RunInfo
 from llm_locust.live.webui import LiveWebUI, add_web_ui, chart_marks
 from llm_locust.load.stages import StageKind
+from llm_locust.results.saturation import LIVE_SPAN_S, client_block
 from llm_locust.runtime.extension import Extension
 
 __all__ = ["ExtensionView", "Outputs", "install_outputs"]
@@ -54,7 +55,13 @@ class ExtensionView:
             stage=stage.index if stage is not None else -1,
             stage_label=stage.label if stage is not None else "",
             target_rate=rate,
+            client_saturated=self._client_saturated(),
         )
+
+    def _client_saturated(self) -> bool:
+        now = time.time()
+        start = now - LIVE_SPAN_S
+        return client_block(self.ext.health_intervals(start), start, now)["saturated"]
 
     def _workers(self, runner: Any) -> int:
         if self.role != "master":

@@ -30,8 +30,9 @@ from tests.simproc import running_sim
 from tests.unit.live.test_aggregate import failed_row, ok_row
 
 
-def fake_run(role: str = "local", stage: Stage | None = None) -> ExtensionView:
-    """The runtime's view of a run, over a stand-in for the extension."""
+def fake_run(role: str = "local", stage: Stage | None = None, health: tuple = ()) -> ExtensionView:
+    """The runtime's view of a run, over a stand-in for the extension (``health``: its
+    load processes' health intervals)."""
     runner = SimpleNamespace(user_count=7, clients={}, state="running")
     environment = SimpleNamespace(runner=runner, host="http://127.0.0.1:9", parsed_options=None)
     ext = SimpleNamespace(
@@ -42,6 +43,7 @@ def fake_run(role: str = "local", stage: Stage | None = None) -> ExtensionView:
         run_id="r1",
         live=LiveState(stage=stage),
         total_in_flight=lambda: 3,
+        health_intervals=lambda start=None: list(health),
     )
     return ExtensionView(ext)  # type: ignore[arg-type]
 
@@ -105,6 +107,7 @@ def test_every_exported_name_is_in_the_catalog_and_run_info_is_single() -> None:
     assert get("llm_locust_workers") == 1 and get("llm_locust_stage") == 2
     assert get("llm_locust_target_request_rate") == 4.0
     assert get("llm_locust_server_kv_cache_usage") == 0.5
+    assert get("llm_locust_client_saturated") == 0
     expected = {n for spec in metrics.CATALOG for n in spec.series_names} - {
         metrics.SERVER_NUM_REQUESTS_RUNNING.name,
         metrics.SERVER_NUM_REQUESTS_WAITING.name,
@@ -218,10 +221,9 @@ def test_headless_run_exports_live_and_final_totals_equal_the_summary(tmp_path: 
     assert value(final, "llm_locust_generation_tokens_total") == summary["total_output_tokens"]
     assert value(final, "llm_locust_prompt_tokens_total") == summary["total_input_tokens"]
     ttft = metrics.TIME_TO_FIRST_TOKEN.name
-    assert value(final, f"{ttft}_count") == summary["completed"]
-    assert value(final, f"{ttft}_sum") * 1000 / summary["completed"] == pytest.approx(
-        summary["mean_ttft_ms"], rel=1e-6
-    )
+    timed = summary["completed"] - summary["client_stalled"]  # latencies the client did not stall inside
+    assert value(final, f"{ttft}_count") == timed
+    assert value(final, f"{ttft}_sum") * 1000 / timed == pytest.approx(summary["mean_ttft_ms"], rel=1e-6)
     assert ok[-1] <= summary["completed"] and tokens[-1] <= summary["total_output_tokens"]
 
 
@@ -333,3 +335,17 @@ def test_busy_port_is_one_line_and_exit_2(tmp_path: Path) -> None:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=60, env=env(), cwd=str(REPO))
     expect_exit(proc, 2)
     assert f"--prometheus-port {port}" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_the_client_saturated_gauge_reads_the_last_seconds_of_health() -> None:
+    now = time.time()
+
+    def interval(age: float, cpu: float) -> dict:
+        return {"start": now - age - 1, "end": now - age, "cpu": cpu, "lag_p90_s": 0.001, "worker": "w1"}
+
+    busy = tuple(interval(age, 0.97) for age in range(10))
+    calm = tuple(interval(age, 0.3) for age in range(10))
+    long_ago = tuple(interval(age, 0.97) for age in range(20, 30))
+    for health, saturated in ((busy, 1), (calm, 0), (calm + long_ago, 0)):
+        registry = registry_for(LiveAggregate(), fake_run(health=health))
+        assert registry.get_sample_value("llm_locust_client_saturated") == saturated

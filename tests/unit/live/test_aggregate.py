@@ -200,3 +200,18 @@ def test_incomplete_requests_are_counted_apart_from_failures() -> None:
     assert snap["errors"] == summary["errors"] == {"http_5xx": 1}
     assert snap["recent"]["errors"] == {"http_5xx": 1}
     assert snap["latency"]["ttft"]["count"] == 1  # no latency from a cut request
+
+
+def test_a_request_the_client_stalled_inside_counts_without_its_latencies() -> None:
+    rows = random_rows(200)
+    for row in rows[::10]:
+        row["client_stall_s"] = 1.5
+    agg = LiveAggregate()
+    for row in rows:
+        agg.add(row)
+    s = summarize(rows, 10.0)
+    assert agg.completed == s["completed"] and agg.generation_tokens == s["total_output_tokens"]
+    timed = [r for r in rows if r["outcome"] == "ok" and not r.get("client_stall_s")]
+    assert s["client_stalled"] == s["completed"] - len(timed) > 0
+    assert agg.buckets["ttft"].count == len(timed) == agg.overall["e2e"].count
+    assert agg.buckets["itl"].count == sum(len(r["itl"]) for r in timed)
