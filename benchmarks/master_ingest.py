@@ -319,8 +319,8 @@ def analyse(
     args: argparse.Namespace, workers: int, results: Path, samples: list, sent: list
 ) -> dict[str, Any]:
     sys.path.insert(0, str(REPO))
+    from llm_locust.results.columns import read_rows
     from llm_locust.results.summary import summarize
-    from llm_locust.results.writer import read_records
 
     summary = json.loads((results / "summary.json").read_text())
     t0 = summary["config"]["start_time"]
@@ -332,7 +332,7 @@ def analyse(
     def sent_by(t: float) -> int:  # rows all senders had sent by t
         return sum(max((n for tt, n in part["sent"] if tt <= t), default=0) for part in sent)
 
-    rows = list(read_records(results / "requests.jsonl"))
+    rows = list(read_rows(results / "requests.jsonl"))
     ids = [r["request_id"] for r in rows]
     templates = {r["request_id"]: r for r in template_rows(50, args.tokens)}
     intact = all(
