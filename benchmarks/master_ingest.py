@@ -35,10 +35,10 @@ from pathlib import Path
 from typing import Any
 
 import psutil
+from bench_common import REPO, export, free_port, pinned
 
 __all__ = ["main"]
 
-REPO = Path(__file__).resolve().parent.parent
 SUMMARY_KEYS = ("median_ttft_ms", "p99_ttft_ms", "median_itl_ms", "p99_itl_ms", "p99_e2el_ms", "mean_tpot_ms")
 
 
@@ -163,14 +163,6 @@ def sender_main(argv: list[str]) -> int:
 
 
 # -- the benchmark ---------------------------------------------------------------------
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def pinned(cpu: int | None) -> list[str]:
-    return ["taskset", "-c", str(cpu)] if cpu is not None and shutil.which("taskset") else []
 
 
 def count_lines(path: Path) -> int:
@@ -198,18 +190,6 @@ class Watch(threading.Thread):
             except psutil.Error:
                 return
             self.samples.append((time.time(), cpu.user + cpu.system, count_lines(self.requests)))
-
-
-def export(ref: str, into: Path) -> Path:
-    """The package and locustfiles of git ``ref`` (``.``: the working tree) for the master."""
-    if ref == "." or into.exists():
-        return REPO if ref == "." else into
-    into.mkdir(parents=True)
-    archive = subprocess.run(
-        ["git", "-C", str(REPO), "archive", ref, "llm_locust", "locustfiles"], check=True, capture_output=True
-    )
-    subprocess.run(["tar", "-x", "-C", str(into)], input=archive.stdout, check=True)
-    return into
 
 
 def run_one(args: argparse.Namespace, workers: int, tmp: Path) -> dict[str, Any]:

@@ -29,7 +29,6 @@ import argparse
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -41,10 +40,9 @@ from typing import Any
 
 import numpy as np
 import psutil
+from bench_common import REPO, export, free_port, pinned
 
 __all__ = ["main"]
-
-REPO = Path(__file__).resolve().parent.parent
 
 
 def yardstick_dir(given: str | None) -> Path:
@@ -57,16 +55,6 @@ def yardstick_dir(given: str | None) -> Path:
         if candidate and (Path(candidate) / "sse_server.js").exists():
             return Path(candidate)
     raise SystemExit("yardstick: sse_server.js not found (give --yardstick DIR or set YARDSTICK_DIR)")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def pinned(cpu: int | None) -> list[str]:
-    return ["taskset", "-c", str(cpu)] if cpu is not None and shutil.which("taskset") else []
 
 
 def loadavg() -> float:
@@ -179,18 +167,6 @@ def run_reference(args: argparse.Namespace, yard: Path, url: str, streams: int) 
         "errors": ref["errors"],
         "cmd": " ".join(cmd),
     }
-
-
-def export(ref: str, into: Path) -> Path:
-    """The package and locustfiles of git ``ref`` (``.``: the working tree) to run from."""
-    if ref == ".":
-        return REPO
-    into.mkdir(parents=True, exist_ok=True)
-    archive = subprocess.run(
-        ["git", "-C", str(REPO), "archive", ref, "llm_locust", "locustfiles"], check=True, capture_output=True
-    )
-    subprocess.run(["tar", "-x", "-C", str(into)], input=archive.stdout, check=True)
-    return into
 
 
 def locust_command(args: argparse.Namespace, url: str, streams: int, results: Path, code: Path) -> list[str]:
