@@ -1,4 +1,5 @@
-"""Pieces the benchmarks share: a free loopback port, CPU pinning, another git ref's code.
+"""Pieces the benchmarks share: a free loopback port, CPU pinning, another git ref's code, and a
+sampler of a process's CPU.
 
 Not a benchmark itself; the scripts import it as a sibling (``python benchmarks/x.py`` puts
 ``benchmarks/`` first on ``sys.path``).
@@ -9,9 +10,14 @@ from __future__ import annotations
 import shutil
 import socket
 import subprocess
+import threading
+import time
+from collections.abc import Callable
 from pathlib import Path
 
-__all__ = ["REPO", "export", "free_port", "pinned"]
+import psutil
+
+__all__ = ["REPO", "ProcessSampler", "export", "free_port", "pinned"]
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -39,3 +45,27 @@ def export(ref: str, into: Path) -> Path:
     )
     subprocess.run(["tar", "-x", "-C", str(into)], input=archive.stdout, check=True)
     return into
+
+
+class ProcessSampler(threading.Thread):
+    """``(time, CPU seconds of pid, probe())`` every ``period`` s; a sample whose probe raises
+    ``OSError`` or ``ValueError`` is skipped; the thread ends when the process does."""
+
+    def __init__(self, pid: int, probe: Callable[[], float], period: float = 1.0) -> None:
+        super().__init__(daemon=True)
+        self.proc = psutil.Process(pid)
+        self.probe = probe
+        self.period = period
+        self.samples: list[tuple[float, float, float]] = []
+        self.halt = threading.Event()
+
+    def run(self) -> None:
+        while not self.halt.wait(self.period):
+            try:
+                cpu = self.proc.cpu_times()
+                value = self.probe()
+            except psutil.Error:
+                return
+            except (OSError, ValueError):
+                continue
+            self.samples.append((time.time(), cpu.user + cpu.system, value))

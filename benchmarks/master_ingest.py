@@ -29,13 +29,11 @@ import socket
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 from typing import Any
 
-import psutil
-from bench_common import REPO, export, free_port, pinned
+from bench_common import REPO, ProcessSampler, export, free_port, pinned
 
 __all__ = ["main"]
 
@@ -173,25 +171,6 @@ def count_lines(path: Path) -> int:
         return 0
 
 
-class Watch(threading.Thread):
-    """(time, master CPU seconds, rows on disk) once a second."""
-
-    def __init__(self, pid: int, requests: Path) -> None:
-        super().__init__(daemon=True)
-        self.proc = psutil.Process(pid)
-        self.requests = requests
-        self.samples: list[tuple[float, float, int]] = []
-        self.halt = threading.Event()
-
-    def run(self) -> None:
-        while not self.halt.wait(1.0):
-            try:
-                cpu = self.proc.cpu_times()
-            except psutil.Error:
-                return
-            self.samples.append((time.time(), cpu.user + cpu.system, count_lines(self.requests)))
-
-
 def run_one(args: argparse.Namespace, workers: int, tmp: Path) -> dict[str, Any]:
     port = free_port()
     results = tmp / f"w{workers}"
@@ -230,7 +209,7 @@ def run_one(args: argparse.Namespace, workers: int, tmp: Path) -> dict[str, Any]
     master = subprocess.Popen(
         master_cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=code, env=env
     )
-    watch = Watch(master.pid, results / "requests.jsonl")
+    watch = ProcessSampler(master.pid, lambda: count_lines(results / "requests.jsonl"))  # rows on disk
     watch.start()
     profiler = None
     if args.profile:
@@ -306,7 +285,7 @@ def analyse(
     t0 = summary["config"]["start_time"]
     w0, w1 = t0 + 5.0, t0 + args.duration - 1.0
     inside = [s for s in samples if w0 <= s[0] <= w1]
-    (ta, ca, na), (tb, cb, nb) = inside[0], inside[-1]
+    (ta, ca, na), (tb, cb, nb) = ((t, c, int(n)) for t, c, n in (inside[0], inside[-1]))
     sent_at = sorted((t, n) for part in sent for t, n in part["sent"])
 
     def sent_by(t: float) -> int:  # rows all senders had sent by t

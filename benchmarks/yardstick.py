@@ -32,15 +32,13 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 import urllib.request
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-import psutil
-from bench_common import REPO, export, free_port, pinned
+from bench_common import REPO, ProcessSampler, export, free_port, pinned
 
 __all__ = ["main"]
 
@@ -61,25 +59,11 @@ def loadavg() -> float:
     return float(Path("/proc/loadavg").read_text().split()[0])
 
 
-class Sampler(threading.Thread):
+class Sampler(ProcessSampler):
     """(time, client CPU seconds, server streams in flight) twice a second."""
 
     def __init__(self, pid: int, stats_url: str) -> None:
-        super().__init__(daemon=True)
-        self.proc = psutil.Process(pid)
-        self.stats_url = stats_url
-        self.samples: list[tuple[float, float, int]] = []
-        self.halt = threading.Event()
-
-    def run(self) -> None:
-        while not self.halt.wait(0.5):
-            try:
-                cpu = self.proc.cpu_times()
-                with urllib.request.urlopen(self.stats_url, timeout=2) as reply:
-                    active = int(json.load(reply)["active"])
-            except (psutil.Error, OSError, ValueError):
-                continue
-            self.samples.append((time.time(), cpu.user + cpu.system, active))
+        super().__init__(pid, lambda: _active(stats_url), period=0.5)
 
     def window(self, t0: float, t1: float) -> dict[str, float | None]:
         inside = [s for s in self.samples if t0 <= s[0] <= t1]
@@ -90,6 +74,11 @@ class Sampler(threading.Thread):
             "cpu_pct": 100.0 * (cb - ca) / (tb - ta),
             "open_streams": float(np.mean([s[2] for s in inside])),
         }
+
+
+def _active(stats_url: str) -> float:
+    with urllib.request.urlopen(stats_url, timeout=2) as reply:
+        return float(json.load(reply)["active"])
 
 
 def start_server(args: argparse.Namespace, yard: Path) -> tuple[subprocess.Popen[bytes], str]:
