@@ -33,7 +33,7 @@ def rows_of(path: Path) -> list[dict]:
 def test_records_in_flight_across_a_sigstop_carry_the_pause(tmp_path: Path) -> None:
     results = tmp_path / "r"
     with running_sim("--ttft-ms", "50", "--tpot-ms", "20", "--output-tokens", "40") as url:
-        cmd = [str(BIN / "locust"), "-f", str(LOCUSTFILE), "--host", url, "--headless", "-u", "4", "-r", "4",
+        cmd = [str(BIN / "locust"), "-f", str(LOCUSTFILE), "--host", url, "--headless", "-u", "4", "-r", "2",
                "-t", "9s", "--stop-timeout", "30", "--results-dir", str(results), "--max-tokens", "40",
                "--prompt-tokens", "16", "--only-summary"]  # fmt: skip
         proc = subprocess.Popen(
@@ -44,6 +44,10 @@ def test_records_in_flight_across_a_sigstop_carry_the_pause(tmp_path: Path) -> N
             while len(rows_of(results / "requests.jsonl")) < 6:  # requests flow
                 assert time.time() < deadline and proc.poll() is None, "no records"
                 time.sleep(0.05)
+            # Rows appear as requests end: pausing right then would catch users between two
+            # requests. Users started 0.5 s apart (-r 2) are out of phase, and 0.3 s after a
+            # row (requests take ~0.85 s) every user is inside a request.
+            time.sleep(0.3)
             paused_at = time.time()
             os.kill(proc.pid, signal.SIGSTOP)
             time.sleep(PAUSE_S)  # the stimulus: the process does not run for 2 s
