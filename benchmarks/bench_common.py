@@ -7,17 +7,21 @@ Not a benchmark itself; the scripts import it as a sibling (``python benchmarks/
 
 from __future__ import annotations
 
+import argparse
+import json
 import shutil
 import socket
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import psutil
 
-__all__ = ["REPO", "ProcessSampler", "export", "free_port", "pinned"]
+__all__ = ["REPO", "ProcessSampler", "export", "free_port", "pinned", "write_result"]
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -69,3 +73,18 @@ class ProcessSampler(threading.Thread):
             except (OSError, ValueError):
                 continue
             self.samples.append((time.time(), cpu.user + cpu.system, value))
+
+
+def write_result(name: str, args: argparse.Namespace, runs: list[dict[str, Any]], **extra: Any) -> None:
+    """``args.out``: the benchmark's name, its arguments, Python, the time and its runs, as JSON."""
+    out = {
+        "benchmark": name,
+        **extra,
+        "args": vars(args),
+        "python": sys.version.split()[0],
+        "time": time.strftime("%Y-%m-%d %H:%M:%S"),
+        "runs": runs,
+    }
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.out).write_text(json.dumps(out, indent=2) + "\n")
+    print(f"wrote {args.out}")

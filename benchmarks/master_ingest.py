@@ -33,7 +33,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench_common import REPO, ProcessSampler, export, free_port, pinned
+from bench_common import REPO, ProcessSampler, export, free_port, pinned, write_result
 
 __all__ = ["main"]
 
@@ -359,15 +359,7 @@ def main(argv: list[str] | None = None) -> int:
             f"{r['master_cpu_pct']:>9.0f}% {r['backlog_at_window_end']:>8} {exact!s:>6} "
             f"{r['load_before']:>5.2f}"
         )
-    out = {
-        "benchmark": "master_ingest",
-        "args": vars(args),
-        "time": time.strftime("%Y-%m-%d %H:%M:%S"),
-        "runs": runs,
-    }
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps(out, indent=2) + "\n")
-    print(f"wrote {args.out}")
+    write_result("master_ingest", args, runs)
     return 0
 
 

@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from bench_common import REPO, ProcessSampler, export, free_port, pinned
+from bench_common import REPO, ProcessSampler, export, free_port, pinned, write_result
 
 __all__ = ["main"]
 
@@ -438,17 +438,7 @@ def main(argv: list[str] | None = None) -> int:
             for _ in range(args.repeat)
         ]
     print(table(runs))
-    out = {
-        "benchmark": "yardstick",
-        "label": args.label,
-        "args": vars(args),
-        "python": sys.version.split()[0],
-        "time": time.strftime("%Y-%m-%d %H:%M:%S"),
-        "runs": runs,
-    }
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps(out, indent=2) + "\n")
-    print(f"wrote {args.out}")
+    write_result("yardstick", args, runs, label=args.label)
     return 0
 
 
