@@ -74,3 +74,9 @@ def test_records_in_flight_across_a_sigstop_carry_the_pause(tmp_path: Path) -> N
         assert PAUSE_S - 0.3 <= r["client_stall_s"] <= r["e2e"], r
         assert r["e2e"] - r["client_stall_s"] < 1.5, r  # what is left is the server's time
     assert all(r["client_stall_s"] == 0.0 for r in clear)
+    # the summary counts them, keeps their latencies out of the percentiles, and saw the stall
+    summary = json.loads((results / "summary.json").read_text())
+    stalled = [r for r in rows if r["client_stall_s"] > 0]
+    assert summary["completed"] == len(rows) and summary["client_stalled"] == len(stalled) >= len(across)
+    assert summary["p99_e2el_ms"] < 1000 * PAUSE_S  # without the pause's requests
+    assert summary["client"]["stall_s"] >= PAUSE_S - 0.3
