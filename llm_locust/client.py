@@ -26,7 +26,6 @@ import functools
 import json
 import logging
 import socket
-import sys
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -46,7 +45,7 @@ from llm_locust.protocol.counts import apply_tokenizer, requested_tokens, settle
 from llm_locust.protocol.openai import ENDPOINT_PATHS, api_prefix, build_body, classify_status, shown_host
 from llm_locust.protocol.reasoning import batched_first_message
 from llm_locust.protocol.retry import retry_after_seconds
-from llm_locust.protocol.sse import DONE, EventDecoder, PayloadError, parse_chunk
+from llm_locust.protocol.stream import Cancelled, Failure, Stream, StreamEvents, cut_message
 from llm_locust.reader import BodyReader
 from llm_locust.record import CANCELLED, INCOMPLETE, RequestRecord
 
@@ -112,28 +111,6 @@ class ClientConfig:
         return TlsSettings(self.ca_cert, self.insecure)
 
 
-class _Cancelled(Exception):
-    """The client abandons the request on purpose (``--cancel-rate``), like a closed tab."""
-
-
-class _Failure(Exception):
-    def __init__(self, outcome: str, message: str) -> None:
-        super().__init__(message)
-        self.outcome = outcome
-        self.message = message
-
-
-@dataclass(slots=True)
-class _Stream:
-    """What the stream said besides its text and timing (those go on the record)."""
-
-    usage: dict[str, Any] | None = None
-    parts: list[str] | None = None  # the streamed text, when someone needs it
-    reasoning: list[str] | None = None  # its reasoning part (kept with ``parts``)
-    first_visible: str = ""  # the first content chunk's text
-    cancel_chunks: int = sys.maxsize  # abandon the request once it has this many chunks
-
-
 @functools.lru_cache(maxsize=8)
 def _gevent_context(settings: TlsSettings) -> Any:
     if settings.insecure:
@@ -191,7 +168,7 @@ class StreamingClient:
         payload = json.dumps(body).encode()
         counter = self.config.tokenizer
         keep = keep_text or counter is not None
-        stream = _Stream(parts=[] if keep else None, reasoning=[] if keep else None)
+        stream = Stream(parts=[] if keep else None, reasoning=[] if keep else None)
         record.max_tokens = requested_tokens(body)
         point = self._cancels.next() if self._cancels is not None else None
         if point is not None and point.chunks is not None:
@@ -200,13 +177,13 @@ class StreamingClient:
         record.t_sent = time.perf_counter()
         try:
             with (
-                gevent.Timeout(self.config.request_timeout, _Failure("timeout", "request timed out")),
-                gevent.Timeout(point.seconds if point is not None else None, _Cancelled()),
+                gevent.Timeout(self.config.request_timeout, Failure("timeout", "request timed out")),
+                gevent.Timeout(point.seconds if point is not None else None, Cancelled()),
             ):
                 self._exchange(payload, record, stream)
-        except _Cancelled:
+        except Cancelled:
             _cancelled(record, point)
-        except _Failure as failure:
+        except Failure as failure:
             record.outcome, record.message = failure.outcome, failure.message
         except (GreenletExit, KeyboardInterrupt, SystemExit) as stop:
             _stopped(record, stop)  # the caller hands the partial record on, then lets it unwind
@@ -225,7 +202,7 @@ class StreamingClient:
         _warn_batched_first(record)
         return text if keep_text else ""
 
-    def _exchange(self, payload: bytes, record: RequestRecord, stream: _Stream) -> None:
+    def _exchange(self, payload: bytes, record: RequestRecord, stream: Stream) -> None:
         response = self._open(payload, record, stream)
         if response is None:  # the reply ended inside request() (see _open)
             return
@@ -235,12 +212,12 @@ class StreamingClient:
                 after = retry_after_seconds(response.get("retry-after"))
                 if after is not None:  # a closed-loop user waits that long (runtime/backoff.py)
                     record.extra["retry_after"] = after
-                raise _Failure(classify_status(response.status_code), error_text(response))
+                raise Failure(classify_status(response.status_code), error_text(response))
             content_type = response.get("content-type") or ""
             if "text/event-stream" not in content_type:
                 got = content_type or "no content type"
-                raise _Failure("bad_payload", f"expected text/event-stream, got {got!r}")
-            events = _Events(record, stream)
+                raise Failure("bad_payload", f"expected text/event-stream, got {got!r}")
+            events = StreamEvents(record, stream)
             reader = BodyReader(response, events.feed)
             try:
                 reader.run()
@@ -251,7 +228,7 @@ class StreamingClient:
         finally:
             response.release()
 
-    def _open(self, payload: bytes, record: RequestRecord, stream: _Stream) -> Any | None:
+    def _open(self, payload: bytes, record: RequestRecord, stream: Stream) -> Any | None:
         """Send the request; retry once if a kept-alive connection was closed before any reply.
 
         An idle connection the server closed (keep-alive timeout) fails only when reused;
@@ -274,83 +251,6 @@ class StreamingClient:
         raise AssertionError("unreachable")
 
 
-class _Events:
-    """The stream's events as the reader delivers them: marks, text, usage, finish."""
-
-    __slots__ = ("chunk_times", "decoder", "parts", "record", "stream")
-
-    def __init__(self, record: RequestRecord, stream: _Stream) -> None:
-        self.decoder = EventDecoder()
-        self.record = record
-        self.stream = stream
-        self.chunk_times = record.chunk_times
-        self.parts = stream.parts
-
-    def feed(self, body: bytes, now: float) -> None:
-        """The body bytes of one read, made at ``now`` (the hot path: once per read)."""
-        try:
-            self._events(self.decoder.feed(body), now)
-        except PayloadError as exc:
-            raise _Failure("bad_payload", str(exc)) from None
-
-    def end(self, t_end: float | None) -> None:
-        """The body ended cleanly (a last event without its blank line still counts):
-        was the stream complete?"""
-        record = self.record
-        record.t_end = t_end if t_end is not None else time.perf_counter()
-        try:
-            self._events(self.decoder.close(), record.t_end)
-        except PayloadError as exc:
-            raise _Failure("bad_payload", str(exc)) from None
-        if record.finish_reason is None:
-            raise _Failure("stream_broken", _cut(record))
-        if not record.chunk_times:
-            raise _Failure("empty_response", "stream ended without any generated text")
-
-    def _events(self, payloads: list[str], now: float) -> None:
-        for data in payloads:
-            if data == DONE:
-                continue
-            chunk = parse_chunk(data)
-            if chunk.error:
-                raise _Failure("stream_error", chunk.error)
-            if chunk.text:
-                record, stream = self.record, self.stream
-                self.chunk_times.append(now)
-                if self.parts is not None:
-                    self.parts.append(chunk.text)
-                if chunk.reasoning:
-                    _note_reasoning(record, stream, chunk.text)
-                elif record.t_first_visible is None:
-                    _note_first_visible(record, stream, chunk.text, now)
-                else:
-                    record.visible_chars += len(chunk.text)
-                if len(self.chunk_times) >= stream.cancel_chunks:
-                    raise _Cancelled()
-            if chunk.usage:
-                self.stream.usage = chunk.usage
-            if chunk.finish_reason:
-                self.record.finish_reason = chunk.finish_reason
-
-
-def _note_reasoning(record: RequestRecord, stream: _Stream, text: str) -> None:
-    record.reasoning_chunks += 1
-    if stream.reasoning is not None:
-        stream.reasoning.append(text)
-
-
-def _note_first_visible(record: RequestRecord, stream: _Stream, text: str, now: float) -> None:
-    """The first content chunk: the visible TTFT's mark (the reasoning before it is not visible)."""
-    record.t_first_visible, record.first_visible_chars = now, len(text)
-    record.visible_chars += len(text)
-    stream.first_visible = text
-
-
-def _cut(record: RequestRecord, cause: str = "") -> str:
-    message = f"cut after {len(record.chunk_times)} tokens, no finish_reason"
-    return f"{message} ({cause})" if cause else message
-
-
 def _end_of_transport(record: RequestRecord, exc: BaseException, t_end: float | None = None) -> None:
     """The connection broke or the HTTP framing was wrong after the status line (at ``t_end``)."""
     if isinstance(exc, (socket.timeout, TimeoutError)):
@@ -360,10 +260,10 @@ def _end_of_transport(record: RequestRecord, exc: BaseException, t_end: float | 
         # every choice had finished: the reply is complete, only its end was untidy
         record.message = f"the connection ended badly after finish_reason ({exc_text(exc)})"
         return
-    raise _Failure("stream_broken", _cut(record, exc_text(exc))) from None
+    raise Failure("stream_broken", cut_message(record, exc_text(exc))) from None
 
 
-def _early_break(exc: HTTPParseError, record: RequestRecord, stream: _Stream) -> None:
+def _early_break(exc: HTTPParseError, record: RequestRecord, stream: Stream) -> None:
     """A parse error inside ``request()``: a connect failure only if no status arrived.
 
     geventhttpclient parses the first read (headers and any body bytes with them) before
@@ -376,13 +276,13 @@ def _early_break(exc: HTTPParseError, record: RequestRecord, stream: _Stream) ->
         raise _failure_from_exception(exc, "connect") from None
     record.status = response.status_code
     if response.status_code != 200:
-        raise _Failure(classify_status(response.status_code), f"HTTP {response.status_code}: {exc_text(exc)}")
+        raise Failure(classify_status(response.status_code), f"HTTP {response.status_code}: {exc_text(exc)}")
     now = time.perf_counter()
-    events = _Events(record, stream)
+    events = StreamEvents(record, stream)
     try:
         events.feed(bytes(response._body_buffer), now)
         events.end(now)
-    except _Failure as failure:
+    except Failure as failure:
         if failure.outcome != "stream_broken":
             raise
     _end_of_transport(record, exc)
@@ -421,9 +321,7 @@ class _OffLoop:
         return gevent.get_hub().threadpool.apply(self.counter.count_batch, (texts,))
 
 
-def _count_with(
-    counter: Any, record: RequestRecord, body: dict[str, Any], text: str, stream: _Stream
-) -> None:
+def _count_with(counter: Any, record: RequestRecord, body: dict[str, Any], text: str, stream: Stream) -> None:
     if record.token_source == "usage" and record.prompt_token_source == "usage":
         return
     if getattr(counter, "cpu_bound", False):
@@ -502,9 +400,9 @@ def _unexpected(exc: BaseException) -> str:
 _unexpected_seen: list[bool] = []
 
 
-def _failure_from_exception(exc: BaseException, default: str) -> _Failure:
+def _failure_from_exception(exc: BaseException, default: str) -> Failure:
     if isinstance(exc, (socket.timeout, TimeoutError)):
-        return _Failure("timeout", f"timed out: {exc}")
+        return Failure("timeout", f"timed out: {exc}")
     if isinstance(exc, (ConnectionRefusedError, socket.gaierror)):
-        return _Failure("connect", exc_text(exc))
-    return _Failure(default, exc_text(exc))
+        return Failure("connect", exc_text(exc))
+    return Failure(default, exc_text(exc))

@@ -1,0 +1,128 @@
+"""A stream's events onto its record: timing marks, text, usage, finish, and how it failed.
+
+The client's reader hands every read's bytes to :class:`StreamEvents`, stamped with the time of
+the read; this module turns them into the record's marks (each content chunk's time, the first
+visible token, reasoning chunks) and raises :class:`Failure` (an outcome class and a message)
+or :class:`Cancelled` (``--cancel-rate``) when the stream says so. A stream is complete only
+with a ``finish_reason``. Pure: no gevent, no sockets (the transport stays in
+:mod:`llm_locust.client`).
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from llm_locust.protocol.sse import DONE, EventDecoder, PayloadError, parse_chunk
+from llm_locust.record import RequestRecord
+
+__all__ = [
+    "Cancelled",
+    "Failure",
+    "Stream",
+    "StreamEvents",
+    "cut_message",
+    "note_first_visible",
+    "note_reasoning",
+]
+
+
+class Cancelled(Exception):
+    """The client abandons the request on purpose (``--cancel-rate``), like a closed tab."""
+
+
+class Failure(Exception):
+    def __init__(self, outcome: str, message: str) -> None:
+        super().__init__(message)
+        self.outcome = outcome
+        self.message = message
+
+
+@dataclass(slots=True)
+class Stream:
+    """What the stream said besides its text and timing (those go on the record)."""
+
+    usage: dict[str, Any] | None = None
+    parts: list[str] | None = None  # the streamed text, when someone needs it
+    reasoning: list[str] | None = None  # its reasoning part (kept with ``parts``)
+    first_visible: str = ""  # the first content chunk's text
+    cancel_chunks: int = sys.maxsize  # abandon the request once it has this many chunks
+
+
+class StreamEvents:
+    """The stream's events as the reader delivers them: marks, text, usage, finish."""
+
+    __slots__ = ("chunk_times", "decoder", "parts", "record", "stream")
+
+    def __init__(self, record: RequestRecord, stream: Stream) -> None:
+        self.decoder = EventDecoder()
+        self.record = record
+        self.stream = stream
+        self.chunk_times = record.chunk_times
+        self.parts = stream.parts
+
+    def feed(self, body: bytes, now: float) -> None:
+        """The body bytes of one read, made at ``now`` (the hot path: once per read)."""
+        try:
+            self._events(self.decoder.feed(body), now)
+        except PayloadError as exc:
+            raise Failure("bad_payload", str(exc)) from None
+
+    def end(self, t_end: float | None) -> None:
+        """The body ended cleanly (a last event without its blank line still counts):
+        was the stream complete?"""
+        record = self.record
+        record.t_end = t_end if t_end is not None else time.perf_counter()
+        try:
+            self._events(self.decoder.close(), record.t_end)
+        except PayloadError as exc:
+            raise Failure("bad_payload", str(exc)) from None
+        if record.finish_reason is None:
+            raise Failure("stream_broken", cut_message(record))
+        if not record.chunk_times:
+            raise Failure("empty_response", "stream ended without any generated text")
+
+    def _events(self, payloads: list[str], now: float) -> None:
+        for data in payloads:
+            if data == DONE:
+                continue
+            chunk = parse_chunk(data)
+            if chunk.error:
+                raise Failure("stream_error", chunk.error)
+            if chunk.text:
+                record, stream = self.record, self.stream
+                self.chunk_times.append(now)
+                if self.parts is not None:
+                    self.parts.append(chunk.text)
+                if chunk.reasoning:
+                    note_reasoning(record, stream, chunk.text)
+                elif record.t_first_visible is None:
+                    note_first_visible(record, stream, chunk.text, now)
+                else:
+                    record.visible_chars += len(chunk.text)
+                if len(self.chunk_times) >= stream.cancel_chunks:
+                    raise Cancelled()
+            if chunk.usage:
+                self.stream.usage = chunk.usage
+            if chunk.finish_reason:
+                self.record.finish_reason = chunk.finish_reason
+
+
+def note_reasoning(record: RequestRecord, stream: Stream, text: str) -> None:
+    record.reasoning_chunks += 1
+    if stream.reasoning is not None:
+        stream.reasoning.append(text)
+
+
+def note_first_visible(record: RequestRecord, stream: Stream, text: str, now: float) -> None:
+    """The first content chunk: the visible TTFT's mark (the reasoning before it is not visible)."""
+    record.t_first_visible, record.first_visible_chars = now, len(text)
+    record.visible_chars += len(text)
+    stream.first_visible = text
+
+
+def cut_message(record: RequestRecord, cause: str = "") -> str:
+    message = f"cut after {len(record.chunk_times)} tokens, no finish_reason"
+    return f"{message} ({cause})" if cause else message
