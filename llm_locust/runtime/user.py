@@ -84,6 +84,9 @@ class LLMUser(FastHttpUser):
             while not run.stopping:  # the schedule is done: idle until the shape stops the test
                 gevent.sleep(0.2)
             return
+        if self.stopping:  # nothing new once the stop began; Locust ends the user after the task
+            gevent.sleep(PAUSE_SLICE_S)  # (without this a refused request's skipped pause spins)
+            return
         source = self.source()
         spec = source.next_request()
         think = getattr(spec, "think_time", None)
