@@ -5,7 +5,8 @@
     llm-locust workload sample|describe|prompts ...   look at a workload before firing it
     llm-locust report RESULTS_DIR ... [-o FILE]       one self-contained HTML report (--compare A B)
     llm-locust summarize DIR                          rebuild DIR/summary.json from DIR/requests.jsonl
-    llm-locust demo                                   simulator + a short headless run
+    llm-locust capacity PLANS.yaml --results-dir DIR  the SLO capacity of each deployment plan, and its cost
+    llm-locust demo                                   three simulated plans compared: 4 or 8 GPUs?
     llm-locust --version                              the installed version
 
 Each subcommand imports only what it needs: ``sim`` must not import Locust (whose gevent
@@ -28,7 +29,7 @@ USAGE = __doc__.split("\n\n")[1] if __doc__ else ""
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     if not args or args[0] in ("-h", "--help"):
-        print("usage: llm-locust {run,sim,workload,report,summarize,demo} ...\n" + USAGE)
+        print("usage: llm-locust {run,sim,workload,report,summarize,capacity,demo} ...\n" + USAGE)
         return 0 if args else 2
     if args[0] in ("-V", "--version"):
         from llm_locust import __version__
@@ -52,11 +53,15 @@ def main(argv: list[str] | None = None) -> int:
         return report_main(rest)
     if command == "summarize":
         return summarize_command(rest)
+    if command == "capacity":
+        from llm_locust.capacity import main as capacity_main
+
+        return capacity_main(rest)
     if command == "demo":
         from llm_locust.demo import main as demo_main
 
         return demo_main(rest)
-    _fail(f"unknown command {command!r} (choose from run, sim, workload, report, summarize, demo)")
+    _fail(f"unknown command {command!r} (choose from run, sim, workload, report, summarize, capacity, demo)")
 
 
 def summarize_command(args: list[str]) -> int:

@@ -1,10 +1,20 @@
-"""``llm-locust demo``: the main job, end to end, against the bundled simulator.
+"""``llm-locust demo``: the seed's question, "4 or 8 GPUs?", answered on simulated deployments.
 
-Starts ``llm-locust sim`` in engine mode (continuous batching, a KV-cache budget) on a
-free loopback port, runs a graded ramp with the ``chat`` profile (lengths from the Azure
-2023 conversation trace) and an SLO, prints the summary and the per-stage table, leaves
-the results folder, and stops the simulator. The question it answers is the seed's:
-how much load does this deployment hold within the SLO?
+Starts three simulated deployments of a 70B-class model (``llm-locust sim``'s roofline model: a
+rehearsal, not a prediction) on free loopback ports:
+
+- A: one 4-GPU instance, tensor parallel 4;
+- B: one 8-GPU instance, tensor parallel 8;
+- C: two 4-GPU instances, TP4 each (``--replicas 2``: two URLs, no load balancer),
+
+then runs ``llm-locust capacity`` over them: a capacity search per plan with the ``chat``
+profile for the demand "50 concurrent at peak" and the SLO "success >= 99 %, TTFT P95 <= 5 s,
+E2E P95 <= 30 s", and prints the comparison, the cheapest plan that meets the demand and the
+scaling from A to B and C. The simulators run ``--speedup`` times faster than the deployments
+they model (default 10); the capacity command reads that from their ``/version``, runs the
+search with the SLO and durations divided by it and shows every number in deployment time.
+
+``--ramp-only`` runs the previous demo instead: one simulator and a graded ramp.
 """
 
 from __future__ import annotations
@@ -17,48 +27,137 @@ from pathlib import Path
 
 __all__ = ["main"]
 
-SIM_ARGS = ["--mode", "engine", "--max-num-seqs", "16", "--kv-cache-tokens", "120000", "--seed", "1"]
-DEFAULT_SLO = "success>=99%,ttft_p95<=1s,e2e_p95<=20s"
+DEMO_SLO = "success>=99%,ttft_p95<=5s,e2e_p95<=30s"
+#: name -> the simulator's deployment flags (with --gpu, --model, --speedup)
+PLANS = {
+    "A-1x4gpu-tp4": (["--gpus", "4", "--tp", "4"], 4),
+    "B-1x8gpu-tp8": (["--gpus", "8", "--tp", "8"], 8),
+    "C-2x4gpu-tp4": (["--gpus", "4", "--tp", "4", "--replicas", "2"], 8),
+}
+RAMP_SIM_ARGS = ["--mode", "engine", "--max-num-seqs", "16", "--kv-cache-tokens", "120000", "--seed", "1"]
+RAMP_SLO = "success>=99%,ttft_p95<=1s,e2e_p95<=20s"
+LISTEN = "llm-locust sim listening on "
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="llm-locust demo", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--ramp-only", action="store_true", help="the short graded ramp on one simulator")
+    parser.add_argument("--gpu", default="a100", help="the simulated GPU (default a100)")
+    parser.add_argument(
+        "--speedup", type=float, default=10.0, help="simulated seconds per second (default 10)"
+    )
+    parser.add_argument(
+        "--step-time", default="200s", help="each search step, in deployment time (default 200s)"
+    )
+
+    parser.add_argument("--gpu-hour-cost", type=float, default=2.5, help="$ per GPU-hour (default 2.5)")
+    parser.add_argument("--results-dir", default="", help="default: demo-results/<timestamp>")
+    parser.add_argument("--ramp", default="4,16,48", help="--ramp-only: user counts (default 4,16,48)")
+    return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="llm-locust demo", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--ramp", default="4,16,48", help="user counts of the ramp (default 4,16,48)")
-    parser.add_argument("--step-time", default="15s", help="time per step (default 15s)")
-    parser.add_argument("--slo", default=DEFAULT_SLO, help="the SLO (default %(default)s)")
-    parser.add_argument("--results-dir", default="", help="default: demo-results/<timestamp>")
-    args = parser.parse_args(argv)
+    from llm_locust.capacity import exit_on_sigterm
+
+    args = _parser().parse_args(argv)
+    exit_on_sigterm()  # a terminated demo stops its simulators and runs (the finally blocks)
     results = Path(args.results_dir or f"demo-results/{time.strftime('%Y%m%d-%H%M%S')}")
-    sim, url = _start_sim()
+    if args.ramp_only:
+        return _ramp(args, results)
+    sims: list[subprocess.Popen[str]] = []
+    try:
+        urls = {}
+        for name, (flags, _gpus) in PLANS.items():
+            sim_args = [
+                *flags,
+                "--gpu",
+                args.gpu,
+                "--model",
+                "70b",
+                "--speedup",
+                f"{args.speedup:g}",
+                "--seed",
+                "1",
+            ]
+            proc, url = _start_sim(sim_args)
+            sims.append(proc)
+            urls[name] = url.split(",")
+            print(
+                f"llm-locust demo: plan {name}: simulator at {url} (llm-locust sim {' '.join(sim_args)})",
+                flush=True,
+            )
+        plans = _plan_file(results, urls, args)
+        print(f"llm-locust demo: plan file {plans}; results in {results}/<plan>/", flush=True)
+        print(
+            "llm-locust demo: the simulator is a rehearsal model (a first-order roofline), not a prediction",
+            flush=True,
+        )
+        from llm_locust.capacity import main as capacity
+
+        code = capacity([str(plans), "--results-dir", str(results)])
+    finally:
+        for proc in sims:
+            proc.terminate()
+        for proc in sims:
+            proc.wait(10)
+    return 0 if code in (0, 3) else code  # 3: no plan meets the demand, which is an answer too
+
+
+def _plan_file(results: Path, urls: dict[str, list[str]], args: argparse.Namespace) -> Path:
+    import yaml
+
+    plans = [
+        {
+            "name": name,
+            "endpoints": urls[name],
+            "gpus": gpus,
+            "gpu_hour_cost": args.gpu_hour_cost,
+            "gpu": args.gpu,
+        }
+        for name, (_flags, gpus) in PLANS.items()
+    ]
+    data = {
+        "demand": {"concurrency": 50},
+        "slo": DEMO_SLO,
+        "workload": {"profile": "chat", "max_tokens": 512},
+        "search": {
+            "kind": "users",
+            "min": 16,
+            "precision": "10%",
+            "step_time": args.step_time,
+            "warmup": "30s",
+            "extensions": 1,
+        },
+        "plans": plans,
+    }
+    results.mkdir(parents=True, exist_ok=True)
+    path = results / "plans.yaml"
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    return path
+
+
+def _ramp(args: argparse.Namespace, results: Path) -> int:
+    """One engine-mode simulator at ``--speedup`` and a graded ramp with the SLO divided by it: 15 s
+    stages hold 150 simulated seconds, enough requests for a P95 to be shown (72 at least)."""
+    from llm_locust.capacity import scaled_slo
+    from llm_locust.config.slo import parse_slo
+
+    k = args.speedup
+    slo = scaled_slo(parse_slo(RAMP_SLO), k)
+    sim, url = _start_sim([*RAMP_SIM_ARGS, "--speedup", f"{k:g}"])
     try:
         print(f"llm-locust demo: simulator (engine mode) at {url}; results in {results}", flush=True)
-        cmd = [
-            sys.executable,
-            "-m",
-            "llm_locust.cli",
-            "run",
-            "--host",
-            url,
-            "--headless",
-            "--ramp",
-            args.ramp,
-            "--step-time",
-            args.step_time,
-            "--warmup",
-            "3s",
-            "--workload",
-            "chat",
-            "--max-tokens",
-            "512",
-            "--slo",
-            args.slo,
-            "--results-dir",
-            str(results),
-            "--only-summary",
-            "--loglevel",
-            "WARNING",
-        ]
-        code = subprocess.call(cmd)
+        if k != 1:
+            print(
+                f"llm-locust demo: the simulator runs {k:g}x faster than the engine it models: the SLO "
+                f"{RAMP_SLO} is applied as {slo}, and every latency below is wall clock (x{k:g} for the "
+                f"modelled engine), every throughput {k:g}x the modelled one",
+                flush=True,
+            )
+        cmd = [sys.executable, "-m", "llm_locust.cli", "run", "--host", url, "--headless"]
+        cmd += ["--ramp", args.ramp, "--step-time", "15s", "--warmup", "2s", "--workload", "chat"]
+        cmd += ["--max-tokens", "512", "--slo", slo, "--results-dir", str(results)]
+        code = subprocess.call([*cmd, "--only-summary", "--loglevel", "WARNING"])
     finally:
         sim.terminate()
         sim.wait(10)
@@ -68,15 +167,14 @@ def main(argv: list[str] | None = None) -> int:
     return code
 
 
-def _start_sim() -> tuple[subprocess.Popen[str], str]:
-    cmd = [sys.executable, "-m", "llm_locust.sim", "--host", "127.0.0.1", "--port", "0", *SIM_ARGS]
+def _start_sim(sim_args: list[str]) -> tuple[subprocess.Popen[str], str]:
+    cmd = [sys.executable, "-m", "llm_locust.sim", "--host", "127.0.0.1", "--port", "0", *sim_args]
     sim = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
     line = sim.stdout.readline() if sim.stdout else ""
-    prefix = "llm-locust sim listening on "
-    if not line.startswith(prefix):
+    if not line.startswith(LISTEN):
         sim.kill()
         raise SystemExit(f"llm-locust demo: the simulator did not start: {line.strip()!r}")
-    return sim, line[len(prefix) :].strip()
+    return sim, line[len(LISTEN) :].strip()
 
 
 if __name__ == "__main__":

@@ -98,6 +98,7 @@ ROW_FIELDS = (
     "turn",
     "worker",
     "client_stall_s",
+    "replica",
 )
 
 
@@ -150,6 +151,7 @@ class RequestRecord:
     # Seconds of the client's own event-loop stalls inside [t_sent, t_end] (llm_locust.health):
     # above 0 the latencies include a pause of the load generator, not only the server's time.
     client_stall_s: float = 0.0
+    replica: str | None = None  # which of --endpoints served it (None: the one --host)
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -248,6 +250,7 @@ class RequestRecord:
             "turn": self.turn,
             "worker": self.worker,
             "client_stall_s": self.client_stall_s,
+            "replica": self.replica,
         }
         out.update(self.extra)
         return out

@@ -110,7 +110,7 @@ def build_config(
     if raw["api_key"] is None and env.get("OPENAI_API_KEY"):
         raw["api_key"] = env["OPENAI_API_KEY"]
     _check_profile_label(values.get("profile"), raw["workload"])
-    host = str(values.get("host") or "").strip()
+    host = str(values.get("host") or "").strip() or _first_endpoint(raw["endpoints"])
     if require_host and not host:
         raise ConfigError("--host: no target given (e.g. --host http://127.0.0.1:8000)")
     data: dict[str, Any] = {"host": host, "headless": bool(values.get("headless")), "slo": raw.pop("slo")}
@@ -121,6 +121,15 @@ def build_config(
         return RunConfig.model_validate(data)
     except ValidationError as exc:
         raise ConfigError(describe(exc)) from None
+
+
+def _first_endpoint(endpoints: Any) -> str:
+    """With ``--endpoints`` and no ``--host``, the first replica stands in for Locust's target."""
+    if isinstance(endpoints, str):
+        return endpoints.split(",")[0].strip().rstrip("/")
+    if isinstance(endpoints, (list, tuple)) and endpoints:
+        return str(endpoints[0]).rstrip("/")
+    return ""
 
 
 def _blank_none(value: Any) -> Any:

@@ -42,12 +42,14 @@ from pydantic import (
 
 from llm_locust.config.burst import BurstSpec, parse_burst
 from llm_locust.config.cancel import CancelAfter, parse_cancel_after
+from llm_locust.config.demand import Demand, parse_demand
 from llm_locust.config.matrix import MatrixSpec, parse_matrix_spec
 from llm_locust.config.options import WORKLOAD_PROFILES
 from llm_locust.config.redact import REDACTED, redact_headers, strip_credentials
 from llm_locust.config.slo import SloSpec, parse_slo
+from llm_locust.config.think import ThinkTime, parse_think_time
 from llm_locust.config.tls import check_tls_options
-from llm_locust.config.units import OptionError, parse_duration, parse_levels
+from llm_locust.config.units import OptionError, parse_duration, parse_levels, split_list
 
 __all__ = [
     "LOAD_MODELS",
@@ -69,6 +71,7 @@ LOAD_MODELS = (
     ("--request-rate", "request_rate"),
     ("--rate-ramp", "rate_ramp"),
     ("--trace", "trace"),
+    ("--search", "search"),
 )
 
 
@@ -97,6 +100,23 @@ class RequestConfig(Part):
     @classmethod
     def _cancel_after(cls, value: Any) -> Any:
         return value if isinstance(value, CancelAfter) else parse_cancel_after(value)
+
+    endpoints: tuple[str, ...] | None
+    balance: Literal["round-robin", "least-in-flight"]
+    balance_scope: Literal["request", "user"]
+
+    @field_validator("endpoints", mode="before")
+    @classmethod
+    def _endpoints(cls, value: Any) -> Any:
+        if value is None or isinstance(value, tuple):
+            return value
+        urls = [u.rstrip("/") for u in split_list(value, "--endpoints")]
+        for url in urls:
+            if not url.startswith(("http://", "https://")):
+                raise ValueError(f"{url!r} is not an http:// or https:// URL")
+        if len(set(urls)) != len(urls):
+            raise ValueError("a replica is listed twice")
+        return tuple(urls)
 
     @field_validator("extra_body", mode="before")
     @classmethod
@@ -165,8 +185,19 @@ class WorkloadConfig(Part):
     shared_prefixes: Annotated[int, Field(ge=1)]
     shared_prefix_tokens: Annotated[int, Field(ge=1)]
     multi_turn: Annotated[int, Field(ge=0)]
-    think_time: NonNegative
+    think_time: NonNegative | str  # seconds, or a distribution's normalised text
     strict: bool
+
+    @field_validator("think_time", mode="before")
+    @classmethod
+    def _think(cls, value: Any) -> Any:
+        think = parse_think_time(value)
+        return think.params["value"] if think.kind == "fixed" else think.spec()
+
+    @property
+    def think(self) -> ThinkTime:
+        """The pause between two requests of a closed-loop user, as a distribution."""
+        return parse_think_time(self.think_time)
 
     @field_validator("workload")
     @classmethod
@@ -225,6 +256,29 @@ class LoadConfig(Part):
             return value or None
         return parse_burst(value)
 
+    search: Literal["users", "rate"] | None
+    search_min: Positive | None
+    search_max: Positive | None
+    search_precision: Annotated[float, Field(gt=0, lt=1)]
+    search_max_steps: Annotated[int, Field(ge=1)]
+    search_extensions: Annotated[int, Field(ge=0)]
+    demand: Demand | None
+
+    @field_validator("search_precision", mode="before")
+    @classmethod
+    def _fraction(cls, value: Any) -> Any:
+        if isinstance(value, str) and value.strip().endswith("%"):
+            try:
+                return float(value.strip()[:-1]) / 100
+            except ValueError:
+                raise ValueError("expected a fraction such as 0.1 or a percentage such as 10%") from None
+        return value
+
+    @field_validator("demand", mode="before")
+    @classmethod
+    def _demand(cls, value: Any) -> Any:
+        return parse_demand(value) if isinstance(value, (str, dict)) else value
+
     @field_validator("ramp", "rate_ramp", mode="before")
     @classmethod
     def _levels(cls, value: Any, info: Any) -> Any:
@@ -255,7 +309,26 @@ class LoadConfig(Part):
             raise ValueError(
                 "--max-concurrency applies to open-loop modes (--request-rate, --rate-ramp, --trace)"
             )
+        self._check_search()
         return self
+
+    def _check_search(self) -> None:
+        if self.search is None:
+            for flag, value in (("--search-min", self.search_min), ("--search-max", self.search_max)):
+                if value is not None:
+                    raise ValueError(f"{flag} applies to --search users|rate")
+            return
+        low = self.search_min if self.search_min is not None else 1.0
+        if self.search == "users" and (
+            low != int(low) or (self.search_max or 1) != int(self.search_max or 1)
+        ):
+            raise OptionError("--search-min", low, "a user search takes whole numbers of users")
+        if self.search_max is not None and self.search_max < low:
+            raise OptionError("--search-max", self.search_max, f"must be at least --search-min ({low:g})")
+        if self.warmup >= self.step_time:
+            raise OptionError(
+                "--warmup", self.warmup, f"must be shorter than --step-time ({self.step_time:g}s)"
+            )
 
     @property
     def mode(self) -> str | None:
@@ -264,7 +337,7 @@ class LoadConfig(Part):
 
     @property
     def open_loop(self) -> bool:
-        if self.mode in ("--request-rate", "--rate-ramp", "--trace"):
+        if self.mode in ("--request-rate", "--rate-ramp", "--trace") or self.search == "rate":
             return True
         return self.matrix is not None and self.matrix.axis("rate") is not None
 
@@ -312,6 +385,12 @@ class RunConfig(Part):
     def _combinations(self) -> RunConfig:
         if self.load.trace is not None and self.workload.dataset is not None:
             raise ValueError("--trace takes its lengths from the trace: it cannot be combined with --dataset")
+        if self.load.open_loop and not self.workload.think.none:
+            raise ValueError(
+                "--think-time paces closed-loop users; an open-loop run sends on its arrival schedule"
+            )
+        if self.load.search is not None and self.slo is None:
+            raise ValueError("--search needs an --slo to judge its steps by")
         return self
 
     def options(self) -> dict[str, Any]:

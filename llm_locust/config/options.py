@@ -162,6 +162,29 @@ _REQUEST = (
         web_ui=False,
     ),
     _o(
+        "--endpoints",
+        "request",
+        "Replicas to spread requests over without a load balancer: comma-separated URLs (--host "
+        "defaults to the first); every record says which served it, the summary breaks down by replica",
+        type="list",
+        web_ui=False,  # a form could otherwise send load past --allowed-hosts
+    ),
+    _o(
+        "--balance",
+        "request",
+        "How --endpoints share the load: round-robin, or the replica with the fewest requests in "
+        "flight from this process",
+        default="round-robin",
+        choices=("round-robin", "least-in-flight"),
+    ),
+    _o(
+        "--balance-scope",
+        "request",
+        "What --balance picks a replica for: each request, or each user (kept for the user's life)",
+        default="request",
+        choices=("request", "user"),
+    ),
+    _o(
         "--skip-preflight",
         "request",
         "Send load without first checking the target (reachable, authorised, model served, "
@@ -246,7 +269,14 @@ _WORKLOAD = (
         type="int",
     ),
     _o("--multi-turn", "workload", "Turns per session (0 or 1: single requests)", default=0, type="int"),
-    _o("--think-time", "workload", "Seconds between a reply and the next turn", default=0.0, type="float"),
+    _o(
+        "--think-time",
+        "workload",
+        "Closed loop: how long a user pauses between two requests: seconds, or a distribution such as "
+        "lognormal:mean=20s,std=10s, uniform:5s,15s, exponential:mean=20s",
+        default=0.0,
+        type="duration",
+    ),
     _o("--strict", "workload", "Stop on a malformed dataset row", default=False, action="flag"),
 )
 
@@ -322,6 +352,36 @@ _LOAD = (
     _o("--trace-start", "load", "Replay from this trace offset, e.g. 10m", type="duration"),
     _o("--trace-duration", "load", "Replay only this much of the trace, e.g. 5m", type="duration"),
     _o("--trace-limit", "load", "Replay at most this many requests", type="int"),
+    _o(
+        "--search",
+        "load",
+        "SLO capacity search: double from --search-min until a step fails --slo, then bisect to "
+        "--search-precision; each step holds --step-time at its level",
+        choices=("users", "rate"),
+    ),
+    _o("--search-min", "load", "The search's first level (default 1 user, or 1 req/s)", type="float"),
+    _o("--search-max", "load", "The search never goes above this level", type="float"),
+    _o(
+        "--search-precision",
+        "load",
+        "Stop when the highest pass and lowest fail are this close (relative to the pass)",
+        default="10%",
+    ),
+    _o("--search-max-steps", "load", "Stop after this many search steps", default=12, type="int"),
+    _o(
+        "--search-extensions",
+        "load",
+        "How often an inconclusive step (too few requests for its percentile) runs another "
+        "--step-time before the search stops there",
+        default=2,
+        type="int",
+    ),
+    _o(
+        "--demand",
+        "load",
+        'The peak the deployment must carry: "concurrency=50", "rate=5" or '
+        '"users=400,think=lognormal:mean=20s,std=10s"; the verdict reports the headroom',
+    ),
 )
 
 _SLO = (

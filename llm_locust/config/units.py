@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +27,7 @@ __all__ = [
     "names_file",
     "one_line",
     "parse_duration",
+    "parse_kind_spec",
     "parse_levels",
     "read_yaml",
     "show",
@@ -129,3 +130,31 @@ def parse_levels(text: str | Sequence[Any], kind: str, flag: str) -> list[float]
             raise OptionError(flag, text, f"user counts must be whole numbers, got {item!r}")
         levels.append(value)
     return levels
+
+
+def parse_kind_spec(
+    text: str, kinds: Mapping[str, tuple[str, ...]], value: Callable[[str], float], what: str = "distribution"
+) -> tuple[str, dict[str, float]]:
+    """The grammar of distributions: ``kind:v1,v2`` (positional, in ``kinds[kind]``'s order) or
+    ``kind:key=value,...``; a bare value is ``fixed:value``. ``value`` parses one value (raising
+    ``ValueError`` with a reason). Raises ``ValueError`` with a one-line reason naming ``text``."""
+    text = text.strip()
+    kind, _, body = text.partition(":") if ":" in text else ("fixed", ":", text)
+    kind = kind.strip().lower()
+    if kind not in kinds:
+        raise ValueError(f"unknown {what} {kind!r} in {text!r} (use {', '.join(kinds)})")
+    params: dict[str, float] = {}
+    for pos, item in enumerate(p.strip() for p in body.split(",") if p.strip()):
+        key, eq, raw = item.partition("=")
+        if not eq:
+            if pos >= len(kinds[kind]):
+                raise ValueError(f"too many values in {text!r}")
+            key, raw = kinds[kind][pos], item
+        key = key.strip().lower()
+        if key not in kinds[kind]:
+            raise ValueError(f"{kind} takes {', '.join(kinds[kind])}; got {key!r} in {text!r}")
+        try:
+            params[key] = value(raw.strip())
+        except ValueError as exc:
+            raise ValueError(f"{exc}: {raw.strip()!r} in {text!r}") from None
+    return kind, params

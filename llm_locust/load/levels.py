@@ -64,6 +64,8 @@ class LevelTracker:
         if elapsed < 0:
             return
         stage, _ = self.plan.stage_at(elapsed)
+        if stage is not None and stage.index not in self.levels and stage.kind is StageKind.USERS:
+            self.levels[stage.index] = StageLevel(int(stage.target))  # a plan that grew (a search)
         if stage is None or stage.index not in self.levels:
             self._last = None
             return

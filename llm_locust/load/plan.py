@@ -19,8 +19,10 @@ from typing import Any
 from llm_locust.config.burst import BurstSpec
 from llm_locust.config.model import LoadConfig
 from llm_locust.load.arrivals import parse_arrival
+from llm_locust.load.search import SearchSpec, SearchStages
 from llm_locust.load.sources import ArrivalSource, RateArrivals, TraceArrivals
 from llm_locust.load.stages import StagePlan, parse_matrix, parse_ramp, parse_rate_ramp
+from llm_locust.load.stepped import SteppedRates
 from llm_locust.load.traces import Trace, TraceError, load_trace
 
 __all__ = [
@@ -44,13 +46,16 @@ class LoadPlanError(ValueError):
 @dataclass(frozen=True)
 class LoadPlan:
     """What load to apply, stage by stage. ``stages is None``: Locust's own ``-u/-r/-t``;
-    ``arrivals`` set: open loop (the stages are ``rate`` stages)."""
+    ``arrivals`` set: open loop (the stages are ``rate`` stages). A capacity search
+    (``search``) has :class:`~llm_locust.load.search.SearchStages`, which grow as the search
+    decides (``runtime/search.py``), and for a rate search :class:`~llm_locust.load.stepped.SteppedRates`."""
 
     stages: StagePlan | None = None
     arrivals: ArrivalSource | None = None
     max_concurrency: int | None = None
     seed: int = 0
     burst: BurstSpec | None = None  # waves on top of the base load (load/bursts.py)
+    search: SearchSpec | None = None
 
     @property
     def open_loop(self) -> bool:
@@ -67,6 +72,14 @@ class LoadPlan:
                 "every_s": self.burst.every_s,
                 "size": self.burst.size,
                 "start_s": self.burst.start_s,
+            }
+        if self.search is not None:
+            spec = self.search
+            out["search"] = {
+                "kind": spec.kind,
+                "min": spec.minimum,
+                "max": spec.maximum,
+                "precision": spec.precision,
             }
         return out
 
@@ -133,7 +146,27 @@ MODELS: dict[str, Callable[[LoadConfig, int], Stages]] = {
 }
 
 
+def _search(load: LoadConfig, seed: int) -> LoadPlan:
+    assert load.search is not None
+    minimum = load.search_min if load.search_min is not None else 1.0
+    spec = SearchSpec(
+        load.search,
+        minimum,
+        load.search_max,
+        load.search_precision,
+        load.search_max_steps,
+        load.search_extensions,
+    )
+    stages = SearchStages(spec, load.warmup, FOREVER)
+    arrivals = (
+        SteppedRates(parse_arrival(load.arrival, 1.0, load.burstiness), seed) if spec.kind == "rate" else None
+    )
+    return LoadPlan(stages, arrivals, load.max_concurrency, seed, burst=load.burst, search=spec)
+
+
 def _build(load: LoadConfig, seed: int) -> LoadPlan:
+    if load.mode == "--search":
+        return _search(load, seed)
     if load.mode is None:
         return LoadPlan(max_concurrency=load.max_concurrency, seed=seed, burst=load.burst)
     stages, arrivals = MODELS[load.mode](load, seed)

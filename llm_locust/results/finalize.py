@@ -20,10 +20,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from llm_locust.config.demand import Demand
 from llm_locust.config.slo import SloSpec
 from llm_locust.load.stages import StagePlan
 from llm_locust.results.accuracy import input_length_error
 from llm_locust.results.analysis import analyse_timeline
+from llm_locust.results.capacity import concurrency_block, demand_block, replica_block, stage_probes
 from llm_locust.results.columns import Columns, exclusion, read_rows
 from llm_locust.results.concurrency import peak_in_flight
 from llm_locust.results.saturation import client_block, judge_stages, run_saturation
@@ -38,6 +40,7 @@ __all__ = [
     "SLO_FAILED_EXIT",
     "RunFacts",
     "add_analysis",
+    "add_replicas",
     "build_summary",
     "exit_code",
     "options_block",
@@ -72,6 +75,10 @@ class RunFacts:
     window_s: float | None = None  # --window (None: auto)
     detailed: bool = False  # --save-detailed
     health: Sequence[Mapping[str, Any]] = ()  # the client's health intervals (llm_locust.health)
+    search: Any = None  # a capacity search's driver: stage_entries(...) and result() (runtime.search)
+    peak_users: int = 0
+    think_mean_s: float = 0.0  # --think-time's mean
+    demand: Demand | None = None
 
 
 def build_summary(cols: Columns, facts: RunFacts) -> dict[str, Any]:
@@ -91,7 +98,13 @@ def build_summary(cols: Columns, facts: RunFacts) -> dict[str, Any]:
         summary["slo"] = evaluate(facts.slo, measured, summary["duration"]).to_json()
     if summary.get("p99_send_lag_ms") is not None:
         summary["generator_lagging"] = summary["p99_send_lag_ms"] > MAX_SEND_LAG_MS
-    if facts.stages is not None and facts.t0 is not None:
+    if facts.stages is not None and facts.t0 is not None and facts.search is not None:
+        # a search's steps over the windows they were judged on, and its own answer
+        summary["stages"] = facts.search.stage_entries(cols, facts.stop_time, facts.slo, facts.levels)
+        summary["search"] = facts.search.result()
+        summary["capacity"] = summary["search"]["sentence"]
+        summary["highest_passing_stage"] = (summary["search"]["highest_pass"] or {}).get("index")
+    elif facts.stages is not None and facts.t0 is not None:
         summary["stages"] = stage_summaries(
             facts.stages, facts.t0, facts.stop_time, cols, facts.slo, facts.levels
         )
@@ -100,8 +113,18 @@ def build_summary(cols: Columns, facts: RunFacts) -> dict[str, Any]:
         summary["client_saturated"] = run_saturation(
             summary["client"], judge_stages(summary.get("stages") or [], facts.health)
         )
-    if summary.get("stages"):
+    if summary.get("stages") and summary.get("search") is None:  # a search's answer is its own
         summary.update(capacity_verdict(summary["stages"]))
+    summary["concurrency"] = concurrency_block(
+        cols, facts.start_time, facts.stop_time, facts.peak_users, facts.think_mean_s
+    )
+    if facts.demand is not None:
+        probes = (
+            summary["search"]["steps"] if "search" in summary else stage_probes(summary.get("stages") or [])
+        )
+        summary["demand"] = demand_block(
+            facts.demand, probes, facts.search.spec.kind if facts.search else None
+        )
     summary["interrupted"] = facts.interrupted is not None
     summary["interrupted_by"] = facts.interrupted
     summary["drain"] = dict(facts.drain) if facts.drain is not None else None
@@ -131,16 +154,25 @@ def add_analysis(
         )
     except Exception as exc:  # the summary is written whatever goes wrong here
         return f"time windows and drift left out of the summary: {exc}"
-    if summary.get("stages"):
+    if summary.get("stages") and summary.get("search") is None:  # a search's answer is its own
         summary.update(capacity_verdict(summary["stages"]))
     return None
 
 
+def add_replicas(summary: dict[str, Any], requests: Path) -> None:
+    """Per replica of ``--endpoints`` (the measured rows, read again row by row)."""
+    summary["replicas"] = replica_block(row for row in read_rows(requests) if exclusion(row) is None)
+
+
 def exit_code(summary: Mapping[str, Any], interrupt_code: int | None) -> int | None:
-    """Interrupted: 128 + the signal (130 SIGINT, 143 SIGTERM). Else, with an SLO, the
-    verdict: 0 pass, 3 fail. ``None``: leave Locust's own."""
+    """Interrupted: 128 + the signal (130 SIGINT, 143 SIGTERM). A capacity search: 0 when it
+    found a capacity (meeting ``--demand`` if given), else 3. Else, with an SLO, the verdict:
+    0 pass, 3 fail. ``None``: leave Locust's own."""
     if interrupt_code is not None:
         return interrupt_code
+    if summary.get("search") is not None:  # the search's answer, not the SLO over every level
+        passed = summary["search"]["passed"] and (summary.get("demand") or {}).get("meets", True)
+        return 0 if passed else SLO_FAILED_EXIT
     if summary.get("slo") is not None:
         return 0 if summary["slo"]["passed"] else SLO_FAILED_EXIT
     return None

@@ -1,7 +1,8 @@
 """The text at the end of a headless run: the answer first, then the detail.
 
 Order: whether the run was interrupted; the capacity sentence (with an SLO and stages); the
-per-stage table with its legend and a line per stage that did not run at its level; what
+per-stage table with its legend and a line per stage that did not run at its level; a capacity
+search's probes, the demand's verdict, users against concurrency, the replicas; what
 was left out of the statistics and why; the whole-run table; where the files are. Locust's
 own table, printed after ours at exit, gets :data:`LOCUST_TABLE_LABEL` in front of it, so
 two sets of numbers never disagree without a word.
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from llm_locust.results.capacity import capacity_lines
 from llm_locust.results.summary import format_stage_table, format_table
 from llm_locust.results.traffic import stage_cache_lines
 
@@ -76,6 +78,7 @@ def end_of_run_text(summary: dict[str, Any], paths: str | None = None) -> str:
     drift = summary.get("drift") or {}
     if drift.get("verdict") in ("drifting", "stable", "inconclusive"):
         lines.append(f"soak: {drift['text']}")
+    lines += capacity_lines(summary)
     lines.append(exclusions_line(summary))
     lines.append(format_table(summary))
     if paths:

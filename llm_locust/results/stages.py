@@ -33,6 +33,7 @@ __all__ = [
     "LevelFacts",
     "capacity_verdict",
     "excluded_counts",
+    "stage_entry",
     "stage_summaries",
 ]
 
@@ -76,7 +77,7 @@ def stage_summaries(
         end = min(begin + stage.duration_s, stop)
         if end <= begin:
             break  # the run stopped before this stage began
-        out.append(_stage_entry(stage, begin, end, cols, slo, levels))
+        out.append(stage_entry(stage, begin, end, cols, slo, levels))
     return out
 
 
@@ -86,7 +87,7 @@ def _facts(stage: Any, levels: LevelFacts | None) -> Mapping[str, Any] | None:
     return levels.facts(stage.index)
 
 
-def _stage_entry(
+def stage_entry(
     stage: Any, begin: float, end: float, cols: Columns, slo: Any, levels: LevelFacts | None
 ) -> dict[str, Any]:
     facts = _facts(stage, levels)

@@ -18,7 +18,8 @@ per worker (:meth:`Inbox.health_intervals`) for the saturation verdicts.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -42,6 +43,7 @@ class Outbox:
     interval: float = SHIP_INTERVAL
     in_flight: Callable[[], int] = lambda: 0
     intervals: Callable[[], list[dict[str, Any]]] = lambda: health.monitor().take_intervals()
+    oldest: Callable[[], float | None] = lambda: None  # send time of the oldest request in flight
     _rows: list[dict[str, Any]] = field(default_factory=list)
     _seq: int = 0
     _greenlet: gevent.Greenlet | None = None
@@ -66,18 +68,16 @@ class Outbox:
     def flush(self, final: bool = False) -> None:
         intervals = self.intervals()
         if not self._rows and not intervals and not final:
-            self.send(MESSAGE_TYPE, {"seq": None, "rows": [], "in_flight": self.in_flight()})
+            self.send(MESSAGE_TYPE, {"seq": None, "rows": [], **self._state()})
             return
         rows, self._rows = self._rows, []
         self._seq += 1
-        data = {
-            "seq": self._seq,
-            "rows": rows,
-            "in_flight": self.in_flight(),
-            "final": final,
-            "health": intervals,
-        }
+        data = {"seq": self._seq, "rows": rows, "final": final, "health": intervals, **self._state()}
         self.send(MESSAGE_TYPE, data)
+
+    def _state(self) -> dict[str, Any]:
+        """In flight, and since when (a capacity search waits for a step's requests to finish)."""
+        return {"in_flight": self.in_flight(), "oldest_in_flight": self.oldest(), "sent_at": time.time()}
 
     def _loop(self) -> None:
         while True:
@@ -98,6 +98,8 @@ class Inbox:
     finals: set[str] = field(default_factory=set)
     received: int = 0
     health: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    #: per worker: (when its last batch was sent, send time of its oldest request in flight)
+    reports: dict[str, tuple[float, float | None]] = field(default_factory=dict)
 
     def handle(self, worker: str, data: dict[str, Any]) -> bool:
         """Apply one batch; returns False for a duplicate that was ignored (its stale in-flight
@@ -109,6 +111,8 @@ class Inbox:
                 return False
             seen.add(seq)
         self.in_flight[worker] = int(data.get("in_flight") or 0)
+        if data.get("sent_at") is not None:
+            self.reports[worker] = (float(data["sent_at"]), data.get("oldest_in_flight"))
         for row in data.get("rows") or ():
             if row.get("worker") is None:
                 row["worker"] = worker
@@ -125,6 +129,7 @@ class Inbox:
         """A new test: forget finals and in-flight counts (sequence numbers stay)."""
         self.finals.clear()
         self.in_flight.clear()
+        self.reports.clear()
 
     def forget(self, worker: str) -> None:
         """A worker that quit or went missing has nothing in flight any more."""
@@ -141,3 +146,17 @@ class Inbox:
             for worker, own in self.health.items()
             for i in (own if start is None else health.since(own, start))
         ]
+
+    def in_flight_before(self, when: float, workers: Iterable[str]) -> int | None:
+        """Requests sent before ``when`` that ``workers`` still had in flight (an upper bound: a
+        worker's whole in-flight count once its oldest predates ``when``); ``None`` until every
+        worker has reported after ``when`` (the records of its report are applied with it)."""
+        total = 0
+        for worker in workers:
+            report = self.reports.get(worker)
+            if report is None or report[0] <= when:
+                return None
+            oldest = report[1]
+            if self.in_flight.get(worker, 0) and oldest is not None and oldest < when:
+                total += self.in_flight[worker]
+        return total

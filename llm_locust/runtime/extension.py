@@ -37,7 +37,9 @@ from llm_locust.config.build import ConfigError, config_from_options
 from llm_locust.config.model import RequestConfig, RunConfig
 from llm_locust.load.cancel import CancelPolicy
 from llm_locust.load.plan import OPEN_LOOP_LEAD, LoadPlan
+from llm_locust.load.replicas import Balancer
 from llm_locust.load.stages import Stage
+from llm_locust.load.stepped import SteppedRates
 from llm_locust.record import RequestRecord
 from llm_locust.report.build import report_after_run
 from llm_locust.results.finalize import exit_code, warnings
@@ -49,6 +51,7 @@ from llm_locust.runtime.bus import Finalized, RecordBus
 from llm_locust.runtime.context import RunContext
 from llm_locust.runtime.prepare import PREPARER, Prepared, results_dir, source_of, workload_info
 from llm_locust.runtime.requests import Requests
+from llm_locust.runtime.search import SEARCH_MESSAGE, SearchDriver
 from llm_locust.runtime.session import TestResults
 from llm_locust.workload.base import RequestSpec
 from llm_locust.workload.tokenizer import counting_tokenizer
@@ -113,6 +116,8 @@ class Extension:
         self.outbox: distributed.Outbox | None = None
         self.inbox: distributed.Inbox | None = None
         self.tests = 0
+        self.search: SearchDriver | None = None  # the capacity search (master, local)
+        self._balancer: Balancer | None = None  # --endpoints: which replica the next request goes to
         self._source: dict[str, Any] | None = None  # the option values run_config came from
         self._form_pending = False
         self._adopted = False
@@ -123,13 +128,17 @@ class Extension:
         node = runner.client_id if self.role == "worker" else "local"
         self.requests = Requests(environment, self._deliver, node)
         if self.role == "worker":
-            self.outbox = distributed.Outbox(runner.send_message, in_flight=lambda: self.requests.in_flight)
+            self.outbox = distributed.Outbox(
+                runner.send_message, in_flight=lambda: self.requests.in_flight, oldest=self.requests.oldest
+            )
             runner.register_message(PLAN_MESSAGE, self._on_plan_message)
+            runner.register_message(SEARCH_MESSAGE, self._on_search_message)
             runner.register_message(stopping.STOP_MESSAGE, stopping.on_stop_message, concurrent=True)
         else:
             self.bus.subscribe(self._to_results)
+            self.bus.subscribe(self._to_search)
             if self.role == "master":
-                self.inbox = distributed.Inbox(self.bus.publish)
+                self.inbox = distributed.Inbox(self.deliver)
                 runner.register_message(distributed.MESSAGE_TYPE, self._on_worker_message)
 
     # -- configuration ---------------------------------------------------------------
@@ -210,6 +219,7 @@ class Extension:
             drain=self.drain,
             length_policy=lambda: guard.message() if guard is not None else None,
             health=self.health_intervals,
+            search=self.search,
         )
         self.bus.open()
         gevent.spawn(self._watch_load, self.results)
@@ -250,6 +260,8 @@ class Extension:
         results = self.results
         if results is None or results.summary is not None:
             return
+        if self.search is not None:
+            self.search.finish()  # rows held for a step's decision go to the results now
         self.bus.close()
         extra = {"workers_without_final_batch": self.workers_without_final()} if self.role == "master" else {}
         summary = results.finish(self.live.interrupted, extra)
@@ -285,11 +297,68 @@ class Extension:
         if self.role == "master":
             data = {"t0": t0, "workers": self.live.pending_workers}
             self.environment.runner.send_message(PLAN_MESSAGE, data)
+        self.search = None
+        if self.plan.search is not None:  # a capacity search: its first step, and the driver
+            self.plan.stages.reset()  # type: ignore[union-attr]
+            if isinstance(self.plan.arrivals, SteppedRates):
+                self.plan.arrivals.reset(t0)
+            self.search = SearchDriver(self, self.plan.search, t0)
         return t0
 
     def _on_plan_message(self, environment: Environment, msg: Any, **_: Any) -> None:
         self.live.pending_t0 = msg.data["t0"]
         self.live.pending_workers = int(msg.data["workers"])
+        if isinstance(self.plan.arrivals, SteppedRates):
+            self.plan.arrivals.reset(msg.data["t0"])
+
+    def balancer(self) -> Balancer | None:
+        """This process's choice of replica among ``--endpoints`` (``None``: the one ``--host``)."""
+        request = self.run_config.request
+        if not request.endpoints:
+            return None
+        if self._balancer is None or self._balancer.replicas != tuple(request.endpoints):
+            start = max(getattr(self.environment.runner, "worker_index", 0), 0)
+            self._balancer = Balancer(request.endpoints, request.balance, start)
+        return self._balancer
+
+    # -- the capacity search -----------------------------------------------------------
+    @property
+    def levels(self) -> Any:
+        """The current test's level samples (``None`` before its results open)."""
+        return None if self.results is None else self.results.levels
+
+    def announce_rate_steps(self, steps: list[Any], stopped_at: float | None) -> None:
+        """A rate search's steps so far (offsets from ``t0``) and its stop, for every sender."""
+        if isinstance(self.plan.arrivals, SteppedRates):
+            self.plan.arrivals.announce(steps, stopped_at)
+        if self.role == "master":
+            data = {"steps": list(steps), "stopped_at": stopped_at}
+            self.environment.runner.send_message(SEARCH_MESSAGE, data)
+
+    def _on_search_message(self, environment: Environment, msg: Any, **_: Any) -> None:
+        if isinstance(self.plan.arrivals, SteppedRates):
+            self.plan.arrivals.announce(msg.data["steps"], msg.data["stopped_at"])
+
+    def in_flight_before(self, when: float) -> int | None:
+        """Requests sent before ``when`` still in flight, over every process (``None``: not yet
+        known: a worker has not reported since ``when``)."""
+        if self.inbox is not None:
+            runner = self.environment.runner
+            alive = {c.id for c in runner.clients.values() if c.state != locust.runners.STATE_MISSING}
+            return self.inbox.in_flight_before(when, alive)
+        return self.requests.in_flight_before(when)
+
+    def deliver(self, row: dict[str, Any]) -> None:
+        """A row for this process's results (local runner, master): a search first places it in
+        its steps, or holds it until its step is judged; then the bus."""
+        if self.search is not None and not self.search.place(row):
+            self.search.hold(row)
+            return
+        self.bus.publish(row)
+
+    def _to_search(self, row: dict[str, Any]) -> None:
+        if self.search is not None:
+            self.search.observe(row)
 
     def worker_count(self) -> int:
         runner = self.environment.runner
@@ -355,7 +424,7 @@ class Extension:
         if self.outbox is not None:
             self.outbox.add(row)
         else:
-            self.bus.publish(row)
+            self.deliver(row)
 
     def _to_results(self, row: dict[str, Any]) -> None:
         if self.results is not None:

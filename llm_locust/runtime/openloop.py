@@ -21,10 +21,11 @@ import gevent
 from gevent.lock import BoundedSemaphore
 from gevent.pool import Group
 
-from llm_locust.client import StreamingClient, build_body
+from llm_locust.client import build_body
 from llm_locust.load.traces import TraceEntry
 from llm_locust.record import RequestRecord
 from llm_locust.runtime.context import RunContext
+from llm_locust.runtime.replicas import make_client
 from llm_locust.workload.base import RequestSpec
 
 __all__ = ["OpenLoopRun", "SpecSource", "dispatch"]
@@ -44,6 +45,8 @@ class OpenLoopRun(Protocol):
         self, client: Any, body: dict[str, Any], record: RequestRecord, keep_text: bool = False
     ) -> str: ...
 
+    def balancer(self) -> Any: ...
+
 
 class SpecSource(Protocol):
     """Where the dispatcher's requests come from (the user): a trace row's lengths, or the workload's."""
@@ -59,7 +62,8 @@ def dispatch(context: RunContext, run: OpenLoopRun, user: SpecSource) -> None:
     workers = max(context.workers, 1)
     ceiling = math.ceil(plan.max_concurrency / workers) if plan.max_concurrency else None
     slots = BoundedSemaphore(ceiling) if ceiling else None
-    client = StreamingClient(context.client, concurrency=ceiling or _UNBOUNDED)
+    # a dispatcher is no user: with --endpoints it picks a replica per request
+    client = make_client(context.client, run.balancer(), "request", ceiling or _UNBOUNDED)
     group = Group()
     try:
         for offset, entry in plan.arrivals.for_worker(context.slot, workers):
@@ -79,7 +83,7 @@ def dispatch(context: RunContext, run: OpenLoopRun, user: SpecSource) -> None:
 def _send_one(
     run: OpenLoopRun,
     user: SpecSource,
-    client: StreamingClient,
+    client: Any,
     slots: BoundedSemaphore | None,
     t_intended: float,
     entry: TraceEntry | None,

@@ -2,7 +2,8 @@
 
 - Headless (or ``--autostart``): at ``init``, on the local runner or the master, before the
   runner starts. A refusal is one line on stderr and exit code 2; no request of the load is
-  sent. Workers never check (the master did, once).
+  sent. With ``--endpoints`` every replica is checked, and a refusal names it. Workers never
+  check (the master did, once).
 - Web UI: each ``POST /swarm`` (after Locust's own login check) checks the target the form
   names; a refusal is the form's error message and nothing starts.
 - ``test_start``: :func:`server_info` reuses what the check learned (no second
@@ -17,6 +18,7 @@ from __future__ import annotations
 import logging
 import sys
 from collections.abc import Callable
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from llm_locust.client import ClientConfig, shown_host
@@ -33,8 +35,15 @@ log = logging.getLogger("llm_locust")
 MakeConfig = Callable[[RequestConfig, str], ClientConfig]
 
 
-def run_preflight(config: ClientConfig) -> Preflight:
-    """Check the target and log what was learned (warnings as warnings)."""
+def run_preflight(config: ClientConfig, replicas: tuple[str, ...] | None = None) -> Preflight:
+    """Check the target (each of ``replicas`` when given: the first refusal, naming its replica,
+    or the first's result) and log what was learned (warnings as warnings)."""
+    if replicas:
+        results = [run_preflight(replace(config, host=url)) for url in replicas]
+        refused = next((r for r in results if not r.ok), None)
+        if refused is not None and len(replicas) > 1:
+            return replace(refused, cause=f"replica {refused.target}: {refused.cause}")
+        return refused or results[0]
     result = preflight(config)
     if result.ok:
         head, *warnings = result.report()
@@ -58,7 +67,7 @@ def install(run: Extension, make_config: MakeConfig) -> None:
             config = make_config(request, environment.host or run.run_config.host)
         except ConfigError:
             return  # reported by the run's own option checks
-        result = run.preflight_result = run_preflight(config)
+        result = run.preflight_result = run_preflight(config, request.endpoints)
         if not result.ok:
             sys.stderr.write(f"llm-locust: error: {result.cause}\n")
             sys.stderr.flush()
@@ -120,7 +129,7 @@ def _check_form(run: Extension, make_config: MakeConfig) -> Any:
         config = make_config(config_request, host)
     except ConfigError as exc:
         return jsonify({"success": False, "message": str(exc), "host": host})
-    result = run.preflight_result = run_preflight(config)
+    result = run.preflight_result = run_preflight(config, config_request.endpoints)
     if result.ok:
         return None
     log.error("llm-locust: preflight: %s", result.cause)

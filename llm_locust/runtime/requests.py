@@ -16,6 +16,7 @@ request into Locust statistics and a row for the record bus:
 from __future__ import annotations
 
 import itertools
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -40,6 +41,7 @@ class Requests:
         self.deliver = deliver
         self.node = node  # the record ids' prefix: the worker's client id, or "local"
         self.in_flight = 0
+        self.sent_at: dict[int, float] = {}  # requests in flight: when each was sent (wall clock)
         self._ids = itertools.count()
 
     def new_record(self, context: RunContext, spec: RequestSpec) -> RequestRecord:
@@ -67,6 +69,7 @@ class Requests:
         """Send one request and hand its record on, also when the user is killed mid-request
         (the client marks it ``incomplete``; the kill then goes on unwinding the user)."""
         self.in_flight += 1
+        self.sent_at[id(record)] = time.time()
         try:
             text = client.send(body, record, keep_text=keep_text)
         except BaseException:
@@ -75,8 +78,16 @@ class Requests:
             raise
         finally:
             self.in_flight -= 1
+            self.sent_at.pop(id(record), None)
         self.complete(context, record)
         return text
+
+    def oldest(self) -> float | None:
+        """When the longest-running request in flight was sent (``None``: none)."""
+        return min(self.sent_at.values(), default=None)
+
+    def in_flight_before(self, when: float) -> int:
+        return sum(1 for sent in self.sent_at.values() if sent < when)
 
     def complete(self, context: RunContext, record: RequestRecord) -> None:
         """A request finished: Locust stats first, then its row on to the results."""

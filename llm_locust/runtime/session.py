@@ -21,7 +21,7 @@ from llm_locust.config.redact import strip_credentials
 from llm_locust.load.levels import LevelTracker
 from llm_locust.results.columns import read_columns
 from llm_locust.results.failures import FailureTally
-from llm_locust.results.finalize import RunFacts, add_analysis, build_summary, options_block
+from llm_locust.results.finalize import RunFacts, add_analysis, add_replicas, build_summary, options_block
 from llm_locust.results.rebuild import run_json
 from llm_locust.results.slo import itl_stats_of
 from llm_locust.results.writer import ResultsWriter
@@ -45,8 +45,10 @@ class TestResults:
         drain: dict[str, Any] | None,
         length_policy: Callable[[], str | None] = lambda: None,
         health: Callable[[], Sequence[dict[str, Any]]] = lambda: (),
+        search: Any = None,
     ) -> None:
         self.context = context
+        self.search = search  # the capacity search's driver (runtime.search), if any
         self.writer = ResultsWriter(directory)
         self.host = host
         self.options = options
@@ -115,6 +117,10 @@ class TestResults:
             config=self.config_block(extra or {}),
             window_s=context.config.results.window,
             detailed=context.config.results.save_detailed,
+            search=self.search,
+            peak_users=self.peak_users,
+            think_mean_s=context.config.workload.think.mean,
+            demand=context.config.load.demand,
         )
 
     def finish(self, interrupted: str | None, extra: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -128,6 +134,8 @@ class TestResults:
         facts.health = self.health()
         cols = read_columns(self.writer.requests_path, itl_stats_of(facts.slo))
         summary = build_summary(cols, facts)
+        if context_endpoints(self.context):
+            add_replicas(summary, self.writer.requests_path)
         summary.update(self.failures.to_summary())
         problem = add_analysis(summary, cols, facts, self.writer.directory, self.writer.requests_path)
         if problem is not None:
@@ -166,3 +174,8 @@ class TestResults:
         block["load_model"] = context.plan.describe()
         block["options"] = options_block(context.config, self.options)
         return block
+
+
+def context_endpoints(context: RunContext) -> bool:
+    """Does the test spread its requests over ``--endpoints``?"""
+    return bool(context.config.request.endpoints)

@@ -8,7 +8,9 @@ the command line or the web UI's start form). With one, it walks the
 - closed-loop stages (``--ramp``, ``--matrix users=...``): the stage's user count;
 - open-loop stages (``--request-rate``, ``--rate-ramp``, ``--trace``, ``--matrix rate=...``):
   one dispatcher user per worker, which sends requests on the arrival schedule
-  (see :mod:`llm_locust.runtime.openloop`).
+  (see :mod:`llm_locust.runtime.openloop`);
+- a capacity search (``--search``): the level its driver decides, step by step
+  (:mod:`llm_locust.runtime.search`).
 
 The shape runs only on the master (or the local runner). At its first tick it fixes the
 plan's start ``t0`` and sends it to the workers, which derive everything else from it. It
@@ -21,7 +23,7 @@ from locust import LoadTestShape
 
 import logging
 import time
-from typing import Protocol
+from typing import Any, Protocol
 
 from llm_locust.config.model import RunConfig
 from llm_locust.load.plan import LoadPlan
@@ -38,6 +40,7 @@ class ShapedRun(Protocol):
 
     plan: LoadPlan
     run_config: RunConfig
+    search: Any  # the capacity search's driver, or None
 
     def start_plan(self, lead_in: float) -> float: ...
 
@@ -73,6 +76,8 @@ class LLMShape(LoadTestShape):
         stages = run.plan.stages
         if stages is None:
             return self._common_options(run, self.get_run_time())
+        if run.search is not None:
+            return self._search(run)
         stage, _ = stages.stage_at(max(time.time() - self._t0, 0.0))
         if stage is None:
             return self._drain(run)
@@ -83,6 +88,15 @@ class LLMShape(LoadTestShape):
             return users, float(stage.spawn_rate or max(users, 1))
         dispatchers = max(run.worker_count(), 1)
         return dispatchers, float(dispatchers)
+
+    def _search(self, run: ShapedRun) -> tuple[int, float] | None:
+        """A capacity search: the level of its running step, until it stops (then drain)."""
+        load = run.run_config.load
+        if load.run_time and self.get_run_time() > load.run_time:
+            return self._drain(run)
+        answer = run.search.tick()
+        run.enter_stage(run.plan.stages[-1])  # type: ignore[index]  (the driver logs each step)
+        return answer if answer is not None else self._drain(run)
 
     def _drain(self, run: ShapedRun) -> tuple[int, float] | None:
         """Open loop: after the last arrival, keep going until the requests in flight finish."""

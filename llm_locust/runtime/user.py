@@ -1,7 +1,8 @@
 """The Locust user: take a request from the workload, stream it, hand the record on.
 
-Closed loop: each user sends its next request as soon as the last one finished (plus
-any think time the workload asks for, e.g. between turns of a conversation). A user
+Closed loop: each user sends its next request as soon as the last one finished, or after a
+think time (``--think-time``, drawn from its distribution before every request but the user's
+first, from a seeded stream of the user's own). A user
 stopped mid-request (end of the run after the drain, a step down, an interrupt) still
 hands its record on, marked ``incomplete`` (see :meth:`Requests.send
 <llm_locust.runtime.requests.Requests.send>`). In an open-loop run the single user of each
@@ -15,17 +16,20 @@ from locust import FastHttpUser, constant, task
 from locust.exception import StopUser
 from locust.user.users import LOCUST_STATE_STOPPING
 
+import itertools
 import time
 from typing import Any
 
 import gevent
+import numpy as np
 
-from llm_locust.client import StreamingClient, build_body
+from llm_locust.client import build_body
 from llm_locust.load.traces import TraceEntry
 from llm_locust.runtime import openloop
 from llm_locust.runtime.backoff import PacedClient
 from llm_locust.runtime.extension import Extension, extension_of
 from llm_locust.runtime.hooks import install
+from llm_locust.runtime.replicas import make_client
 from llm_locust.workload.base import RequestSpec
 
 __all__ = ["LLMUser"]
@@ -33,6 +37,7 @@ __all__ = ["LLMUser"]
 PAUSE_SLICE_S = 0.2  # a pause checks this often whether the test is stopping
 
 install()
+_USERS = itertools.count()  # this process's users, for their think-time streams
 
 
 class LLMUser(FastHttpUser):
@@ -46,8 +51,17 @@ class LLMUser(FastHttpUser):
         self._sources: dict[int | None, Any] = {}
         context = self.llm_run.context  # None: the test did not start (the run said why)
         client = context.client if context is not None else None
-        self.llm_client: StreamingClient | None = StreamingClient(client) if client is not None else None
+        self.llm_client: Any = (
+            None
+            if client is None
+            else make_client(client, self.llm_run.balancer(), self.llm_run.run_config.request.balance_scope)
+        )
         self.paced = PacedClient(self.llm_client) if self.llm_client is not None else None
+        config = self.llm_run.run_config
+        self._think = config.workload.think
+        worker = context.worker_index if context is not None else 0
+        self._think_rng = np.random.default_rng([config.workload.seed, 7, worker, next(_USERS)])
+        self._sent_one = False
 
     def on_stop(self) -> None:
         client = getattr(self, "llm_client", None)
@@ -87,13 +101,13 @@ class LLMUser(FastHttpUser):
         if self.stopping:  # nothing new once the stop began; Locust ends the user after the task
             gevent.sleep(PAUSE_SLICE_S)  # (without this a refused request's skipped pause spins)
             return
-        source = self.source()
-        spec = source.next_request()
-        think = getattr(spec, "think_time", None)
-        if think:
-            gevent.sleep(think)
+        if self._sent_one and not self._think.none:  # think before every request but the first
+            self.pause(self._think.draw(self._think_rng))
             if self.stopping:  # no new request after the pause
                 return
+        self._sent_one = True
+        source = self.source()
+        spec = source.next_request()
         record = run.new_record(spec)
         body = build_body(self.llm_client.config, spec)
         text = run.send(self.paced, body, record, keep_text=getattr(source, "keeps_history", False))

@@ -21,8 +21,7 @@ class RequestSpec:
 
     Workloads fill both ``messages`` and ``prompt`` (the same text; for completions the
     messages' contents joined by a space), so the endpoint can be chosen by the sender.
-    ``think_time`` (seconds) is how long the user should wait before sending (multi-turn
-    sessions); ``info`` carries workload details worth recording (e.g. ``prefix_group``).
+    ``info`` carries workload details worth recording (e.g. ``prefix_group``).
     """
 
     messages: list[dict[str, Any]] | None = None
@@ -33,7 +32,6 @@ class RequestSpec:
     session_id: str | None = None
     turn: int | None = None
     extra_body: dict[str, Any] = field(default_factory=dict)
-    think_time: float | None = None
     info: dict[str, Any] = field(default_factory=dict)
 
 

@@ -99,7 +99,6 @@ def _build(opt: WorkloadConfig, info: dict[str, Any], dataset: Callable[[Workloa
         "ignore_eos": opt.ignore_eos,
         "max_tokens_cap": opt.max_tokens,
         "multi_turn": opt.multi_turn,
-        "think_time": opt.think_time,
     }
     if opt.dataset:
         return _dataset(opt, dataset(opt), tokenizer, common, limit)

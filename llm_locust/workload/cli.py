@@ -168,7 +168,7 @@ def _prompts(workload: Any, specs: list[Any], request: RequestConfig, out: TextI
             "target_output_tokens": s.target_output_tokens,
         }
         if s.session_id is not None:
-            row.update(session_id=s.session_id, turn=s.turn, think_time=s.think_time)
+            row.update(session_id=s.session_id, turn=s.turn)
         out.write(json.dumps(row) + "\n")
 
 

@@ -27,6 +27,8 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from llm_locust.config.units import parse_kind_spec
+
 __all__ = [
     "Distribution",
     "LengthSample",
@@ -123,27 +125,19 @@ _REQUIRED = {
 
 def parse_distribution(text: str) -> Distribution:
     """Parse a spec such as ``lognormal:mean=1000,std=400,max=8000``; raise ``SpecError``."""
-    text = text.strip()
-    kind, _, body = text.partition(":") if ":" in text else ("fixed", ":", text)
-    kind = kind.strip().lower()
-    if kind not in _KEYS:
-        raise SpecError(f"unknown distribution {kind!r} in {text!r} (use fixed, uniform, normal, lognormal)")
-    params: dict[str, float] = {}
-    for pos, item in enumerate(p.strip() for p in body.split(",") if p.strip()):
-        key, eq, value = item.partition("=")
-        if not eq:
-            if pos >= len(_KEYS[kind]):
-                raise SpecError(f"too many values in {text!r}")
-            key, value = _KEYS[kind][pos], item
-        key = key.strip().lower()
-        if key not in _KEYS[kind]:
-            raise SpecError(f"{kind} takes {', '.join(_KEYS[kind])}; got {key!r} in {text!r}")
-        try:
-            params[key] = float(value)
-        except ValueError:
-            raise SpecError(f"not a number: {value!r} in {text!r}") from None
-    _check(kind, params, text)
+    try:
+        kind, params = parse_kind_spec(text, _KEYS, _number)
+    except ValueError as exc:
+        raise SpecError(str(exc)) from None
+    _check(kind, params, text.strip())
     return Distribution(kind, params)
+
+
+def _number(text: str) -> float:
+    try:
+        return float(text)
+    except ValueError:
+        raise ValueError("not a number") from None
 
 
 def _check(kind: str, params: dict[str, float], text: str) -> None:

@@ -42,7 +42,6 @@ class DatasetWorkload:
     ignore_eos: bool = False
     max_tokens_cap: int | None = None
     multi_turn: int = 0
-    think_time: float = 0.0
     name: str = "dataset"
 
     def __post_init__(self) -> None:
@@ -68,7 +67,7 @@ class DatasetWorkload:
             "length_limit": self.guard.stats(),
         }
         if self.multi_turn > 1:
-            out["multi_turn"] = {"turns": self.multi_turn, "think_time": self.think_time}
+            out["multi_turn"] = {"turns": self.multi_turn}
         return out
 
 

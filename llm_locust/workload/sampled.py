@@ -41,7 +41,6 @@ class SampledWorkload:
     ignore_eos: bool = False
     max_tokens_cap: int | None = None
     multi_turn: int = 0
-    think_time: float = 0.0
 
     def source(self, index: int) -> Any:
         if self.multi_turn > 1:
@@ -81,7 +80,7 @@ class SampledWorkload:
             **self.prefix.describe(),
         }
         if self.multi_turn > 1:
-            out["multi_turn"] = {"turns": self.multi_turn, "think_time": self.think_time}
+            out["multi_turn"] = {"turns": self.multi_turn}
         return out
 
 

@@ -4,8 +4,8 @@ A :class:`SessionSource` asks a *turn provider* for the next user message and se
 system prompt, all earlier user messages, the server's actual replies and the new user
 message. ``observe`` appends the reply; a failed request, a missing ``observe``, the
 last turn, or a history that would no longer fit ``max_model_len`` ends the session and
-the next request starts a new one. Turns after the first carry ``think_time``, which the
-user sleeps before sending.
+the next request starts a new one. The pause between turns is the user's (``--think-time``,
+drawn by the closed-loop user before every request but its first), not the session's.
 
 Target input lengths are exact for the parts the workload wrote (system and user
 messages) and count each reply with the approximate rule (word and punctuation pieces):
@@ -61,7 +61,6 @@ class SessionConfig(Protocol):
     ignore_eos: bool
     max_tokens_cap: int | None
     multi_turn: int
-    think_time: float
     guard: Any
 
 
@@ -112,7 +111,6 @@ class SessionSource:
             cap=self.cfg.max_tokens_cap,
             session_id=self.session_id,
             turn=self.k,
-            think_time=self.cfg.think_time if self.k else 0.0,
             info={**self.start.info, **turn.info},
         )
 

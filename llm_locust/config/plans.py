@@ -1,0 +1,202 @@
+"""The deployment-plan file of ``llm-locust capacity``: a demand, an SLO, a workload, and plans.
+
+::
+
+    demand: {concurrency: 50}              # or {users: 400, think: "lognormal:mean=20s,std=10s"}, {rate: 5}
+    slo: "success>=99%,ttft_p95<=5s,e2e_p95<=30s"
+    workload: {profile: chat, max_tokens: 512}
+    search: {min: 8, precision: 10%, step_time: 30s, warmup: 5s}   # optional
+    plans:
+      - {name: A-1x4gpu-tp4, endpoints: [http://a:8000], gpus: 4, gpu_hour_cost: 2.5}
+      - {name: B-1x8gpu-tp8, endpoints: [http://b:8000], gpus: 8, gpu_hour_cost: 2.5}
+      - {name: C-2x4gpu-tp4, endpoints: [http://c1:8000, http://c2:8000], gpus: 8, gpu_hour_cost: 2.5}
+
+- ``gpus`` is the plan's total; its replicas are its ``endpoints`` (each gets ``gpus /
+  replicas``). ``gpu_hour_cost`` is dollars per GPU-hour. ``gpu`` and ``model`` are optional
+  labels; two plans whose labels agree and which differ only in replica count, or only in
+  GPUs per replica, are compared for scaling efficiency.
+- ``workload`` keys are ``--workload`` (``profile``) and the length options of a run
+  (``max_tokens``, ``input_tokens``, ``output_tokens``, ``prompt_tokens``, ``dataset``, ``seed``),
+  plus ``think_time``; ``search`` keys are the ``--search-*`` options (``kind``: users or rate),
+  ``step_time``, ``warmup``, ``balance``, ``balance_scope``.
+
+Every mapping forbids unknown keys: a typo is an error naming its place (``plans[1].gpu_hour_costs``).
+
+Pure module: no Locust, no network.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from llm_locust.config.demand import Demand, parse_demand
+from llm_locust.config.slo import SloSpec, parse_slo
+from llm_locust.config.think import parse_think_time
+from llm_locust.config.units import one_line, parse_duration, read_yaml
+
+__all__ = ["Plan", "PlanFile", "PlanFileError", "SearchSettings", "WorkloadSettings", "load_plan_file"]
+
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+
+
+class PlanFileError(ValueError):
+    """A plan file that cannot be used: one line naming the file and the key."""
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+def _seconds(value: Any) -> Any:
+    return None if value is None else parse_duration(value, "duration")
+
+
+class WorkloadSettings(_Strict):
+    profile: str | None = None
+    max_tokens: Annotated[int, Field(ge=1)] | None = None
+    input_tokens: str | None = None
+    output_tokens: str | None = None
+    prompt_tokens: Annotated[int, Field(ge=1)] | None = None
+    dataset: str | None = None
+    seed: int | None = None
+    think_time: str | None = None
+
+    @field_validator("input_tokens", "output_tokens", mode="before")
+    @classmethod
+    def _text(cls, value: Any) -> Any:
+        return None if value is None else str(value)
+
+    @field_validator("think_time", mode="before")
+    @classmethod
+    def _think(cls, value: Any) -> Any:
+        return None if value is None else parse_think_time(value).spec()
+
+
+class SearchSettings(_Strict):
+    kind: Literal["users", "rate"] = "users"
+    min: Annotated[float, Field(gt=0)] | None = None
+    max: Annotated[float, Field(gt=0)] | None = None
+    precision: Annotated[float, Field(gt=0, lt=1)] = 0.10
+    max_steps: Annotated[int, Field(ge=1)] = 12
+    extensions: Annotated[int, Field(ge=0)] = 2
+    step_time: Annotated[float, Field(gt=0)] = 60.0
+    warmup: Annotated[float, Field(ge=0)] = 0.0
+    balance: Literal["round-robin", "least-in-flight"] = "round-robin"
+    balance_scope: Literal["request", "user"] = "request"
+
+    @field_validator("precision", mode="before")
+    @classmethod
+    def _percent(cls, value: Any) -> Any:
+        if isinstance(value, str) and value.strip().endswith("%"):
+            return float(value.strip()[:-1]) / 100
+        return value
+
+    @field_validator("step_time", "warmup", mode="before")
+    @classmethod
+    def _duration(cls, value: Any) -> Any:
+        return _seconds(value)
+
+
+class Plan(_Strict):
+    name: str
+    endpoints: Annotated[tuple[str, ...], Field(min_length=1)]
+    gpus: Annotated[int, Field(ge=1)]
+    gpu_hour_cost: Annotated[float, Field(ge=0, allow_inf_nan=False)]
+    gpu: str | None = None
+    model: str | None = None
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, value: str) -> str:
+        if not _NAME.match(value):
+            raise ValueError(f"{value!r}: letters, digits, '.', '_' and '-' only (it names a folder)")
+        return value
+
+    @field_validator("endpoints", mode="before")
+    @classmethod
+    def _urls(cls, value: Any) -> Any:
+        urls = [value] if isinstance(value, str) else list(value or ())
+        for url in urls:
+            if not str(url).startswith(("http://", "https://")):
+                raise ValueError(f"{url!r} is not an http:// or https:// URL")
+        return tuple(str(u).rstrip("/") for u in urls)
+
+    @model_validator(mode="after")
+    def _split(self) -> Plan:
+        if self.gpus % len(self.endpoints):
+            raise ValueError(f"{self.gpus} GPUs do not split evenly over {len(self.endpoints)} replicas")
+        return self
+
+    @property
+    def replicas(self) -> int:
+        return len(self.endpoints)
+
+    @property
+    def gpus_per_replica(self) -> int:
+        return self.gpus // self.replicas
+
+
+class PlanFile(_Strict):
+    model_config = ConfigDict(extra="forbid", frozen=True, arbitrary_types_allowed=True)
+    demand: Demand
+    slo: SloSpec
+    workload: WorkloadSettings = WorkloadSettings()
+    search: SearchSettings = SearchSettings()
+    plans: Annotated[tuple[Plan, ...], Field(min_length=1)]
+
+    @field_validator("demand", mode="before")
+    @classmethod
+    def _demand(cls, value: Any) -> Any:
+        return parse_demand(value) if isinstance(value, (str, dict)) else value
+
+    @field_validator("slo", mode="before")
+    @classmethod
+    def _slo(cls, value: Any) -> Any:
+        return parse_slo(value) if isinstance(value, (str, list, dict)) else value
+
+    @model_validator(mode="after")
+    def _names(self) -> PlanFile:
+        names = [p.name for p in self.plans]
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        if dupes:
+            raise ValueError(f"plan name {dupes[0]!r} is used twice")
+        if self.search.kind == "rate" and self.workload.think_time:
+            raise ValueError("workload.think_time paces users: it cannot go with search.kind rate")
+        return self
+
+
+def _where(loc: tuple[Any, ...]) -> str:
+    out = ""
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out
+
+
+def load_plan_file(path: str | Path) -> PlanFile:
+    """Read and validate a plan file; :class:`PlanFileError` with one line on any problem."""
+    try:
+        data = read_yaml(path, str(path))
+    except ValueError as exc:
+        raise PlanFileError(one_line(exc)) from None
+    if not isinstance(data, dict):
+        raise PlanFileError(f"{path}: expected a mapping with demand, slo, workload, search and plans")
+    try:
+        return PlanFile.model_validate(data)
+    except ValidationError as exc:
+        errors = exc.errors(include_url=False)
+        # a typo'd key is also a missing one: name the typo, the cause
+        err = next((e for e in errors if e["type"] == "extra_forbidden"), errors[0])
+        where = _where(tuple(err["loc"]))
+        if err["type"] == "extra_forbidden":
+            raise PlanFileError(f"{path}: {where}: unknown key") from None
+        if err["type"] == "missing":
+            raise PlanFileError(f"{path}: {where}: missing") from None
+        cause = (err.get("ctx") or {}).get("error")
+        message = str(cause) if cause is not None else str(err["msg"]).removeprefix("Value error, ")
+        raise PlanFileError(
+            one_line(f"{path}: {where}: {message}" if where else f"{path}: {message}")
+        ) from None

@@ -1,0 +1,59 @@
+"""Spreading load over replicas without a load balancer: which replica the next request goes to.
+
+``--endpoints URL1,URL2,...`` names replicas of one model that each serve on their own (two
+vLLM instances, no router in front). A :class:`Balancer` per process decides:
+
+- ``round-robin``: replicas in turn; each process starts at its worker index, so two workers
+  with one user each do not both begin on the first replica;
+- ``least-in-flight``: the replica with the fewest of this process's requests (or users) in
+  flight, ties broken in round-robin order. Each process sees only its own traffic: with W
+  workers the spread is balanced per worker, and so overall.
+
+``--balance-scope request`` picks for every request; ``user`` picks once when a user starts and
+keeps the replica for the user's life (connection affinity, as a sticky session would), so
+"in flight" then counts users.
+
+Pure module: no Locust, no network.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+__all__ = ["BALANCE_POLICIES", "BALANCE_SCOPES", "Balancer"]
+
+BALANCE_POLICIES = ("round-robin", "least-in-flight")
+BALANCE_SCOPES = ("request", "user")
+
+
+class Balancer:
+    """Picks a replica index; :meth:`acquire` and :meth:`release` keep the in-flight counts."""
+
+    def __init__(self, replicas: Sequence[str], policy: str = "round-robin", start: int = 0) -> None:
+        if not replicas:
+            raise ValueError("a balancer needs at least one replica")
+        if policy not in BALANCE_POLICIES:
+            raise ValueError(f"balance policy must be one of {BALANCE_POLICIES}, got {policy!r}")
+        self.replicas = tuple(replicas)
+        self.policy = policy
+        self.in_flight = [0] * len(self.replicas)
+        self.picked = [0] * len(self.replicas)
+        self._next = start % len(self.replicas)
+
+    def pick(self) -> int:
+        """The replica for the next request (or user), counted as picked, not yet in flight."""
+        n = len(self.replicas)
+        order = [(self._next + k) % n for k in range(n)]
+        choice = order[0] if self.policy == "round-robin" else min(order, key=lambda i: self.in_flight[i])
+        self._next = (choice + 1) % n
+        self.picked[choice] += 1
+        return choice
+
+    def acquire(self) -> int:
+        """:meth:`pick` a replica and count it in flight until :meth:`release`."""
+        choice = self.pick()
+        self.in_flight[choice] += 1
+        return choice
+
+    def release(self, index: int) -> None:
+        self.in_flight[index] = max(self.in_flight[index] - 1, 0)

@@ -1,0 +1,225 @@
+"""The capacity side of a summary: concurrency against users, the demand's verdict, the replicas.
+
+- ``concurrency``: users are not concurrency. Over the run's span: the peak user count, the
+  time-weighted mean and the peak of requests in flight, the arrival rate and the mean E2E
+  (Little's law: mean in flight = arrival rate x mean E2E), and for closed-loop users with a
+  think time the law's closed-loop form, ``users x W / (W + Z)`` (``W`` mean E2E, ``Z`` mean
+  think time), next to what was measured.
+- ``demand``: capacity against ``--demand`` in its unit (see :mod:`llm_locust.results.plans`),
+  from a search's probes or a ramp's stages: the capacity, the headroom, whether it is met.
+- ``replicas``: per replica of ``--endpoints``, its share of the requests, errors, TTFT and E2E
+  percentiles, so skew between replicas shows.
+
+Pure module: no Locust, no network.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from llm_locust.config.demand import Demand
+from llm_locust.record import OK
+from llm_locust.results.columns import Columns
+from llm_locust.results.concurrency import littles_law, peak_in_flight
+from llm_locust.results.cost import headroom
+from llm_locust.results.probe import show_value
+
+__all__ = [
+    "capacity_lines",
+    "concurrency_block",
+    "demand_block",
+    "format_search_table",
+    "measure",
+    "replica_block",
+    "stage_probes",
+]
+
+
+def concurrency_block(
+    cols: Columns, start: float, stop: float, peak_users: int, think_mean: float
+) -> dict[str, Any]:
+    """Users, in flight (time-weighted mean and peak), arrivals and Little's law while the load
+    ran: from the first request sent to the last one ended, within ``[start, stop]`` (the test's
+    start-up and its drain are no part of it)."""
+    out: dict[str, Any] = {
+        "peak_users": peak_users,
+        "peak_in_flight": peak_in_flight(cols.start, cols.e2e),
+        "think_time_mean_s": think_mean,
+    }
+    known = ~np.isnan(cols.e2e)
+    if known.any():
+        start = max(start, float(cols.start[known].min()))
+        stop = min(stop, float((cols.start[known] + cols.e2e[known]).max()))
+    out["span_s"] = max(stop - start, 0.0)
+    if stop <= start:
+        return out
+    law = littles_law(cols.start, cols.e2e, start, stop)
+    out.update(
+        {
+            "mean_in_flight": law["mean_in_flight"],
+            "arrival_rate": law["arrival_rate"],
+            "mean_e2e_s": law["mean_e2e"],
+            "littles_law_product": law["product"],
+        }
+    )
+    w = law["mean_e2e"]
+    if think_mean > 0 and w is not None and peak_users:
+        out["closed_loop_expected_in_flight"] = peak_users * w / (w + think_mean)
+    return out
+
+
+def stage_probes(stages: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A ramp's stages in the shape of search probes (level, verdict, load measures)."""
+    out = []
+    for s in stages:
+        if s.get("verdict") is None:
+            continue
+        law = s.get("littles_law") or {}
+        out.append(
+            {
+                "index": s["index"],
+                "label": s["label"],
+                "level": s["target"],
+                "verdict": s["verdict"],
+                "mean_in_flight": law.get("mean_in_flight"),
+                "request_throughput": s["request_throughput"],
+            }
+        )
+    return out
+
+
+def measure(demand: Demand, probe: dict[str, Any]) -> float | None:
+    """A judged step's load in the demand's unit: mean in flight, completed req/s, or users."""
+    if demand.kind == "concurrency":
+        return probe.get("mean_in_flight")
+    if demand.kind == "rate":
+        return probe.get("request_throughput")
+    return probe.get("level")
+
+
+def demand_block(demand: Demand, probes: Sequence[dict[str, Any]], kind: str | None) -> dict[str, Any]:
+    """Capacity against the demand, from the judged steps (a search's probes or a ramp's stages)."""
+    fails = [p["level"] for p in probes if p["verdict"] in ("fail", "invalid", "inconclusive")]
+    lowest_fail = min(fails) if fails else None
+    passes = [
+        p for p in probes if p["verdict"] == "pass" and (lowest_fail is None or p["level"] < lowest_fail)
+    ]
+    best = max(passes, key=lambda p: p["level"], default=None)
+    capacity = None if best is None else measure(demand, best)
+    meets = any((measure(demand, p) or 0.0) >= demand.value for p in passes)
+    room = headroom(capacity, demand.value)
+    if best is None:
+        text = f"no step met the SLO: {demand.text()} is not met"
+    elif meets:
+        text = f"meets {demand.text()}: capacity {capacity:.1f} ({room:+.0%} headroom)"
+    else:
+        text = f"does not meet {demand.text()}: capacity {capacity:.1f} ({room:+.0%})"
+    if demand.kind == "users" and kind == "users" and demand.think:
+        text += f"; users measured with their think time ({demand.think})"
+    return {
+        **demand.to_json(),
+        "unit": demand.kind,
+        "capacity": capacity,
+        "capacity_stage": None if best is None else best["index"],
+        "headroom": room,
+        "meets": meets,
+        "text": text,
+    }
+
+
+def replica_block(rows: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
+    """Per replica: requests and their share, completed, failed by class, TTFT and E2E percentiles (ms)."""
+    by: dict[str, list[Mapping[str, Any]]] = {}
+    for r in rows:
+        if r.get("replica") is not None:
+            by.setdefault(r["replica"], []).append(r)
+    total = sum(len(v) for v in by.values())
+    out = {}
+    for replica in sorted(by):
+        own = by[replica]
+        ok = [r for r in own if r.get("outcome") == OK]
+        entry: dict[str, Any] = {
+            "requests": len(own),
+            "share": len(own) / total if total else None,
+            "completed": len(ok),
+            "failed": len(own) - len(ok),
+            "errors": dict(sorted(Counter(r["outcome"] for r in own if r.get("outcome") != OK).items())),
+        }
+        for name, key in (("ttft", "ttft"), ("e2el", "e2e")):
+            values = np.array([r[key] for r in ok if r.get(key) is not None], dtype=float) * 1000.0
+            for p in (50, 95, 99):
+                entry[f"p{p}_{name}_ms"] = float(np.percentile(values, p)) if values.size else None
+        out[replica] = entry
+    return out
+
+
+def _term(term: dict[str, Any]) -> str:
+    margin = "" if term.get("margin") is None else f" ({term['margin']:+.0%})"
+    return f"{show_value(term['name'], term['value'])}{margin}"
+
+
+def format_search_table(search: dict[str, Any]) -> str:
+    """Every probe of a capacity search: level, how it was chosen, throughput, each SLO term's
+    value and margin, verdict; then the bracket and why the search stopped."""
+    names = [t["name"] for t in (search["steps"][0]["terms"] if search["steps"] else [])]
+    head = f"{'step':<5}{'level':<12}{'phase':<8}{'reqs':>6}{'req/s':>8}{'out tok/s':>10}{'goodput':>9}"
+    head += "".join(f"{name + ' (margin)':>22}" for name in names) + f"{'verdict':>14}"
+    precision = f"{search['precision']:.0%}"
+    lines = [
+        f"capacity search ({search['kind']} from {search['min']:g}, {precision} precision):",
+        head,
+        "-" * len(head),
+    ]
+    for i, p in enumerate(search["steps"], 1):
+        verdict = p["verdict"] + (f" +{p['extensions']}x" if p["extensions"] else "")
+        lines.append(
+            f"{i:<5}{p['label'][:11]:<12}{p.get('phase', '')[:7]:<8}{p['requests']:>6}"
+            f"{p['request_throughput']:>8.2f}{p['output_throughput']:>10.1f}{p['goodput_rps']:>9.2f}"
+            + "".join(f"{_term(t):>22}" for t in p["terms"])
+            + f"{verdict:>14}"
+        )
+    for p in search["steps"]:
+        if p["verdict"] != "pass" and p["reason"]:
+            lines.append(f"{p['label']}: {p['verdict']}: {p['reason']}")
+    return "\n".join(lines)
+
+
+def capacity_lines(summary: dict[str, Any]) -> list[str]:
+    """The end-of-run lines for the search, the demand, users against concurrency, the replicas."""
+    lines = []
+    if summary.get("search"):
+        lines.append(format_search_table(summary["search"]))
+    if summary.get("demand"):
+        lines.append(f"demand: {summary['demand']['text']}")
+    conc = summary.get("concurrency") or {}
+    if conc.get("mean_in_flight") is not None:
+        text = (
+            f"concurrency: {conc['peak_users']} users, {conc['mean_in_flight']:.2f} requests in flight on "
+            f"average (peak {conc['peak_in_flight']}), {conc['arrival_rate']:.2f} req/s arriving"
+        )
+        if conc.get("mean_e2e_s") is not None:
+            text += f", mean E2E {conc['mean_e2e_s']:.2f} s (L=λW {conc['littles_law_product']:.2f})"
+        if conc.get("closed_loop_expected_in_flight") is not None:
+            text += (
+                f"; think {conc['think_time_mean_s']:.2f} s mean: users x W/(W+Z) = "
+                f"{conc['closed_loop_expected_in_flight']:.2f}"
+            )
+        lines.append(text)
+    if summary.get("replicas"):
+        lines.append(
+            f"{'replica':<32}{'share':>7}{'ok':>7}{'fail':>6}{'TTFT p50':>10}{'TTFT p95':>10}{'E2E p95':>10}"
+        )
+        for url, r in summary["replicas"].items():
+            lines.append(
+                f"{url[:31]:<32}{r['share']:>7.1%}{r['completed']:>7}{r['failed']:>6}"
+                f"{_ms(r['p50_ttft_ms']):>10}{_ms(r['p95_ttft_ms']):>10}{_ms(r['p95_e2el_ms']):>10}"
+            )
+    return lines
+
+
+def _ms(value: float | None) -> str:
+    return "-" if value is None else f"{value:.1f}"

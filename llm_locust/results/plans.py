@@ -1,0 +1,301 @@
+"""Deployment plans compared: each plan's capacity, cost and headroom, the cheapest that meets the demand.
+
+Input: the plan file and, per plan, the ``search`` block of the ``summary.json`` its capacity
+search wrote (``DIR/<plan>/summary.json``). Every number below comes from a measured search
+step of that folder (its stage index is kept), converted to deployment time when the target
+was the simulator at ``--speedup K`` (``time_scale``): latencies x K, rates and throughputs / K,
+concurrency unchanged (a closed-loop test is time-scale invariant).
+
+Capacity is measured in the demand's unit: ``concurrency`` is the capacity step's time-weighted
+mean of requests in flight, ``rate`` its completed requests per second, ``users`` its user count
+(the search then runs with the demand's think time). A plan **meets** the demand when a step at
+or above the demand passed; a demand inside the search's bracket (above the highest pass,
+below the lowest failure) is undecided, and counted as not met. The cheapest plan is the
+lowest $/hour among those that meet it (ties: the lower cost per 1M tokens at the demand).
+
+Pure module: no Locust, no network.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from llm_locust.config.demand import Demand
+from llm_locust.config.plans import Plan, PlanFile
+from llm_locust.results.capacity import measure
+from llm_locust.results.cost import (
+    cost_per_million,
+    headroom,
+    interpolate,
+    per_gpu,
+    scaling_efficiency,
+    tokens_per_user,
+)
+from llm_locust.results.probe import show_value
+
+__all__ = ["compare_plans", "deployment_time", "format_comparison", "in_deployment_time", "plan_result"]
+
+_RATES = (
+    "request_throughput",
+    "output_throughput",
+    "goodput_rps",
+    "goodput_output_tokens_per_s",
+    "arrival_rate",
+)
+
+
+_SHOWN = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?) (s|ms)\b")  # "2.80 s", "850 ms" (show_value)
+_THRESHOLD = re.compile(r"([<>]=?)(\d+(?:\.\d+)?)(s|ms)\b")  # "e2e_p95<=3s" (an SLO line)
+
+
+def deployment_time(message: str, k: float) -> str:
+    """A progress line of a run at ``k`` x real time with its latencies (``2.80 s``, ``<=3s``)
+    in deployment time (x ``k``); counts and percentages are left as they are."""
+    if k == 1:
+        return message
+
+    def seconds(value: str, unit: str) -> float:
+        return float(value) * k / (1000.0 if unit == "ms" else 1.0)
+
+    message = _SHOWN.sub(lambda m: f"{seconds(m[1], m[2]):.2f} s", message)
+    return _THRESHOLD.sub(lambda m: f"{m[1]}{seconds(m[2], m[3]):g}s", message)
+
+
+def in_deployment_time(probe: dict[str, Any], k: float) -> dict[str, Any]:
+    """A search step's numbers in deployment time, for a simulator that ran ``k`` times faster."""
+    out = dict(probe)
+    for key in _RATES:
+        if out.get(key) is not None:
+            out[key] = out[key] / k
+    if out.get("median_tpot_ms") is not None:
+        out["median_tpot_ms"] = out["median_tpot_ms"] * k
+    if out.get("window_s") is not None:
+        out["window_s"] = out["window_s"] * k
+    terms = []
+    for term in out.get("terms") or ():
+        t = dict(term)
+        if t["name"] != "success":
+            for key in ("value", "threshold"):
+                t[key] = None if t[key] is None else t[key] * k
+            t["interval"] = [None if v is None else v * k for v in t["interval"]]
+        terms.append(t)
+    out["terms"] = terms
+    if out.get("reason"):
+        out["reason"] = deployment_time(out["reason"], k)
+    return out
+
+
+def plan_result(
+    plan: Plan, demand: Demand, search: dict[str, Any], time_scale: float = 1.0
+) -> dict[str, Any]:
+    """One plan's row: capacity, per-GPU numbers, cost at capacity and at the demand, verdict."""
+    steps = [in_deployment_time(p, time_scale) for p in search.get("steps") or ()]
+    by_index = {p["index"]: p for p in steps}
+    best = by_index.get((search.get("highest_pass") or {}).get("index"))
+    upper = by_index.get((search.get("upper") or {}).get("index"))
+    passes = [p for p in steps if p["verdict"] == "pass" and (upper is None or p["level"] < upper["level"])]
+    capacity = None if best is None else measure(demand, best)
+    points = [(m, p["output_throughput"]) for p in passes if (m := measure(demand, p)) is not None]
+    at_demand = interpolate(points, demand.value)
+    dollars_per_hour = plan.gpu_hour_cost * plan.gpus
+    out: dict[str, Any] = {
+        "name": plan.name,
+        "endpoints": list(plan.endpoints),
+        "replicas": plan.replicas,
+        "gpus": plan.gpus,
+        "gpus_per_replica": plan.gpus_per_replica,
+        "gpu": plan.gpu,
+        "model": plan.model,
+        "gpu_hour_cost": plan.gpu_hour_cost,
+        "dollars_per_hour": dollars_per_hour,
+        "time_scale": time_scale,
+        "search": {k: search.get(k) for k in ("kind", "capacity", "stop_reason", "stop")},
+        "steps": steps,
+        "capacity_step": best,
+        "upper_step": upper,
+        "capacity": capacity,
+        "capacity_unit": demand.kind,
+        "demand": demand.value,
+        "headroom": None if capacity is None else headroom(capacity, demand.value),
+        "meets": best is not None and any((measure(demand, p) or 0) >= demand.value for p in passes),
+        "cost_per_million_at_demand": cost_per_million(plan.gpu_hour_cost, plan.gpus, at_demand),
+        "output_throughput_at_demand": at_demand,
+    }
+    out.update(_at_capacity(plan, best))
+    out["verdict"] = verdict_sentence(out, demand, passes)
+    return out
+
+
+def _at_capacity(plan: Plan, best: dict[str, Any] | None) -> dict[str, Any]:
+    if best is None:
+        keys = ("request_throughput", "output_throughput", "goodput_output_tokens_per_s")
+        return {
+            **dict.fromkeys(keys),
+            "output_throughput_per_gpu": None,
+            "goodput_per_gpu": None,
+            "tokens_per_user": None,
+            "cost_per_million_at_capacity": None,
+            "mean_in_flight": None,
+        }
+    tpot = best.get("median_tpot_ms")
+    return {
+        "request_throughput": best["request_throughput"],
+        "output_throughput": best["output_throughput"],
+        "goodput_output_tokens_per_s": best["goodput_output_tokens_per_s"],
+        "mean_in_flight": best.get("mean_in_flight"),
+        "output_throughput_per_gpu": per_gpu(best["output_throughput"], plan.gpus),
+        "goodput_per_gpu": per_gpu(best["goodput_output_tokens_per_s"], plan.gpus),
+        "tokens_per_user": tokens_per_user(None if tpot is None else tpot / 1000.0),
+        "cost_per_million_at_capacity": cost_per_million(
+            plan.gpu_hour_cost, plan.gpus, best["output_throughput"]
+        ),
+    }
+
+
+def _unit(demand: Demand, value: float) -> str:
+    if demand.kind == "concurrency":
+        return f"{value:.0f} concurrent"
+    if demand.kind == "rate":
+        return f"{value:.2f} req/s"
+    return f"{value:.0f} users"
+
+
+def _tightest(probe: dict[str, Any]) -> dict[str, Any] | None:
+    terms = [t for t in probe.get("terms") or () if t.get("margin") is not None]
+    return min(terms, key=lambda t: t["margin"]) if terms else None
+
+
+def _term_text(term: dict[str, Any]) -> str:
+    return f"{term['name'].upper().replace('_', ' ')} {show_value(term['name'], term['value'])}"
+
+
+def verdict_sentence(result: dict[str, Any], demand: Demand, passes: Sequence[dict[str, Any]]) -> str:
+    """``meets 50 concurrent: E2E P95 27.1 s at 56, capacity 56; $1.23 per 1M output tokens`` or
+    ``fails 50 concurrent: E2E P95 31.2 s at 28 concurrent (capacity 24)``."""
+    want = demand.text()
+    capacity = result["capacity"]
+    if result["meets"]:
+        shown = min(
+            (p for p in passes if (measure(demand, p) or 0) >= demand.value), key=lambda p: p["level"]
+        )
+        term = _tightest(shown)
+        where = f"{_term_text(term)} at {_unit(demand, measure(demand, shown) or 0)}" if term else "passes"
+        cost = result["cost_per_million_at_demand"]
+        price = f"; ${cost:.2f} per 1M output tokens at the demand" if cost is not None else ""
+        return f"meets {want}: {where}, capacity {_unit(demand, capacity)}{price}"
+    upper = result["upper_step"]
+    cap = "no step was shown to pass" if capacity is None else f"capacity {_unit(demand, capacity)}"
+    if upper is None:
+        return f"not shown to meet {want}: {cap}; stopped: {result['search'].get('stop')}"
+    at = measure(demand, upper) or upper["level"]
+    if capacity is not None and at > demand.value:
+        verb = "fails" if upper["verdict"] == "fail" else "is inconclusive"
+        return f"undecided for {want}: {cap}, and {upper['label']} (above the demand) {verb}"
+    if upper["verdict"] == "inconclusive":
+        return f"not shown to meet {want}: {_unit(demand, at)} is inconclusive ({upper['reason']}); {cap}"
+    broke = next((t for t in upper["terms"] if t["verdict"] == "fail"), None) or _tightest(upper)
+    shown = _term_text(broke) if broke else upper.get("reason", "")
+    return f"fails {want}: {shown} at {_unit(demand, at)} ({cap})"
+
+
+def _scaling(results: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Pairs of plans (same GPU and model labels) differing only in replicas or GPUs per replica."""
+    out = []
+    for i, a in enumerate(results):
+        for b in results[i + 1 :]:
+            if (a["gpu"], a["model"]) != (b["gpu"], b["model"]) or not a["capacity"] or not b["capacity"]:
+                continue
+            if a["gpus_per_replica"] == b["gpus_per_replica"] and a["replicas"] != b["replicas"]:
+                what, ra, rb = "replicas", a["replicas"], b["replicas"]
+            elif a["replicas"] == b["replicas"] and a["gpus_per_replica"] != b["gpus_per_replica"]:
+                what, ra, rb = "gpus_per_replica", a["gpus_per_replica"], b["gpus_per_replica"]
+            else:
+                continue
+            small, big = (a, b) if ra < rb else (b, a)
+            rs, rb_ = (ra, rb) if ra < rb else (rb, ra)
+            out.append(
+                {
+                    "plans": [small["name"], big["name"]],
+                    "differs_in": what,
+                    "resource_ratio": rb_ / rs,
+                    "capacity_ratio": big["capacity"] / small["capacity"],
+                    "efficiency": scaling_efficiency(small["capacity"], rs, big["capacity"], rb_),
+                }
+            )
+    return out
+
+
+def compare_plans(
+    file: PlanFile, searches: dict[str, dict[str, Any]], scales: dict[str, float]
+) -> dict[str, Any]:
+    """``capacity.json``: every plan's result, the cheapest that meets the demand, scaling pairs."""
+    results = [
+        plan_result(p, file.demand, searches[p.name], scales.get(p.name, 1.0))
+        for p in file.plans
+        if p.name in searches
+    ]
+    meeting = [r for r in results if r["meets"]]
+    cheapest = min(
+        meeting, key=lambda r: (r["dollars_per_hour"], r["cost_per_million_at_demand"] or 0.0), default=None
+    )
+    if cheapest is not None:
+        answer = (
+            f"{cheapest['name']} is the cheapest plan that meets {file.demand.text()} "
+            f"(${cheapest['dollars_per_hour']:.2f}/hour)"
+        )
+    else:
+        answer = f"no plan meets {file.demand.text()}"
+    return {
+        "demand": file.demand.to_json(),
+        "demand_text": file.demand.text(),
+        "slo": file.slo.to_json(),
+        "plans": results,
+        "cheapest": None if cheapest is None else cheapest["name"],
+        "answer": answer,
+        "scaling": _scaling(results),
+    }
+
+
+def _cell(value: float | None, fmt: str) -> str:
+    return "-" if value is None else fmt.format(value)
+
+
+#: The comparison table's numeric columns: title, key of a plan result, format, width.
+_COLUMNS = (
+    ("GPUs", "gpus", "{}", 5),
+    ("capacity", "capacity", "{:.1f}", 10),
+    ("req/s", "request_throughput", "{:.2f}", 8),
+    ("out tok/s", "output_throughput", "{:.0f}", 10),
+    ("goodput", "goodput_output_tokens_per_s", "{:.0f}", 9),
+    ("tok/s/GPU", "output_throughput_per_gpu", "{:.1f}", 10),
+    ("tok/s/user", "tokens_per_user", "{:.1f}", 11),
+    ("$/1M@cap", "cost_per_million_at_capacity", "{:.2f}", 9),
+    ("$/1M@dem", "cost_per_million_at_demand", "{:.2f}", 9),
+    ("headroom", "headroom", "{:+.0%}", 9),
+)
+
+
+def format_comparison(report: dict[str, Any]) -> str:
+    """The table printed by ``llm-locust capacity``: one row per plan, the verdicts, the answer."""
+    head = f"{'plan':<18}" + "".join(f"{title:>{width}}" for title, _, _, width in _COLUMNS)
+    unit = report["plans"][0]["capacity_unit"] if report["plans"] else ""
+    lines = [
+        f"demand: {report['demand_text']} (capacity in {unit}); SLO: {', '.join(report['slo'])}",
+        head,
+        "-" * len(head),
+    ]
+    for r in report["plans"]:
+        cells = "".join(f"{_cell(r[key], fmt):>{width}}" for _, key, fmt, width in _COLUMNS)
+        lines.append(f"{r['name'][:17]:<18}{cells}")
+    lines.append("")
+    lines += [f"{r['name']}: {r['verdict']}" for r in report["plans"]]
+    for pair in report["scaling"]:
+        what = "replicas" if pair["differs_in"] == "replicas" else "GPUs per replica"
+        lines.append(
+            f"scaling {pair['plans'][1]} vs {pair['plans'][0]}: {pair['resource_ratio']:g}x {what}, "
+            f"capacity x{pair['capacity_ratio']:.2f}: {pair['efficiency']:.0%} efficiency"
+        )
+    lines.append(f"answer: {report['answer']}")
+    return "\n".join(lines)

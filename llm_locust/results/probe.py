@@ -1,0 +1,286 @@
+"""A capacity-search step judged, and the search's result as ``summary.json`` and the table show it.
+
+A step is judged from its stage entry (:func:`llm_locust.results.stages.stage_entry`, the same
+evaluation as every end-of-run stage verdict: the same measured window, the same SLO
+aggregates, the same 95 % interval per SLO line and its verdict, :mod:`llm_locust.results.confidence`):
+
+- ``invalid``: the stage did not run at its level (``results.validity``);
+- ``fail``: some line's interval lies wholly on the failing side of its threshold;
+- ``pass``: every line's interval lies wholly on the passing side;
+- ``inconclusive``: otherwise; the reason names the first undecided line and what it lacks.
+
+A step with requests of its window still in flight when it had to be judged (see
+``runtime/search.py``: the search waits for them, up to a limit) cannot pass: the slowest
+requests would be the missing ones.
+
+Each line's *margin* is its headroom as a fraction, comparable across lines: for a latency line
+``(threshold - value) / threshold`` (0.3: 30 % under the threshold; negative: over it), for
+``success`` the share of the allowed failures left, ``(value - threshold) / (1 - threshold)``
+(1: no failure; 0: exactly at the limit; negative: over it). The term that *broke first* is,
+at the lowest failing level, the failing line with the lowest margin; the *tightest* term of a
+passing level is its line with the lowest margin.
+
+Pure module: no Locust, no network.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from llm_locust.config.slo import SloLine, SloSpec
+from llm_locust.load.search import NOT_PASSED, STOP_REASONS, SearchSpec
+from llm_locust.results.confidence import min_samples, min_successes
+
+__all__ = [
+    "MAX_WINDOW_STEPS",
+    "extension_s",
+    "judge_step",
+    "needed_samples",
+    "sample_extension_s",
+    "search_result",
+    "short_of_samples",
+    "show_value",
+    "term_results",
+]
+
+
+def show_value(name: str, value: float | None) -> str:
+    """An SLO line's value in its unit: ``99.50 %`` for success, ``2.10 s`` or ``850 ms``."""
+    if value is None:
+        return "-"
+    if name == "success":
+        return f"{value * 100:.2f} %"
+    return f"{value:.2f} s" if abs(value) >= 1 else f"{value * 1000:.0f} ms"
+
+
+def _margin(line: SloLine, value: float | None) -> float | None:
+    if value is None:
+        return None
+    if line.metric == "success":
+        return (value - line.threshold) / (1 - line.threshold) if line.threshold < 1 else None
+    return (line.threshold - value) / line.threshold if line.threshold > 0 else None
+
+
+def _why(line: SloLine, n: int, interval: tuple[float | None, float | None]) -> str:
+    lo, hi = interval
+    if line.metric == "success":
+        if lo is None:
+            return "success: no requests"
+        shown = f"{show_value('success', lo)}-{show_value('success', hi)}"
+        below = show_value("success", line.threshold)
+        return f"success: its interval {shown} reaches below {below} ({n} requests)"
+    stat = line.stat or "max"
+    if hi is None and stat.startswith("p") and 0 < float(stat[1:]) < 100:
+        need = min_samples(float(stat[1:]) / 100.0)
+        return f"{line.name}: {n} values cannot bound a {stat.upper()} from above (it needs {need})"
+    if lo is None or hi is None:
+        return f"{line.name}: {n} values give no interval"
+    return (
+        f"{line.name}: its interval {show_value(line.name, lo)}-{show_value(line.name, hi)} "
+        f"straddles {show_value(line.name, line.threshold)}"
+    )
+
+
+def term_results(spec: SloSpec, slo_json: dict[str, Any]) -> list[dict[str, Any]]:
+    """Per request SLO line: value, threshold, margin, and the 95 % interval, verdict and reason
+    the stage's evaluation gave it (:func:`llm_locust.results.slo.evaluate`). Lines on the
+    server's metrics or on drift need a run's series: a search step is judged without them."""
+    out = []
+    for line, judged in zip(spec.lines, slo_json["objectives"], strict=True):
+        if judged.get("kind", "request") != "request":
+            continue
+        value, n = judged["measured"], judged["n"]
+        interval = (judged["interval"][0], judged["interval"][1])
+        term = judged["verdict"]
+        note = judged.get("note") or ""
+        why = (f"{line.name}: {note}" if note else _why(line, n, interval)) if term == "inconclusive" else ""
+        out.append(
+            {
+                "objective": line.text,
+                "name": line.name,
+                "op": line.op,
+                "threshold": line.threshold,
+                "value": value,
+                "margin": _margin(line, value),
+                "interval": list(interval),
+                "n": n,
+                "verdict": term,
+                "why": why,
+            }
+        )
+    return out
+
+
+def needed_samples(term: dict[str, Any]) -> int:
+    """The fewest values with which ``term`` could pass at all (0: no such floor)."""
+    name, threshold = term["name"], term["threshold"]
+    if name == "success":
+        return min_successes(threshold) if 0 < threshold < 1 and term["op"] == ">=" else 0
+    stat = name.split("_")[1] if "_" in name else "max"
+    if stat.startswith("p") and 0 < float(stat[1:]) < 100:
+        return min_samples(float(stat[1:]) / 100.0)
+    return 2 if stat == "mean" else 0
+
+
+#: An extension to reach a sample size runs this much longer than the measured rate says.
+EXTENSION_MARGIN = 1.1
+
+
+def extension_s(probe: dict[str, Any], step_time_s: float) -> float:
+    """How long an inconclusive step runs on: until every undecided line has the values it needs
+    to pass at all, at the step's measured rate (+10 %; between a quarter and four step times); a
+    whole step time when it has them already (more requests narrow the intervals)."""
+    window = probe["window_s"] or step_time_s
+    longest = 0.0
+    for term in probe["terms"]:
+        need, have = needed_samples(term), term["n"]
+        if term["verdict"] == "inconclusive" and need > have:
+            longest = max(longest, (need - have) * window / max(have, 1) * EXTENSION_MARGIN)
+    return step_time_s if longest == 0 else min(max(longest, step_time_s / 4), 4 * step_time_s)
+
+
+#: A step short of the requests its SLO lines need runs on, up to this many step times in all.
+MAX_WINDOW_STEPS = 4.0
+
+
+def short_of_samples(probe: dict[str, Any]) -> bool:
+    """Is ``probe`` inconclusive only because some line has fewer values than it needs to pass
+    at all (a P95 from 40 requests, a 99 % success ratio from 300)?"""
+    if probe["verdict"] != "inconclusive" or probe.get("unsettled"):
+        return False
+    undecided = [t for t in probe["terms"] if t["verdict"] == "inconclusive"]
+    return bool(undecided) and any(needed_samples(t) > t["n"] for t in undecided)
+
+
+def sample_extension_s(probe: dict[str, Any], step_time_s: float) -> float | None:
+    """How long a step short of samples runs on before it is judged again: the time its short
+    lines take to have the values they need (:func:`extension_s`), within ``MAX_WINDOW_STEPS``
+    step times of window in all; ``None`` when it is not short of samples, or has had its time.
+    This is not one of ``--search-extensions`` (those are for intervals that straddle a
+    threshold): a step is never judged on fewer requests than its SLO needs while it may run on."""
+    if not short_of_samples(probe):
+        return None
+    left = MAX_WINDOW_STEPS * step_time_s - (probe["window_s"] or 0.0)
+    if left <= 0:
+        return None
+    return min(extension_s(probe, step_time_s), left)
+
+
+def judge_step(
+    entry: dict[str, Any], spec: SloSpec, extensions: int = 0, unsettled: int = 0
+) -> dict[str, Any]:
+    """One search step from its stage ``entry``; ``unsettled``: requests of its window still in
+    flight when it was judged."""
+    terms = term_results(spec, entry["slo"])
+    verdicts = [t["verdict"] for t in terms]
+    if entry.get("verdict") == "invalid":
+        verdict_, reason = "invalid", entry.get("invalid_reason", "")
+    elif "fail" in verdicts:
+        broke = min((t for t in terms if t["verdict"] == "fail"), key=_margin_key)
+        verdict_, reason = (
+            "fail",
+            f"{broke['name']} {show_value(broke['name'], broke['value'])} misses {broke['objective']}",
+        )
+    elif all(v == "pass" for v in verdicts):
+        verdict_, reason = "pass", ""
+    else:
+        verdict_, reason = "inconclusive", next(t["why"] for t in terms if t["verdict"] == "inconclusive")
+    if unsettled and verdict_ == "pass":
+        verdict_ = "inconclusive"
+        reason = f"{unsettled} requests of the step were still in flight when it was judged"
+    law = entry.get("littles_law") or {}
+    slo = entry["slo"]
+    return {
+        "index": entry["index"],
+        "label": entry["label"],
+        "level": entry["target"],
+        "verdict": verdict_,
+        "reason": reason,
+        "extensions": extensions,
+        "unsettled": unsettled,
+        "requests": slo["requests"],
+        "window_s": slo["duration_s"],
+        "request_throughput": entry["request_throughput"],
+        "output_throughput": entry["output_throughput"],
+        "goodput_rps": slo["goodput_rps"],
+        "goodput_output_tokens_per_s": slo["goodput_output_tokens_per_s"],
+        "mean_in_flight": law.get("mean_in_flight"),
+        "arrival_rate": law.get("arrival_rate"),
+        "median_tpot_ms": entry.get("median_tpot_ms"),
+        "terms": terms,
+    }
+
+
+def _margin_key(term: dict[str, Any]) -> float:
+    return term["margin"] if term["margin"] is not None else float("-inf")
+
+
+def _lowest(probes: Sequence[dict[str, Any]], verdicts: tuple[str, ...]) -> dict[str, Any] | None:
+    return min((p for p in probes if p["verdict"] in verdicts), key=lambda p: p["level"], default=None)
+
+
+def search_result(
+    spec: SearchSpec, probes: Sequence[dict[str, Any]], stop_reason: str | None, step_time_s: float
+) -> dict[str, Any]:
+    """The ``search`` block of ``summary.json``: the bracket, every probe, the stop reason.
+
+    ``highest_pass``: the highest step shown to pass below ``upper``, the lowest step not shown
+    to pass (a failure or a step that stayed inconclusive); ``lowest_fail``: the lowest failure.
+    """
+    upper = _lowest(probes, NOT_PASSED)
+    lowest_fail = _lowest(probes, ("fail",))
+    passes = [p for p in probes if p["verdict"] == "pass" and (upper is None or p["level"] < upper["level"])]
+    highest_pass = max(passes, key=lambda p: p["level"]) if passes else None
+    out: dict[str, Any] = {
+        "kind": spec.kind,
+        "min": spec.minimum,
+        "max": spec.maximum,
+        "precision": spec.precision,
+        "max_steps": spec.max_steps,
+        "max_extensions": spec.max_extensions,
+        "step_time_s": step_time_s,
+        "steps": list(probes),
+        "highest_pass": highest_pass,
+        "upper": upper,
+        "lowest_fail": lowest_fail,
+        "capacity": None if highest_pass is None else highest_pass["level"],
+        "stop_reason": stop_reason,
+        "stop": STOP_REASONS.get(stop_reason or "", "the run ended before the search did"),
+        "broke_first": _broke_first(lowest_fail),
+    }
+    out["sentence"] = search_sentence(out)
+    return out
+
+
+def _broke_first(probe: dict[str, Any] | None) -> str | None:
+    if probe is None:
+        return None
+    failing = [t for t in probe["terms"] if t["verdict"] == "fail"]
+    return min(failing, key=_margin_key)["name"] if failing else None
+
+
+def _level(kind: str, level: float) -> str:
+    if kind == "users":
+        return "1 user" if level == 1 else f"{int(level)} users"
+    return f"{level:g} req/s"
+
+
+def search_sentence(result: dict[str, Any]) -> str:
+    """ "capacity 24 users within the SLO (1.89 req/s, 410 output tok/s); 28 users fails:
+    e2e_p95 34.6 s misses e2e_p95<=30s; stopped: ..."."""
+    kind, best, upper = result["kind"], result["highest_pass"], result["upper"]
+    if best is None:
+        text = "no search step was shown to meet the SLO"
+    else:
+        text = (
+            f"capacity {_level(kind, best['level'])} within the SLO ({best['request_throughput']:.2f} req/s, "
+            f"{best['output_throughput']:.0f} output tok/s)"
+        )
+    if upper is not None:
+        word = "fails" if upper["verdict"] == "fail" else "is inconclusive"
+        text += f"; {_level(kind, upper['level'])} {word}: {upper['reason']}"
+    last = result["steps"][-1] if result["steps"] else None
+    if last is not None and last["verdict"] == "invalid":
+        text += f"; {_level(kind, last['level'])} is invalid: {last['reason']}"
+    return f"{text}; stopped: {result['stop']}"

@@ -1,0 +1,95 @@
+"""The SLO capacity search in one run, against an engine-mode simulator whose boundary is known.
+
+The simulator's decode step lasts ``decode_base + decode_per_seq x running`` (``--decode-base-ms
+20 --decode-ms-per-seq 40``), far below its batch limit, so N closed-loop users see a TPOT of at
+most 20 + 40 N ms: 100 ms at 2 users, 140 at 3. A user is out of the batch between two requests
+(its next request waits for the next step: about half a step in six), which lowers the batch
+below N by up to about 10 %, so the threshold sits a third of the way up: ``tpot_p90<=0.114s``
+holds at 2 users (14 ms to spare) and breaks at 3 (at 129 ms or more). The search from 1 must
+probe 1, 2, 4, then bisect to 3 and answer 2.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from llm_locust.load.search import SearchSpec, replay
+from tests.locustproc import run_locust
+from tests.simproc import running_sim
+
+ENGINE = ("--mode", "engine", "--max-num-seqs", "64", "--decode-base-ms", "20", "--decode-ms-per-seq", "40")
+ENGINE += ("--prefill-ms-per-token", "0.01", "--output-tokens", "5")
+LIGHT = ("--prompt-tokens", "16", "--max-tokens", "5")
+
+
+def _search(url: str, results: Path, *args: str, timeout: float = 400.0):
+    return run_locust(url, *LIGHT, *args, results_dir=results, users=None, run_time=None, timeout=timeout)
+
+
+@pytest.mark.slow
+def test_the_search_finds_the_tpot_boundary_by_the_documented_probes(tmp_path: Path) -> None:
+    with running_sim(*ENGINE) as url:
+        res = _search(
+            url,
+            tmp_path / "r",
+            "--search",
+            "users",
+            "--search-min",
+            "1",
+            "--slo",
+            "success>=90%,tpot_p90<=0.114s",
+            "--step-time",
+            "8s",
+            "--warmup",
+            "1s",
+        )
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert "Traceback" not in res.stdout + res.stderr
+    search = res.summary["search"]
+    steps = search["steps"]
+    levels = [p["level"] for p in steps]
+    spec = SearchSpec("users", 1, precision=0.10, max_steps=12, max_extensions=2)
+    decisions = replay(spec, [(p["level"], p["verdict"], p["extensions"]) for p in steps])
+    assert [d.level for d in decisions[:-1]] == levels  # every probe was the algorithm's choice
+    assert decisions[-1].reason == search["stop_reason"] == "precision"
+    lo, hi = search["highest_pass"]["level"], search["upper"]["level"]
+    assert (lo, hi) == (2, 3) and levels == [1, 2, 4, 3], levels  # the boundary, exactly
+    for p in steps:  # the measured TPOT follows the model: 20 + 40 N ms at most
+        assert p["median_tpot_ms"] <= 20 + 40 * p["level"] + 5, p
+        assert p["verdict"] != "pass" or p["terms"][1]["interval"][1] <= 0.114
+    assert search["broke_first"] == "tpot_p90"
+    stages = res.summary["stages"]  # the end-of-run table holds every step as a stage
+    assert [s["label"] for s in stages][: len(steps)] == [p["label"] for p in steps]
+    assert "capacity search (users from 1, 10% precision):" in res.stdout
+    assert f"capacity: capacity {int(lo)} users within the SLO" in res.stdout
+
+
+def test_a_step_too_short_for_its_percentile_is_inconclusive_never_a_pass(tmp_path: Path) -> None:
+    with running_sim(*ENGINE) as url:
+        res = _search(
+            url,
+            tmp_path / "r",
+            "--search",
+            "users",
+            "--search-min",
+            "4",
+            "--search-extensions",
+            "0",
+            "--slo",
+            "tpot_p99<=1s",  # every request meets it, but no 2 s step has the 368 a P99 needs
+            "--step-time",
+            "2s",
+            timeout=120.0,
+        )
+    assert res.returncode == 3, res.stderr[-3000:]
+    assert "Traceback" not in res.stdout + res.stderr
+    search = res.summary["search"]
+    assert [p["level"] for p in search["steps"]] == [4, 2, 1]
+    assert {p["verdict"] for p in search["steps"]} == {"inconclusive"}
+    assert all(
+        "cannot bound a P99 from above (it needs at least 368)" in p["reason"] for p in search["steps"]
+    )
+    assert search["capacity"] is None and search["stop_reason"] == "minimum"
+    assert "no search step was shown to meet the SLO" in res.stdout

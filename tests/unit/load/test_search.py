@@ -1,0 +1,186 @@
+"""The capacity search's state machine, exhaustively over boundaries, first levels and precisions."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import pytest
+
+from llm_locust.load.search import Decision, Probe, SearchSpec, bracket, decide, replay
+
+Judge = Callable[[float, int], str]
+
+
+def run(spec: SearchSpec, judge: Judge, limit: int = 200) -> tuple[list[Probe], Decision]:
+    """Drive the search like the shape does: judge each step, extend it or move on."""
+    probes: list[Probe] = []
+    decision = decide(spec, probes)
+    for _ in range(limit):
+        if decision.action == "stop":
+            return probes, decision
+        assert decision.level is not None
+        if decision.action == "extend":
+            last = probes.pop()
+            probes.append(Probe(last.level, judge(last.level, last.extensions + 1), last.extensions + 1))
+        else:
+            probes.append(Probe(decision.level, judge(decision.level, 0)))
+        decision = decide(spec, probes)
+    raise AssertionError("the search did not stop")
+
+
+def boundary(b: float) -> Judge:
+    return lambda level, _ext: "pass" if level <= b else "fail"
+
+
+def check_documented_sequence(spec: SearchSpec, probes: list[Probe]) -> None:
+    """Doubling (or halving) until the first change of verdict, then the bracket's midpoints."""
+    levels = [p.level for p in probes]
+    assert levels[0] == spec.minimum
+    i = 1
+    first = probes[0].verdict
+    while i < len(probes) and probes[i - 1].verdict == first:
+        prev = levels[i - 1]
+        if first == "pass":
+            expected = 2 * prev if spec.maximum is None else min(2 * prev, spec.maximum)
+        else:
+            expected = max(math.floor(prev / 2), 1) if spec.kind == "users" else max(prev / 2, spec.floor)
+        assert levels[i] == pytest.approx(expected, rel=1e-3), (levels, i)
+        i += 1
+    for j in range(i, len(probes)):
+        lo, hi = bracket(probes[:j])
+        assert lo is not None and hi is not None and lo < levels[j] < hi, (levels, j)
+        mid = (lo + hi) // 2 if spec.kind == "users" else (lo + hi) / 2
+        assert levels[j] == pytest.approx(mid, rel=1e-3)
+
+
+@pytest.mark.parametrize("precision", [0.05, 0.10, 0.25])
+def test_users_every_boundary_and_first_level(precision: float) -> None:
+    for minimum in (1, 2, 3, 5, 8, 16, 40):
+        for b in range(0, 301):
+            spec = SearchSpec("users", minimum, precision=precision, max_steps=100)
+            probes, stop = run(spec, boundary(b))
+            check_documented_sequence(spec, probes)
+            lo, hi = bracket(probes)
+            if b == 0:
+                assert stop.reason == "minimum" and lo is None and hi == 1
+                continue
+            assert stop.reason == "precision", (minimum, b, probes)
+            assert lo is not None and hi is not None and lo <= b < hi
+            assert hi - lo <= max(1.0, precision * lo), (minimum, b, lo, hi)
+            assert lo == max(p.level for p in probes if p.verdict == "pass")
+            # doubling or halving to a factor-2 bracket, then halving its width to the precision
+            span = max(b / minimum, minimum / b, 1.0)
+            assert len(probes) <= math.ceil(math.log2(span)) + 2 + math.ceil(math.log2(1 / precision)) + 1
+
+
+def test_rates_bisect_to_the_precision() -> None:
+    for b in (0.3, 0.9, 1.0, 1.7, 4.2, 9.99, 33.0, 120.0):
+        spec = SearchSpec("rate", 1.0, precision=0.1)
+        probes, stop = run(spec, boundary(b))
+        check_documented_sequence(spec, probes)
+        lo, hi = bracket(probes)
+        assert stop.reason == "precision" and lo is not None and hi is not None
+        assert lo <= b < hi and hi - lo <= 0.1 * lo * (1 + 1e-6)
+
+
+def test_a_rate_search_halves_to_its_floor() -> None:
+    spec = SearchSpec("rate", 8.0)
+    probes, stop = run(spec, boundary(0.01))
+    assert [p.level for p in probes] == [8.0, 4.0, 2.0, 1.0, 0.5]
+    assert stop.reason == "minimum"
+
+
+def test_the_maximum_caps_doubling_and_a_passing_maximum_stops() -> None:
+    spec = SearchSpec("users", 4, maximum=20)
+    probes, stop = run(spec, boundary(1000))
+    assert [p.level for p in probes] == [4, 8, 16, 20] and stop.reason == "maximum"
+    probes, stop = run(spec, boundary(18))
+    assert [p.level for p in probes][:4] == [4, 8, 16, 20] and stop.reason == "precision"
+    assert bracket(probes) == (18, 19)
+
+
+def test_the_step_limit_stops_with_the_bracket_so_far() -> None:
+    spec = SearchSpec("users", 1, max_steps=5)
+    probes, stop = run(spec, boundary(100))
+    assert [p.level for p in probes] == [1, 2, 4, 8, 16] and stop.reason == "step_limit"
+    assert bracket(probes) == (16, None)
+
+
+def test_an_inconclusive_step_is_extended_then_bounds_the_search_as_not_passed() -> None:
+    # levels 9..12 cannot be told apart from noise, whatever the extensions
+    def judge(level: float, _ext: int) -> str:
+        return "pass" if level <= 8 else "inconclusive" if level <= 12 else "fail"
+
+    spec = SearchSpec("users", 1, max_extensions=2)
+    probes, stop = run(spec, judge)
+    assert [(p.level, p.verdict, p.extensions) for p in probes][4:] == [
+        (16, "fail", 0),
+        (12, "inconclusive", 2),
+        (10, "inconclusive", 2),
+        (9, "inconclusive", 2),
+    ]
+    # the answer is the highest level shown to pass; 9 is not shown to pass, so it is no pass
+    assert stop.reason == "precision" and bracket(probes) == (8, 9)
+
+
+def test_inconclusive_from_the_first_step_halves_until_a_pass() -> None:
+    def judge(level: float, _ext: int) -> str:
+        return "pass" if level <= 3 else "inconclusive"
+
+    probes, stop = run(SearchSpec("users", 16, max_extensions=0), judge)
+    assert [p.level for p in probes] == [16, 8, 4, 2, 3] and bracket(probes) == (3, 4)
+    assert stop.reason == "precision"
+
+
+def test_an_extension_that_settles_the_verdict_lets_the_search_go_on() -> None:
+    def judge(level: float, ext: int) -> str:
+        if level == 12 and ext < 1:
+            return "inconclusive"
+        return "pass" if level <= 12 else "fail"
+
+    probes, stop = run(SearchSpec("users", 1), judge)
+    assert [(p.level, p.extensions) for p in probes] == [
+        (1, 0),
+        (2, 0),
+        (4, 0),
+        (8, 0),
+        (16, 0),
+        (12, 1),
+        (14, 0),
+        (13, 0),
+    ]
+    assert stop.reason == "precision" and bracket(probes) == (12, 13)
+
+
+def test_an_invalid_step_stops_the_search() -> None:
+    probes = [Probe(1, "pass"), Probe(2, "pass"), Probe(4, "invalid", reason="reached 3 of 4 users")]
+    assert decide(SearchSpec("users", 1), probes) == Decision("stop", reason="invalid")
+
+
+def test_no_extensions_means_an_inconclusive_step_is_final_at_once() -> None:
+    spec = SearchSpec("users", 4, max_extensions=0)
+    assert decide(spec, [Probe(4, "inconclusive")]) == Decision("probe", 2, "halve")
+
+
+def test_replay_gives_one_decision_per_step() -> None:
+    spec = SearchSpec("users", 2)
+    decisions = replay(spec, [(2, "pass", 0), (4, "pass", 0), (8, "fail", 0), (6, "pass", 1), (7, "fail", 0)])
+    assert [d.level for d in decisions[:-1]] == [2, 4, 8, 6, 7]
+    assert decisions[-1].reason == "precision"
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"kind": "tokens", "minimum": 1}, "search kind"),
+        ({"kind": "users", "minimum": 0}, "positive"),
+        ({"kind": "users", "minimum": 1.5}, "whole number"),
+        ({"kind": "users", "minimum": 8, "maximum": 4}, "below its minimum"),
+        ({"kind": "rate", "minimum": 1, "precision": 0}, "fraction"),
+        ({"kind": "rate", "minimum": 1, "max_steps": 0}, "step limit"),
+    ],
+)
+def test_bad_specs_are_refused(kwargs: dict[str, object], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        SearchSpec(**kwargs)  # type: ignore[arg-type]

@@ -1,0 +1,186 @@
+"""Deployment plans compared: capacity, cost, verdicts, the cheapest compliant plan (pure)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from llm_locust.config.plans import load_plan_file
+from llm_locust.load.search import SearchSpec
+from llm_locust.results.plans import compare_plans, deployment_time, format_comparison, in_deployment_time
+from llm_locust.results.probe import search_result
+
+PLANS = """
+demand: {concurrency: 50}
+slo: "success>=99%,ttft_p95<=5s,e2e_p95<=30s"
+plans:
+  - {name: A, endpoints: [http://a:1], gpus: 4, gpu_hour_cost: 2.5, gpu: a100}
+  - {name: B, endpoints: [http://b:1], gpus: 8, gpu_hour_cost: 2.5, gpu: a100}
+  - {name: C, endpoints: [http://c:1, http://c:2], gpus: 8, gpu_hour_cost: 2.5, gpu: a100}
+"""
+
+
+def probe(index: int, users: int, verdict: str, e2e: float, tok_per_user: float = 8.0) -> dict[str, Any]:
+    """A judged step of ``users`` closed-loop users (in flight ~ users), 230 tokens per request."""
+    rps = users / e2e
+    return {
+        "index": index,
+        "label": f"users={users}",
+        "level": float(users),
+        "verdict": verdict,
+        "reason": "" if verdict == "pass" else f"e2e_p95 {e2e:.2f} s misses e2e_p95<=30s",
+        "extensions": 0,
+        "requests": 500,
+        "window_s": 300.0,
+        "request_throughput": rps,
+        "output_throughput": rps * 230,
+        "goodput_rps": rps,
+        "goodput_output_tokens_per_s": rps * 230,
+        "mean_in_flight": users * 0.98,
+        "median_tpot_ms": 1000.0 / tok_per_user,
+        "terms": [
+            {
+                "name": "success",
+                "op": ">=",
+                "threshold": 0.99,
+                "value": 1.0,
+                "margin": 1.0,
+                "verdict": "pass",
+                "interval": [0.993, 1.0],
+                "n": 500,
+                "objective": "success>=99%",
+            },
+            {
+                "name": "e2e_p95",
+                "op": "<=",
+                "threshold": 30.0,
+                "value": e2e,
+                "margin": (30 - e2e) / 30,
+                "interval": [e2e - 0.5, e2e + 0.5],
+                "n": 500,
+                "objective": "e2e_p95<=30s",
+                "verdict": "pass" if verdict == "pass" else "fail",
+            },
+        ],
+    }
+
+
+def search(steps: list[tuple[int, str, float]]) -> dict[str, Any]:
+    probes = [probe(i, u, v, e) for i, (u, v, e) in enumerate(steps)]
+    return search_result(SearchSpec("users", 16), probes, "precision", 300.0)
+
+
+@pytest.fixture
+def file(tmp_path: Path) -> Any:
+    path = tmp_path / "plans.yaml"
+    path.write_text(PLANS)
+    return load_plan_file(path)
+
+
+SEARCHES = {
+    "A": search(
+        [
+            (16, "pass", 24.0),
+            (32, "fail", 35.0),
+            (24, "pass", 29.0),
+            (28, "fail", 32.0),
+            (26, "fail", 31.0),
+            (25, "fail", 30.5),
+        ]
+    ),
+    "B": search(
+        [
+            (16, "pass", 20.0),
+            (32, "pass", 24.0),
+            (64, "fail", 31.0),
+            (48, "pass", 27.0),
+            (56, "pass", 29.5),
+            (60, "fail", 30.4),
+        ]
+    ),
+    "C": search(
+        [
+            (16, "pass", 23.0),
+            (32, "pass", 25.0),
+            (64, "fail", 34.0),
+            (48, "pass", 29.0),
+            (56, "fail", 31.0),
+            (52, "fail", 30.2),
+        ]
+    ),
+}
+
+
+def test_capacity_cost_and_the_cheapest_plan_that_meets_the_demand(file: Any) -> None:
+    report = compare_plans(file, SEARCHES, {})
+    a, b, c = report["plans"]
+    assert (a["capacity"], b["capacity"], c["capacity"]) == pytest.approx((24 * 0.98, 56 * 0.98, 48 * 0.98))
+    assert not a["meets"] and b["meets"] and not c["meets"]
+    assert report["cheapest"] == "B" and report["answer"].startswith("B is the cheapest plan that meets 50")
+    assert b["headroom"] == pytest.approx(56 * 0.98 / 50 - 1)
+    # at capacity: 56 users / 29.5 s x 230 tokens; 8 GPUs x $2.5
+    out = 56 / 29.5 * 230
+    assert b["output_throughput"] == pytest.approx(out) and b["output_throughput_per_gpu"] == pytest.approx(
+        out / 8
+    )
+    assert b["cost_per_million_at_capacity"] == pytest.approx(20.0 / (out * 3600 / 1e6))
+    assert b["tokens_per_user"] == pytest.approx(8.0)
+    # at the demand: between the passing steps at 48 and 56 users (47.04 and 54.88 in flight)
+    x0, y0, x1, y1 = 48 * 0.98, 48 / 27 * 230, 56 * 0.98, out
+    at = y0 + (y1 - y0) * (50 - x0) / (x1 - x0)
+    assert b["output_throughput_at_demand"] == pytest.approx(at)
+    assert b["cost_per_million_at_demand"] == pytest.approx(20.0 / (at * 3600 / 1e6))
+    assert a["cost_per_million_at_demand"] is None  # never extrapolated past the highest pass
+    assert (
+        b["verdict"].startswith("meets 50 concurrent: E2E P95 ") and "capacity 55 concurrent" in b["verdict"]
+    )
+    assert a["verdict"].startswith("fails 50 concurrent: E2E P95 30.50 s at 24 concurrent (capacity 24")
+    # the demand lies inside C's bracket: 48 users (47.0 in flight) pass, 52 (51.0) fail
+    assert c["verdict"] == (
+        "undecided for 50 concurrent: capacity 47 concurrent, and users=52 (above the demand) fails"
+    )
+
+
+def test_scaling_efficiency_of_plans_differing_in_one_resource(file: Any) -> None:
+    scaling = {tuple(s["plans"]): s for s in compare_plans(file, SEARCHES, {})["scaling"]}
+    ca = scaling[("A", "C")]
+    assert ca["differs_in"] == "replicas" and ca["efficiency"] == pytest.approx(1.0)
+    ba = scaling[("A", "B")]
+    assert ba["differs_in"] == "gpus_per_replica" and ba["efficiency"] == pytest.approx(56 / 48)
+    assert ("B", "C") not in scaling and ("C", "B") not in scaling  # two resources differ
+
+
+def test_no_plan_meets_and_the_table(file: Any) -> None:
+    report = compare_plans(file, {"A": SEARCHES["A"]}, {})
+    assert report["cheapest"] is None and report["answer"] == "no plan meets 50 concurrent"
+    text = format_comparison(compare_plans(file, SEARCHES, {}))
+    assert "demand: 50 concurrent (capacity in concurrency)" in text
+    assert "answer: B is the cheapest plan" in text and "scaling C vs A: 2x replicas" in text
+
+
+def test_a_simulator_at_10x_is_shown_in_deployment_time() -> None:
+    fast = probe(0, 24, "pass", 2.9)  # measured at --speedup 10
+    real = in_deployment_time(fast, 10.0)
+    assert real["request_throughput"] == pytest.approx(fast["request_throughput"] / 10)
+    assert real["output_throughput"] == pytest.approx(fast["output_throughput"] / 10)
+    assert real["median_tpot_ms"] == pytest.approx(fast["median_tpot_ms"] * 10)
+    e2e = real["terms"][1]
+    assert e2e["value"] == pytest.approx(29.0) and e2e["threshold"] == pytest.approx(300.0)
+    assert real["terms"][0] == fast["terms"][0]  # a ratio has no time in it
+    assert real["mean_in_flight"] == fast["mean_in_flight"] and real["level"] == 24
+    fail = in_deployment_time(probe(1, 32, "fail", 3.6), 10.0)
+    assert fail["reason"] == "e2e_p95 36.00 s misses e2e_p95<=300s"  # the probe's own threshold was 30 s
+
+
+def test_progress_lines_in_deployment_time() -> None:
+    line = "search: users=32 fail (587 requests; e2e_p95 3.60 s misses e2e_p95<=3s) -> bisect -> 24"
+    assert deployment_time(line, 10) == (
+        "search: users=32 fail (587 requests; e2e_p95 36.00 s misses e2e_p95<=30s) -> bisect -> 24"
+    )
+    line = "users=24 (e2e_p95: its interval 2.80 s-3.00 s straddles 3.00 s; ttft 850 ms, 99.50 %)"
+    assert deployment_time(line, 10) == (
+        "users=24 (e2e_p95: its interval 28.00 s-30.00 s straddles 30.00 s; ttft 8.50 s, 99.50 %)"
+    )
+    assert deployment_time(line, 1) == line

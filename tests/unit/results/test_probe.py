@@ -1,0 +1,115 @@
+"""A capacity-search step judged from its stage entry, and the search's result (pure)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+from llm_locust.load.search import SearchSpec, SearchStages
+from llm_locust.results.columns import Columns
+from llm_locust.results.probe import (
+    extension_s,
+    judge_step,
+    sample_extension_s,
+    search_result,
+    short_of_samples,
+)
+from llm_locust.results.slo import itl_stats_of, parse_slo
+from llm_locust.results.stages import stage_entry
+
+T0 = 1_000.0
+SPEC = SearchSpec("rate", 4.0)
+SLO = parse_slo("success>=90%,e2e_p95<=2s")
+
+
+def rows(n: int, e2e: np.ndarray, span: float = 60.0) -> list[dict[str, Any]]:
+    starts = np.linspace(0.0, span - 3.0, n)
+    return [
+        {
+            "request_id": f"r{i}",
+            "start_time": T0 + float(t),
+            "outcome": "ok",
+            "ttft": 0.1,
+            "e2e": float(e),
+            "tpot": 0.01,
+            "itl": [0.01] * 3,
+            "prompt_tokens": 10,
+            "completion_tokens": 4,
+            "token_source": "usage",
+            "stage": 0,
+            "warmup": False,
+            "send_lag": 0.001,
+        }
+        for i, (t, e) in enumerate(zip(starts, e2e, strict=True))
+    ]
+
+
+def judged(own: list[dict[str, Any]], unsettled: int = 0, span: float = 60.0) -> dict[str, Any]:
+    stage = SearchStages(SPEC, 0.0, span).stage(len(own) / span, span, 0.0)
+    entry = stage_entry(stage, T0, T0 + span, Columns.from_rows(own, itl_stats_of(SLO)), SLO, None)
+    return judge_step(entry, SLO, unsettled=unsettled)
+
+
+def test_a_p95_from_40_requests_is_inconclusive_not_a_pass() -> None:
+    probe = judged(rows(40, np.full(40, 0.5)))  # every request far under 2 s
+    assert probe["verdict"] == "inconclusive"
+    assert "40 values cannot bound a P95 from above (it needs at least 72)" in probe["reason"]
+    e2e = next(t for t in probe["terms"] if t["name"] == "e2e_p95")
+    assert e2e["n"] == 40 and e2e["interval"][1] is None and e2e["margin"] == 0.75
+
+
+def test_enough_requests_well_under_pass_and_well_over_fail() -> None:
+    rng = np.random.default_rng(0)
+    good = judged(rows(400, rng.uniform(0.5, 1.5, 400)))
+    assert good["verdict"] == "pass" and good["reason"] == "" and good["requests"] == 400
+    bad = judged(rows(400, rng.uniform(1.5, 3.5, 400)))
+    assert bad["verdict"] == "fail" and bad["reason"].startswith("e2e_p95 3.")
+    assert "misses e2e_p95<=2s" in bad["reason"]
+
+
+def test_a_p95_at_the_threshold_straddles_it() -> None:
+    e2e = np.concatenate([np.full(360, 1.0), np.linspace(1.9, 2.1, 40)])  # the P95 is 2.0 s
+    probe = judged(rows(400, e2e))
+    assert probe["verdict"] == "inconclusive" and "straddles" in probe["reason"]
+
+
+def test_requests_still_in_flight_keep_a_step_from_passing() -> None:
+    probe = judged(rows(400, np.full(400, 0.5)), unsettled=3)
+    assert probe["verdict"] == "inconclusive" and "3 requests" in probe["reason"]
+
+
+def test_an_extension_runs_until_the_lines_could_pass() -> None:
+    probe = judged(rows(40, np.full(40, 0.5)))
+    # 72 values needed, 40 in ~60 s: (72 - 40) * 60 / 40 * 1.1 = 52.8 s
+    assert extension_s(probe, 60.0) == pytest.approx(52.8 * probe["window_s"] / 60.0, rel=1e-6)
+    assert extension_s(judged(rows(400, np.full(400, 0.5)), unsettled=1), 60.0) == 60.0
+
+
+def test_the_result_names_the_bracket_and_what_broke_first() -> None:
+    rng = np.random.default_rng(1)
+    probes = [judged(rows(400, rng.uniform(0.2, 1.0, 400))), judged(rows(400, rng.uniform(1.5, 3.5, 400)))]
+    probes[0]["index"], probes[0]["level"], probes[0]["label"] = 0, 4.0, "rate=4"
+    probes[1]["index"], probes[1]["level"], probes[1]["label"] = 1, 8.0, "rate=8"
+    result = search_result(SPEC, probes, "precision", 60.0)
+    assert result["highest_pass"]["index"] == 0 and result["lowest_fail"]["index"] == 1
+    assert result["capacity"] == 4.0 and result["broke_first"] == "e2e_p95"
+    assert result["sentence"].startswith("capacity 4 req/s within the SLO")
+    assert "8 req/s fails: e2e_p95" in result["sentence"]
+    assert result["sentence"].endswith("stopped: the boundary is bracketed within the precision")
+    none = search_result(SPEC, [], None, 60.0)
+    assert none["capacity"] is None and none["stop"] == "the run ended before the search did"
+
+
+def test_a_step_short_of_samples_runs_on_without_spending_an_extension() -> None:
+    short = judged(rows(40, np.full(40, 0.5)))  # a P95 from 40 requests: 72 needed
+    assert short_of_samples(short)
+    window = short["window_s"]
+    assert sample_extension_s(short, 60.0) == pytest.approx(min(extension_s(short, 60.0), 240.0 - window))
+    assert sample_extension_s(short, window / 4.0) is None  # its window already spans 4 step times
+    e2e = np.concatenate([np.full(360, 1.0), np.linspace(1.9, 2.1, 40)])
+    straddling = judged(rows(400, e2e))  # enough requests: an interval across the threshold
+    assert straddling["verdict"] == "inconclusive" and not short_of_samples(straddling)
+    assert sample_extension_s(straddling, 60.0) is None
+    assert sample_extension_s(judged(rows(400, np.full(400, 0.5))), 60.0) is None  # a pass
