@@ -92,12 +92,15 @@ def _cases(tmp: Path) -> list[tuple[dict[str, str], dict[str, Any]]]:
         "LLM_LOCUST_SHARED_PREFIX_TOKENS": ("100", "workload.shared_prefix_tokens", 100),
         "LLM_LOCUST_MULTI_TURN": ("4", "workload.multi_turn", 4),
         "LLM_LOCUST_THINK_TIME": ("1.5", "workload.think_time", 1.5),
+        "LLM_LOCUST_ENDPOINTS": ("http://a:1,http://b:2", "request.endpoints", ["http://a:1", "http://b:2"]),
+        "LLM_LOCUST_BALANCE": ("least-in-flight", "request.balance", "least-in-flight"),
+        "LLM_LOCUST_BALANCE_SCOPE": ("user", "request.balance_scope", "user"),
+        "LLM_LOCUST_DEMAND": ("concurrency=50", "load.demand.concurrency", 50.0),
         "LLM_LOCUST_STRICT": ("true", "workload.strict", True),
         "LLM_LOCUST_RAMP": ("1,5,10", "load.ramp", [1, 5, 10]),
         "LLM_LOCUST_STEP_TIME": ("2m", "load.step_time", 120.0),
         "LLM_LOCUST_WARMUP": ("5s", "load.warmup", 5.0),
         "LLM_LOCUST_BURST": ("every=10s,size=3", "load.burst", "every=10s,size=3"),
-        "LLM_LOCUST_SLO": ("success>=99%,ttft_p95<=5s", "slo", ["success>=99%", "ttft_p95<=5s"]),
         "LLM_LOCUST_RESULTS_DIR": (str(tmp / "r"), "results.results_dir", str(tmp / "r")),
         "LLM_LOCUST_OVERWRITE": ("true", "results.overwrite", True),
         "LLM_LOCUST_WINDOW": ("10s", "results.window", 10.0),
@@ -134,7 +137,16 @@ def _cases(tmp: Path) -> list[tuple[dict[str, str], dict[str, Any]]]:
         "LLM_LOCUST_TRACE_DURATION": ("5m", "load.trace_duration", 300.0),
         "LLM_LOCUST_TRACE_LIMIT": ("100", "load.trace_limit", 100),
     }
-    cases = [base, open_loop, rate_ramp, matrix_case, trace_case]
+    search_case = {
+        "LLM_LOCUST_SLO": ("success>=99%,ttft_p95<=5s", "slo", ["success>=99%", "ttft_p95<=5s"]),
+        "LLM_LOCUST_SEARCH": ("users", "load.search", "users"),
+        "LLM_LOCUST_SEARCH_MIN": ("2", "load.search_min", 2.0),
+        "LLM_LOCUST_SEARCH_MAX": ("40", "load.search_max", 40.0),
+        "LLM_LOCUST_SEARCH_PRECISION": ("5%", "load.search_precision", 0.05),
+        "LLM_LOCUST_SEARCH_MAX_STEPS": ("9", "load.search_max_steps", 9),
+        "LLM_LOCUST_SEARCH_EXTENSIONS": ("1", "load.search_extensions", 1),
+    }
+    cases = [base, open_loop, rate_ramp, matrix_case, trace_case, search_case]
     return [({k: v[0] for k, v in c.items()}, {v[1]: v[2] for v in c.values()}) for c in cases]
 
 
