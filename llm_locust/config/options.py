@@ -355,9 +355,9 @@ _LOAD = (
     _o(
         "--search",
         "load",
-        "SLO capacity search: double from --search-min until a step fails --slo, then bisect to "
-        "--search-precision; each step holds --step-time at its level",
-        choices=("users", "rate"),
+        "SLO capacity search, users or rate: double from --search-min until a step fails --slo, "
+        "then bisect to --search-precision; each step holds --step-time at its level",
+        # no choices: the web UI's form would preselect one, and every test started there would search
     ),
     _o("--search-min", "load", "The search's first level (default 1 user, or 1 req/s)", type="float"),
     _o("--search-max", "load", "The search never goes above this level", type="float"),
