@@ -24,6 +24,7 @@ import gevent
 import numpy as np
 
 from llm_locust.client import build_body
+from llm_locust.config.think import NO_THINK
 from llm_locust.load.traces import TraceEntry
 from llm_locust.runtime import openloop
 from llm_locust.runtime.backoff import PacedClient
@@ -45,6 +46,8 @@ class LLMUser(FastHttpUser):
 
     abstract = True
     wait_time = constant(0)
+    _think = NO_THINK  # --think-time (on_start sets the run's)
+    _sent_one = False
 
     def on_start(self) -> None:
         self.llm_run: Extension = extension_of(self.environment)
