@@ -7,6 +7,7 @@ from collections.abc import Iterator
 
 import gevent
 import pytest
+from gevent.monkey import get_original
 
 from llm_locust.client import ClientConfig, StreamingClient
 from llm_locust.health import LoopMonitor, monitor
@@ -20,8 +21,11 @@ def peer() -> Iterator[str]:
         yield base
 
 
+_REAL_SLEEP = get_original("time", "sleep")  # time.sleep is gevent's once Locust has been imported
+
+
 def block_loop(seconds: float) -> None:
-    time.sleep(seconds)  # the real sleep: nothing else runs in this process meanwhile
+    _REAL_SLEEP(seconds)  # the real sleep: nothing else runs in this process meanwhile
 
 
 def test_a_blocked_loop_is_one_stall_of_its_length() -> None:
