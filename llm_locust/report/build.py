@@ -14,7 +14,7 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
-from llm_locust.report import charts, tables, timecharts
+from llm_locust.report import charts, tables, timecharts, traffic
 from llm_locust.report.data import RunData, load_run
 from llm_locust.report.html import Section, render_page
 
@@ -78,6 +78,7 @@ def build_report(runs: Sequence[RunData], compare: bool = False) -> str:
         ("Latency against load", bars, latency, ""),
         ("Throughput", "", throughput, no_gpus),
         ("Distributions", "", distributions, ""),
+        *_traffic_section(runs),
         ("Over time", "", over_time, ""),
         ("Stages", _per_run(runs, tables.stage_table), [], ""),
         ("Errors", _per_run(runs, tables.errors_table), [], ""),
@@ -86,6 +87,15 @@ def build_report(runs: Sequence[RunData], compare: bool = False) -> str:
     names = ", ".join(r.name for r in runs)
     title = f"llm-locust report: {names}" if not compare else f"llm-locust comparison: {names}"
     return render_page(title, f"{len(runs)} run(s): " + ", ".join(str(r.directory) for r in runs), sections)
+
+
+def _traffic_section(runs: Sequence[RunData]) -> list[Section]:
+    """The "Modern traffic" section, only when some run has reasoning, cancelled requests,
+    prefix-cache hits or bursts (a plain chat run's report stays as it was)."""
+    shown = [r for r in runs if traffic.has_traffic(r)]
+    if not shown:
+        return []
+    return [("Modern traffic", _per_run(shown, traffic.traffic_table), [], "")]
 
 
 def write_report(

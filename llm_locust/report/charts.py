@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from llm_locust.report.data import RunData, quantile_points
+from llm_locust.report.traffic import visible_ttft_lines
 from llm_locust.results.confidence import quantile_interval
 from llm_locust.results.timeline import binned_overlap
 
@@ -36,6 +37,7 @@ __all__ = [
 COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#8c564b", "#e377c2")
 PCT_STYLE = {50: "solid", 95: "dashed", 99: "dotted"}
 PCT_COLORS = {50: "#1f77b4", 95: "#ff7f0e", 99: "#d62728"}
+VISIBLE_COLOR = "#2ca02c"
 VERDICT_COLORS = {
     "fail": "rgba(214,39,40,0.12)",
     "invalid": "rgba(120,120,120,0.18)",
@@ -171,6 +173,9 @@ def latency_vs_load(runs: Sequence[RunData], metric: str) -> dict[str, Any] | No
             option["series"].append(
                 _error_bars(run, points, labels, column, q, color, _name(runs, run, f"P{q}"))
             )
+        if metric == "ttft":
+            color = VISIBLE_COLOR if len(runs) == 1 else COLORS[i % len(COLORS)]
+            option["series"] += visible_ttft_lines(points, labels, _name(runs, run, "visible"), color)
     for run in runs:
         option["series"] += _verdict_bands(runs, run, labels, _top(option["series"]))
     # the intervals and bands go with their lines: one legend entry per line
