@@ -19,6 +19,7 @@ import pytest
 from tests.browser import NetworkTrap, chromium_binary, dump_dom, screenshot
 from tests.locustproc import REPO, expect_exit, llm_locust_cli, run_locust
 from tests.simproc import running_sim
+from tests.unit.report.test_traffic import _modern_folder
 
 ARTIFACTS = REPO / "test-artifacts"
 SLO = "success>=90%,ttft_p99<=5s,e2e_p95<=10s,kv_cache_usage_max<=100%,waiting_max<=1000"
@@ -159,3 +160,22 @@ def _ahead(key: str, fast: list[Any], slow: list[Any]) -> None:
     else:
         values = [(a, b) for a, b in zip(fast, slow, strict=True) if a is not None and b is not None]
     assert values and all(a < b for a, b in values), (key, values)
+
+
+def test_modern_traffic_page_renders_with_the_visible_ttft_drawn(tmp_path: Path) -> None:
+    # a folder of reasoning, cached, burst and cancelled records (the unit test's), reported
+    # by the command line and opened by Chromium: no script error, visible TTFT lines drawn
+    folder = _modern_folder(tmp_path)
+    out = tmp_path / "modern.html"
+    proc = llm_locust_cli("report", str(folder), "-o", str(out))
+    expect_exit(proc, 0)
+    state, errors, _ = _state(dump_dom(out.resolve().as_uri(), budget_ms=4000))
+    assert errors == []
+    stages = json.loads((folder / "summary.json").read_text())["stages"]
+    series = {s["name"]: s for s in state["latency-ttft"]["series"]}
+    for q in (50, 95):
+        assert series[f"visible P{q}"]["data"] == [
+            pytest.approx(s[f"p{q}_ttft_visible_ms"], abs=1e-3) for s in stages
+        ]
+        assert series[f"visible P{q}"]["points"] == len(stages)
+    assert "Modern traffic" in out.read_text()
