@@ -25,6 +25,8 @@ import sys
 import time
 from pathlib import Path
 
+from llm_locust.config.units import OptionError, parse_duration
+
 __all__ = ["main"]
 
 DEMO_SLO = "success>=99%,ttft_p95<=5s,e2e_p95<=30s"
@@ -47,19 +49,35 @@ def _parser() -> argparse.ArgumentParser:
         "--speedup", type=float, default=10.0, help="simulated seconds per second (default 10)"
     )
     parser.add_argument(
-        "--step-time", default="200s", help="each search step, in deployment time (default 200s)"
+        "--step-time",
+        default=None,
+        help="each search step, in deployment time (default 200s); with --ramp-only each ramp stage, "
+        "in wall time (default 15s)",
     )
 
     parser.add_argument("--gpu-hour-cost", type=float, default=2.5, help="$ per GPU-hour (default 2.5)")
     parser.add_argument("--results-dir", default="", help="default: demo-results/<timestamp>")
-    parser.add_argument("--ramp", default="4,16,48", help="--ramp-only: user counts (default 4,16,48)")
+    parser.add_argument(
+        "--ramp", default=None, help="user counts of the graded ramp (default 4,16,48); implies --ramp-only"
+    )
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     from llm_locust.capacity import exit_on_sigterm
 
-    args = _parser().parse_args(argv)
+    parser = _parser()
+    args = parser.parse_args(argv)
+    args.ramp_only = args.ramp_only or args.ramp is not None  # --ramp alone is no silent no-op
+    try:
+        step_s = parse_duration(args.step_time or ("15s" if args.ramp_only else "200s"))
+    except OptionError as exc:
+        print(f"llm-locust demo: error: {exc}", file=sys.stderr)
+        return 2
+    args.step_time = f"{step_s:g}s"
+    # the warm-up fits inside a step whatever --step-time says (30 s / 2 s for the defaults)
+    args.warmup = f"{min(30.0 if not args.ramp_only else 2.0, step_s / 4):g}s"
+    args.ramp = args.ramp or "4,16,48"
     exit_on_sigterm()  # a terminated demo stops its simulators and runs (the finally blocks)
     results = Path(args.results_dir or f"demo-results/{time.strftime('%Y%m%d-%H%M%S')}")
     if args.ramp_only:
@@ -125,7 +143,7 @@ def _plan_file(results: Path, urls: dict[str, list[str]], args: argparse.Namespa
             "min": 16,
             "precision": "10%",
             "step_time": args.step_time,
-            "warmup": "30s",
+            "warmup": args.warmup,
             "extensions": 1,
         },
         "plans": plans,
@@ -155,7 +173,16 @@ def _ramp(args: argparse.Namespace, results: Path) -> int:
                 flush=True,
             )
         cmd = [sys.executable, "-m", "llm_locust.cli", "run", "--host", url, "--headless"]
-        cmd += ["--ramp", args.ramp, "--step-time", "15s", "--warmup", "2s", "--workload", "chat"]
+        cmd += [
+            "--ramp",
+            args.ramp,
+            "--step-time",
+            args.step_time,
+            "--warmup",
+            args.warmup,
+            "--workload",
+            "chat",
+        ]
         cmd += ["--max-tokens", "512", "--slo", slo, "--results-dir", str(results)]
         code = subprocess.call([*cmd, "--only-summary", "--loglevel", "WARNING"])
     finally:

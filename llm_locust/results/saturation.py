@@ -90,13 +90,17 @@ def client_block(intervals: Iterable[Interval], start: float, end: float) -> dic
 
 
 def _why(block: dict[str, Any]) -> str:
-    parts = []
+    """Why a block is saturated: how many of its seconds passed a limit, and by how much (the
+    stage's median lag alone can look healthy when a fifth of its seconds did not)."""
+    cpu, lag = 100 * SATURATED_CPU, 1e3 * SATURATED_LAG_P90_S
+    limits = f"CPU >= {cpu:.0f} % of a core or event-loop lag p90 >= {lag:g} ms"
+    parts = [f"{block.get('saturated_intervals', 0)} of {block.get('intervals', 0)} seconds at {limits}"]
     if block.get("cpu_max") is not None:
-        parts.append(f"CPU up to {100 * block['cpu_max']:.0f} % of a core")
-    if block.get("lag_p90_ms_median") is not None:
-        parts.append(f"event-loop lag p90 {block['lag_p90_ms_median']:.1f} ms")
+        parts.append(f"CPU up to {100 * block['cpu_max']:.0f} %")
+    if block.get("lag_max_ms") is not None:
+        parts.append(f"lag up to {block['lag_max_ms']:.1f} ms")
     where = ", ".join(block.get("saturated_processes") or ())
-    return f"{where}: {', '.join(parts)}" if where and parts else ", ".join(parts)
+    return f"{where}: {'; '.join(parts)}" if where else "; ".join(parts)
 
 
 def judge_stages(stages: Sequence[dict[str, Any]], intervals: Sequence[Interval]) -> str | None:

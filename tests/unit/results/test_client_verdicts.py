@@ -47,7 +47,10 @@ def test_a_saturated_stage_is_invalid_and_the_capacity_stops_below_it() -> None:
     summary = staged_run(health(0, 30, 0.4) + health(30, 45, 0.97, 0.02))
     assert [s["verdict"] for s in summary["stages"]] == ["pass", "pass", "invalid"]
     assert [s["client"]["saturated"] for s in summary["stages"]] == [False, False, True]
-    assert summary["stages"][2]["invalid_reason"].startswith("client saturated (w1: CPU up to 97 % of a core")
+    reason = summary["stages"][2]["invalid_reason"]
+    assert reason.startswith("client saturated (w1: "), reason
+    assert "seconds at CPU >= 90 % of a core" in reason, reason
+    assert "CPU up to 97 %" in reason, reason
     assert summary["highest_passing_stage"] == 1
     assert summary["capacity"].startswith("the system holds users=16 within the SLO")
     assert summary["capacity"].endswith(f"; {MESSAGE}")

@@ -76,8 +76,20 @@ def test_a_stage_measured_by_a_saturated_client_becomes_invalid() -> None:
     assert stages[0]["verdict"] == "pass" and stages[0]["valid"] and not stages[0]["client"]["saturated"]
     assert stages[1]["verdict"] == "invalid" and not stages[1]["valid"]
     assert stages[1]["invalid_reason"] == (
-        "client saturated (local: CPU up to 98 % of a core, event-loop lag p90 30.0 ms): "
-        "timings unreliable, add workers"
+        "client saturated (local: 10 of 10 seconds at CPU >= 90 % of a core or event-loop lag p90 >= "
+        "10 ms; CPU up to 98 %; lag up to 60.0 ms): timings unreliable, add workers"
     )
     untouched = [{"index": 0, "label": "users=1", "window": {"start": 0.0, "end": 1.0}, "valid": True}]
     assert judge_stages(untouched, []) is None and "client" not in untouched[0]
+
+
+def test_the_reason_names_the_seconds_that_passed_a_limit_when_the_median_looks_healthy() -> None:
+    """A demo stage was called saturated with "CPU up to 31 %, event-loop lag p90 2.6 ms" (its
+    median): the 4 seconds of 20 whose lag p90 passed 10 ms were not said."""
+    intervals = [interval(t) for t in range(16)] + [interval(t, lag_p90=0.025) for t in range(16, 20)]
+    stages = [{"index": 0, "label": "users=48", "window": {"start": 0.0, "end": 20.0}, "valid": True}]
+    judge_stages(stages, intervals)
+    reason = stages[0]["invalid_reason"]
+    assert stages[0]["verdict"] == "invalid"
+    assert "4 of 20 seconds at CPU >= 90 % of a core or event-loop lag p90 >= 10 ms" in reason, reason
+    assert "lag up to 50.0 ms" in reason and "CPU up to 30 %" in reason, reason
