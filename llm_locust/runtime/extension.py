@@ -16,6 +16,10 @@ makes a :class:`~llm_locust.runtime.context.RunContext` at each test's start:
 - ``test_stop`` / ``quitting``: the summary, the end-of-run text, the exit code, then
   ``finalized(summary, directory)`` (how the load stops without losing requests in flight:
   :mod:`llm_locust.runtime.stopping`).
+
+What spans the master and its workers (the plan's start, a rate search's steps, the records
+and what they tell of every process) is the :class:`~llm_locust.runtime.fleet.Fleet`'s; the
+request streams the users draw from are :class:`~llm_locust.runtime.sources.RequestSources`'.
 """
 
 from __future__ import annotations
@@ -31,11 +35,8 @@ from typing import Any
 
 import gevent
 
-from llm_locust import health
-from llm_locust.client import ClientConfig
-from llm_locust.config.build import ConfigError, config_from_options
-from llm_locust.config.model import RequestConfig, RunConfig
-from llm_locust.load.cancel import CancelPolicy
+from llm_locust.config.build import config_from_options
+from llm_locust.config.model import RunConfig
 from llm_locust.load.plan import OPEN_LOOP_LEAD, LoadPlan
 from llm_locust.load.replicas import Balancer
 from llm_locust.load.stages import Stage
@@ -45,22 +46,23 @@ from llm_locust.report.build import report_after_run
 from llm_locust.results.finalize import exit_code, warnings
 from llm_locust.results.report import LOCUST_TABLE_LABEL, end_of_run_text
 from llm_locust.results.writer import SUMMARY_FILE
-from llm_locust.runtime import distributed, preflight, stopping
+from llm_locust.runtime import preflight, stopping
 from llm_locust.runtime.bursts import BurstDispatcher
 from llm_locust.runtime.bus import Finalized, RecordBus
 from llm_locust.runtime.context import RunContext
+from llm_locust.runtime.fleet import Fleet
 from llm_locust.runtime.prepare import PREPARER, Prepared, results_dir, source_of, workload_info
 from llm_locust.runtime.requests import Requests
-from llm_locust.runtime.search import SEARCH_MESSAGE, SearchDriver
+from llm_locust.runtime.search import SearchDriver
 from llm_locust.runtime.session import TestResults
+from llm_locust.runtime.sources import RequestSources, client_config
 from llm_locust.workload.base import RequestSpec
 from llm_locust.workload.tokenizer import counting_tokenizer
 
-__all__ = ["ATTRIBUTE", "Extension", "LiveState", "client_config", "extension_of", "role_of"]
+__all__ = ["ATTRIBUTE", "Extension", "LiveState", "extension_of", "role_of"]
 
 log = logging.getLogger("llm_locust")
 ATTRIBUTE = "llm_locust"
-PLAN_MESSAGE = "llm_locust_plan"
 #: How often the runner's user count is sampled for the stages' levels (seconds).
 LEVEL_SAMPLE_S = 0.1
 
@@ -113,33 +115,27 @@ class Extension:
         self.preflight_result: Any = None  # the last preflight check (headless or the web UI's)
         self.bus = RecordBus()
         self.finalized: Finalized = Finalized("finalized")
-        self.outbox: distributed.Outbox | None = None
-        self.inbox: distributed.Inbox | None = None
         self.tests = 0
         self.search: SearchDriver | None = None  # the capacity search (master, local)
-        self._balancer: Balancer | None = None  # --endpoints: which replica the next request goes to
         self._source: dict[str, Any] | None = None  # the option values run_config came from
         self._form_pending = False
         self._adopted = False
-        self._stage_workloads: dict[int, Any] = {}
-        self._streams = 0
-        self._trace_counter = 0
-        runner = environment.runner
-        node = runner.client_id if self.role == "worker" else "local"
+        self.sources = RequestSources(lambda: self.context)
+        node = environment.runner.client_id if self.role == "worker" else "local"
         self.requests = Requests(environment, self._deliver, node)
-        if self.role == "worker":
-            self.outbox = distributed.Outbox(
-                runner.send_message, in_flight=lambda: self.requests.in_flight, oldest=self.requests.oldest
-            )
-            runner.register_message(PLAN_MESSAGE, self._on_plan_message)
-            runner.register_message(SEARCH_MESSAGE, self._on_search_message)
-            runner.register_message(stopping.STOP_MESSAGE, stopping.on_stop_message, concurrent=True)
-        else:
+        self.fleet = Fleet(
+            environment,
+            self.role,
+            self.requests,
+            lambda: self.plan,
+            self._plan_start,
+            self.deliver,
+            self._final_batch,
+        )
+        self.outbox, self.inbox = self.fleet.outbox, self.fleet.inbox
+        if self.role != "worker":
             self.bus.subscribe(self._to_results)
             self.bus.subscribe(self._to_search)
-            if self.role == "master":
-                self.inbox = distributed.Inbox(self.deliver)
-                runner.register_message(distributed.MESSAGE_TYPE, self._on_worker_message)
 
     # -- configuration ---------------------------------------------------------------
     def adopt(self, prepared: Prepared, *, from_form: bool = False) -> None:
@@ -173,7 +169,7 @@ class Extension:
         self.tests += 1
         self.live.stopping = False
         self.context = None  # set once the start succeeded: users of a failed start send nothing
-        self._stage_workloads.clear()
+        self.sources.reset()
         client = client_config(run_config.request, self.environment.host or run_config.host)
         server = preflight.server_info(self, client)  # never a null model
         workload = None
@@ -300,9 +296,7 @@ class Extension:
         t0 = time.time() - lead_in + lead
         self.live.stage = None
         self.live.pending_t0, self.live.pending_workers = t0, self.worker_count()
-        if self.role == "master":
-            data = {"t0": t0, "workers": self.live.pending_workers}
-            self.environment.runner.send_message(PLAN_MESSAGE, data)
+        self.fleet.announce_plan_start(t0, self.live.pending_workers)
         self.search = None
         if self.plan.search is not None:  # a capacity search: its first step, and the driver
             self.plan.stages.reset()  # type: ignore[union-attr]
@@ -311,21 +305,13 @@ class Extension:
             self.search = SearchDriver(self, self.plan.search, t0)
         return t0
 
-    def _on_plan_message(self, environment: Environment, msg: Any, **_: Any) -> None:
-        self.live.pending_t0 = msg.data["t0"]
-        self.live.pending_workers = int(msg.data["workers"])
-        if isinstance(self.plan.arrivals, SteppedRates):
-            self.plan.arrivals.reset(msg.data["t0"])
+    def _plan_start(self, t0: float, workers: int) -> None:
+        self.live.pending_t0, self.live.pending_workers = t0, workers
 
     def balancer(self) -> Balancer | None:
         """This process's choice of replica among ``--endpoints`` (``None``: the one ``--host``)."""
-        request = self.run_config.request
-        if not request.endpoints:
-            return None
-        if self._balancer is None or self._balancer.replicas != tuple(request.endpoints):
-            start = max(getattr(self.environment.runner, "worker_index", 0), 0)
-            self._balancer = Balancer(request.endpoints, request.balance, start)
-        return self._balancer
+        start = max(getattr(self.environment.runner, "worker_index", 0), 0)
+        return self.sources.balancer(self.run_config.request, start)
 
     # -- the capacity search -----------------------------------------------------------
     @property
@@ -334,25 +320,10 @@ class Extension:
         return None if self.results is None else self.results.levels
 
     def announce_rate_steps(self, steps: list[Any], stopped_at: float | None) -> None:
-        """A rate search's steps so far (offsets from ``t0``) and its stop, for every sender."""
-        if isinstance(self.plan.arrivals, SteppedRates):
-            self.plan.arrivals.announce(steps, stopped_at)
-        if self.role == "master":
-            data = {"steps": list(steps), "stopped_at": stopped_at}
-            self.environment.runner.send_message(SEARCH_MESSAGE, data)
-
-    def _on_search_message(self, environment: Environment, msg: Any, **_: Any) -> None:
-        if isinstance(self.plan.arrivals, SteppedRates):
-            self.plan.arrivals.announce(msg.data["steps"], msg.data["stopped_at"])
+        self.fleet.announce_rate_steps(steps, stopped_at)
 
     def in_flight_before(self, when: float) -> int | None:
-        """Requests sent before ``when`` still in flight, over every process (``None``: not yet
-        known: a worker has not reported since ``when``)."""
-        if self.inbox is not None:
-            runner = self.environment.runner
-            alive = {c.id for c in runner.clients.values() if c.state != locust.runners.STATE_MISSING}
-            return self.inbox.in_flight_before(when, alive)
-        return self.requests.in_flight_before(when)
+        return self.fleet.in_flight_before(when)
 
     def deliver(self, row: dict[str, Any]) -> None:
         """A row for this process's results (local runner, master): a search first places it in
@@ -367,40 +338,18 @@ class Extension:
             self.search.observe(row)
 
     def worker_count(self) -> int:
-        runner = self.environment.runner
-        return max(int(getattr(runner, "worker_count", 1)), 1) if self.role == "master" else 1
+        return self.fleet.worker_count()
 
     def stage_now(self) -> Stage | None:
         """The stage running now (from the context's clock on workers, the shape's elsewhere)."""
         context = self.context
         return None if context is None else context.stage_at(time.time())[0]
 
-    def workload_for(self, stage: Stage | None) -> Any:
-        """The workload of a stage: the run's, or a matrix cell's own."""
-        context = self.context
-        assert context is not None and context.client is not None  # set at the test's start
-        if stage is None or not stage.overrides():
-            return context.workload
-        if stage.index not in self._stage_workloads:
-            cell = context.config.workload.with_cell(stage.overrides())
-            info = workload_info(context.config, context.client.host, context.client.model, context.server)
-            self._stage_workloads[stage.index] = PREPARER.workloads.build(cell, info)
-        return self._stage_workloads[stage.index]
-
     def trace_spec(self, entry: Any) -> RequestSpec:
-        """A request with a trace row's input and output lengths."""
-        context = self.context
-        assert context is not None
-        self._trace_counter += 1
-        return context.workload.spec_for_lengths(
-            int(entry.input_tokens), int(entry.output_tokens), context.slot, self._trace_counter - 1
-        )
+        return self.sources.trace_spec(entry)
 
     def new_source(self, stage: Stage | None = None) -> Any:
-        """A request stream for a new user; its index keeps the stream reproducible."""
-        assert self.context is not None
-        self._streams += 1
-        return self.workload_for(stage).source(self.context.worker_index * 1_000_000 + self._streams - 1)
+        return self.sources.new_source(stage)
 
     # -- requests (the user and the open-loop dispatcher) ---------------------------
     @property
@@ -437,48 +386,17 @@ class Extension:
             self.results.take(row)
 
     # -- distributed -----------------------------------------------------------------
-    def _on_worker_message(self, environment: Environment, msg: Any, **_: Any) -> None:
-        assert self.inbox is not None
-        self.inbox.handle(msg.node_id, msg.data)
+    def _final_batch(self) -> None:
+        """A worker's final batch arrived: the summary once the test stopped and none is missing."""
         stopped = self.results is not None and self.results.stop_time is not None
-        if msg.data.get("final") and stopped and not self.workers_without_final():
+        if stopped and not self.fleet.workers_without_final():
             self.finalize()
 
     def workers_without_final(self) -> list[str]:
-        """Connected workers whose final batch of records has not arrived."""
-        if self.inbox is None:
-            return []
-        runner = self.environment.runner
-        alive = {c.id for c in runner.clients.values() if c.state != locust.runners.STATE_MISSING}
-        return sorted(alive - self.inbox.finals)
+        return self.fleet.workers_without_final()
 
     def health_intervals(self, start: float | None = None) -> list[dict[str, Any]]:
-        """The health intervals (ending after ``start``, if given) of the processes that time
-        requests: the workers' (shipped with their records), or this process's own
-        (:mod:`llm_locust.health`)."""
-        if self.inbox is not None:
-            return self.inbox.health_intervals(start)
-        own = health.monitor().intervals
-        return list(own) if start is None else health.since(own, start)
+        return self.fleet.health_intervals(start)
 
     def total_in_flight(self) -> int:
-        return self.inbox.total_in_flight() if self.inbox is not None else self.requests.in_flight
-
-
-def client_config(request: RequestConfig, host: str) -> ClientConfig:
-    """The HTTP client's settings: the request part of the configuration and the target."""
-    if not host:
-        raise ConfigError("--host: no target given (e.g. --host http://127.0.0.1:8000)")
-    return ClientConfig(
-        host=host,
-        model=request.model,
-        endpoint=request.endpoint,
-        api_key=request.api_key_value(),
-        temperature=request.temperature,
-        extra_body=dict(request.extra_body),
-        headers=dict(request.headers),
-        request_timeout=request.request_timeout,
-        ca_cert=request.ca_cert,
-        insecure=request.insecure,
-        cancel=CancelPolicy(request.cancel_rate, request.cancel_after) if request.cancel_rate > 0 else None,
-    )
+        return self.fleet.total_in_flight()

@@ -22,10 +22,11 @@ import gevent
 
 from llm_locust.config.register import register
 from llm_locust.runtime import binds, channel, failstop, master_watch, preflight, stopping
-from llm_locust.runtime.extension import ATTRIBUTE, Extension, client_config, extension_of
+from llm_locust.runtime.extension import ATTRIBUTE, Extension, extension_of
 from llm_locust.runtime.form import install_form_check
 from llm_locust.runtime.outputs import install_outputs
 from llm_locust.runtime.prepare import CONFIG_ERRORS, check_when_parsed, prepare_or_exit
+from llm_locust.runtime.sources import client_config
 
 __all__ = ["init_extension", "install"]
 

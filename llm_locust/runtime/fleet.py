@@ -1,0 +1,132 @@
+"""The master and its workers: what llm-locust sends between them, and what it knows of all of them.
+
+Locust's runners carry users and stats; llm-locust adds three custom messages on the same channel:
+
+- the plan's start (``PLAN_MESSAGE``, master to workers): every worker's stages and arrival
+  schedule run on the master's ``t0`` and worker count;
+- a rate search's steps so far (``SEARCH_MESSAGE``, master to workers): every sender's stepped
+  arrivals follow the search;
+- the records (:mod:`llm_locust.runtime.distributed`, workers to master): each worker's outbox
+  to the master's inbox, with its in-flight count and health intervals.
+
+A :class:`Fleet` answers the questions that span every process on any role (on a local runner
+the fleet is this one process): requests in flight, the workers whose final batch is missing,
+the health intervals of the processes that time requests.
+"""
+
+from __future__ import annotations
+
+import locust.runners
+from locust.env import Environment
+
+from collections.abc import Callable
+from typing import Any
+
+from llm_locust import health
+from llm_locust.load.plan import LoadPlan
+from llm_locust.load.stepped import SteppedRates
+from llm_locust.runtime import distributed, stopping
+from llm_locust.runtime.requests import Requests
+from llm_locust.runtime.search import SEARCH_MESSAGE
+
+__all__ = ["PLAN_MESSAGE", "Fleet", "PlanStart"]
+
+PLAN_MESSAGE = "llm_locust_plan"
+#: The next test's plan start and worker count, as the master announced them.
+PlanStart = Callable[[float, int], None]
+
+
+class Fleet:
+    """This process's view of the master and its workers (see the module docstring)."""
+
+    def __init__(
+        self,
+        environment: Environment,
+        role: str,
+        requests: Requests,
+        plan: Callable[[], LoadPlan],
+        on_plan_start: PlanStart,
+        deliver: Callable[[dict[str, Any]], None],
+        on_final_batch: Callable[[], None],
+    ) -> None:
+        self.environment, self.role, self.requests = environment, role, requests
+        self._plan, self._on_plan_start, self._on_final_batch = plan, on_plan_start, on_final_batch
+        self.outbox: distributed.Outbox | None = None  # a worker's records to the master
+        self.inbox: distributed.Inbox | None = None  # the master's records from its workers
+        runner = environment.runner
+        if role == "worker":
+            self.outbox = distributed.Outbox(
+                runner.send_message, in_flight=lambda: requests.in_flight, oldest=requests.oldest
+            )
+            runner.register_message(PLAN_MESSAGE, self._on_plan_message)
+            runner.register_message(SEARCH_MESSAGE, self._on_search_message)
+            runner.register_message(stopping.STOP_MESSAGE, stopping.on_stop_message, concurrent=True)
+        elif role == "master":
+            self.inbox = distributed.Inbox(deliver)
+            runner.register_message(distributed.MESSAGE_TYPE, self._on_worker_message)
+
+    # -- master to workers -------------------------------------------------------------
+    def announce_plan_start(self, t0: float, workers: int) -> None:
+        if self.role == "master":
+            self.environment.runner.send_message(PLAN_MESSAGE, {"t0": t0, "workers": workers})
+
+    def _on_plan_message(self, environment: Environment, msg: Any, **_: Any) -> None:
+        self._on_plan_start(msg.data["t0"], int(msg.data["workers"]))
+        arrivals = self._plan().arrivals
+        if isinstance(arrivals, SteppedRates):
+            arrivals.reset(msg.data["t0"])
+
+    def announce_rate_steps(self, steps: list[Any], stopped_at: float | None) -> None:
+        """A rate search's steps so far (offsets from ``t0``) and its stop, for every sender."""
+        arrivals = self._plan().arrivals
+        if isinstance(arrivals, SteppedRates):
+            arrivals.announce(steps, stopped_at)
+        if self.role == "master":
+            data = {"steps": list(steps), "stopped_at": stopped_at}
+            self.environment.runner.send_message(SEARCH_MESSAGE, data)
+
+    def _on_search_message(self, environment: Environment, msg: Any, **_: Any) -> None:
+        arrivals = self._plan().arrivals
+        if isinstance(arrivals, SteppedRates):
+            arrivals.announce(msg.data["steps"], msg.data["stopped_at"])
+
+    # -- workers to master -------------------------------------------------------------
+    def _on_worker_message(self, environment: Environment, msg: Any, **_: Any) -> None:
+        assert self.inbox is not None
+        self.inbox.handle(msg.node_id, msg.data)
+        if msg.data.get("final"):
+            self._on_final_batch()
+
+    def _alive(self) -> set[str]:
+        runner = self.environment.runner
+        return {c.id for c in runner.clients.values() if c.state != locust.runners.STATE_MISSING}
+
+    def workers_without_final(self) -> list[str]:
+        """Connected workers whose final batch of records has not arrived."""
+        if self.inbox is None:
+            return []
+        return sorted(self._alive() - self.inbox.finals)
+
+    # -- questions about every process ---------------------------------------------------
+    def worker_count(self) -> int:
+        runner = self.environment.runner
+        return max(int(getattr(runner, "worker_count", 1)), 1) if self.role == "master" else 1
+
+    def in_flight_before(self, when: float) -> int | None:
+        """Requests sent before ``when`` still in flight, over every process (``None``: not yet
+        known: a worker has not reported since ``when``)."""
+        if self.inbox is not None:
+            return self.inbox.in_flight_before(when, self._alive())
+        return self.requests.in_flight_before(when)
+
+    def total_in_flight(self) -> int:
+        return self.inbox.total_in_flight() if self.inbox is not None else self.requests.in_flight
+
+    def health_intervals(self, start: float | None = None) -> list[dict[str, Any]]:
+        """The health intervals (ending after ``start``, if given) of the processes that time
+        requests: the workers' (shipped with their records), or this process's own
+        (:mod:`llm_locust.health`)."""
+        if self.inbox is not None:
+            return self.inbox.health_intervals(start)
+        own = health.monitor().intervals
+        return list(own) if start is None else health.since(own, start)
