@@ -237,6 +237,7 @@ class Extension:
             self.bursts.finish(float(self.environment.stop_timeout or 0))
             self.bursts = None
         if self.outbox is not None:
+            stopping.report_locust_stats(self.environment.runner)  # before the final batch
             self.outbox.stop()
         if self.results is not None and self.results.running:
             self.results.stopped(time.time())
@@ -246,6 +247,8 @@ class Extension:
 
     def on_quitting(self) -> None:
         self.finalize()
+        if self.role != "worker":
+            stopping.let_locust_write_csv(self.environment)
         options = self.environment.parsed_options
         locust_prints_table = not getattr(options, "json_file", None)  # right after this event
         if self.role != "worker" and self.run_config.headless and locust_prints_table:

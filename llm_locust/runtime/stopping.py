@@ -30,6 +30,7 @@ load (with the drain) before anything else, so the results still see every reque
 from __future__ import annotations
 
 import locust.runners
+import locust.stats
 from locust.env import Environment
 
 import logging
@@ -48,8 +49,10 @@ __all__ = [
     "apply_drain",
     "collect_final_batches",
     "install_signal_handlers",
+    "let_locust_write_csv",
     "mark_default_stop_timeout",
     "on_stop_message",
+    "report_locust_stats",
     "stop_before_quitting",
 ]
 
@@ -174,3 +177,31 @@ def stop_before_quitting(run: Extension) -> None:
     runner = run.environment.runner
     if runner is not None and runner.state in _RUNNING:
         runner.stop()
+
+
+# -- Locust's own statistics at the end ------------------------------------------------
+
+
+def report_locust_stats(runner: Any) -> None:
+    """Worker, at ``test_stop`` (after the drain): send Locust's statistics to the master now.
+
+    A worker reports every ``WORKER_REPORT_INTERVAL`` (3 s) and once more only when told to
+    quit, after the master has written its CSV: the requests finished in the last seconds
+    would be missing from the master's Locust statistics. Sent before the final batch of
+    records, so the master has them when it ends the test.
+    """
+    send = getattr(runner, "_send_stats", None)  # Locust's own report (the "stats" message)
+    if send is not None:
+        send()
+
+
+def let_locust_write_csv(environment: Environment) -> None:
+    """At ``quitting``, with ``--csv``: wait for one more pass of Locust's CSV writer.
+
+    The writer rewrites the ``_stats.csv`` files every ``CSV_STATS_INTERVAL_SEC`` (1 s) and
+    only closes them at shutdown, so the requests finished in the last second (a drain ends
+    just before ``quitting``) were missing from the CSV while Locust's printed table had them.
+    """
+    options = environment.parsed_options
+    if getattr(options, "csv_prefix", None):
+        gevent.sleep(locust.stats.CSV_STATS_INTERVAL_SEC + 0.2)
