@@ -10,6 +10,9 @@ puts the table on Locust's parser (``events.init_command_line_parser``; which al
 parser (``llm-locust run --help``, ``llm-locust workload``); :mod:`llm_locust.config.build` turns
 the parsed values into the one typed :class:`~llm_locust.config.model.RunConfig`.
 
+The load model's rows live in :mod:`llm_locust.config.load_options` (the longest part), the
+:class:`Option` itself in :mod:`llm_locust.config.option`; ``OPTIONS`` here is the one table.
+
 Rules of the table:
 
 - ``--foo-bar`` has destination ``foo_bar`` and environment variable ``LLM_LOCUST_FOO_BAR``.
@@ -23,8 +26,9 @@ Pure module: no Locust, no network.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any
+from llm_locust.config.load_options import LOAD_OPTIONS
+from llm_locust.config.option import GROUPS, RUN_GROUPS, Option, env_name
+from llm_locust.config.option import option as _o
 
 __all__ = [
     "GROUPS",
@@ -40,61 +44,6 @@ __all__ = [
 #: The built-in length profiles of ``--workload`` (``workload/profiles.py`` has the data; a test
 #: keeps the two in step).
 WORKLOAD_PROFILES = ("chat", "code", "long-context", "sharegpt")
-
-#: group -> help title, in help order. Each group except ``workload-command`` is one typed part.
-GROUPS = {
-    "request": "request",
-    "workload": "workload",
-    "load": "load model",
-    "slo": "SLO",
-    "results": "results",
-    "export": "Prometheus exporter and server metrics",
-    "workload-command": "llm-locust workload",
-}
-#: The groups of a load test (Locust's parser, ``llm-locust run --help``).
-RUN_GROUPS = ("request", "workload", "load", "slo", "results", "export")
-
-
-def env_name(flag: str) -> str:
-    """``--max-tokens`` -> ``LLM_LOCUST_MAX_TOKENS``."""
-    return "LLM_LOCUST_" + flag.lstrip("-").replace("-", "_").upper()
-
-
-@dataclass(frozen=True)
-class Option:
-    """One command-line option. ``action`` is ``store`` (a value), ``flag`` or ``append``."""
-
-    flag: str
-    group: str
-    help: str
-    default: Any = None
-    type: str = "text"  # for the help only: text, int, float, duration, list, json, path, url
-    choices: tuple[str, ...] | None = None
-    action: str = "store"
-    web_ui: bool = True
-    secret: bool = False
-    short: str | None = None
-    env_var: bool = True  # reads LLM_LOCUST_<NAME>
-    dest: str = field(default="")
-
-    def __post_init__(self) -> None:
-        if not self.dest:
-            object.__setattr__(self, "dest", self.flag.lstrip("-").replace("-", "_"))
-
-    @property
-    def env(self) -> str:
-        return env_name(self.flag)
-
-    @property
-    def metavar(self) -> str | None:
-        if self.action != "store" or self.choices:
-            return None
-        return {"int": "N", "float": "X", "duration": "TIME", "path": "FILE", "url": "URL"}.get(self.type)
-
-
-def _o(flag: str, group: str = "", help: str = "", **kw: Any) -> Option:
-    return Option(flag, group, help, **kw)
-
 
 _REQUEST = (
     _o("--model", "request", "Model name to request (default: the first id from GET /v1/models)"),
@@ -280,110 +229,6 @@ _WORKLOAD = (
     _o("--strict", "workload", "Stop on a malformed dataset row", default=False, action="flag"),
 )
 
-_LOAD = (
-    _o("--ramp", "load", "Closed-loop step ramp: user counts, e.g. 1,5,10,20,50", type="list"),
-    _o(
-        "--step-time",
-        "load",
-        "How long each ramp/matrix/rate step holds, e.g. 60s, 2m",
-        default="60s",
-        type="duration",
-    ),
-    _o(
-        "--warmup",
-        "load",
-        "Start of each stage excluded from its statistics (kept in requests.jsonl, marked)",
-        default="0s",
-        type="duration",
-    ),
-    _o(
-        "--matrix",
-        "load",
-        'Test matrix, e.g. "users=1,10,50;input=128,1024;output=128,512", or a YAML file',
-    ),
-    _o("--request-rate", "load", "Open loop: arrivals per second (all workers)", type="float"),
-    _o(
-        "--arrival",
-        "load",
-        "Open-loop arrival process",
-        default="poisson",
-        choices=("poisson", "gamma", "constant"),
-    ),
-    _o(
-        "--burstiness",
-        "load",
-        "gamma arrivals: shape k (k<1 burstier than Poisson, 1 = Poisson)",
-        type="float",
-    ),
-    _o(
-        "--burst",
-        "load",
-        "Synchronized waves on top of the base load, open loop: every=60s,size=50[,start=5s][,count=3]",
-    ),
-    _o(
-        "--max-concurrency",
-        "load",
-        "Open loop: at most this many requests in flight (arrivals wait, and are counted)",
-        type="int",
-    ),
-    _o("--rate-ramp", "load", "Open-loop rate steps in req/s, e.g. 1,2,4,8 (with --step-time)", type="list"),
-    _o(
-        "--trace",
-        "load",
-        "Replay a trace's arrival times and lengths (Azure CSV, Mooncake JSONL)",
-        type="path",
-    ),
-    _o(
-        "--trace-format",
-        "load",
-        "Trace file format",
-        default="auto",
-        choices=("auto", "azure", "mooncake"),
-    ),
-    _o("--time-scale", "load", "Trace replay: X > 1 compresses time (more load)", default=1.0, type="float"),
-    _o(
-        "--trace-spread",
-        "load",
-        "Spread requests of a quantized timestamp slot across the slot",
-        default="auto",
-        choices=("auto", "even", "random", "none"),
-    ),
-    _o("--trace-slot", "load", "Trace slot width in seconds (default: detected)", type="float"),
-    _o("--trace-start", "load", "Replay from this trace offset, e.g. 10m", type="duration"),
-    _o("--trace-duration", "load", "Replay only this much of the trace, e.g. 5m", type="duration"),
-    _o("--trace-limit", "load", "Replay at most this many requests", type="int"),
-    _o(
-        "--search",
-        "load",
-        "SLO capacity search, users or rate: double from --search-min until a step fails --slo, "
-        "then bisect to --search-precision; each step holds --step-time at its level",
-        # no choices: the web UI's form would preselect one, and every test started there would search
-    ),
-    _o("--search-min", "load", "The search's first level (default 1 user, or 1 req/s)", type="float"),
-    _o("--search-max", "load", "The search never goes above this level", type="float"),
-    _o(
-        "--search-precision",
-        "load",
-        "Stop when the highest pass and lowest fail are this close (relative to the pass)",
-        default="10%",
-    ),
-    _o("--search-max-steps", "load", "Stop after this many search steps", default=12, type="int"),
-    _o(
-        "--search-extensions",
-        "load",
-        "How often an inconclusive step (too few requests for its percentile) runs another "
-        "--step-time before the search stops there",
-        default=2,
-        type="int",
-    ),
-    _o(
-        "--demand",
-        "load",
-        'The peak the deployment must carry: "concurrency=50", "rate=5" or '
-        '"users=400,think=lognormal:mean=20s,std=10s"; the verdict reports the headroom',
-    ),
-)
-
 _SLO = (
     _o(
         "--slo",
@@ -468,7 +313,9 @@ _WORKLOAD_COMMAND = (
 )
 
 #: Every option, in help order.
-OPTIONS: tuple[Option, ...] = _REQUEST + _WORKLOAD + _LOAD + _SLO + _RESULTS + _EXPORT + _WORKLOAD_COMMAND
+OPTIONS: tuple[Option, ...] = (
+    _REQUEST + _WORKLOAD + LOAD_OPTIONS + _SLO + _RESULTS + _EXPORT + _WORKLOAD_COMMAND
+)
 _BY_DEST = {o.dest: o for o in OPTIONS}
 
 
