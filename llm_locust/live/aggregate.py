@@ -13,6 +13,13 @@ the run's consumers) and answers from fixed-size state:
 - :class:`LogHistogram` quantiles over the whole process and over a sliding window
   (a ring of one-second slots), the numbers a person watching a run wants.
 
+Per endpoint (``endpoints``: the run's ``--endpoints``, at most
+:data:`~llm_locust.live.catalog.MAX_ENDPOINT_LABELS` of them): requests by outcome, prompt and
+generation tokens and the ``le`` buckets again, per endpoint (:class:`EndpointTotals`, keyed by
+:func:`~llm_locust.live.catalog.endpoint_label`), for the exporter's ``endpoint`` label; a
+record of no listed endpoint goes under ``""`` (Prometheus' "no label"). More endpoints, or
+none: no per-endpoint totals at all.
+
 Token and request totals follow :func:`llm_locust.results.summary.summarize` (successful
 records only; prompt tokens fall back to the workload's target:
 :func:`llm_locust.record.input_tokens_of`), so at the end of a run the exported totals equal
@@ -36,7 +43,7 @@ from llm_locust.live import catalog as metrics
 from llm_locust.record import CANCELLED, INCOMPLETE, NOT_FAILED, OK, input_tokens_of
 from llm_locust.results.histogram import FixedBucketCounts, LogHistogram
 
-__all__ = ["LATENCIES", "QUANTILES", "History", "LiveAggregate", "Window", "history_point"]
+__all__ = ["LATENCIES", "QUANTILES", "EndpointTotals", "History", "LiveAggregate", "Window", "history_point"]
 
 #: Each latency (its record field, :data:`llm_locust.record.LATENCIES`) -> its catalog metric.
 LATENCIES: dict[str, metrics.MetricSpec] = {
@@ -119,6 +126,18 @@ class Window:
         return len(self._slots)
 
 
+class EndpointTotals:
+    """One endpoint's requests by outcome, tokens and latency buckets."""
+
+    __slots__ = ("buckets", "generation_tokens", "prompt_tokens", "requests")
+
+    def __init__(self, edges: Mapping[str, tuple[float, ...]]) -> None:
+        self.requests: Counter[str] = Counter()
+        self.prompt_tokens = 0
+        self.generation_tokens = 0
+        self.buckets = {name: FixedBucketCounts(e) for name, e in edges.items()}
+
+
 class LiveAggregate:
     """Running totals and histograms over every record added; see the module docstring.
 
@@ -134,6 +153,7 @@ class LiveAggregate:
         thresholds: Mapping[str, Iterable[float]] | None = None,
         window_s: int = 30,
         clock: Callable[[], float] = time.time,
+        endpoints: Iterable[str] | None = None,
     ) -> None:
         thresholds = thresholds or {}
         unknown = set(thresholds) - set(LATENCIES)
@@ -154,6 +174,15 @@ class LiveAggregate:
             for name, spec in LATENCIES.items()
         }
         self.overall = {name: LogHistogram() for name in LATENCIES}
+        labels = {url: metrics.endpoint_label(url) for url in endpoints or ()}
+        few = 0 < len(set(labels.values())) <= metrics.MAX_ENDPOINT_LABELS
+        self._endpoint_of = labels if few else {}
+        edges = {name: counts.edges for name, counts in self.buckets.items()}
+        #: per endpoint label (``None``: too many endpoints, or none given)
+        self.endpoints: dict[str, EndpointTotals] | None = (
+            {label: EndpointTotals(edges) for label in labels.values()} if few else None
+        )
+        self._edges = edges
         self.window = Window(window_s)
         self.first_time: float | None = None
         self.last_time: float | None = None
@@ -169,6 +198,9 @@ class LiveAggregate:
         slot = self.window.slot(now)
         outcome = str(row.get("outcome") or "unknown")
         self.requests[outcome] += 1
+        part = self._endpoint(row) if self.endpoints is not None else None
+        if part is not None:
+            part.requests[outcome] += 1
         if outcome in (INCOMPLETE, CANCELLED):  # stopped, or abandoned on purpose: not a failure
             return
         if outcome != OK:
@@ -177,8 +209,12 @@ class LiveAggregate:
         tokens = int(row.get("completion_tokens") or 0)
         slot.ok += 1
         slot.tokens += tokens
-        self.prompt_tokens += input_tokens_of(row)
+        prompt = input_tokens_of(row)
+        self.prompt_tokens += prompt
         self.generation_tokens += tokens
+        if part is not None:
+            part.prompt_tokens += prompt
+            part.generation_tokens += tokens
         self.reasoning_tokens += int(row.get("reasoning_tokens") or 0)
         self.cached_tokens += int(row.get("cached_tokens") or 0)
         # a request the client itself stalled inside counts, its latencies do not (as in the summary)
@@ -190,13 +226,27 @@ class LiveAggregate:
                     self.buckets[name].add_many(gaps)
                     self.overall[name].add_many(gaps)
                     slot.hists[name].add_many(gaps)
+                    if part is not None:
+                        part.buckets[name].add_many(gaps)
             elif _finite(value):  # one value: bisect, not numpy's fixed cost (~10 µs a call)
                 self.buckets[name].add(value)
                 self.overall[name].add(value)
                 slot.hists[name].add(value)
+                if part is not None:
+                    part.buckets[name].add(value)
         if self.slo_good is None or self.slo_good(row):
             self.slo_good_requests += 1
             self.slo_good_generation_tokens += tokens
+
+    def _endpoint(self, row: Row) -> EndpointTotals:
+        """The totals of the endpoint that served ``row`` (``""``: none of the listed ones)."""
+        assert self.endpoints is not None
+        url = row.get("replica")
+        label = self._endpoint_of.get(url, "") if isinstance(url, str) else ""
+        part = self.endpoints.get(label)
+        if part is None:
+            part = self.endpoints[label] = EndpointTotals(self._edges)
+        return part
 
     # -- reading ------------------------------------------------------------------
     @property

@@ -22,6 +22,13 @@ Conventions (https://prometheus.io/docs/practices/naming/):
   ``vllm:time_per_output_token_seconds``), E2E and ``vllm:e2e_request_latency_seconds``. Server
   TTFT excludes network and HTTP/SSE overhead. The simulator serves the same edges.
 
+Per endpoint: with ``--endpoints`` of at most :data:`MAX_ENDPOINT_LABELS` replicas, the series
+of :data:`ENDPOINT_SERIES` (requests by outcome, prompt and generation tokens, the latency
+histograms) carry an ``endpoint`` label (:func:`endpoint_label`: the URL without credentials,
+query or fragment), one series per endpoint and none without it, so ``sum(...)`` and ``sum by
+(le)`` read the same totals either way. More endpoints, or none given: no ``endpoint`` label
+(see the exporter's docstring for the cardinality rule).
+
 Run filtering: only ``llm_locust_run_info`` carries ``run_id``. Dashboard queries join
 every series to it on the scrape target (``on(instance, job)``), which keeps working
 when one Prometheus scrapes several masters; the exporter must therefore expose
@@ -34,6 +41,9 @@ import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal
+from urllib.parse import urlsplit
+
+from llm_locust.config.redact import strip_credentials
 
 __all__ = [
     "CACHED_PROMPT_TOKENS",
@@ -41,10 +51,13 @@ __all__ = [
     "CATALOG_BY_NAME",
     "E2E_LATENCY",
     "E2E_REQUEST_LATENCY_BUCKETS",
+    "ENDPOINT_LABEL",
+    "ENDPOINT_SERIES",
     "GENERATION_TOKENS",
     "INTER_TOKEN_LATENCY",
     "INTER_TOKEN_LATENCY_BUCKETS",
     "IN_FLIGHT",
+    "MAX_ENDPOINT_LABELS",
     "PREFIX",
     "PROMPT_TOKENS",
     "REASONING_TOKENS",
@@ -69,6 +82,7 @@ __all__ = [
     "WORKERS",
     "MetricSpec",
     "buckets_with_thresholds",
+    "endpoint_label",
 ]
 
 PREFIX = "llm_locust_"
@@ -312,3 +326,29 @@ CATALOG: tuple[MetricSpec, ...] = (
     SERVER_GPU_UTILIZATION,
 )
 CATALOG_BY_NAME: dict[str, MetricSpec] = {spec.name: spec for spec in CATALOG}
+
+#: The label that says which of ``--endpoints`` served a request.
+ENDPOINT_LABEL = "endpoint"
+#: The most endpoints that get a series each. Each endpoint multiplies the labelled families
+#: (3 counters, 5 histograms of ~20-25 buckets: about 130 series per endpoint, ~1,000 at 8),
+#: and Prometheus' advice is to keep a label's values under 10; a deployment plan with more
+#: replicas than this sits behind a load balancer anyway (the summary's ``replicas`` block
+#: still breaks every endpoint down).
+MAX_ENDPOINT_LABELS = 8
+#: The families that carry the ``endpoint`` label (when the endpoints are few enough).
+ENDPOINT_SERIES: tuple[str, ...] = (
+    REQUESTS.name,
+    PROMPT_TOKENS.name,
+    GENERATION_TOKENS.name,
+    TIME_TO_FIRST_TOKEN.name,
+    TIME_TO_FIRST_VISIBLE_TOKEN.name,
+    TIME_PER_OUTPUT_TOKEN.name,
+    INTER_TOKEN_LATENCY.name,
+    E2E_LATENCY.name,
+)
+
+
+def endpoint_label(url: str) -> str:
+    """An endpoint's label value: its URL without credentials, query or fragment, no trailing ``/``."""
+    parts = urlsplit(strip_credentials(url))
+    return parts._replace(query="", fragment="").geturl().rstrip("/")

@@ -15,6 +15,15 @@ samples on demand, with names, help texts and bucket edges from
   the web UI runs, at ``/metrics`` on the web UI too (behind ``--web-login`` if set;
   scrapers should use the dedicated port).
 - Workers never export: the master has the whole picture.
+- Cardinality: no per-request, per-user or per-worker label, ever. The one label that grows
+  with the deployment is ``endpoint`` (which of ``--endpoints`` served a request, as
+  :func:`~llm_locust.live.catalog.endpoint_label` writes it: no credentials, no query), on
+  the families of :data:`~llm_locust.live.catalog.ENDPOINT_SERIES` only (requests, prompt and
+  generation tokens, the latency histograms), and only for at most
+  :data:`~llm_locust.live.catalog.MAX_ENDPOINT_LABELS` (8) endpoints: one series per endpoint,
+  no unlabelled one beside them, so sums are the same with or without the label. With more
+  endpoints (or only ``--host``) those families have no ``endpoint`` label: one series, and
+  the master logs once that the label is off.
 - Each results folder gets ``metrics_final.prom`` when its test is finalized: the
   registry's text form at the end of a headless run, whose totals equal
   ``summary.json``'s (for the first test of the process; later tests add up).
@@ -104,19 +113,34 @@ class LLMCollector(Collector):
         yield from self._histograms()
         yield from self._gauges()
 
+    def _parts(self) -> list[tuple[list[str], Any]]:
+        """``([endpoint label] or [], totals)`` per series: one per endpoint, or the whole run."""
+        if self.aggregate.endpoints is None:
+            return [([], self.aggregate)]
+        return [([label], part) for label, part in sorted(self.aggregate.endpoints.items())]
+
     def _counters(self) -> Iterator[Metric]:
         agg = self.aggregate
+        parts = self._parts()
+        extra = [metrics.ENDPOINT_LABEL] if agg.endpoints is not None else []
         requests = CounterMetricFamily(
-            metrics.REQUESTS.family, metrics.REQUESTS.help, labels=metrics.REQUESTS.labels
+            metrics.REQUESTS.family, metrics.REQUESTS.help, labels=[*metrics.REQUESTS.labels, *extra]
         )
-        outcomes = dict(agg.requests)
-        outcomes.setdefault(OK, 0)  # so rate(...{outcome="ok"}) exists from the start
-        for outcome, n in sorted(outcomes.items()):
-            requests.add_metric([outcome], n)
+        for endpoint, part in parts:
+            outcomes = dict(part.requests)
+            outcomes.setdefault(OK, 0)  # so rate(...{outcome="ok"}) exists from the start
+            for outcome, n in sorted(outcomes.items()):
+                requests.add_metric([outcome, *endpoint], n)
         yield requests
+        for spec, attr in (
+            (metrics.PROMPT_TOKENS, "prompt_tokens"),
+            (metrics.GENERATION_TOKENS, "generation_tokens"),
+        ):
+            family = CounterMetricFamily(spec.family, spec.help, labels=extra)
+            for endpoint, part in parts:
+                family.add_metric(endpoint, getattr(part, attr))
+            yield family
         for spec, value in (
-            (metrics.PROMPT_TOKENS, agg.prompt_tokens),
-            (metrics.GENERATION_TOKENS, agg.generation_tokens),
             (metrics.REASONING_TOKENS, agg.reasoning_tokens),
             (metrics.CACHED_PROMPT_TOKENS, agg.cached_tokens),
             (metrics.SLO_GOOD_REQUESTS, agg.slo_good_requests),
@@ -125,12 +149,16 @@ class LLMCollector(Collector):
             yield CounterMetricFamily(spec.family, spec.help, value=value)
 
     def _histograms(self) -> Iterator[Metric]:
+        extra = [metrics.ENDPOINT_LABEL] if self.aggregate.endpoints is not None else []
         for name, spec in LATENCIES.items():
-            counts = self.aggregate.buckets[name]
-            cumulative = counts.cumulative()
-            buckets = [(floatToGoString(edge), n) for edge, n in zip(counts.edges, cumulative, strict=False)]
-            buckets.append(("+Inf", cumulative[-1]))
-            yield HistogramMetricFamily(spec.name, spec.help, buckets=buckets, sum_value=counts.sum)
+            family = HistogramMetricFamily(spec.name, spec.help, labels=extra)
+            for endpoint, part in self._parts():
+                counts = part.buckets[name]
+                cumulative = counts.cumulative()
+                buckets = [(floatToGoString(e), n) for e, n in zip(counts.edges, cumulative, strict=False)]
+                buckets.append(("+Inf", cumulative[-1]))
+                family.add_metric(endpoint, buckets, sum_value=counts.sum)
+            yield family
 
     def _gauges(self) -> Iterator[Metric]:
         for name, value in self.gauges().items():
