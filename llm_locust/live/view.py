@@ -56,6 +56,11 @@ class RunView(Protocol):
         """What the charts mark (:func:`llm_locust.live.webui.chart_marks`)."""
         ...
 
+    def search(self) -> dict[str, Any] | None:
+        """The capacity search as it goes (``None``: no search): its judged steps as table rows
+        (:func:`llm_locust.results.probe.probe_row`), the step running, and its answer once it stopped."""
+        ...
+
 
 class ResultsFolder(Protocol):
     """Where the running test writes its results (``None``: no folder, or no test running)."""

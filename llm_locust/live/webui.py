@@ -14,6 +14,10 @@ from ``/stats/requests``'s ``extended_stats``) but not charts, so there are two 
   ``result`` (from ``summary.json``): the SLO verdict, the capacity sentence, each stage's
   verdict, and the whole run's totals, which the page's tiles then show instead of the
   trailing 30 s window (the load has stopped, so a window rate would only decay to 0).
+  A capacity search (``--search``) adds ``search``: a row per judged step (level, req/s, TTFT
+  and E2E P95, success, verdict, the SLO term that decided it, runs-on and extensions) as the
+  search decides them, the step running, and at its stop the answer (highest pass, lowest
+  fail, why it stopped); the page's probe table shows them.
 
 The server keeps the chart history (:class:`~llm_locust.live.aggregate.History`: 15 min at 2 s
 resolution), so a page opened mid-run shows what happened before; the page asks only
@@ -120,6 +124,7 @@ class LiveWebUI:
             "sample_s": self.sample_s,
             "result": result_view(self.last_summary),
             "marks": self.view.marks(),
+            "search": self.view.search(),
         }
 
     def table_rows(self) -> list[dict[str, Any]]:

@@ -37,6 +37,7 @@ __all__ = [
     "extension_s",
     "judge_step",
     "needed_samples",
+    "probe_row",
     "sample_extension_s",
     "search_result",
     "short_of_samples",
@@ -208,6 +209,10 @@ def judge_step(
         "mean_in_flight": law.get("mean_in_flight"),
         "arrival_rate": law.get("arrival_rate"),
         "median_tpot_ms": entry.get("median_tpot_ms"),
+        "p95_ttft_ms": entry.get("p95_ttft_ms"),
+        "p95_e2el_ms": entry.get("p95_e2el_ms"),
+        "completed": entry.get("completed"),
+        "failed": entry.get("failed"),
         "terms": terms,
     }
 
@@ -251,6 +256,37 @@ def search_result(
     }
     out["sentence"] = search_sentence(out)
     return out
+
+
+def probe_row(probe: dict[str, Any]) -> dict[str, Any]:
+    """One row of the live probe table (web UI): level, req/s, TTFT and E2E P95 (s), success
+    ratio, verdict, the SLO term that decided a step not shown to pass and why, and how often the
+    step ran on (for samples, ``runs_on``; straddling, ``extensions``)."""
+    completed, failed = probe.get("completed") or 0, probe.get("failed") or 0
+    term = ""
+    if probe["verdict"] == "fail":
+        term = _broke_first(probe) or ""
+    elif probe["verdict"] == "inconclusive":
+        term = next((t["name"] for t in probe["terms"] if t["verdict"] == "inconclusive"), "")
+    return {
+        "label": probe["label"],
+        "level": probe["level"],
+        "phase": probe.get("phase", ""),
+        "requests": probe["requests"],
+        "request_throughput": probe["request_throughput"],
+        "ttft_p95_s": _seconds(probe.get("p95_ttft_ms")),
+        "e2e_p95_s": _seconds(probe.get("p95_e2el_ms")),
+        "success": completed / (completed + failed) if completed + failed else None,
+        "verdict": probe["verdict"],
+        "term": term,
+        "reason": probe["reason"],
+        "runs_on": probe.get("sample_extensions", 0),
+        "extensions": probe["extensions"],
+    }
+
+
+def _seconds(ms: float | None) -> float | None:
+    return None if ms is None else ms / 1000.0
 
 
 def _broke_first(probe: dict[str, Any] | None) -> str | None:

@@ -12,6 +12,10 @@ differences, each said in the summary's ``rebuilt`` block:
   died) is ``invalid``: whether it ran at its level is not known;
 - the config block is the one of the start (no peak CPU or users).
 
+A capacity search's ``search`` block (its probes, verdicts, answer) and its stage table are
+rebuilt from ``search.json``, the steps as the search recorded them
+(:mod:`llm_locust.results.search_log`), over the same records it judged them on.
+
 Without a ``run.json`` (a folder of another version), the whole-run summary only.
 Pure module: files in, files out; no Locust, no network.
 """
@@ -26,14 +30,16 @@ from typing import Any
 
 import numpy as np
 
+from llm_locust.config.demand import parse_demand
 from llm_locust.config.slo import SloSpec, parse_slo
 from llm_locust.load.stages import Stage, StageKind, StagePlan
 from llm_locust.results.columns import read_columns, read_rows
 from llm_locust.results.failures import tally_of
 from llm_locust.results.finalize import RunFacts, add_analysis, build_summary
+from llm_locust.results.search_log import SEARCH_FORMAT, RecordedSearch
 from llm_locust.results.slo import itl_stats_of
 from llm_locust.results.stages import KnownLevels
-from llm_locust.results.writer import REQUESTS_FILE, RUN_FILE, SUMMARY_FILE, write_json
+from llm_locust.results.writer import REQUESTS_FILE, RUN_FILE, SEARCH_FILE, SUMMARY_FILE, write_json
 
 __all__ = ["RUN_FORMAT", "RebuildError", "facts_from_run_json", "rebuild", "run_json"]
 
@@ -96,6 +102,24 @@ def _read_run(directory: Path) -> dict[str, Any]:
     return data
 
 
+def _recorded_search(folder: Path, data: Mapping[str, Any], facts: RunFacts, requests: Path) -> Any:
+    """The test's capacity search from ``search.json`` (``None`` without one, or with one of
+    another test: its ``t0`` must be this test's)."""
+    path = folder / SEARCH_FILE
+    if facts.slo is None or not path.is_file():
+        return None
+    try:
+        log = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise RebuildError(f"{path}: cannot read ({exc})") from None
+    if not isinstance(log, dict) or log.get("format") != SEARCH_FORMAT or log.get("t0") != data.get("t0"):
+        return None
+    demand = ((data.get("config") or {}).get("options") or {}).get("demand")
+    if demand:
+        facts.demand = parse_demand(demand)
+    return RecordedSearch(log, list(read_rows(requests)), facts.slo)
+
+
 def rebuild(directory: str | Path, write: bool = True) -> dict[str, Any]:
     """The summary of the results folder ``directory``, from ``requests.jsonl`` and ``run.json``;
     written to ``summary.json`` (marked ``rebuilt``) unless ``write`` is false."""
@@ -110,12 +134,13 @@ def rebuild(directory: str | Path, write: bool = True) -> dict[str, Any]:
     first = float(cols.start.min()) if cols.n else time.time()
     stop = float(ends.max()) if cols.n else first
     facts = facts_from_run_json(data, stop, first)
+    facts.search = _recorded_search(folder, data, facts, requests)
     summary = build_summary(cols, facts)
     summary.update(tally_of(read_rows(requests)).to_summary())
     problem = add_analysis(summary, cols, facts, folder, requests)
     summary["config"]["stop_time"] = stop
     summary["rebuilt"] = {
-        "from": [REQUESTS_FILE, *([RUN_FILE] if data else [])],
+        "from": [REQUESTS_FILE, *([RUN_FILE] if data else []), *([SEARCH_FILE] if facts.search else [])],
         "records": cols.n,
         "at": time.time(),
         "stop_time": "the end of the last record",

@@ -27,6 +27,7 @@ __all__ = [
     "REQUESTS_FILE",
     "RESULT_FILES",
     "RUN_FILE",
+    "SEARCH_FILE",
     "SUMMARY_FILE",
     "ResultsDirError",
     "ResultsWriter",
@@ -37,6 +38,7 @@ __all__ = [
 REQUESTS_FILE = "requests.jsonl"
 SUMMARY_FILE = "summary.json"
 RUN_FILE = "run.json"
+SEARCH_FILE = "search.json"
 RESULT_FILES = (REQUESTS_FILE, SUMMARY_FILE, RUN_FILE)
 
 
@@ -101,6 +103,12 @@ class ResultsWriter:
         if self.directory is None:
             return None
         return write_json(self.directory / RUN_FILE, run)
+
+    def write_search(self, log: dict[str, Any]) -> Path | None:
+        """``search.json``: a capacity search's steps so far (:mod:`llm_locust.results.search_log`)."""
+        if self.directory is None:
+            return None
+        return write_json(self.directory / SEARCH_FILE, log)
 
     def close(self) -> None:
         if not self._file.closed:

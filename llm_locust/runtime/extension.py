@@ -322,6 +322,10 @@ class Extension:
         """The current test's level samples (``None`` before its results open)."""
         return None if self.results is None else self.results.levels
 
+    def write_search(self, log: dict[str, Any]) -> None:
+        if self.results is not None:  # the first step begins before the test's results open
+            self.results.writer.write_search(log)
+
     def announce_rate_steps(self, steps: list[Any], stopped_at: float | None) -> None:
         self.fleet.announce_rate_steps(steps, stopped_at)
 

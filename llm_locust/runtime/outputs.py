@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from llm_locust.config.redact import strip_credentials
+from llm_locust.live import catalog as metrics
 from llm_locust.live.aggregate import LiveAggregate
 from llm_locust.live.exporter import Exporter, add_metrics_route, new_run_id, slo_setup
 from llm_locust.live.server_metrics import ServerMetrics
@@ -87,6 +88,10 @@ class ExtensionView:
         stages = [(s.label, s.start_s) for s in ext.plan.stages or ()]
         return chart_marks(stages, t0 if stages else None, ext.run_config.slo or (), time.time())
 
+    def search(self) -> dict[str, Any] | None:
+        search = self.ext.search
+        return None if search is None else search.live()
+
     def results_folder(self) -> Path | None:
         """The running test's results folder (server metrics go there)."""
         results = self.ext.results
@@ -114,7 +119,15 @@ def install_outputs(ext: Extension) -> Outputs | None:
         ext.run_id = new_run_id()
     view = ExtensionView(ext)
     good, thresholds = slo_setup(config.slo)
-    aggregate = LiveAggregate(slo_good=good, thresholds=thresholds)
+    endpoints = config.request.endpoints
+    aggregate = LiveAggregate(slo_good=good, thresholds=thresholds, endpoints=endpoints)
+    if endpoints and aggregate.endpoints is None:
+        log.info(
+            "llm-locust: %d endpoints, more than %d: the exported series carry no endpoint label "
+            "(the summary's replicas block breaks every endpoint down)",
+            len(endpoints),
+            metrics.MAX_ENDPOINT_LABELS,
+        )
     ext.bus.subscribe(aggregate.add)
     scraper = _server_metrics(ext, view)
     latest = scraper.latest if scraper is not None else None

@@ -38,9 +38,15 @@ from typing import Any
 from llm_locust.load.plan import FOREVER
 from llm_locust.load.search import Decision, Probe, SearchSpec, decide
 from llm_locust.results.columns import Columns
-from llm_locust.results.probe import extension_s, judge_step, sample_extension_s, search_result
-from llm_locust.results.slo import itl_stats_of
-from llm_locust.results.stages import stage_entry
+from llm_locust.results.probe import extension_s, probe_row, sample_extension_s, search_result
+from llm_locust.results.search_log import (
+    KEPT_STAGES,
+    judge_rows,
+    judged_row,
+    search_log,
+    search_stage_entries,
+    step_record,
+)
 
 __all__ = ["RATE_LEAD", "SEARCH_MESSAGE", "SearchDriver"]
 
@@ -48,26 +54,6 @@ log = logging.getLogger("llm_locust")
 SEARCH_MESSAGE = "llm_locust_search"
 #: A new rate takes effect this long after the master announces it.
 RATE_LEAD = 0.5
-#: The fields of a record the judgment needs (the rest is not kept in memory).
-_KEEP = (
-    "request_id",
-    "start_time",
-    "outcome",
-    "ttft",
-    "tpot",
-    "e2e",
-    "itl",
-    "completion_tokens",
-    "prompt_tokens",
-    "target_input_tokens",
-    "stage",
-    "warmup",
-    "rampup",
-    "send_lag",
-    "intended_offset",
-    "waited_for_slot",
-    "token_source",
-)
 
 
 @dataclass
@@ -83,6 +69,7 @@ class Step:
     extensions: int = 0  # --search-extensions spent (its intervals straddled a threshold)
     sample_extensions: int = 0  # times it ran on because it had too few requests to judge
     settle_deadline: float | None = None
+    record: dict[str, Any] | None = None  # what search.json holds of it
 
 
 class SearchDriver:
@@ -114,6 +101,7 @@ class SearchDriver:
         plan = self.run.plan.stages
         self.stages.append(plan.stage(decision.level, FOREVER, warmup, begin - self.t0, index))
         self._publish()
+        self._record(self.steps[-1])
         log.info("llm-locust: search step %d: %s (%s)", index + 1, self.stages[-1].label, decision.phase)
 
     def _set_end(self, step: Step, end: float) -> None:
@@ -223,19 +211,34 @@ class SearchDriver:
         else:
             self.stop_reason, self.done = decision.reason, True
             self._publish()
+            self._record(step)
         self._release()
 
     def judge(self, step: Step, unsettled: int = 0) -> dict[str, Any]:
-        """The probe of ``step`` from the records of its stage (its window is closed)."""
+        """The probe of ``step`` from the records of its stage and the two before it (its window
+        is closed); written to ``search.json`` with what it was judged on."""
         assert step.window_end is not None
         stage = self.stages[step.index]
+        rows = (r for rows in self._rows.values() for r in rows)
+        how = {
+            "extensions": step.extensions,
+            "unsettled": unsettled,
+            "phase": step.phase,
+            "sample_extensions": step.sample_extensions,
+        }
         slo = self.run.run_config.slo
-        cols = Columns.from_rows((r for rows in self._rows.values() for r in rows), itl_stats_of(slo))
-        entry = stage_entry(stage, step.begin, step.window_end, cols, slo, self.run.levels)
-        probe = judge_step(entry, slo, step.extensions, unsettled)
-        probe["phase"] = step.phase
-        probe["sample_extensions"] = step.sample_extensions
+        probe = judge_rows(rows, stage, step.begin, step.window_end, slo, self.run.levels, how)
+        self._record(step, probe)
         return probe
+
+    def _record(self, step: Step, probe: dict[str, Any] | None = None) -> None:
+        """``search.json`` brought up to date: ``step`` as it stands (judged by ``probe``)."""
+        if probe is not None or step.record is None:
+            judged_at = None if probe is None else time.time()
+            stage = self.stages[step.index]
+            step.record = step_record(stage, step.begin, step.applied, step.window_end, probe, judged_at)
+        records = [s.record for s in self.steps if s.record is not None]
+        self.run.write_search(search_log(self.spec, self.step_time, self.t0, records, self.stop_reason))
 
     # -- records -----------------------------------------------------------------------
     def place(self, row: dict[str, Any]) -> bool:
@@ -263,8 +266,8 @@ class SearchDriver:
         index = row.get("stage")
         if index is None:
             return
-        self._rows.setdefault(index, []).append({k: row[k] for k in _KEEP if k in row})
-        for old in [i for i in self._rows if i < len(self.steps) - 2]:
+        self._rows.setdefault(index, []).append(judged_row(row))
+        for old in [i for i in self._rows if i < len(self.steps) - 1 - KEPT_STAGES]:
             del self._rows[old]
 
     def _release(self) -> None:
@@ -278,19 +281,9 @@ class SearchDriver:
         self._release()
 
     def stage_entries(self, cols: Columns, stop: float, slo: Any, levels: Any) -> list[dict[str, Any]]:
-        """The end-of-run stage table of a search: each step over the window it was judged on
-        (the same entry as its probe, now with every record), the step running at the stop up
-        to the stop. Validity counts the time at the level over the whole stage, settle included."""
-        out = []
-        for step in self.steps:
-            end = min(step.window_end if step.window_end is not None else stop, stop)
-            if end <= step.begin:
-                break
-            stage = self.stages[step.index]
-            if step.window_end is None or step.window_end > stop:
-                stage = replace(stage, duration_s=stop - step.begin)
-            out.append(stage_entry(stage, step.begin, end, cols, slo, levels))
-        return out
+        """The end-of-run stage table of a search (:func:`search_stage_entries`)."""
+        steps = [(self.stages[s.index], s.begin, s.window_end) for s in self.steps]
+        return search_stage_entries(steps, cols, stop, slo, levels)
 
     def result(self) -> dict[str, Any]:
         """The ``search`` block of ``summary.json``."""
@@ -298,11 +291,23 @@ class SearchDriver:
         out["passed"] = out["capacity"] is not None and self.stop_reason is not None
         return out
 
-    def state(self) -> dict[str, Any]:
-        """For the web UI: the probes so far and the step running now."""
+    def live(self) -> dict[str, Any]:
+        """For the web UI: a row per judged step (:func:`probe_row`), the step running now, and
+        once the search stopped its answer (highest pass, lowest fail, stop reason)."""
         step = self.steps[-1]
+        answer = None
+        if self.done:
+            result = self.result()
+            answer = {
+                "highest_pass": (result["highest_pass"] or {}).get("label"),
+                "upper": (result["upper"] or {}).get("label"),
+                "lowest_fail": (result["lowest_fail"] or {}).get("label"),
+                "stop": result["stop"],
+                "sentence": result["sentence"],
+            }
         return {
-            "probes": [{k: p[k] for k in ("label", "verdict", "reason", "requests")} for p in self.probes],
+            "kind": self.spec.kind,
+            "probes": [probe_row(p) for p in self.probes],
             "running": None if self.done else self.stages[step.index].label,
-            "stop": self.stop_reason,
+            "answer": answer,
         }

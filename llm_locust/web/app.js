@@ -79,6 +79,21 @@ function renderAnswer(result) {
     formatNumber(s.request_throughput), formatNumber(s.p95_ttft_ms), s.invalid_reason || s.why || ""]));
 }
 
+/* A capacity search: a row per judged step as the search decides it, and its answer once it stopped. */
+function renderSearch(search) {
+  const box = document.getElementById("search");
+  box.hidden = !search;
+  if (!search) return;
+  setText("search-running", search.running ? `running ${search.running}` : "stopped");
+  fillTable("probes", search.probes.map((p, i) => [i + 1, p.label, formatNumber(p.request_throughput),
+    formatNumber(p.ttft_p95_s), formatNumber(p.e2e_p95_s),
+    p.success === null ? "-" : (p.success * 100).toFixed(2) + " %", p.verdict, p.term || "",
+    `${p.runs_on} / ${p.extensions}`, p.reason || ""]));
+  const a = search.answer;
+  setText("search-answer", a ? `highest pass: ${a.highest_pass || "none"}; lowest fail: ${a.lowest_fail || "none"}`
+    + `${a.upper && a.upper !== a.lowest_fail ? "; lowest not shown to pass: " + a.upper : ""}; stopped: ${a.stop}` : "");
+}
+
 function render(data) {
   const run = data.run, snap = data.snapshot;
   setText("model", run.model || "-");
@@ -88,6 +103,7 @@ function render(data) {
   setText("stage", run.stage >= 0 ? `${run.stage}${run.stage_label ? " (" + run.stage_label + ")" : ""}` : "-");
   renderTiles(run, snap, data.result);
   renderAnswer(data.result);
+  renderSearch(data.search);
   const errs = Object.keys(snap.errors);
   fillTable("errors", errs.length ? errs.map((k) => [k, snap.errors[k], snap.recent.errors[k] || 0]) : [["none", 0, 0]]);
   fillTable("overall", LATENCIES.map((name) => {

@@ -11,12 +11,14 @@ probe 1, 2, 4, then bisect to 3 and answer 2.
 
 from __future__ import annotations
 
+import json
+import shutil
 from pathlib import Path
 
 import pytest
 
 from llm_locust.load.search import SearchSpec, replay
-from tests.locustproc import run_locust
+from tests.locustproc import LocustResult, expect_exit, llm_locust_cli, run_locust
 from tests.simproc import running_sim
 
 ENGINE = ("--mode", "engine", "--max-num-seqs", "64", "--decode-base-ms", "20", "--decode-ms-per-seq", "40")
@@ -28,12 +30,13 @@ def _search(url: str, results: Path, *args: str, timeout: float = 400.0):
     return run_locust(url, *LIGHT, *args, results_dir=results, users=None, run_time=None, timeout=timeout)
 
 
-@pytest.mark.slow
-def test_the_search_finds_the_tpot_boundary_by_the_documented_probes(tmp_path: Path) -> None:
+@pytest.fixture(scope="module")
+def boundary_search(tmp_path_factory: pytest.TempPathFactory) -> LocustResult:
+    """One search from 1 user against the simulator whose boundary is 2 users."""
     with running_sim(*ENGINE) as url:
-        res = _search(
+        return _search(
             url,
-            tmp_path / "r",
+            tmp_path_factory.mktemp("search") / "r",
             "--search",
             "users",
             "--search-min",
@@ -44,7 +47,14 @@ def test_the_search_finds_the_tpot_boundary_by_the_documented_probes(tmp_path: P
             "8s",
             "--warmup",
             "1s",
+            "--demand",
+            "users=2",
         )
+
+
+@pytest.mark.slow
+def test_the_search_finds_the_tpot_boundary_by_the_documented_probes(boundary_search: LocustResult) -> None:
+    res = boundary_search
     assert res.returncode == 0, res.stderr[-3000:]
     assert "Traceback" not in res.stdout + res.stderr
     search = res.summary["search"]
@@ -64,6 +74,29 @@ def test_the_search_finds_the_tpot_boundary_by_the_documented_probes(tmp_path: P
     assert [s["label"] for s in stages][: len(steps)] == [p["label"] for p in steps]
     assert "capacity search (users from 1, 10% precision):" in res.stdout
     assert f"capacity: capacity {int(lo)} users within the SLO" in res.stdout
+
+
+@pytest.mark.slow
+def test_summarize_rebuilds_the_search_block_from_the_records_and_the_steps(
+    boundary_search: LocustResult, tmp_path: Path
+) -> None:
+    """``llm-locust summarize`` on a search's folder (without its summary) gives the same probes,
+    verdicts and answer as the run: the steps' windows and verdicts are in ``search.json``."""
+    assert boundary_search.results_dir is not None and boundary_search.returncode == 0
+    folder = tmp_path / "copy"
+    shutil.copytree(boundary_search.results_dir, folder)
+    (folder / "summary.json").unlink()
+    expect_exit(llm_locust_cli("summarize", str(folder), timeout=120), 0)
+    rebuilt = json.loads((folder / "summary.json").read_text())
+    ran = boundary_search.summary
+    search = dict(rebuilt["search"])
+    assert search.pop("rebuilt") == {"from": "search.json", "mismatches": []}
+    assert search == ran["search"]  # every probe, every number, the bracket and the stop reason
+    assert rebuilt["capacity"] == ran["capacity"] and "search.json" in rebuilt["rebuilt"]["from"]
+    assert [(s["label"], s["verdict"]) for s in rebuilt["stages"]] == [
+        (s["label"], s["verdict"]) for s in ran["stages"]
+    ]
+    assert rebuilt["demand"] == ran["demand"] and ran["demand"]["meets"] is True
 
 
 def test_a_step_too_short_for_its_percentile_is_inconclusive_never_a_pass(tmp_path: Path) -> None:

@@ -1,22 +1,37 @@
-"""A capacity search started from the web UI's start form: its steps appear as stages as it goes."""
+"""A capacity search started from the web UI's start form: its steps appear as stages, and in the
+/llm page's probe table, as it goes."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+import subprocess
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.integration.test_web_form import LIGHT, _wait_for_ui, form_fields, post, wait_for
-from tests.locustproc import LOCUSTFILE
+from tests.browser import DevTools, chromium_binary
+from tests.integration.test_web_form import (
+    LIGHT,
+    _wait_for_ui,
+    form_fields,
+    post,
+    start_in_chromium,
+    wait_for,
+)
+from tests.locustproc import LOCUSTFILE, expect_exit
 from tests.promproc import free_port, http_get, start_locust, stop_process
 from tests.simproc import running_sim
 
 pytestmark = pytest.mark.slow
 
 
-def test_a_search_from_the_form_grows_its_stages_live(tmp_path: Path) -> None:
+@contextlib.contextmanager
+def web_locust(tmp_path: Path) -> Iterator[tuple[str, Path, subprocess.Popen[bytes]]]:
+    """A fast simulator and Locust with its web UI: (the UI's base URL, the results folder, the
+    process), stopped at the end."""
     port = free_port()
     base = f"http://127.0.0.1:{port}"
     results = tmp_path / "r"
@@ -29,24 +44,79 @@ def test_a_search_from_the_form_grows_its_stages_live(tmp_path: Path) -> None:
         )
         try:
             _wait_for_ui(base)
-            fields = form_fields(base)
-            search = {"search": "users", "search_min": "2", "search_max": "4", "step_time": "3s"}
-            slo = {"slo": "success>=90%,ttft_p50<=1s"}
-            assert post(base, {**fields, **LIGHT, **search, **slo})["success"] is True
-            seen: list[list[str]] = []
-            deadline = time.monotonic() + 60
-            while not (results / "summary.json").exists() and time.monotonic() < deadline:
-                marks = json.loads(http_get(f"{base}/llm/stats"))["marks"]["stages"]
-                labels = [m["label"] for m in marks]
-                if labels and (not seen or labels != seen[-1]):
-                    seen.append(labels)
-                time.sleep(0.3)
-            summary = wait_for(results / "summary.json", 30)
+            yield base, results, proc
         finally:
             stop_process(proc)
+
+
+def test_a_search_from_the_form_grows_its_stages_live(tmp_path: Path) -> None:
+    with web_locust(tmp_path) as (base, results, _proc):
+        fields = form_fields(base)
+        search = {"search": "users", "search_min": "2", "search_max": "4", "step_time": "3s"}
+        slo = {"slo": "success>=90%,ttft_p50<=1s"}
+        assert post(base, {**fields, **LIGHT, **search, **slo})["success"] is True
+        seen: list[list[str]] = []
+        deadline = time.monotonic() + 60
+        while not (results / "summary.json").exists() and time.monotonic() < deadline:
+            marks = json.loads(http_get(f"{base}/llm/stats"))["marks"]["stages"]
+            labels = [m["label"] for m in marks]
+            if labels and (not seen or labels != seen[-1]):
+                seen.append(labels)
+            time.sleep(0.3)
+        summary = wait_for(results / "summary.json", 30)
     log = (tmp_path / "locust.log").read_text()
     assert "Traceback" not in log, log[-3000:]
     assert seen[0] == ["users=2"] and ["users=2", "users=4"] in seen, seen  # one stage, then two
     result = summary["search"]
     assert [p["level"] for p in result["steps"]] == [2, 4] and result["stop_reason"] == "maximum"
     assert result["capacity"] == 4 and summary["config"]["options"]["search"] == "users"
+
+
+#: The probe table's rows and the answer line of the /llm page, as the page shows them.
+READ_TABLE = """(() => ({
+  hidden: document.getElementById("search").hidden,
+  running: document.getElementById("search-running").textContent,
+  rows: [...document.querySelectorAll("#probes tbody tr")]
+    .map((tr) => [...tr.cells].map((td) => td.textContent)),
+  answer: document.getElementById("search-answer").textContent,
+}))()"""
+
+
+@pytest.mark.skipif(chromium_binary() is None, reason="chromium not on PATH (make system-deps)")
+def test_the_llm_page_shows_the_probe_table_as_the_search_goes(tmp_path: Path) -> None:
+    """Started in Locust's form in headless Chromium; /llm in a second page shows a row per judged
+    step while the search runs, then the answer; the rows are the summary's search steps."""
+    seen: list[dict] = []
+    with web_locust(tmp_path) as (base, results, proc):
+        search = {"search": "users", "search_min": "2", "search_max": "8", "step_time": "3s"}
+        started = start_in_chromium(base, {**LIGHT, **search, "slo": "success>=90%,ttft_p50<=1s"})
+        assert started["success"] is True, started
+        with DevTools(f"{base}/llm") as page:
+            deadline = time.monotonic() + 90
+            while time.monotonic() < deadline:
+                shown = page.evaluate(READ_TABLE)
+                if not seen or (shown["rows"], shown["answer"]) != (seen[-1]["rows"], seen[-1]["answer"]):
+                    seen.append(shown)
+                if shown["answer"]:
+                    break
+                time.sleep(0.3)
+        summary = wait_for(results / "summary.json", 30)
+    expect_exit(proc, 0, (tmp_path / "locust.log").read_text())
+    steps = summary["search"]["steps"]
+    assert [p["level"] for p in steps] == [2, 4, 8] and summary["search"]["stop_reason"] == "maximum"
+    # while it ran: the table grew a row at a time, the step running named above it
+    growing = [len(s["rows"]) for s in seen if not s["answer"]]
+    assert growing == sorted(growing) and {1, 2} <= set(growing), [s["rows"] for s in seen]
+    assert any(s["running"].startswith("running users=") for s in seen if not s["answer"])
+    final = seen[-1]
+    assert final["running"] == "stopped" and not final["hidden"]
+    assert [(r[0], r[1], r[6]) for r in final["rows"]] == [
+        (str(i), p["label"], p["verdict"]) for i, p in enumerate(steps, 1)
+    ]
+    for row, probe in zip(final["rows"], steps, strict=True):  # req/s and the P95s, as the page rounds them
+        assert float(row[2]) == pytest.approx(probe["request_throughput"], rel=0.01, abs=0.01)
+        assert float(row[4]) == pytest.approx(probe["p95_e2el_ms"] / 1000, rel=0.01, abs=0.01)
+        assert row[8] == f"{probe['sample_extensions']} / {probe['extensions']}"
+    best = summary["search"]["highest_pass"]["label"]
+    assert final["answer"].startswith(f"highest pass: {best}; lowest fail: none")
+    assert final["answer"].endswith(f"stopped: {summary['search']['stop']}")

@@ -43,6 +43,7 @@ def fake_run(role: str = "local", stage: Stage | None = None, health: tuple = ()
         run_id="r1",
         live=LiveState(stage=stage),
         total_in_flight=lambda: 3,
+        search=None,
         health_intervals=lambda start=None: list(health),
     )
     return ExtensionView(ext)  # type: ignore[arg-type]

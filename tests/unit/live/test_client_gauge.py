@@ -33,6 +33,9 @@ class View:
     def marks(self) -> dict[str, Any]:
         return {}
 
+    def search(self) -> dict[str, Any] | None:
+        return None
+
 
 def client_rows(ui: LiveWebUI) -> list[Any]:
     return [row["count"] for row in ui.table_rows() if row["metric"] == "Client"]

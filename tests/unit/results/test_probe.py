@@ -12,6 +12,7 @@ from llm_locust.results.columns import Columns
 from llm_locust.results.probe import (
     extension_s,
     judge_step,
+    probe_row,
     sample_extension_s,
     search_result,
     short_of_samples,
@@ -113,3 +114,17 @@ def test_a_step_short_of_samples_runs_on_without_spending_an_extension() -> None
     assert straddling["verdict"] == "inconclusive" and not short_of_samples(straddling)
     assert sample_extension_s(straddling, 60.0) is None
     assert sample_extension_s(judged(rows(400, np.full(400, 0.5))), 60.0) is None  # a pass
+
+
+def test_a_probe_row_for_the_live_table() -> None:
+    rng = np.random.default_rng(1)
+    bad = rows(400, rng.uniform(1.5, 3.5, 400))
+    for r in bad[:20]:
+        r.update(outcome="http_5xx", ttft=None, e2e=0.01, tpot=None, completion_tokens=None)
+    row = probe_row({**judged(bad), "sample_extensions": 1, "phase": "bisect"})
+    assert row["verdict"] == "fail" and row["term"] == "e2e_p95" and row["label"].startswith("rate=")
+    assert row["success"] == pytest.approx(380 / 400) and row["runs_on"] == 1 and row["extensions"] == 0
+    assert row["ttft_p95_s"] == pytest.approx(0.1) and 2.5 < row["e2e_p95_s"] < 3.5
+    straddling = probe_row(judged(rows(400, np.concatenate([np.full(360, 1.0), np.linspace(1.9, 2.1, 40)]))))
+    assert straddling["verdict"] == "inconclusive" and straddling["term"] == "e2e_p95"
+    assert straddling["runs_on"] == 0 and "straddles" in straddling["reason"]
