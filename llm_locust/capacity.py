@@ -1,4 +1,4 @@
-"""``llm-locust capacity PLANS.yaml --results-dir DIR``: the capacity search against each plan in turn.
+"""``llm-locust capacity PLANS.yaml --results-dir DIR``: the capacity search against each plan.
 
 For each deployment plan of the file (:mod:`llm_locust.config.plans`) this runs one headless
 ``llm-locust run --search ...`` against the plan's endpoints, with the file's SLO, demand and
@@ -6,15 +6,20 @@ workload, into ``DIR/<plan>/`` (its ``requests.jsonl``, ``summary.json``, ``run.
 ``plan-args.json``, the exact command). A plan whose folder holds a finished search made with the
 same command is not run again, so an interrupted comparison resumes where it stopped. Then it
 compares the plans (:mod:`llm_locust.results.plans`), prints the table and writes
-``DIR/capacity.json``. Progress (each step as the search starts and judges it) is printed as it
-goes.
+``DIR/capacity.json``. The plans are searched one after the other, or up to ``--parallel N`` at
+once (each has its own targets and its own ``llm-locust run``; a stopped comparison stops every
+run). Progress is printed as it goes, ``[m:ss] [plan] ...``: each step as the search starts and
+judges it (its verdict and the decision), each plan's capacity when it is done. A search
+without ``search.min`` starts near the demand (:func:`first_level`).
 
 Simulated deployments: a target whose ``GET /version`` says it is ``llm-locust-sim`` with a
 ``speedup`` K runs K times faster than the deployment it models. The run is then given the
 deployment's SLO, think time, step time and warm-up divided by K (rates multiplied by K), and
 every number of the comparison is converted back: latencies x K, throughputs / K. The table
 says so; each plan's folder keeps the measured (wall-clock) numbers and ``capacity.json`` the
-factor.
+factor. After a simulated plan's search its simulators' own clocks are read (``llm_sim_schedule_*``
+on ``/metrics``, :func:`sim_clock`): a simulator that fell behind its schedule ran slow, which
+the progress line and ``capacity.json`` (``simulator_clock``) say.
 
 Exit codes: 0 some plan meets the demand, 3 none does, 2 a bad plan file or a plan whose target
 could not be measured (the others are still run and compared).
@@ -27,7 +32,9 @@ import json
 import signal
 import subprocess
 import sys
-import urllib.request
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -35,27 +42,17 @@ from llm_locust.config.plans import Plan, PlanFile, PlanFileError, load_plan_fil
 from llm_locust.config.register import OneLineParser
 from llm_locust.config.slo import SloSpec
 from llm_locust.config.think import parse_think_time
+from llm_locust.load.search import start_near
 from llm_locust.results.plans import compare_plans, deployment_time, format_comparison
+from llm_locust.sim_target import clock_text, sim_clock, time_scale
 
-__all__ = ["exit_on_sigterm", "main", "run_args", "scaled_slo", "time_scale"]
+__all__ = ["exit_on_sigterm", "first_level", "main", "run_args", "scaled_slo"]
 
 CAPACITY_FILE = "capacity.json"
 ARGS_FILE = "plan-args.json"
 NO_PLAN_MEETS = 3
 #: How long a run gets to finish its drain and write its summary when the comparison is stopped.
 STOP_WAIT_S = 60.0
-
-
-def time_scale(url: str, timeout: float = 5.0) -> float:
-    """How many times faster than real time ``url`` runs: the simulator's ``speedup``, else 1."""
-    try:
-        with urllib.request.urlopen(f"{url}/version", timeout=timeout) as reply:
-            data = json.loads(reply.read())
-    except (OSError, ValueError):
-        return 1.0
-    if isinstance(data, dict) and data.get("version") == "llm-locust-sim":
-        return float(data.get("speedup") or 1.0)
-    return 1.0
 
 
 def scaled_slo(spec: SloSpec, k: float) -> str:
@@ -80,7 +77,8 @@ def run_args(file: PlanFile, plan: Plan, folder: Path, k: float) -> list[str]:
     args = ["--host", plan.endpoints[0], "--endpoints", ",".join(plan.endpoints), "--headless"]
     args += ["--search", search.kind, "--slo", scaled_slo(file.slo, k)]
     rate = k if search.kind == "rate" else 1.0
-    _flag(args, "--search-min", None if search.min is None else f"{search.min * rate:g}")
+    minimum = search.min if search.min is not None else first_level(file)
+    _flag(args, "--search-min", None if minimum is None else f"{minimum * rate:g}")
     _flag(args, "--search-max", None if search.max is None else f"{search.max * rate:g}")
     args += ["--search-precision", f"{search.precision:g}", "--search-max-steps", str(search.max_steps)]
     args += ["--search-extensions", str(search.extensions)]
@@ -102,6 +100,21 @@ def run_args(file: PlanFile, plan: Plan, folder: Path, k: float) -> list[str]:
         _flag(args, flag, getattr(workload, key))
     _flag(args, "--model", plan.model)
     return [*args, "--results-dir", str(folder), "--overwrite", "--only-summary", "--loglevel", "INFO"]
+
+
+def first_level(file: PlanFile) -> float | None:
+    """Where a plan's search starts when the file gives no ``search.min``: near the demand
+    (:func:`~llm_locust.load.search.start_near`) when it is in the search's unit (users, or
+    concurrency for a closed loop without think time, whose users are its concurrency; req/s for
+    a rate search), else ``llm-locust run``'s own default."""
+    demand, kind = file.demand, file.search.kind
+    think = file.workload.think_time or demand.think
+    if kind == "users" and (demand.kind == "users" or (demand.kind == "concurrency" and not think)):
+        level = start_near(demand.value)
+        return max(level, 1.0)
+    if kind == "rate" and demand.kind == "rate":
+        return start_near(demand.value)
+    return None
 
 
 def _demand_text(file: PlanFile, k: float) -> str:
@@ -126,7 +139,7 @@ def _finished(folder: Path, args: list[str]) -> dict[str, Any] | None:
     return search
 
 
-def _run(name: str, folder: Path, args: list[str], k: float = 1.0) -> tuple[int, str]:
+def _run(name: str, folder: Path, args: list[str], progress: Progress, k: float = 1.0) -> tuple[int, str]:
     """Run one plan's search, printing its progress (latencies in deployment time); (exit
     code, last error line)."""
     folder.mkdir(parents=True, exist_ok=True)
@@ -134,14 +147,14 @@ def _run(name: str, folder: Path, args: list[str], k: float = 1.0) -> tuple[int,
     cmd = [sys.executable, "-m", "llm_locust.cli", "run", *args]
     error = ""
     with open(folder / "run.log", "w", encoding="utf-8") as log:
-        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        proc = progress.start(cmd)
         assert proc.stdout is not None
         try:
             for line in proc.stdout:
                 log.write(line)
                 if "llm-locust: search" in line or "llm-locust: error" in line:
                     message = line.split("llm-locust: ", 1)[1].strip()
-                    print(f"[{name}] {deployment_time(message, k)}", flush=True)
+                    progress.say(name, deployment_time(message, k))
                     if message.startswith("error"):
                         error = message
             code = proc.wait()
@@ -149,6 +162,7 @@ def _run(name: str, folder: Path, args: list[str], k: float = 1.0) -> tuple[int,
             if proc.poll() is None:
                 proc.terminate()
                 proc.wait(STOP_WAIT_S)
+            progress.running.discard(proc)
     return code, error
 
 
@@ -163,6 +177,13 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("plans", help="the plan file (YAML): demand, slo, workload, search, plans")
     parser.add_argument("--results-dir", required=True, help="one folder per plan, and capacity.json")
     parser.add_argument("--rerun", action="store_true", help="run every plan again, finished or not")
+    parser.add_argument(
+        "--parallel",
+        type=_positive_int,
+        default=1,
+        help="search up to N plans at once (default 1: one after the other); each plan has its own "
+        "targets and its own load process, so N plans need N times the client's CPU",
+    )
 
     return parser
 
@@ -180,39 +201,107 @@ def main(argv: list[str] | None = None) -> int:
         sys.stderr.write(f"llm-locust capacity: error: --results-dir {root}: exists and is not a directory\n")
         return 2
     scales = {plan.name: time_scale(plan.endpoints[0]) for plan in file.plans}
-    searches, errors = {}, {}
-    for number, plan in enumerate(file.plans, 1):
-        name, search, error = _plan(file, root, number, plan, scales[plan.name], rerun=args.rerun)
-        if search is None:
-            errors[name] = error
-        else:
-            searches[name] = search
+    progress = Progress()
+    pool = ThreadPoolExecutor(max_workers=args.parallel)
+    try:
+        futures = [
+            pool.submit(_plan, file, root, number, plan, scales[plan.name], progress, args.rerun)
+            for number, plan in enumerate(file.plans, 1)
+        ]
+        done = [future.result() for future in futures]
+    except BaseException:  # SIGINT, SIGTERM (exit_on_sigterm): every run stops, not only this thread's
+        progress.stop_all()
+        raise
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+    searches = {name: search for name, search, _ in done if search is not None}
+    errors = {name: error for name, search, error in done if search is None}
     return _report(file, root, searches, scales, errors)
 
 
+def _capacity_text(search: dict[str, Any], k: float) -> str:
+    capacity = search.get("capacity")
+    if capacity is None:
+        return "no level was shown to meet the SLO"
+    if search.get("kind") == "rate":
+        return f"capacity {capacity / k:g} req/s"
+    return f"capacity {capacity:g} users"
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}")
+    return value
+
+
+class Progress:
+    """The plans' runs, one after the other or at once: their progress lines, ``[m:ss] [plan]
+    text`` (the time since the comparison started), one whole line at a time, and their
+    processes, so a stopped comparison stops every one of them."""
+
+    def __init__(self) -> None:
+        self.t0 = time.monotonic()
+        self._lock = threading.Lock()
+        self.running: set[subprocess.Popen[str]] = set()
+        self.stopped = False
+
+    def start(self, cmd: list[str]) -> subprocess.Popen[str]:
+        with self._lock:
+            if self.stopped:
+                raise SystemExit(128 + signal.SIGTERM)
+            proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+            self.running.add(proc)
+            return proc
+
+    def stop_all(self) -> None:
+        with self._lock:
+            self.stopped = True
+            procs = list(self.running)
+        for proc in procs:
+            if proc.poll() is None:
+                proc.terminate()
+        for proc in procs:
+            try:
+                proc.wait(STOP_WAIT_S)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+
+    def say(self, name: str, text: str) -> None:
+        elapsed = int(time.monotonic() - self.t0)
+        with self._lock:
+            print(f"[{elapsed // 60}:{elapsed % 60:02d}] [{name}] {text}", flush=True)
+
+
 def _plan(
-    file: PlanFile, root: Path, number: int, plan: Plan, k: float, rerun: bool = False
+    file: PlanFile, root: Path, number: int, plan: Plan, k: float, progress: Progress, rerun: bool = False
 ) -> tuple[str, dict[str, Any] | None, str]:
     """One plan's search (or the finished one in its folder): (name, search block, error)."""
     folder = root / plan.name
     plan_args = run_args(file, plan, folder, k)
-    head = f"[{plan.name}] plan {number}/{len(file.plans)}"
+    head = f"plan {number}/{len(file.plans)}"
     done = None if rerun else _finished(folder, plan_args)
     if done is not None:
-        print(f"{head}: finished before, not run again", flush=True)
+        progress.say(plan.name, f"{head}: finished before, not run again")
         return plan.name, done, ""
-    scaled = f" (simulated at {k:g}x)" if k != 1 else ""
-    print(f"{head}: searching{scaled}, results in {folder}", flush=True)
-    if k != 1:
-        print(
-            f"[{plan.name}] the simulator runs {k:g}x faster: latencies below are x{k:g}, in deployment time"
-        )
-    code, error = _run(plan.name, folder, plan_args, k)
+    scaled = f" (simulated at {k:g}x: latencies below are x{k:g}, in deployment time)" if k != 1 else ""
+    progress.say(plan.name, f"{head}: searching{scaled}, results in {folder}")
+    code, error = _run(plan.name, folder, plan_args, progress, k)
     search = _finished(folder, plan_args)
     if search is None:
         error = error or f"the run ended with exit code {code} before its search did"
-        print(f"[{plan.name}] not measured: {error}", flush=True)
+        progress.say(plan.name, f"not measured: {error}")
         return plan.name, None, error
+    progress.say(plan.name, f"done: {_capacity_text(search, k)}; stopped: {search['stop']}")
+    if k != 1:
+        clocks = {url: sim_clock(url) for url in plan.endpoints}
+        text, behind = clock_text(clocks)
+        search = {**search, "simulator_clock": {"endpoints": clocks, "fell_behind": behind}}
+        if text:
+            progress.say(plan.name, text)
     return plan.name, search, ""
 
 
@@ -222,6 +311,7 @@ def _report(
     report = compare_plans(file, searches, scales)
     for result in report["plans"]:
         result["folder"] = str(root / result["name"])
+        result["simulator_clock"] = searches[result["name"]].get("simulator_clock")
     report["not_measured"] = errors
     root.mkdir(parents=True, exist_ok=True)
     (root / CAPACITY_FILE).write_text(json.dumps(report, indent=2) + "\n")

@@ -1,4 +1,4 @@
-"""``llm-locust demo``: the seed's question, "4 or 8 GPUs?", answered on simulated deployments.
+"""``llm-locust demo``: "4 or 8 GPUs?" answered on simulated deployments, in about 3.5 minutes.
 
 Starts three simulated deployments of a 70B-class model (``llm-locust sim``'s roofline model: a
 rehearsal, not a prediction) on free loopback ports:
@@ -7,12 +7,15 @@ rehearsal, not a prediction) on free loopback ports:
 - B: one 8-GPU instance, tensor parallel 8;
 - C: two 4-GPU instances, TP4 each (``--replicas 2``: two URLs, no load balancer),
 
-then runs ``llm-locust capacity`` over them: a capacity search per plan with the ``chat``
+then runs ``llm-locust capacity`` over them, the three plans at once (``--parallel 3``): a
+capacity search per plan, from 32 users (near the demand), with the ``chat``
 profile for the demand "50 concurrent at peak" and the SLO "success >= 99 %, TTFT P95 <= 5 s,
 E2E P95 <= 30 s", and prints the comparison, the cheapest plan that meets the demand and the
 scaling from A to B and C. The simulators run ``--speedup`` times faster than the deployments
 they model (default 10); the capacity command reads that from their ``/version``, runs the
 search with the SLO and durations divided by it and shows every number in deployment time.
+Measured on a shared 2-core machine: 3 min 9 s and 3 min 17 s (``benchmarks/README.md``); one
+plan after the other (``--parallel 1``) about 10 minutes.
 
 ``--ramp-only`` runs the previous demo instead: one simulator and a graded ramp.
 """
@@ -55,6 +58,15 @@ def _parser() -> argparse.ArgumentParser:
         "in wall time (default 15s)",
     )
 
+    parser.add_argument(
+        "--parallel",
+        type=int,
+        default=3,
+        help="plans searched at once (default 3; 1: one after the other)",
+    )
+    parser.add_argument(
+        "--extensions", type=int, default=2, help="runs on of a step whose interval straddles a threshold"
+    )
     parser.add_argument("--gpu-hour-cost", type=float, default=2.5, help="$ per GPU-hour (default 2.5)")
     parser.add_argument("--results-dir", default="", help="default: demo-results/<timestamp>")
     parser.add_argument(
@@ -112,7 +124,7 @@ def main(argv: list[str] | None = None) -> int:
         )
         from llm_locust.capacity import main as capacity
 
-        code = capacity([str(plans), "--results-dir", str(results)])
+        code = capacity([str(plans), "--results-dir", str(results), "--parallel", str(args.parallel)])
     finally:
         for proc in sims:
             proc.terminate()
@@ -140,11 +152,10 @@ def _plan_file(results: Path, urls: dict[str, list[str]], args: argparse.Namespa
         "workload": {"profile": "chat", "max_tokens": 512},
         "search": {
             "kind": "users",
-            "min": 16,
             "precision": "10%",
             "step_time": args.step_time,
             "warmup": args.warmup,
-            "extensions": 1,
+            "extensions": args.extensions,
         },
         "plans": plans,
     }

@@ -49,6 +49,7 @@ __all__ = [
     "bracket",
     "decide",
     "replay",
+    "start_near",
 ]
 
 SEARCH_KINDS = ("users", "rate")
@@ -199,6 +200,16 @@ def _midpoint(spec: SearchSpec, lo: float, hi: float) -> float:
     if spec.kind == "users":
         return float((int(lo) + int(hi)) // 2)
     return spec.level((lo + hi) / 2)
+
+
+def start_near(demand: float) -> float:
+    """A first level near a stated demand: the largest power of two not above it (50 -> 32, at
+    least 1). Doubling from there passes the demand at the second probe, so a plan's first two
+    steps say on which side of the demand it lies, and bisection then halves a power-of-two
+    bracket as it does from any ``--search-min``."""
+    if not (demand > 0 and math.isfinite(demand)):
+        raise ValueError("a demand is a positive number")
+    return float(2 ** math.floor(math.log2(demand))) if demand >= 1 else float(demand)
 
 
 def replay(spec: SearchSpec, verdicts: Sequence[tuple[float, str, int]]) -> list[Decision]:

@@ -134,12 +134,17 @@ class SimApp(StreamOwner):
             assert isinstance(self.scheduler, EngineDriver)
             self.scheduler.leak(self.loop.time())
             kv = engine.kv
+            driver = self.scheduler
             return {
                 "running": len(engine.running),
                 "waiting": len(engine.waiting),
                 "kv": kv.usage,
                 "prefix_queries": kv.queries,
                 "prefix_hits": kv.hits,
+                "steps": driver.steps,
+                "restarts": driver.restarts,
+                "lost_s": driver.lost_s,
+                "late_max_s": driver.late_max_s,
             }
         capacity = self.config.engine.kv_cache_tokens
         leaked = self.config.drift.leaked(self.loop.time() - self.scheduler.t_start)

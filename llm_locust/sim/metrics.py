@@ -115,6 +115,27 @@ class Metrics:
             f"vllm:prefix_cache_hits_total{{{lab}}} {int(gauges['prefix_hits'])}",
         ]
 
+    def _clock_lines(self, gauges: dict[str, float]) -> list[str]:
+        """How well the engine kept its schedule (engine mode): its steps, the restarts after
+        falling more than 250 ms behind and the wall time they lost, the latest step end."""
+        if "steps" not in gauges:
+            return []
+        lab = self.model_label
+        return [
+            "# HELP llm_sim_schedule_steps Engine steps run.",
+            "# TYPE llm_sim_schedule_steps counter",
+            f"llm_sim_schedule_steps_total{{{lab}}} {int(gauges['steps'])}",
+            "# HELP llm_sim_schedule_restarts Times the engine fell too far behind and restarted its clock.",
+            "# TYPE llm_sim_schedule_restarts counter",
+            f"llm_sim_schedule_restarts_total{{{lab}}} {int(gauges['restarts'])}",
+            "# HELP llm_sim_schedule_lost_seconds Wall time the engine's schedule lost to restarts.",
+            "# TYPE llm_sim_schedule_lost_seconds counter",
+            f"llm_sim_schedule_lost_seconds_total{{{lab}}} {gauges['lost_s']!r}",
+            "# HELP llm_sim_schedule_late_max_seconds The latest a step's end was handled.",
+            "# TYPE llm_sim_schedule_late_max_seconds gauge",
+            f"llm_sim_schedule_late_max_seconds{{{lab}}} {gauges['late_max_s']!r}",
+        ]
+
     def render(self) -> str:
         lab = self.model_label
         gauges = self._gauges()
@@ -139,6 +160,7 @@ class Metrics:
             "# TYPE vllm:num_preemptions counter",
             f"vllm:num_preemptions_total{{{lab}}} 0",
             *self._prefix_lines(gauges),
+            *self._clock_lines(gauges),
             "# HELP vllm:request_success_total Count of successfully processed requests.",
             "# TYPE vllm:request_success_total counter",
         ]

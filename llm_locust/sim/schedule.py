@@ -13,7 +13,10 @@ ends. The next step starts at the previous step's *scheduled* end, so a late wak
 busy host, which matters most under ``--speedup``, where steps last a few milliseconds)
 does not slow the simulated GPU down: the steps catch up, as a real GPU's schedule would
 not wait for its host. Only a loop more than ``_CATCH_UP`` behind (the process was
-suspended) restarts the schedule from now. A step never admits a request that arrived
+suspended) restarts the schedule from now: that much simulated GPU time is lost, and the
+driver counts it (``restarts``, ``lost_s``, beside ``late_max_s``, the largest lateness of a
+step's end; the simulator's ``/metrics`` shows them as ``llm_sim_schedule_*``), so a run on an
+overloaded host can tell that its latencies ran slow. A step never admits a request that arrived
 after the step's scheduled start (the engine is told the step's time), so catching up
 stays causal.
 
@@ -109,6 +112,10 @@ class EngineDriver:
         self._timer: asyncio.TimerHandle | None = None
         self._batch: list[Seq] = []
         self._step_end = 0.0
+        self.steps = 0
+        self.restarts = 0
+        self.lost_s = 0.0  # wall time the schedule gave up (restarts)
+        self.late_max_s = 0.0  # the latest a step's end was handled
 
     def submit(self, stream: Stream, block_hashes: tuple[int, ...] = ()) -> None:
         """Queue the stream's sequence. Raises ``ValueError`` if it can never fit the KV cache."""
@@ -156,9 +163,15 @@ class EngineDriver:
             stream.on_token(end)
         self._batch = []
         self._timer = None
+        now = self._loop.time()
+        late = now - end
+        self.steps += 1
+        self.late_max_s = max(self.late_max_s, late)
         if self.engine.has_work:
-            now = self._loop.time()
-            self._start(end if now - end < _CATCH_UP else now)
+            if late >= _CATCH_UP:
+                self.restarts += 1
+                self.lost_s += late
+            self._start(end if late < _CATCH_UP else now)
 
     def stop(self) -> None:
         if self._timer is not None:

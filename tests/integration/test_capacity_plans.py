@@ -5,11 +5,13 @@ Engine-mode simulators with a decode step of ``10 + s x running`` ms and an SLO 
 replicas like A, round robin) 8. Measured P90 TPOT of B: 90.6 ms at 8 users, 100.1 at 9 (a
 P50 sits lower, 95.6 at 9: a closed-loop user is out of the batch between two requests). For a
 demand of 6 concurrent A fails, B and C meet it, and C (2 GPUs at $2/h) is cheaper than B (4 GPUs).
+The three plans are searched at once (``--parallel 3``, as ``llm-locust demo`` does).
 """
 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -43,7 +45,9 @@ def test_capacity_compares_three_plans_and_picks_the_cheapest_that_meets_the_dem
         c1, c2 = c.split(",")
         plans = tmp_path / "plans.yaml"
         plans.write_text(PLANS.format(a=a, b=b, c1=c1, c2=c2))
-        res = llm_locust_cli("capacity", str(plans), "--results-dir", str(out), timeout=400)
+        res = llm_locust_cli(
+            "capacity", str(plans), "--results-dir", str(out), "--parallel", "3", timeout=400
+        )
         assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
         assert "Traceback" not in res.stdout + res.stderr
         again = llm_locust_cli("capacity", str(plans), "--results-dir", str(out), timeout=60)
@@ -69,6 +73,11 @@ def test_capacity_compares_three_plans_and_picks_the_cheapest_that_meets_the_dem
         c2,
     }
     assert "answer: C is the cheapest plan" in res.stdout and "[A] search step 1: users=4" in res.stdout
+    lines = res.stdout.splitlines()  # searched at once: every plan's first step before any plan is done
+    first_done = min(i for i, line in enumerate(lines) if "] done: capacity" in line)
+    for name in "ABC":
+        assert any(f"[{name}] search step 1: users=4 (start)" in line for line in lines[:first_done]), lines
+    assert all(re.match(r"\[\d+:\d\d\] \[[ABC]\] ", line) for line in lines[:first_done]), lines
     # resumable: a finished plan is not run again
     assert again.returncode == 0 and again.stdout.count("finished before, not run again") == 3
     assert json.loads((out / "capacity.json").read_text())["cheapest"] == "C"

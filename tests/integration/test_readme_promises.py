@@ -166,6 +166,36 @@ def test_demo_runs_a_graded_ramp_and_states_the_capacity(tmp_path: Path) -> None
     assert summary["completed"] > 0 and summary["failed"] == 0
 
 
+PLANS = ("A-1x4gpu-tp4", "B-1x8gpu-tp8", "C-2x4gpu-tp4")
+
+
+@pytest.mark.slow
+def test_demo_searches_the_three_plans_at_once_with_progress(tmp_path: Path) -> None:
+    """``make demo``'s shape with short steps (30 s of deployment time, 3 s of wall time): the three
+    plans searched at once from 32 users, a progress line per step as it starts and is judged, a
+    folder per plan whose stages are its probes, ``capacity.json``, the simulators' clocks. The
+    answer itself needs the demo's 200 s steps (``benchmarks/README.md``): not asserted here."""
+    results = tmp_path / "demo"
+    res = llm_locust_cli("demo", "--step-time", "30s", "--results-dir", str(results), timeout=400)
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]  # no plan meeting it is an answer too
+    expect_exit(res, 0)
+    lines = res.stdout.splitlines()
+    first_done = min(i for i, line in enumerate(lines) if "] done: " in line)
+    for name in PLANS:  # at once: every plan's first step starts before any plan is done
+        assert any(f"[{name}] search step 1: users=32 (start)" in line for line in lines[:first_done])
+        judged = [line for line in lines if f"[{name}] search: users=" in line]
+        assert judged and all(" -> " in line for line in judged)  # the verdict and the decision
+        summary = json.loads((results / name / "summary.json").read_text())
+        steps = summary["search"]["steps"]
+        assert [s["label"] for s in summary["stages"]] == [p["label"] for p in steps]
+        assert (results / name / "search.json").is_file() and steps[0]["level"] == 32
+        assert any(f"[{name}] the simulator " in line for line in lines)  # kept its schedule, or not
+    report = json.loads((results / "capacity.json").read_text())
+    assert [p["name"] for p in report["plans"]] == list(PLANS)
+    assert all(p["simulator_clock"]["endpoints"] for p in report["plans"])
+    assert "capacity.json:" in res.stdout
+
+
 def test_a_secret_in_any_header_never_reaches_an_output(tmp_path: Path) -> None:
     results = tmp_path / "r"
     with running_sim("--ttft-ms", "5", "--tpot-ms", "1", "--output-tokens", "4") as url:

@@ -286,34 +286,59 @@ def test_engine_mode_queueing_over_the_wire() -> None:
         assert metric(url, "vllm:time_to_first_token_seconds_count") == 4
 
 
+#: An engine whose every step lasts 10 ms, whatever runs.
+TEN_MS_STEPS = (
+    "--mode",
+    "engine",
+    "--decode-base-ms",
+    "10",
+    "--decode-ms-per-seq",
+    "0",
+    "--prefill-ms-per-token",
+    "0",
+)
+
+
+def _stalled_stream(proc: subprocess.Popen[Any], url: str, tokens: int, stall_s: float) -> Exchange:
+    """One stream of ``tokens`` read to its end, the simulator stopped for ``stall_s`` once it runs."""
+    sock = connect(url, timeout=15.0)
+    ex = Exchange(t_sent=send(sock, "POST", "/v1/chat/completions", chat_body(tokens, stream=True)))
+    reader = _read_in_background(sock, ex)
+    wait_until(lambda: metric(url, "vllm:num_requests_running") == 1, what="streaming")
+    proc.send_signal(signal.SIGSTOP)
+    time.sleep(stall_s)
+    proc.send_signal(signal.SIGCONT)
+    reader.join(15)
+    sock.close()
+    return ex
+
+
 def test_engine_clock_catches_up_after_the_host_stalls() -> None:
     """A starved simulator must not slow the simulated GPU down (it matters under --speedup)."""
-    args = (
-        "--mode",
-        "engine",
-        "--decode-base-ms",
-        "10",
-        "--decode-ms-per-seq",
-        "0",
-        "--prefill-ms-per-token",
-        "0",
-    )
-    proc, url = start_sim(*args)
+    proc, url = start_sim(*TEN_MS_STEPS)
     try:
-        sock = connect(url, timeout=15.0)
-        ex = Exchange(t_sent=send(sock, "POST", "/v1/chat/completions", chat_body(50, stream=True)))
-        reader = _read_in_background(sock, ex)
-        wait_until(lambda: metric(url, "vllm:num_requests_running") == 1, what="streaming")
-        proc.send_signal(signal.SIGSTOP)  # the host stalls for 150 ms mid-generation
-        time.sleep(0.15)
-        proc.send_signal(signal.SIGCONT)
-        reader.join(15)
-        sock.close()
+        ex = _stalled_stream(proc, url, 50, 0.15)  # the host stalls for 150 ms mid-generation
         tokens = content_events(ex)
         assert len(tokens) == 50
         # 50 steps of 10 ms: the stream ends on schedule (plus delivery), not 150 ms late
         assert tokens[-1][0] - ex.t_sent < 0.5 + 0.06, tokens[-1][0] - ex.t_sent
         assert metric(url, "vllm:e2e_request_latency_seconds_sum") == pytest.approx(0.5, abs=0.02)
+    finally:
+        assert stop_sim(proc) == 0
+
+
+def test_the_engine_clock_says_when_it_fell_behind() -> None:
+    """The simulator's own clock on /metrics: it kept its schedule through a 150 ms stall; a 600 ms
+    one (over the 250 ms it catches up) restarts the schedule, and the wall time lost is counted."""
+    proc, url = start_sim(*TEN_MS_STEPS)
+    try:
+        for stall, restarts in ((0.15, 0), (0.6, 1)):
+            ex = _stalled_stream(proc, url, 80, stall)
+            assert len(content_events(ex)) == 80
+            assert metric(url, "llm_sim_schedule_restarts_total") == restarts
+            assert metric(url, "llm_sim_schedule_late_max_seconds") >= stall - 0.02
+        assert metric(url, "llm_sim_schedule_lost_seconds_total") >= 0.55
+        assert metric(url, "llm_sim_schedule_steps_total") >= 160
     finally:
         assert stop_sim(proc) == 0
 

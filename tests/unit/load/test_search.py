@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 import pytest
 
-from llm_locust.load.search import Decision, Probe, SearchSpec, bracket, decide, replay
+from llm_locust.load.search import Decision, Probe, SearchSpec, bracket, decide, replay, start_near
 
 Judge = Callable[[float, int], str]
 
@@ -184,3 +184,17 @@ def test_replay_gives_one_decision_per_step() -> None:
 def test_bad_specs_are_refused(kwargs: dict[str, object], message: str) -> None:
     with pytest.raises(ValueError, match=message):
         SearchSpec(**kwargs)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("demand", "first"), [(50, 32), (64, 64), (63.9, 32), (400, 256), (1, 1), (1.5, 1), (0.5, 0.5)]
+)
+def test_a_first_level_near_the_demand_is_the_power_of_two_below_it(demand: float, first: float) -> None:
+    assert start_near(demand) == first
+    assert start_near(demand) <= demand < 2 * start_near(demand)  # the second probe passes the demand
+
+
+def test_a_demand_that_is_no_number_is_refused() -> None:
+    for bad in (0, -1, math.inf, math.nan):
+        with pytest.raises(ValueError, match="positive"):
+            start_near(bad)

@@ -184,3 +184,37 @@ def test_progress_lines_in_deployment_time() -> None:
         "users=24 (e2e_p95: its interval 28.00 s-30.00 s straddles 30.00 s; ttft 8.50 s, 99.50 %)"
     )
     assert deployment_time(line, 1) == line
+
+
+def test_a_search_without_a_minimum_starts_near_the_demand(file: Any, tmp_path: Path) -> None:
+    from llm_locust.capacity import first_level, run_args
+
+    assert first_level(file) == 32  # 50 concurrent, closed loop without think time: 32 users
+    args = run_args(file, file.plans[0], tmp_path / "A", 10.0)
+    assert args[args.index("--search-min") + 1] == "32"
+    rate = tmp_path / "rate.yaml"
+    rate.write_text(PLANS.replace("{concurrency: 50}", "{rate: 5}") + "search: {kind: rate}\n")
+    assert first_level(load_plan_file(rate)) == 4
+    thinking = tmp_path / "think.yaml"
+    thinking.write_text(PLANS.replace("{concurrency: 50}", '{users: 400, think: "exponential:mean=20s"}'))
+    assert first_level(load_plan_file(thinking)) == 256
+    given = tmp_path / "given.yaml"
+    given.write_text(PLANS + "search: {min: 16}\n")
+    args = run_args(load_plan_file(given), file.plans[0], tmp_path / "A", 10.0)
+    assert args[args.index("--search-min") + 1] == "16"
+
+
+def test_the_simulator_clock_line_says_when_it_fell_behind() -> None:
+    from llm_locust.sim_target import clock_text
+
+    kept = {"restarts": 0.0, "lost_s": 0.0, "late_max_s": 0.012, "steps": 1e4}
+    assert clock_text({"u": kept}) == (
+        "the simulator kept its schedule (latest step end 12 ms late, wall clock)",
+        False,
+    )
+    behind = {**kept, "restarts": 3.0, "lost_s": 0.9}
+    text, fell = clock_text({"u": kept, "v": behind})
+    assert fell and text.startswith(
+        "the simulator fell behind its schedule 3 times (0.90 s of wall time lost"
+    )
+    assert clock_text({"u": None}) == ("", False)
