@@ -323,7 +323,9 @@ class Extension:
         return None if self.results is None else self.results.levels
 
     def write_search(self, log: dict[str, Any]) -> None:
-        if self.results is not None:  # the first step begins before the test's results open
+        """``search.json`` of the running test; the first step begins before its results open, when
+        ``results`` is still none or the previous test's (finished: its summary is written)."""
+        if self.results is not None and self.results.summary is None:
             self.results.writer.write_search(log)
 
     def announce_rate_steps(self, steps: list[Any], stopped_at: float | None) -> None:
