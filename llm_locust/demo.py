@@ -14,8 +14,8 @@ E2E P95 <= 30 s", and prints the comparison, the cheapest plan that meets the de
 scaling from A to B and C. The simulators run ``--speedup`` times faster than the deployments
 they model (default 10); the capacity command reads that from their ``/version``, runs the
 search with the SLO and durations divided by it and shows every number in deployment time.
-Measured on a shared 2-core machine: 3 min 9 s and 3 min 17 s (``benchmarks/README.md``); one
-plan after the other (``--parallel 1``) about 10 minutes.
+Measured on a shared 2-core machine: 3 min 9 s, 3 min 17 s and 3 min 39 s
+(``benchmarks/README.md``); one plan after the other (``--parallel 1``) about 10 minutes.
 
 ``--ramp-only`` runs the previous demo instead: one simulator and a graded ramp.
 """
