@@ -105,7 +105,14 @@ def sender_main(argv: list[str]) -> int:
                 state["n"] += 1
                 out_rows.append(row)
             state["seq"] += 1
-            data = {"seq": state["seq"], "rows": out_rows, "in_flight": 0, "final": final, "health": []}
+            data = {
+                "seq": state["seq"],
+                "rows": out_rows,
+                "in_flight": 0,
+                "final": final,
+                "health": [],
+                "sent_at": time.time(),  # as the Outbox stamps it: the master's ingest lag
+            }
             client.send(Message("llm_locust_records", data, node))
             total[0] += len(out_rows)
 

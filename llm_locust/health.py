@@ -15,7 +15,9 @@ from the due time until the timer fired (a CPU-bound loop, a GC pause, swapping,
 - per interval (one second of wall clock): CPU of the process (``process_time``) as a
   fraction of one core, the loop's mean / p90 / max lateness and the stall seconds,
   the numbers :mod:`llm_locust.results.saturation` turns into "client saturated"
-  verdicts. Workers ship theirs with their records (:mod:`llm_locust.runtime.distributed`).
+  verdicts. Workers ship theirs with their records (:mod:`llm_locust.runtime.distributed`);
+  the process that owns the results writes each one to ``health.jsonl`` as it closes
+  (:meth:`LoopMonitor.subscribe`), so ``llm-locust summarize DIR`` rebuilds the verdicts.
 
 The timer's callback runs in the hub (no greenlet, no switch) and costs about 2 µs:
 at 50 per second, 0.01 % of a core. With ``LLMLOCUST_HEALTH_LOG=FILE`` in the
@@ -30,7 +32,7 @@ import json
 import os
 import time
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import gevent
@@ -59,6 +61,7 @@ class LoopMonitor:
         # closed intervals, in order (the last day's: 86,400 of ~300 bytes)
         self.intervals: deque[dict[str, Any]] = deque(maxlen=86_400)
         self._unshipped: list[dict[str, Any]] = []
+        self._listeners: list[Callable[[dict[str, Any]], None]] = []
         self._stall_starts: deque[float] = deque()
         self._stall_ends: deque[float] = deque()
         self._timer: Any = None
@@ -123,9 +126,19 @@ class LoopMonitor:
         if self._log:
             with open(self._log, "a", encoding="utf-8") as log:
                 log.write(json.dumps(entry) + "\n")
+        for listener in list(self._listeners):
+            listener(entry)
         self._open_at = (now, wall, cpu)
         self._lags = []
         self._stall_in_interval = 0.0
+
+    def subscribe(self, listener: Callable[[dict[str, Any]], None]) -> None:
+        """Call ``listener(interval)`` as each interval closes (in the hub: it must not block)."""
+        self._listeners.append(listener)
+
+    def unsubscribe(self, listener: Callable[[dict[str, Any]], None]) -> None:
+        if listener in self._listeners:
+            self._listeners.remove(listener)
 
     # -- reading -------------------------------------------------------------------
     def stall_within(self, t0: float, t1: float | None) -> float:

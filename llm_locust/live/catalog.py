@@ -57,6 +57,8 @@ __all__ = [
     "INTER_TOKEN_LATENCY",
     "INTER_TOKEN_LATENCY_BUCKETS",
     "IN_FLIGHT",
+    "MASTER_BACKLOG_ROWS",
+    "MASTER_INGEST_LAG",
     "MAX_ENDPOINT_LABELS",
     "PREFIX",
     "PROMPT_TOKENS",
@@ -256,6 +258,19 @@ CLIENT_SATURATED = MetricSpec(
     "1 while a load-generating process is saturated (CPU >= 90 % of a core or event-loop lag p90 "
     ">= 10 ms in 20 % of its last 10 s): timings unreliable, add workers.",
 )
+MASTER_BACKLOG_ROWS = MetricSpec(
+    f"{PREFIX}master_backlog_rows",
+    "gauge",
+    "Records the workers have sent that the master has not applied yet (an estimate: each worker's "
+    "rows per second x its batches' lag; 0 on a local runner). Growing: the master cannot keep up.",
+)
+MASTER_INGEST_LAG = MetricSpec(
+    f"{PREFIX}master_ingest_lag_seconds",
+    "gauge",
+    "How long after a worker sent it the master applied its latest batch of records (the "
+    "worker's smallest lag subtracted; 0 on a local runner).",
+    unit="seconds",
+)
 RUN_INFO = MetricSpec(
     f"{PREFIX}run_info",
     "gauge",
@@ -317,6 +332,8 @@ CATALOG: tuple[MetricSpec, ...] = (
     STAGE,
     TARGET_REQUEST_RATE,
     CLIENT_SATURATED,
+    MASTER_BACKLOG_ROWS,
+    MASTER_INGEST_LAG,
     RUN_INFO,
     SERVER_NUM_REQUESTS_RUNNING,
     SERVER_NUM_REQUESTS_WAITING,

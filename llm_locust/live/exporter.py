@@ -85,6 +85,8 @@ def run_gauges(view: RunView) -> dict[str, float]:
         metrics.STAGE.name: float(gauges.stage),
         metrics.TARGET_REQUEST_RATE.name: float(gauges.target_rate),
         metrics.CLIENT_SATURATED.name: float(gauges.client_saturated),
+        metrics.MASTER_BACKLOG_ROWS.name: float(gauges.master_backlog_rows),
+        metrics.MASTER_INGEST_LAG.name: float(gauges.master_ingest_lag_s),
     }
 
 

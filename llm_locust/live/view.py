@@ -28,6 +28,8 @@ class Gauges:
     stage_label: str = ""
     target_rate: float = 0.0  # req/s the current stage aims for (0 in closed loop)
     client_saturated: bool = False  # a load process saturated over the last seconds (results.saturation)
+    master_backlog_rows: float = 0.0  # rows sent by the workers, not yet applied (runtime.ingest)
+    master_ingest_lag_s: float = 0.0
 
 
 @dataclass(frozen=True)

@@ -3,11 +3,13 @@
 A master killed with SIGKILL (the OOM killer, a node lost) writes no ``summary.json``; its
 ``requests.jsonl`` holds every record received until then (flushed per record). The run's
 context is in ``run.json``, written when the test started and again whenever a stage
-ended (its level samples, known only to the master, go with it). From the two,
-:func:`rebuild` computes the summary exactly as the end of the run would have, with three
-differences, each said in the summary's ``rebuilt`` block:
+ended (its level samples, known only to the master, go with it), and the load processes'
+health intervals in ``health.jsonl`` (written as they arrive: the client-saturation verdicts
+are rebuilt from them). From these, :func:`rebuild` computes the summary exactly as the end of
+the run would have, with three differences, each said in the summary's ``rebuilt`` block:
 
-- the stop time is the end of the last record (start + E2E), not the moment the load stopped;
+- the stop time is the end of the last record (start + E2E), not the moment the load stopped,
+  unless the run ended and wrote its stop into ``run.json``;
 - a ``users`` stage whose level samples were not saved yet (the one running when the master
   died) is ``invalid``: whether it ran at its level is not known;
 - the config block is the one of the start (no peak CPU or users).
@@ -39,7 +41,14 @@ from llm_locust.results.finalize import RunFacts, add_analysis, build_summary
 from llm_locust.results.search_log import SEARCH_FORMAT, RecordedSearch
 from llm_locust.results.slo import itl_stats_of
 from llm_locust.results.stages import KnownLevels
-from llm_locust.results.writer import REQUESTS_FILE, RUN_FILE, SEARCH_FILE, SUMMARY_FILE, write_json
+from llm_locust.results.writer import (
+    HEALTH_FILE,
+    REQUESTS_FILE,
+    RUN_FILE,
+    SEARCH_FILE,
+    SUMMARY_FILE,
+    write_json,
+)
 
 __all__ = ["RUN_FORMAT", "RebuildError", "facts_from_run_json", "rebuild", "run_json"]
 
@@ -120,6 +129,21 @@ def _recorded_search(folder: Path, data: Mapping[str, Any], facts: RunFacts, req
     return RecordedSearch(log, list(read_rows(requests)), facts.slo)
 
 
+def _read_health(directory: Path) -> list[dict[str, Any]]:
+    """``health.jsonl``'s intervals (none without the file; a torn last line is skipped)."""
+    path = directory / HEALTH_FILE
+    if not path.exists():
+        return []
+    out = []
+    with open(path, encoding="utf-8") as lines:
+        for line in lines:
+            try:
+                out.append(json.loads(line))
+            except ValueError:
+                continue  # the line being written when the process died
+    return out
+
+
 def rebuild(directory: str | Path, write: bool = True) -> dict[str, Any]:
     """The summary of the results folder ``directory``, from ``requests.jsonl`` and ``run.json``;
     written to ``summary.json`` (marked ``rebuilt``) unless ``write`` is false."""
@@ -132,18 +156,25 @@ def rebuild(directory: str | Path, write: bool = True) -> dict[str, Any]:
     cols = read_columns(requests, itl_stats_of(slo))
     ends = cols.start + np.nan_to_num(cols.e2e)
     first = float(cols.start.min()) if cols.n else time.time()
-    stop = float(ends.max()) if cols.n else first
+    recorded = (data.get("config") or {}).get("stop_time")  # the run ended and said when
+    stop = float(recorded) if recorded is not None else float(ends.max()) if cols.n else first
     facts = facts_from_run_json(data, stop, first)
     facts.search = _recorded_search(folder, data, facts, requests)
+    facts.health = _read_health(folder)
     summary = build_summary(cols, facts)
     summary.update(tally_of(read_rows(requests)).to_summary())
     problem = add_analysis(summary, cols, facts, folder, requests)
     summary["config"]["stop_time"] = stop
     summary["rebuilt"] = {
-        "from": [REQUESTS_FILE, *([RUN_FILE] if data else []), *([SEARCH_FILE] if facts.search else [])],
+        "from": [
+            REQUESTS_FILE,
+            *([RUN_FILE] if data else []),
+            *([SEARCH_FILE] if facts.search else []),
+            *([HEALTH_FILE] if facts.health else []),
+        ],
         "records": cols.n,
         "at": time.time(),
-        "stop_time": "the end of the last record",
+        "stop_time": "the run's (run.json)" if recorded is not None else "the end of the last record",
         "note": "rebuilt by llm-locust summarize: users stages without saved level samples are invalid",
     }
     if problem is not None:

@@ -60,6 +60,19 @@ def exclusions_line(summary: dict[str, Any]) -> str:
     return f"excluded from the statistics: {'; '.join(parts)}; {measured} (all are in requests.jsonl)"
 
 
+def master_lines(summary: dict[str, Any]) -> list[str]:
+    """The master's ingest, when it has workers: one line; a warning first when it fell behind."""
+    master = summary.get("master")
+    if not master:
+        return []
+    line = (
+        f"master: {master['rows']:,} rows in {master['batches']:,} batches, applied up to "
+        f"{master['lag_max_s']:.1f} s after the workers sent them "
+        f"(about {master['rows_behind_max']:,} rows behind at most)"
+    )
+    return [f"master: {master['warning']}", line] if master.get("fell_behind") else [line]
+
+
 def end_of_run_text(summary: dict[str, Any], paths: str | None = None) -> str:
     """Everything printed after a headless run, answer first."""
     lines = []
@@ -73,6 +86,7 @@ def end_of_run_text(summary: dict[str, Any], paths: str | None = None) -> str:
         lines.append(f"capacity: {summary['capacity']}")
     if summary.get("client_saturated"):
         lines.append(f"client: {summary['client_saturated']}")
+    lines += master_lines(summary)
     if summary.get("stages"):
         lines += [format_stage_table(summary["stages"]), LEGEND, *stage_cache_lines(summary["stages"])]
     drift = summary.get("drift") or {}

@@ -1,13 +1,15 @@
 """The results folder: ``run.json`` at the start, ``requests.jsonl`` as requests finish,
-``summary.json`` at the end.
+``health.jsonl`` as the client's health intervals close, ``summary.json`` at the end.
 
 Each record is appended and flushed the moment it arrives, so a crash loses at most the
 requests still in flight. ``run.json`` is the run's context (when it started, its stages and
 their level samples, the SLO, the ``config`` block), rewritten atomically as stages end. The
 summary is computed at the end by reading ``requests.jsonl`` back in one streaming pass,
 which keeps the process's memory flat however long the run, and makes the summary a pure
-function of what is on disk: ``llm-locust summarize DIR`` rebuilds it from the same two
-files after a master was killed (:mod:`llm_locust.results.rebuild`).
+function of what is on disk: ``llm-locust summarize DIR`` rebuilds it from the same
+files after a master was killed (:mod:`llm_locust.results.rebuild`). ``health.jsonl`` holds
+one line per second per load process (:mod:`llm_locust.health`: CPU, event-loop lag, stalls;
+``worker`` names the process on a master), the input of the client-saturation verdicts.
 
 Without ``--results-dir`` the records go to a temporary spool file instead, so the
 end-of-run table can still be computed exactly; the spool is deleted at exit.
@@ -24,6 +26,7 @@ from typing import Any
 from llm_locust.record import json_line
 
 __all__ = [
+    "HEALTH_FILE",
     "REQUESTS_FILE",
     "RESULT_FILES",
     "RUN_FILE",
@@ -39,7 +42,8 @@ REQUESTS_FILE = "requests.jsonl"
 SUMMARY_FILE = "summary.json"
 RUN_FILE = "run.json"
 SEARCH_FILE = "search.json"
-RESULT_FILES = (REQUESTS_FILE, SUMMARY_FILE, RUN_FILE)
+HEALTH_FILE = "health.jsonl"
+RESULT_FILES = (REQUESTS_FILE, SUMMARY_FILE, RUN_FILE, HEALTH_FILE)
 
 
 class ResultsDirError(ValueError):
@@ -79,12 +83,21 @@ class ResultsWriter:
         else:
             self.requests_path = directory / REQUESTS_FILE
         self._file = open(self.requests_path, "w", encoding="utf-8")  # noqa: SIM115 (kept open)
+        # health.jsonl: opened (emptied) with the folder, so a rerun never reads an old one
+        self._health = None if directory is None else open(directory / HEALTH_FILE, "w", encoding="utf-8")  # noqa: SIM115
         self.count = 0
 
     def write(self, row: dict[str, Any]) -> None:
         self._file.write(json_line(row))
         self._file.flush()
         self.count += 1
+
+    def write_health(self, interval: dict[str, Any]) -> None:
+        """One health interval (``health.jsonl``; nothing without a results folder)."""
+        if self._health is None or self._health.closed:
+            return
+        self._health.write(json.dumps(interval) + "\n")
+        self._health.flush()
 
     @property
     def closed(self) -> bool:
@@ -113,6 +126,8 @@ class ResultsWriter:
     def close(self) -> None:
         if not self._file.closed:
             self._file.close()
+        if self._health is not None:
+            self._health.close()
         if self.directory is None:
             self.requests_path.unlink(missing_ok=True)
 

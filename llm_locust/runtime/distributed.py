@@ -12,7 +12,12 @@ most the records of its last interval (1 s by default) plus its requests in flig
 
 Each batch also carries the worker's health intervals closed since the last one
 (:mod:`llm_locust.health`: CPU and event-loop lag per second); the master keeps them
-per worker (:meth:`Inbox.health_intervals`) for the saturation verdicts.
+per worker (:meth:`Inbox.health_intervals`) for the saturation verdicts and hands each on
+as it arrives (``health_sink``: the results folder's ``health.jsonl``).
+
+Each batch is stamped with the time the worker sent it; the master measures how late it
+applies them (:class:`~llm_locust.runtime.ingest.IngestWatch`: its lag, the rows behind,
+one warning when it cannot keep up).
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ from typing import Any
 import gevent
 
 from llm_locust import health
+from llm_locust.runtime.ingest import IngestWatch
 
 __all__ = ["MESSAGE_TYPE", "SHIP_INTERVAL", "Inbox", "Outbox"]
 
@@ -100,6 +106,9 @@ class Inbox:
     health: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     #: per worker: (when its last batch was sent, send time of its oldest request in flight)
     reports: dict[str, tuple[float, float | None]] = field(default_factory=dict)
+    #: each health interval as it arrives, marked with its worker (the results' health.jsonl)
+    health_sink: Callable[[dict[str, Any]], None] = lambda interval: None
+    ingest: IngestWatch = field(default_factory=IngestWatch)
 
     def handle(self, worker: str, data: dict[str, Any]) -> bool:
         """Apply one batch; returns False for a duplicate that was ignored (its stale in-flight
@@ -111,15 +120,22 @@ class Inbox:
                 return False
             seen.add(seq)
         self.in_flight[worker] = int(data.get("in_flight") or 0)
-        if data.get("sent_at") is not None:
-            self.reports[worker] = (float(data["sent_at"]), data.get("oldest_in_flight"))
-        for row in data.get("rows") or ():
+        sent_at = data.get("sent_at")
+        if sent_at is not None:
+            self.reports[worker] = (float(sent_at), data.get("oldest_in_flight"))
+        rows = data.get("rows") or ()
+        warning = self.ingest.observe(worker, sent_at, len(rows), time.time())
+        if warning is not None:
+            log.warning("llm-locust: %s", warning)
+        for row in rows:
             if row.get("worker") is None:
                 row["worker"] = worker
             self.deliver(row)
             self.received += 1
         if data.get("health"):
             self.health.setdefault(worker, []).extend(data["health"])
+            for interval in data["health"]:
+                self.health_sink({**interval, "worker": worker})
         if data.get("final"):
             self.finals.add(worker)
             self.in_flight[worker] = 0
@@ -130,6 +146,7 @@ class Inbox:
         self.finals.clear()
         self.in_flight.clear()
         self.reports.clear()
+        self.ingest.reset()
 
     def forget(self, worker: str) -> None:
         """A worker that quit or went missing has nothing in flight any more."""

@@ -218,6 +218,7 @@ class Extension:
             search=self.search,
         )
         self.bus.open()
+        self.fleet.record_health(self.results, context.start_time)
         gevent.spawn(self._watch_load, self.results)
 
     def _watch_load(self, results: TestResults) -> None:
@@ -262,8 +263,9 @@ class Extension:
         if self.search is not None:
             self.search.finish()  # rows held for a step's decision go to the results now
         self.bus.close()
+        self.fleet.stop_health()
         extra = {"workers_without_final_batch": self.workers_without_final()} if self.role == "master" else {}
-        summary = results.finish(self.live.interrupted, extra)
+        summary = results.finish(self.live.interrupted, extra, self.fleet.summary_blocks())
         self.last_summary = summary
         code = exit_code(summary, self.live.interrupt_exit_code)
         if code is not None:

@@ -11,7 +11,9 @@ Locust's runners carry users and stats; llm-locust adds three custom messages on
 
 A :class:`Fleet` answers the questions that span every process on any role (on a local runner
 the fleet is this one process): requests in flight, the workers whose final batch is missing,
-the health intervals of the processes that time requests.
+the health intervals of the processes that time requests (also written to the results'
+``health.jsonl`` as they arrive, :meth:`Fleet.record_health`), and on a master whether it keeps
+up with its workers' records (the summary's ``master`` block, :mod:`llm_locust.runtime.ingest`).
 """
 
 from __future__ import annotations
@@ -53,6 +55,7 @@ class Fleet:
         self._plan, self._on_plan_start, self._on_final_batch = plan, on_plan_start, on_final_batch
         self.outbox: distributed.Outbox | None = None  # a worker's records to the master
         self.inbox: distributed.Inbox | None = None  # the master's records from its workers
+        self._health_sink: Callable[[dict[str, Any]], None] | None = None
         runner = environment.runner
         if role == "worker":
             self.outbox = distributed.Outbox(
@@ -121,6 +124,32 @@ class Fleet:
 
     def total_in_flight(self) -> int:
         return self.inbox.total_in_flight() if self.inbox is not None else self.requests.in_flight
+
+    def record_health(self, results: Any, start: float) -> None:
+        """Write the load processes' health intervals into ``results`` (``health.jsonl``) as they
+        arrive, starting with those that ended after ``start``."""
+        self.stop_health()
+        for interval in self.health_intervals(start):
+            results.take_health(interval)
+        self._health_sink = results.take_health
+        if self.inbox is not None:
+            self.inbox.health_sink = results.take_health
+        else:
+            health.monitor().subscribe(results.take_health)
+
+    def stop_health(self) -> None:
+        """The results are closing: no more health lines."""
+        sink, self._health_sink = self._health_sink, None
+        if sink is None:
+            return
+        if self.inbox is not None:
+            self.inbox.health_sink = lambda interval: None
+        else:
+            health.monitor().unsubscribe(sink)
+
+    def summary_blocks(self) -> dict[str, Any]:
+        """What the fleet adds to a test's summary: on a master, its ``master`` block."""
+        return {"master": self.inbox.ingest.block()} if self.inbox is not None else {}
 
     def health_intervals(self, start: float | None = None) -> list[dict[str, Any]]:
         """The health intervals (ending after ``start``, if given) of the processes that time

@@ -57,7 +57,14 @@ class ExtensionView:
             stage_label=stage.label if stage is not None else "",
             target_rate=rate,
             client_saturated=self._client_saturated(),
+            **self._ingest(),
         )
+
+    def _ingest(self) -> dict[str, float]:
+        inbox = self.ext.inbox
+        if inbox is None:
+            return {}
+        return {"master_backlog_rows": inbox.ingest.rows_behind, "master_ingest_lag_s": inbox.ingest.lag_s}
 
     def _client_saturated(self) -> bool:
         now = time.time()

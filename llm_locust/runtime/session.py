@@ -4,8 +4,9 @@ A :class:`TestResults` is opened at ``test_start`` with the test's run context: 
 the results folder (``requests.jsonl``, or a spool without ``--results-dir``), writes
 ``run.json`` (the context, rewritten as stages end with their level samples), samples the
 runner's user count and CPU (the stages' levels, the config block's peaks), takes each row
-the record bus publishes (marking ramp-up), and at the end computes ``summary.json`` from
-the file in one streaming pass (:func:`~llm_locust.results.finalize.build_summary`).
+the record bus publishes (marking ramp-up) and each health interval (``health.jsonl``), and
+at the end computes ``summary.json`` from the file in one streaming pass
+(:func:`~llm_locust.results.finalize.build_summary`).
 """
 
 from __future__ import annotations
@@ -74,6 +75,10 @@ class TestResults:
         self.writer.write(row)
         self.failures.add(row)
 
+    def take_health(self, interval: dict[str, Any]) -> None:
+        """A load process's health interval as it is measured (``health.jsonl``)."""
+        self.writer.write_health(interval)
+
     def observe(self, now: float, users: int, cpu: float, cpu_warning: bool) -> None:
         """One sample of the runner's user count and CPU."""
         self.peak_users = max(self.peak_users, users)
@@ -123,8 +128,14 @@ class TestResults:
             demand=context.config.load.demand,
         )
 
-    def finish(self, interrupted: str | None, extra: dict[str, Any] | None = None) -> dict[str, Any]:
-        """The summary, from ``requests.jsonl`` read back in one pass; written, the writer closed."""
+    def finish(
+        self,
+        interrupted: str | None,
+        extra: dict[str, Any] | None = None,
+        blocks: dict[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        """The summary, from ``requests.jsonl`` read back in one pass (with ``blocks`` added, e.g.
+        the master's own); written, the writer closed."""
         stop = self.stop_time if self.stop_time is not None else time.time()
         if self.levels is not None:
             self.levels.finish(stop)
@@ -137,6 +148,7 @@ class TestResults:
         if context_endpoints(self.context):
             add_replicas(summary, self.writer.requests_path)
         summary.update(self.failures.to_summary())
+        summary.update(blocks or {})
         problem = add_analysis(summary, cols, facts, self.writer.directory, self.writer.requests_path)
         if problem is not None:
             log.warning("llm-locust: %s", problem)

@@ -61,7 +61,7 @@ def test_catalog_has_every_required_metric() -> None:
         | {"time_to_first_visible_token_seconds"}
         | {"inter_token_latency_seconds", "e2e_request_latency_seconds"},
         "gauge": {"users", "requests_in_flight", "workers", "stage", "target_request_rate", "run_info"}
-        | {"client_saturated"}
+        | {"client_saturated", "master_backlog_rows", "master_ingest_lag_seconds"}
         | {"server_num_requests_running", "server_num_requests_waiting", "server_kv_cache_usage"}
         | {"server_gpu_memory_usage", "server_gpu_memory_used_bytes", "server_gpu_utilization"},
     }
