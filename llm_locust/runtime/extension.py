@@ -51,6 +51,7 @@ from llm_locust.runtime.bursts import BurstDispatcher
 from llm_locust.runtime.bus import Finalized, RecordBus
 from llm_locust.runtime.context import RunContext
 from llm_locust.runtime.fleet import Fleet
+from llm_locust.runtime.fold import IdleFolder
 from llm_locust.runtime.prepare import PREPARER, Prepared, results_dir, source_of, workload_info
 from llm_locust.runtime.requests import Requests
 from llm_locust.runtime.search import SearchDriver
@@ -122,7 +123,8 @@ class Extension:
         self._adopted = False
         self.sources = RequestSources(lambda: self.context)
         node = environment.runner.client_id if self.role == "worker" else "local"
-        self.requests = Requests(environment, self._deliver, node)
+        self.folder = IdleFolder()  # finished requests' rows, handed on in the loop's idle time
+        self.requests = Requests(environment, self._deliver, node, later=self.folder.submit)
         self.fleet = Fleet(
             environment,
             self.role,
@@ -237,6 +239,7 @@ class Extension:
         if self.bursts is not None:  # before the outbox stops: its records go to the master too
             self.bursts.finish(float(self.environment.stop_timeout or 0))
             self.bursts = None
+        self.folder.drain()  # every finished request's row, before the final batch or the summary
         if self.outbox is not None:
             stopping.report_locust_stats(self.environment.runner)  # before the final batch
             self.outbox.stop()
@@ -260,6 +263,7 @@ class Extension:
         results = self.results
         if results is None or results.summary is not None:
             return
+        self.folder.drain()
         if self.search is not None:
             self.search.finish()  # rows held for a step's decision go to the results now
         self.bus.close()

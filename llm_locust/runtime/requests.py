@@ -10,11 +10,15 @@ request into Locust statistics and a row for the record bus:
   ``incomplete`` request (in flight when the load stopped) is neither a success nor a failure
   and is not logged.
 - The row gets its stage and warm-up flag from the run context, then goes to ``deliver``:
-  the bus (local runner) or the outbox to the master (worker).
+  the bus (local runner) or the outbox to the master (worker). Making the row and handing it
+  on is passed to ``later`` (the runtime's :class:`~llm_locust.runtime.fold.IdleFolder`: the
+  event loop's idle time; by default at once); a request counts as in flight until its row
+  has been handed on, so nothing that waits for a step's requests to finish misses a row.
 """
 
 from __future__ import annotations
 
+import functools
 import itertools
 import time
 from collections.abc import Callable
@@ -36,9 +40,16 @@ class LLMRequestError(Exception):
 class Requests:
     """Records, sends and in-flight accounting of one process (see the module docstring)."""
 
-    def __init__(self, environment: Any, deliver: Callable[[dict[str, Any]], None], node: str) -> None:
+    def __init__(
+        self,
+        environment: Any,
+        deliver: Callable[[dict[str, Any]], None],
+        node: str,
+        later: Callable[[Callable[[], None]], None] = lambda item: item(),
+    ) -> None:
         self.environment = environment
         self.deliver = deliver
+        self.later = later
         self.node = node  # the record ids' prefix: the worker's client id, or "local"
         self.in_flight = 0
         self.sent_at: dict[int, float] = {}  # requests in flight: when each was sent (wall clock)
@@ -75,12 +86,15 @@ class Requests:
         except BaseException:
             if record.outcome == INCOMPLETE:
                 self.complete(context, record)
+            else:
+                self._release(record)
             raise
-        finally:
-            self.in_flight -= 1
-            self.sent_at.pop(id(record), None)
         self.complete(context, record)
         return text
+
+    def _release(self, record: RequestRecord) -> None:
+        self.in_flight -= 1
+        self.sent_at.pop(id(record), None)
 
     def oldest(self) -> float | None:
         """When the longest-running request in flight was sent (``None``: none)."""
@@ -96,7 +110,13 @@ class Requests:
         if context.staged:
             stage, record.warmup = context.stage_at(record.wall_start)
             record.stage = None if stage is None else stage.index
-        self.deliver(record.to_json())
+        self.later(functools.partial(self._hand_on, record))
+
+    def _hand_on(self, record: RequestRecord) -> None:
+        try:
+            self.deliver(record.to_json())
+        finally:
+            self._release(record)
 
     def _log_stats(self, record: RequestRecord) -> None:
         environment = self.environment

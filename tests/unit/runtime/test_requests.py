@@ -102,3 +102,18 @@ def test_a_failure_reaches_locust_as_its_class_and_message() -> None:
     client = Client(owner, T0, outcome="http_500")
     owner.send(context, client, {}, record)
     assert str(env.fired[0]["exception"]).startswith("http_500") and env.logged == []
+
+
+def test_a_request_counts_in_flight_until_its_row_is_handed_on() -> None:
+    """With the row's work deferred (the runtime's idle folder), a search waiting for a step's
+    requests to finish must not see the request gone before its row arrives."""
+    rows: list[dict[str, Any]] = []
+    later: list[Any] = []
+    owner = Requests(FakeEnvironment(), rows.append, "local", later=later.append)
+    context = _context(staged=False)
+    record = owner.new_record(context, _spec())
+    assert owner.send(context, Client(owner, T0), {}, record) == "text"
+    assert rows == [] and owner.in_flight == 1 and owner.in_flight_before(1e12) == 1
+    later.pop()()
+    assert [r["request_id"] for r in rows] == ["local-0"] and owner.in_flight == 0
+    assert owner.oldest() is None

@@ -1,0 +1,69 @@
+"""The idle folder: finished requests' rows handed on when the event loop is idle, in order,
+never lost, never left to pile up."""
+
+from __future__ import annotations
+
+import logging
+import time
+
+import gevent
+import pytest
+
+from llm_locust.runtime.fold import IdleFolder
+
+
+def test_items_wait_for_the_loop_to_idle_then_run_in_order() -> None:
+    folder, done = IdleFolder(), []
+    for i in range(5):
+        folder.submit(lambda i=i: done.append(i))
+    assert done == [] and len(folder) == 5  # not in the caller
+    gevent.sleep(0.01)  # the loop has nothing else to do
+    assert done == [0, 1, 2, 3, 4] and len(folder) == 0 and folder.inline_runs == 0
+
+
+def test_an_idle_call_runs_one_slice_and_lets_the_loop_poll() -> None:
+    folder, done = IdleFolder(slice_s=0.004), []
+
+    def slow(i: int) -> None:
+        t = time.perf_counter() + 0.002
+        while time.perf_counter() < t:
+            pass
+        done.append(i)
+
+    for i in range(10):
+        folder.submit(lambda i=i: slow(i))
+    ticks: list[int] = []
+    timer = gevent.get_hub().loop.timer(0.0, 0.001)
+    timer.start(lambda: ticks.append(len(done)))
+    try:
+        gevent.sleep(0.1)
+    finally:
+        timer.stop()
+    assert done == list(range(10))
+    assert len(set(ticks)) > 2  # the timer ran between slices, not only after all ten
+
+
+def test_a_loop_that_never_idles_runs_the_queue_in_the_caller() -> None:
+    folder, done = IdleFolder(max_pending=8, max_wait_s=0.05), []
+    for i in range(8):  # no yield: the loop cannot idle
+        folder.submit(lambda i=i: done.append(i))
+    assert done == list(range(8)) and folder.inline_runs == 1
+    folder.submit(lambda: done.append(8))
+    t = time.perf_counter() + 0.06  # busy, no yield (time.sleep may be gevent's): the oldest
+    while time.perf_counter() < t:  # item waits past max_wait_s
+        pass
+    folder.submit(lambda: done.append(9))
+    assert done == list(range(10)) and folder.inline_runs == 2
+
+
+def test_drain_runs_everything_now_and_one_failure_loses_nothing(caplog: pytest.LogCaptureFixture) -> None:
+    folder, done = IdleFolder(), []
+    folder.submit(lambda: done.append(0))
+    folder.submit(lambda: 1 / 0)
+    folder.submit(lambda: done.append(2))
+    with caplog.at_level(logging.ERROR, logger="llm_locust"):
+        folder.drain()
+    assert done == [0, 2] and len(folder) == 0
+    assert "handing on a finished request failed" in caplog.text
+    gevent.sleep(0.01)  # the watcher was stopped: nothing runs twice
+    assert done == [0, 2]
