@@ -218,7 +218,7 @@ class StreamingClient:
                 got = content_type or "no content type"
                 raise Failure("bad_payload", f"expected text/event-stream, got {got!r}")
             events = StreamEvents(record, stream)
-            reader = BodyReader(response, events.feed)
+            reader = BodyReader(response, events.feed, started=lambda: bool(record.chunk_times))
             try:
                 reader.run()
             except (OSError, HTTPParseError) as exc:

@@ -99,6 +99,9 @@ SCENARIOS: dict[str, list[tuple[bytes, float]] | str] = {
     "cut_41": [(HEAD_SSE, 0.0)]
     + [(chunked(sse(delta(f"t{i} "))), 0.002) for i in range(41)]
     + [(chunked(sse(b"[DONE]")), 0.0)],
+    "ttft_41": [(HEAD_SSE, 0.02)]  # cut_41 with its first token 20 ms after the headers
+    + [(chunked(sse(delta(f"t{i} "))), 0.002) for i in range(41)]
+    + [(chunked(sse(b"[DONE]")), 0.0)],
     "early_stop": body_stream([sse(delta("a")), sse(delta("b", "stop")), usage(2), sse(b"[DONE]")]),
     "usage_conflict": body_stream(
         [*(sse(delta(w)) for w in "abcd"), sse(delta("e", "length")), usage(50), sse(b"[DONE]")]

@@ -134,3 +134,34 @@ def test_a_kept_alive_connection_serves_the_next_request() -> None:
     assert first.ok and second.ok, (first.message, second.message)
     assert len(first.chunk_times) == len(second.chunk_times) == 20
     assert len(kept) == 1 and again == kept  # the very same socket, open, back in the pool
+
+
+def test_a_stream_is_served_first_until_its_first_content_chunk(
+    peer: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Its first token is timed before the reads of streams already under way in the same loop
+    iteration (TTFT); then its reads take their turn like every other stream's."""
+    import llm_locust.client as client_module
+    from llm_locust.reader import FIRST_PRIORITY, PRIORITY, BodyReader
+
+    seen: list[tuple[bool, int | None]] = []
+
+    class Watched(BodyReader):
+        def __init__(self, response, sink, started):  # type: ignore[no-untyped-def]
+            def spy(body: bytes, t: float) -> None:  # the priority this read was served at
+                watcher = self._watcher  # None: the bytes came with the headers
+                seen.append((started(), None if watcher is None else watcher.priority))
+                sink(body, t)
+
+            super().__init__(response, spy, started)
+
+    monkeypatch.setattr(client_module, "BodyReader", Watched)
+    client = new_client(peer, "ttft_41")  # the headers, and the first token 20 ms later
+    record = RequestRecord(request_id="t", wall_start=0.0, t_sent=0.0)
+    try:
+        client.send(BODY, record)
+    finally:
+        client.close()
+    assert len(record.chunk_times) == 41 and len(seen) >= 20
+    assert seen[0] == (False, FIRST_PRIORITY)  # the read that brought the first token
+    assert {priority for _, priority in seen[1:]} == {PRIORITY}
