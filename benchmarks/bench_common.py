@@ -32,9 +32,12 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def pinned(cpu: int | None) -> list[str]:
-    """``taskset -c CPU`` in front of a command (nothing without a CPU or without taskset)."""
-    return ["taskset", "-c", str(cpu)] if cpu is not None and shutil.which("taskset") else []
+def pinned(cpu: int | str | None) -> list[str]:
+    """``taskset -c CPU`` in front of a command (``CPU`` may be a list, ``0,1``; nothing without
+    a CPU, with ``none``, or without taskset)."""
+    if cpu is None or str(cpu) == "none" or not shutil.which("taskset"):
+        return []
+    return ["taskset", "-c", str(cpu)]
 
 
 def export(ref: str, into: Path) -> Path:
@@ -55,24 +58,38 @@ class ProcessSampler(threading.Thread):
     """``(time, CPU seconds of pid, probe())`` every ``period`` s; a sample whose probe raises
     ``OSError`` or ``ValueError`` is skipped; the thread ends when the process does."""
 
-    def __init__(self, pid: int, probe: Callable[[], float], period: float = 1.0) -> None:
+    def __init__(self, pid: int, probe: Callable[[], float], period: float = 1.0, tree: bool = False) -> None:
         super().__init__(daemon=True)
         self.proc = psutil.Process(pid)
         self.probe = probe
         self.period = period
+        self.tree = tree  # add the CPU of the process's children (locust --processes N)
         self.samples: list[tuple[float, float, float]] = []
         self.halt = threading.Event()
 
     def run(self) -> None:
         while not self.halt.wait(self.period):
             try:
-                cpu = self.proc.cpu_times()
+                cpu = self.cpu_seconds()
                 value = self.probe()
             except psutil.Error:
                 return
             except (OSError, ValueError):
                 continue
-            self.samples.append((time.time(), cpu.user + cpu.system, value))
+            self.samples.append((time.time(), cpu, value))
+
+    def cpu_seconds(self) -> float:
+        procs = [self.proc, *(self.proc.children(recursive=True) if self.tree else ())]
+        total = 0.0
+        for proc in procs:
+            try:
+                times = proc.cpu_times()
+            except psutil.NoSuchProcess:
+                if proc is self.proc:
+                    raise
+                continue
+            total += times.user + times.system
+        return total
 
 
 def write_result(name: str, args: argparse.Namespace, runs: list[dict[str, Any]], **extra: Any) -> None:

@@ -34,6 +34,7 @@ import sys
 import tempfile
 import time
 import urllib.request
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -60,10 +61,11 @@ def loadavg() -> float:
 
 
 class Sampler(ProcessSampler):
-    """(time, client CPU seconds, server streams in flight) twice a second."""
+    """(time, client CPU seconds, server streams in flight) twice a second (the CPU of the
+    client's child processes too: ``--processes N``)."""
 
     def __init__(self, pid: int, stats_url: str) -> None:
-        super().__init__(pid, lambda: _active(stats_url), period=0.5)
+        super().__init__(pid, lambda: _active(stats_url), period=0.5, tree=True)
 
     def window(self, t0: float, t1: float) -> dict[str, float | None]:
         inside = [s for s in self.samples if t0 <= s[0] <= t1]
@@ -158,11 +160,32 @@ def run_reference(args: argparse.Namespace, yard: Path, url: str, streams: int) 
     }
 
 
-def locust_command(args: argparse.Namespace, url: str, streams: int, results: Path, code: Path) -> list[str]:
+@dataclass(frozen=True)
+class Variant:
+    """One llm-locust to run: its code, its process count and the CPUs it is pinned to."""
+
+    code: Path
+    processes: int = 1
+    cpu: str = "0"
+
+
+def parse_variant(spec: str, args: argparse.Namespace, code: Path) -> tuple[str, Variant]:
+    """``NAME=GITREF[,processes=N][,cpu=LIST]`` (GITREF ``.``: the working tree)."""
+    name, _, rest = spec.partition("=")
+    ref, *options = (rest or name).split(",")
+    values = dict(option.split("=", 1) for option in options)
+    processes = int(values.get("processes", args.processes))
+    return name, Variant(export(ref, code / name), processes, values.get("cpu", args.client_cpu))
+
+
+def locust_command(
+    args: argparse.Namespace, url: str, streams: int, results: Path, variant: Variant
+) -> list[str]:
     locust = REPO / ".venv/bin/locust"
     base = [str(locust)] if locust.exists() else [sys.executable, "-m", "locust"]
+    code = variant.code
     return [
-        *pinned(args.client_cpu),
+        *pinned(variant.cpu),
         *base,
         "-f",
         str(code / "locustfiles/chat.py"),
@@ -191,12 +214,24 @@ def locust_command(args: argparse.Namespace, url: str, streams: int, results: Pa
         "--only-summary",
         "--loglevel",
         "WARNING",
+        *processes(variant.processes),
         *args.locust_arg,
     ]
 
 
-def run_locust(args: argparse.Namespace, url: str, streams: int, results: Path, code: Path) -> dict[str, Any]:
-    cmd = locust_command(args, url, streams, results, code)
+def processes(n: int) -> list[str]:
+    """``--processes n`` on a free master port (nothing for one process)."""
+    if n <= 1:
+        return []
+    port = str(free_port())
+    return ["--processes", str(n), "--master-bind-port", port, "--master-port", port]
+
+
+def run_locust(
+    args: argparse.Namespace, url: str, streams: int, results: Path, variant: Variant
+) -> dict[str, Any]:
+    cmd = locust_command(args, url, streams, results, variant)
+    code = variant.code
     health = results.parent / f"{results.name}-health.jsonl"
     health.unlink(missing_ok=True)
     # an exported variant before the editable install; the client's health intervals to a file
@@ -373,7 +408,9 @@ def table(runs: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-def sitting(args: argparse.Namespace, yard: Path, streams: int, variants: dict[str, Path]) -> dict[str, Any]:
+def sitting(
+    args: argparse.Namespace, yard: Path, streams: int, variants: dict[str, Variant]
+) -> dict[str, Any]:
     """The reference, then each variant of llm-locust, each against a fresh server."""
     run: dict[str, Any] = {"streams": streams, "clients": {}, "verdicts": {}}
     for name in ["reference", *variants]:
@@ -406,8 +443,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tokens", type=int, default=200)
     parser.add_argument("--ttft-ms", type=float, default=100.0)
     parser.add_argument("--itl-ms", type=float, default=10.0)
-    parser.add_argument("--server-cpu", type=int, default=1)
-    parser.add_argument("--client-cpu", type=int, default=0)
+    parser.add_argument("--server-cpu", default="1", help="taskset CPU list, or none")
+    parser.add_argument("--client-cpu", default="0", help="taskset CPU list (0,1), or none")
+    parser.add_argument(
+        "--processes", type=int, default=1, help="llm-locust with --processes N (the reference: one)"
+    )
     parser.add_argument("--yardstick", help="directory of sse_server.js and ref_client.js")
     parser.add_argument(
         "--locust-arg", action="append", default=[], help="extra locust argument (repeatable)"
@@ -418,7 +458,8 @@ def main(argv: list[str] | None = None) -> int:
         "--variant",
         action="append",
         default=[],
-        help="NAME=GITREF: also run llm-locust as of GITREF (repeatable; default: the working tree)",
+        help="NAME=GITREF[,processes=N][,cpu=LIST]: also run llm-locust as of GITREF (. = the "
+        "working tree), with N processes, pinned to LIST (repeatable; default: the working tree)",
     )
     parser.add_argument("--repeat", type=int, default=1, help="sittings per stream count")
     parser.add_argument("--label", default="")
@@ -428,10 +469,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.profile:
         Path(args.profile).mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="yardstick-code-") as code:
-        variants = {"llm_locust": REPO} if not args.variant else {}
+        variants = {"llm_locust": Variant(REPO, args.processes, args.client_cpu)} if not args.variant else {}
         for spec in args.variant:
-            name, _, ref = spec.partition("=")
-            variants[name] = export(ref or name, Path(code) / name)
+            name, variant = parse_variant(spec, args, Path(code))
+            variants[name] = variant
         runs = [
             sitting(args, yard, streams, variants)
             for streams in [int(s) for s in args.streams.split(",") if s.strip()]
