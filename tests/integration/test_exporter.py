@@ -350,3 +350,18 @@ def test_the_client_saturated_gauge_reads_the_last_seconds_of_health() -> None:
     for health, saturated in ((busy, 1), (calm, 0), (calm + long_ago, 0)):
         registry = registry_for(LiveAggregate(), fake_run(health=health))
         assert registry.get_sample_value("llm_locust_client_saturated") == saturated
+
+
+def test_the_master_gauges_read_its_ingest_watch() -> None:
+    from llm_locust.runtime.distributed import Inbox
+
+    run = fake_run(role="master")
+    registry = registry_for(LiveAggregate(), run)
+    assert registry.get_sample_value("llm_locust_master_backlog_rows") == 0  # no inbox: local
+    inbox = Inbox(lambda row: None)
+    run.ext.inbox = inbox  # type: ignore[attr-defined]
+    for t in range(20):  # 100 rows a second; from t = 10 each batch applied 0.5 s later than the last
+        inbox.ingest.observe("w1", 1000.0 + t, 100, 1000.0 + t + 0.5 * max(0, t - 10))
+    lag = registry.get_sample_value("llm_locust_master_ingest_lag_seconds")
+    assert lag == pytest.approx(4.5)
+    assert registry.get_sample_value("llm_locust_master_backlog_rows") == pytest.approx(100 * 4.5)
