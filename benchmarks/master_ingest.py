@@ -320,6 +320,7 @@ def analyse(
         "summary_exact": all(summary.get(k) == expected.get(k) for k in SUMMARY_KEYS)
         and summary["completed"] == total_sent,
         "first_sent": sent_at[0][0] if sent_at else None,
+        "master": summary.get("master"),  # the master's own view of its lag (runtime/ingest.py)
     }
 
 
