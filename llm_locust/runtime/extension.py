@@ -28,7 +28,6 @@ import locust.runners
 from locust.env import Environment
 
 import logging
-import sys
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -43,9 +42,8 @@ from llm_locust.load.stages import Stage
 from llm_locust.load.stepped import SteppedRates
 from llm_locust.record import RequestRecord
 from llm_locust.report.build import report_after_run
-from llm_locust.results.finalize import exit_code, warnings
-from llm_locust.results.report import LOCUST_TABLE_LABEL, end_of_run_text
-from llm_locust.results.writer import SUMMARY_FILE
+from llm_locust.results.finalize import exit_code
+from llm_locust.results.report import LOCUST_TABLE_LABEL
 from llm_locust.runtime import preflight, stopping
 from llm_locust.runtime.bursts import BurstDispatcher
 from llm_locust.runtime.bus import Finalized, RecordBus
@@ -64,8 +62,6 @@ __all__ = ["ATTRIBUTE", "Extension", "LiveState", "extension_of", "role_of"]
 
 log = logging.getLogger("llm_locust")
 ATTRIBUTE = "llm_locust"
-#: How often the runner's user count is sampled for the stages' levels (seconds).
-LEVEL_SAMPLE_S = 0.1
 
 
 def extension_of(environment: Environment) -> Extension:
@@ -221,19 +217,7 @@ class Extension:
         )
         self.bus.open()
         self.fleet.record_health(self.results, context.start_time)
-        gevent.spawn(self._watch_load, self.results)
-
-    def _watch_load(self, results: TestResults) -> None:
-        """Sample users (for the stages' levels and the config block) and client CPU."""
-        runner = self.environment.runner
-        while self.results is results and results.running:
-            if self.role == "master":
-                cpu = max((c.cpu_usage for c in runner.clients.values()), default=0.0)
-                warned = runner.cpu_warning_emitted or runner.worker_cpu_warning_emitted
-            else:
-                cpu, warned = runner.current_cpu_usage, runner.cpu_warning_emitted
-            results.observe(time.time(), runner.user_count, cpu, warned)
-            gevent.sleep(LEVEL_SAMPLE_S)
+        gevent.spawn(self.fleet.watch_load, self.results, lambda: self.results)
 
     def on_test_stop(self) -> None:
         if self.bursts is not None:  # before the outbox stops: its records go to the master too
@@ -274,13 +258,8 @@ class Extension:
         code = exit_code(summary, self.live.interrupt_exit_code)
         if code is not None:
             self.environment.process_exit_code = code
+        results.tell(summary, printed=self.run_config.headless)
         directory = results.writer.directory
-        if self.run_config.headless:
-            written = f"{results.writer.requests_path} and {directory / SUMMARY_FILE}" if directory else None
-            paths = None if written is None else f"results: {written}"
-            print(end_of_run_text(summary, paths), file=sys.stdout, flush=True)
-        for line in warnings(summary):
-            log.warning("llm-locust: %s", line)
         self.finalized.fire(summary, directory)
         if directory is not None:
             report_after_run(directory)  # report.html; a failure is one logged line

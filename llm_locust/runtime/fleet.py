@@ -21,8 +21,11 @@ from __future__ import annotations
 import locust.runners
 from locust.env import Environment
 
+import time
 from collections.abc import Callable
 from typing import Any
+
+import gevent
 
 from llm_locust import health
 from llm_locust.load.plan import LoadPlan
@@ -30,10 +33,13 @@ from llm_locust.load.stepped import SteppedRates
 from llm_locust.runtime import distributed, stopping
 from llm_locust.runtime.requests import Requests
 from llm_locust.runtime.search import SEARCH_MESSAGE
+from llm_locust.runtime.session import TestResults
 
 __all__ = ["PLAN_MESSAGE", "Fleet", "PlanStart"]
 
 PLAN_MESSAGE = "llm_locust_plan"
+#: How often the runner's user count is sampled for the stages' levels (seconds).
+LEVEL_SAMPLE_S = 0.1
 #: The next test's plan start and worker count, as the master announced them.
 PlanStart = Callable[[float, int], None]
 
@@ -159,3 +165,16 @@ class Fleet:
             return self.inbox.health_intervals(start)
         own = health.monitor().intervals
         return list(own) if start is None else health.since(own, start)
+
+    def watch_load(self, results: TestResults, current: Callable[[], TestResults | None]) -> None:
+        """While ``results`` is the current test's and runs: sample the users (the stages' levels,
+        the config block) and the CPU of the processes that send (the workers', or this one's)."""
+        runner = self.environment.runner
+        while current() is results and results.running:
+            if self.role == "master":
+                cpu = max((c.cpu_usage for c in runner.clients.values()), default=0.0)
+                warned = runner.cpu_warning_emitted or runner.worker_cpu_warning_emitted
+            else:
+                cpu, warned = runner.current_cpu_usage, runner.cpu_warning_emitted
+            results.observe(time.time(), runner.user_count, cpu, warned)
+            gevent.sleep(LEVEL_SAMPLE_S)

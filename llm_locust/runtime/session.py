@@ -22,10 +22,18 @@ from llm_locust.config.redact import strip_credentials
 from llm_locust.load.levels import LevelTracker
 from llm_locust.results.columns import read_columns
 from llm_locust.results.failures import FailureTally
-from llm_locust.results.finalize import RunFacts, add_analysis, add_replicas, build_summary, options_block
+from llm_locust.results.finalize import (
+    RunFacts,
+    add_analysis,
+    add_replicas,
+    build_summary,
+    options_block,
+    warnings,
+)
 from llm_locust.results.rebuild import run_json
+from llm_locust.results.report import end_of_run_text
 from llm_locust.results.slo import itl_stats_of
-from llm_locust.results.writer import ResultsWriter
+from llm_locust.results.writer import SUMMARY_FILE, ResultsWriter
 from llm_locust.runtime.context import RunContext
 
 log = logging.getLogger("llm_locust")
@@ -186,6 +194,16 @@ class TestResults:
         block["load_model"] = context.plan.describe()
         block["options"] = options_block(context.config, self.options)
         return block
+
+    def tell(self, summary: dict[str, Any], printed: bool) -> None:
+        """The test's end, said: the end-of-run text on stdout (when ``printed``: headless) and
+        the summary's warnings in the log."""
+        if printed:
+            directory = self.writer.directory
+            written = f"{self.writer.requests_path} and {directory / SUMMARY_FILE}" if directory else None
+            print(end_of_run_text(summary, None if written is None else f"results: {written}"), flush=True)
+        for line in warnings(summary):
+            log.warning("llm-locust: %s", line)
 
 
 def context_endpoints(context: RunContext) -> bool:
