@@ -3,54 +3,25 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
-import subprocess
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.browser import DevTools, chromium_binary
-from tests.integration.test_web_form import (
-    LIGHT,
-    _wait_for_ui,
-    form_fields,
-    post,
-    start_in_chromium,
-    wait_for,
-)
-from tests.locustproc import LOCUSTFILE, expect_exit
-from tests.promproc import free_port, http_get, start_locust, stop_process
-from tests.simproc import running_sim
+from tests.integration.test_web_form import LIGHT, SIM, start_in_chromium
+from tests.locustproc import expect_exit
+from tests.promproc import http_get
+from tests.webproc import form_fields, post, wait_for, web_ui
 
 pytestmark = pytest.mark.slow
 
 
-@contextlib.contextmanager
-def web_locust(tmp_path: Path) -> Iterator[tuple[str, Path, subprocess.Popen[bytes]]]:
-    """A fast simulator and Locust with its web UI: (the UI's base URL, the results folder, the
-    process), stopped at the end."""
-    port = free_port()
-    base = f"http://127.0.0.1:{port}"
-    results = tmp_path / "r"
-    with running_sim("--ttft-ms", "20", "--tpot-ms", "2", "--output-tokens", "4") as url:
-        proc = start_locust(
-            LOCUSTFILE,
-            url,
-            *("--web-host", "127.0.0.1", "--web-port", str(port), "--results-dir", str(results)),
-            log_path=tmp_path / "locust.log",
-        )
-        try:
-            _wait_for_ui(base)
-            yield base, results, proc
-        finally:
-            stop_process(proc)
-
-
 def test_a_search_from_the_form_grows_its_stages_live(tmp_path: Path) -> None:
-    with web_locust(tmp_path) as (base, results, _proc):
+    results = tmp_path / "r"
+    with web_ui(tmp_path, SIM, results=results) as ui:
+        base = ui.base
         fields = form_fields(base)
         search = {"search": "users", "search_min": "2", "search_max": "4", "step_time": "3s"}
         slo = {"slo": "success>=90%,ttft_p50<=1s"}
@@ -67,8 +38,7 @@ def test_a_search_from_the_form_grows_its_stages_live(tmp_path: Path) -> None:
         # a second search in the same process: its folder is the next one, and the first keeps its own steps
         assert post(base, {**fields, **LIGHT, **search, **slo})["success"] is True
         wait_for(Path(f"{results}-2") / "summary.json", 60)
-    log = (tmp_path / "locust.log").read_text()
-    assert "Traceback" not in log, log[-3000:]
+    expect_exit(ui.proc, 0, ui.log())  # SIGTERM after the searches ended: 0
     for folder in (results, Path(f"{results}-2")):  # each search.json is its own test's
         run = json.loads((folder / "run.json").read_text())
         assert json.loads((folder / "search.json").read_text())["t0"] == run["t0"], folder
@@ -93,7 +63,9 @@ def test_the_llm_page_shows_the_probe_table_as_the_search_goes(tmp_path: Path) -
     """Started in Locust's form in headless Chromium; /llm in a second page shows a row per judged
     step while the search runs, then the answer; the rows are the summary's search steps."""
     seen: list[dict] = []
-    with web_locust(tmp_path) as (base, results, proc):
+    results = tmp_path / "r"
+    with web_ui(tmp_path, SIM, results=results) as ui:
+        base = ui.base
         search = {"search": "users", "search_min": "2", "search_max": "8", "step_time": "3s"}
         started = start_in_chromium(base, {**LIGHT, **search, "slo": "success>=90%,ttft_p50<=1s"})
         assert started["success"] is True, started
@@ -107,7 +79,7 @@ def test_the_llm_page_shows_the_probe_table_as_the_search_goes(tmp_path: Path) -
                     break
                 time.sleep(0.3)
         summary = wait_for(results / "summary.json", 30)
-    expect_exit(proc, 0, (tmp_path / "locust.log").read_text())
+    expect_exit(ui.proc, 0, ui.log())
     steps = summary["search"]["steps"]
     assert [p["level"] for p in steps] == [2, 4, 8] and summary["search"]["stop_reason"] == "maximum"
     # while it ran: the table grew a row at a time, the step running named above it

@@ -198,37 +198,25 @@ def test_bursts_distributed_queue_behind_a_small_batch(tmp_path: Path) -> None:
 
 
 def test_cancel_and_burst_options_from_the_web_form(tmp_path: Path) -> None:
-    from tests.integration.test_web_form import _wait_for_ui, form_fields, post, wait_for
-    from tests.locustproc import LOCUSTFILE
-    from tests.promproc import free_port, start_locust, stop_process
+    from tests.webproc import form_fields, post, wait_for, web_ui
 
-    port = free_port()
-    base = f"http://127.0.0.1:{port}"
     results = tmp_path / "w"
-    with running_sim("--ttft-ms", "50", "--tpot-ms", "10", "--output-tokens", "40") as url:
-        proc = start_locust(
-            LOCUSTFILE, url, "--web-host", "127.0.0.1", "--web-port", str(port),
-            "--results-dir", str(results), log_path=tmp_path / "locust.log",
-        )  # fmt: skip
-        try:
-            _wait_for_ui(base)
-            fields = form_fields(base)
-            assert {"cancel_rate", "cancel_after", "burst"} <= set(fields)
-            for name, value, line in (
-                ("cancel_after", "soon", "--cancel-after 'soon': expected first-token"),
-                ("burst", "every=1s", "--burst 'every=1s': missing size"),
-                ("cancel_rate", "2", "--cancel-rate '2': "),
-            ):
-                answer = post(base, {**fields, name: value})
-                assert answer["success"] is False and answer["message"].startswith(line), answer
-            light = {"prompt_tokens": "16", "max_tokens": "40", "user_count": "2", "spawn_rate": "2"}
-            modern = {"cancel_rate": "0.5", "cancel_after": "5tokens", "burst": "every=1s,size=3,start=0.5s"}
-            assert post(base, {**fields, **light, **modern, "run_time": "4s"})["success"] is True
-            summary = wait_for(results / "summary.json", 60)
-        finally:
-            stop_process(proc)
-    log = (tmp_path / "locust.log").read_text()
-    assert "Traceback" not in log, log[-3000:]
+    sim = ("--ttft-ms", "50", "--tpot-ms", "10", "--output-tokens", "40")
+    with web_ui(tmp_path, sim, results=results) as ui:
+        fields = form_fields(ui.base)
+        assert {"cancel_rate", "cancel_after", "burst"} <= set(fields)
+        for name, value, line in (
+            ("cancel_after", "soon", "--cancel-after 'soon': expected first-token"),
+            ("burst", "every=1s", "--burst 'every=1s': missing size"),
+            ("cancel_rate", "2", "--cancel-rate '2': "),
+        ):
+            answer = post(ui.base, {**fields, name: value})
+            assert answer["success"] is False and answer["message"].startswith(line), answer
+        light = {"prompt_tokens": "16", "max_tokens": "40", "user_count": "2", "spawn_rate": "2"}
+        modern = {"cancel_rate": "0.5", "cancel_after": "5tokens", "burst": "every=1s,size=3,start=0.5s"}
+        assert post(ui.base, {**fields, **light, **modern, "run_time": "4s"})["success"] is True
+        summary = wait_for(results / "summary.json", 60)
+    expect_exit(ui.proc, 0, ui.log())  # SIGTERM after the run ended: 0
     assert summary["cancelled"] >= 2 and summary["failed"] == 0
     assert summary["bursts"]["waves"] >= 2 and summary["bursts"]["per_wave"][0]["sent"] == 3
     options = summary["config"]["options"]

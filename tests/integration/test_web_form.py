@@ -14,41 +14,19 @@ are checked.
 from __future__ import annotations
 
 import json
-import re
-import time
-import urllib.parse
-import urllib.request
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.browser import DevTools, chromium_binary
-from tests.locustproc import LOCUSTFILE, expect_exit
-from tests.promproc import free_port, http_get, start_locust, stop_process
-from tests.simproc import running_sim
+from tests.locustproc import expect_exit
+from tests.promproc import http_get
+from tests.webproc import form_fields, post, rows_of, wait_for, web_ui
 
 pytestmark = pytest.mark.slow
 LIGHT = {"prompt_tokens": "16", "max_tokens": "4", "seed": "3"}
-
-
-def form_fields(base: str) -> dict[str, str]:
-    """The start form's fields and their initial values, from Locust's own page."""
-    page = http_get(f"{base}/")
-    match = re.search(r"window\.templateArgs = (\{.*?\})\s*$", page, re.M)
-    assert match, "no templateArgs in Locust's page"
-    args = json.loads(match.group(1))
-    fields = {"user_count": "1", "spawn_rate": "1", "host": args.get("host") or "", "run_time": ""}
-    for name, spec in args["extra_options"].items():
-        value = spec["default_value"]
-        fields[name] = "" if value is None else str(value).lower() if isinstance(value, bool) else str(value)
-    return fields
-
-
-def post(base: str, fields: dict[str, str]) -> dict[str, Any]:
-    data = urllib.parse.urlencode(fields).encode()
-    with urllib.request.urlopen(urllib.request.Request(f"{base}/swarm", data=data), timeout=10) as response:
-        return json.loads(response.read())
+SIM = ("--ttft-ms", "20", "--tpot-ms", "2", "--output-tokens", "4")
 
 
 #: Fill fields of Locust's start form (React inputs: set the value, fire input and change) and
@@ -79,33 +57,6 @@ def start_in_chromium(base: str, values: dict[str, str]) -> dict[str, Any]:
     return json.loads(body)
 
 
-def wait_for(path: Path, timeout: float) -> dict[str, Any]:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if path.exists():
-            try:
-                return json.loads(path.read_text())
-            except ValueError:
-                pass  # being written
-        time.sleep(0.2)
-    raise AssertionError(f"{path} did not appear in {timeout} s")
-
-
-def rows_of(directory: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in (directory / "requests.jsonl").read_text().splitlines()]
-
-
-def _wait_for_ui(base: str, timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            http_get(f"{base}/", timeout=2)
-            return
-        except OSError:
-            time.sleep(0.2)
-    raise AssertionError("the web UI did not come up")
-
-
 def max_in_flight(rows: list[dict[str, Any]]) -> int:
     events = sorted([(r["start_time"], 1) for r in rows] + [(r["start_time"] + r["e2e"], -1) for r in rows])
     level = peak = 0
@@ -117,53 +68,42 @@ def max_in_flight(rows: list[dict[str, Any]]) -> int:
 
 @pytest.mark.skipif(chromium_binary() is None, reason="chromium not on PATH (make system-deps)")
 def test_tests_started_from_the_form(tmp_path: Path) -> None:
-    port = free_port()
-    base = f"http://127.0.0.1:{port}"
     results = tmp_path / "r"
-    with running_sim("--ttft-ms", "20", "--tpot-ms", "2", "--output-tokens", "4") as url:
-        proc = start_locust(
-            LOCUSTFILE,
-            url,
-            *("--web-host", "127.0.0.1", "--web-port", str(port), "--results-dir", str(results)),
-            log_path=tmp_path / "locust.log",
-        )
-        try:
-            _wait_for_ui(base)
-            fields = form_fields(base)
-            assert {"request_rate", "max_concurrency", "ramp", "slo", "workload"} <= set(fields)
+    with web_ui(tmp_path, SIM, results=results) as ui:
+        base, url = ui.base, ui.url
+        fields = form_fields(base)
+        assert {"request_rate", "max_concurrency", "ramp", "slo", "workload"} <= set(fields)
 
-            # bad values: one line back, nothing started (time_scale's default is a float: Locust
-            # would have raised in float("abc") before any check of ours)
-            for name, value, line in (
-                ("request_rate", "abc", "--request-rate 'abc': not a number"),
-                ("time_scale", "abc", "--time-scale 'abc': not a number"),
-                ("ramp", "1,x", "--ramp '1,x': 'x' is not a number"),
-            ):
-                answer = post(base, {**fields, name: value})
-                assert answer == {"success": False, "message": line, "host": url}
-            assert json.loads(http_get(f"{base}/stats/requests"))["state"] == "ready"
+        # bad values: one line back, nothing started (time_scale's default is a float: Locust
+        # would have raised in float("abc") before any check of ours)
+        for name, value, line in (
+            ("request_rate", "abc", "--request-rate 'abc': not a number"),
+            ("time_scale", "abc", "--time-scale 'abc': not a number"),
+            ("ramp", "1,x", "--ramp '1,x': 'x' is not a number"),
+        ):
+            answer = post(base, {**fields, name: value})
+            assert answer == {"success": False, "message": line, "host": url}
+        assert json.loads(http_get(f"{base}/stats/requests"))["state"] == "ready"
 
-            # an open-loop rate with a ceiling, typed into Locust's own start form in headless
-            # Chromium (the page shows the form while no test has run); a bad value first
-            rate = {**LIGHT, "request_rate": "4", "max_concurrency": "2", "run_time": "3s"}
-            refused = start_in_chromium(base, {**rate, "max_concurrency": "two"})
-            assert refused == {
-                "success": False,
-                "message": "--max-concurrency 'two': not a whole number",
-                "host": url,
-            }
-            shown = start_in_chromium(base, rate)
-            assert shown["success"] is True, shown
-            opened = wait_for(results / "summary.json", 60)
+        # an open-loop rate with a ceiling, typed into Locust's own start form in headless
+        # Chromium (the page shows the form while no test has run); a bad value first
+        rate = {**LIGHT, "request_rate": "4", "max_concurrency": "2", "run_time": "3s"}
+        refused = start_in_chromium(base, {**rate, "max_concurrency": "two"})
+        assert refused == {
+            "success": False,
+            "message": "--max-concurrency 'two': not a whole number",
+            "host": url,
+        }
+        shown = start_in_chromium(base, rate)
+        assert shown["success"] is True, shown
+        opened = wait_for(results / "summary.json", 60)
 
-            # then a graded ramp with an SLO, by HTTP POST with the form's fields
-            ramp = {**fields, **LIGHT, "ramp": "1,2", "step_time": "2s", "slo": "success>=90%,ttft_p95<=2s"}
-            assert post(base, ramp)["success"] is True
-            graded = wait_for(Path(f"{results}-2") / "summary.json", 60)
-        finally:
-            stop_process(proc)
-    log = (tmp_path / "locust.log").read_text()
-    expect_exit(proc, 0, log)  # SIGTERM after the second test ended: 0
+        # then a graded ramp with an SLO, by HTTP POST with the form's fields
+        ramp = {**fields, **LIGHT, "ramp": "1,2", "step_time": "2s", "slo": "success>=90%,ttft_p95<=2s"}
+        assert post(base, ramp)["success"] is True
+        graded = wait_for(Path(f"{results}-2") / "summary.json", 60)
+    log = ui.log()
+    expect_exit(ui.proc, 0, log)  # SIGTERM after the second test ended: 0
     assert "llm-locust: --request-rate 'abc': not a number" in log
 
     assert opened["config"]["load_model"]["mode"] == "open"
