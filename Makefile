@@ -22,18 +22,30 @@ system-deps:
 demo: setup
 	$(BIN)/llm-locust demo
 
-# The full suite (under 15 minutes on 2 cores); -rs shows the reason of every skip. lint-imports
-# checks the import rules of docs/architecture.md (the contracts in pyproject.toml).
+# The suite runs in two parts: most tests wait on real processes (runs of 10-60 s, a search's
+# steps), so they run JOBS at a time (pytest-xdist; the tests of one module stay on one worker,
+# so a module-scoped fixture is built once: tests/conftest.py); the few marked `serial` time the
+# client's own event loop and run after, alone. Both parts always run; -rs shows every skip's reason.
+JOBS   ?= 4
+PYTEST := $(BIN)/python -m pytest -q -rs -p no:cacheprovider
+# $(call suite,MARKS): the parallel part, then the serial part, of the tests selected by MARKS
+suite = status=0; \
+	$(PYTEST) -n $(JOBS) --dist loadscope --no-loadscope-reorder -m "not serial $(1)" || status=$$?; \
+	$(PYTEST) -m "serial $(1)" || status=$$?; \
+	exit $$status
+
+# The full suite (about 12 minutes on 2 cores, see README). lint-imports checks the import
+# rules of docs/architecture.md (the contracts in pyproject.toml).
 test: setup system-deps
 	$(BIN)/ruff check .
 	$(BIN)/lint-imports
-	$(BIN)/python -m pytest -q -rs -p no:cacheprovider
+	$(call suite,)
 
 # The inner loop: everything but the tests marked slow (long real runs).
 test-fast: setup
 	$(BIN)/ruff check .
 	$(BIN)/lint-imports
-	$(BIN)/python -m pytest -q -rs -p no:cacheprovider -m "not slow"
+	$(call suite,and not slow)
 
 lint: setup
 	$(BIN)/ruff check .

@@ -1,14 +1,23 @@
-"""Suite-wide rules: no silent skips under CI, and a per-test time limit.
+"""Suite-wide rules: no silent skips under CI, a per-test time limit, and how tests run in parallel.
 
 A test skips when a real part it needs is missing (the Prometheus or Chromium binary, the
 shared traces, root for network namespaces). On a developer's machine that is a skip
 with its reason shown (`make test` runs pytest with ``-rs``); under CI (``CI`` set, as
 ``.ci/run`` does) a skip is a failure, so a missing part can never pass as green.
+
+``make test`` runs the suite with pytest-xdist (``-n 4 --dist loadscope``): most tests wait on
+real processes, so four run at once on two cores. Every test binds port 0 and writes under its
+own ``tmp_path``; the tests of one module run on one worker, one after the other, so a module-
+scoped fixture (a simulator, a finished run, an installed image) is built once, as in a serial
+run. Tests marked ``serial`` time the client's own event loop to a few ms: ``make test`` runs
+them after the parallel part, alone. The long real runs (``slow``) are handed out first, so the
+workers end together on short tests.
 """
 
 from __future__ import annotations
 
 import os
+import types
 from collections.abc import Iterator
 from typing import Any
 
@@ -28,3 +37,37 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[Any]) -> 
     reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
     report.outcome = "failed"
     report.longrepr = f"skipped under CI (a real part is missing): {reason}"
+
+
+# --- running in parallel (pytest-xdist, `make test`: -n 4 --dist loadscope) ---------------------
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """An xdist worker waits for its next test with a timeout, so gevent's hub keeps running.
+
+    The tests import Locust, which monkey-patches ``threading``: the worker's wait for its next
+    test (``threading.Event.wait`` in the main thread, set by execnet's I/O thread) then blocks
+    on a gevent lock with nothing else for the hub to run, and gevent ends it with ``LoopExit:
+    This operation would block forever`` (the worker dies before its first test). A wait with a
+    timeout is a hub timer: the worker looks at its queue again every 50 ms.
+    """
+    for plugin in config.pluginmanager.get_plugins():
+        queue = getattr(plugin, "torun", None)  # xdist's WorkerInteractor (only on a worker)
+        if queue is not None and hasattr(queue, "_has_items_event"):
+            queue.get = types.MethodType(_next_test, queue)
+
+
+def _next_test(queue: Any) -> Any:
+    while True:
+        with queue.lock() as items:
+            if items:
+                return items.popleft()
+        queue._has_items_event.wait(0.05)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    # the long real runs first, so that the workers end together on short tests (stable sort:
+    # the order within each kind stays the files' order); with --dist loadscope the modules
+    # are handed out in the order of their first test
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)

@@ -30,6 +30,7 @@ def rows_of(path: Path) -> list[dict]:
 
 
 @pytest.mark.slow
+@pytest.mark.serial  # "no stall outside the pause": the client's own loop, timed to 0.1 s, runs alone
 def test_records_in_flight_across_a_sigstop_carry_the_pause(tmp_path: Path) -> None:
     results = tmp_path / "r"
     with running_sim("--ttft-ms", "50", "--tpot-ms", "20", "--output-tokens", "40") as url:

@@ -14,6 +14,9 @@ from llm_locust.health import LoopMonitor, monitor
 from llm_locust.record import RequestRecord
 from tests.scripted_server import running_peer
 
+# the loop's lateness is timed to a few ms: run alone (`make test` runs these after the parallel part)
+pytestmark = pytest.mark.serial
+
 
 @pytest.fixture(scope="module")
 def peer() -> Iterator[str]:
