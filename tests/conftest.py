@@ -17,7 +17,6 @@ workers end together on short tests.
 from __future__ import annotations
 
 import os
-import types
 from collections.abc import Iterator
 from typing import Any
 
@@ -43,26 +42,37 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[Any]) -> 
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """An xdist worker waits for its next test with a timeout, so gevent's hub keeps running.
+    """An xdist worker waits for its next test (and, at the end, for its shutdown) with a
+    timeout, so gevent's hub keeps running.
 
-    The tests import Locust, which monkey-patches ``threading``: the worker's wait for its next
-    test (``threading.Event.wait`` in the main thread, set by execnet's I/O thread) then blocks
-    on a gevent lock with nothing else for the hub to run, and gevent ends it with ``LoopExit:
-    This operation would block forever`` (the worker dies before its first test). A wait with a
-    timeout is a hub timer: the worker looks at its queue again every 50 ms.
+    The tests import Locust, which monkey-patches ``threading``: a worker's waits in its main
+    thread (``threading.Event.wait``, set by execnet's I/O thread) then block on a gevent lock
+    with nothing else for the hub to run, and gevent ends them with ``LoopExit: This operation
+    would block forever`` (the worker died before its first test, or printed that traceback as
+    it shut down). A wait with a timeout is a hub timer: the worker looks again every 50 ms.
     """
-    for plugin in config.pluginmanager.get_plugins():
-        queue = getattr(plugin, "torun", None)  # xdist's WorkerInteractor (only on a worker)
-        if queue is not None and hasattr(queue, "_has_items_event"):
-            queue.get = types.MethodType(_next_test, queue)
+    workers = [p for p in config.pluginmanager.get_plugins() if hasattr(p, "torun")]
+    if not workers:  # not an xdist worker (its WorkerInteractor holds the queue of tests)
+        return
+    gateway = workers[0].channel.gateway
+    _wait_on_the_hub(workers[0].torun._has_items_event)
+    _wait_on_the_hub(gateway._execpool._primary_thread_task_ready)
+    make_event = gateway.execmodel.Event  # and every event execnet makes from now on
+    gateway.execmodel.Event = lambda: _wait_on_the_hub(make_event())
 
 
-def _next_test(queue: Any) -> Any:
-    while True:
-        with queue.lock() as items:
-            if items:
-                return items.popleft()
-        queue._has_items_event.wait(0.05)
+def _wait_on_the_hub(event: Any) -> Any:
+    wait = event.wait
+
+    def wait_in_steps(timeout: float | None = None) -> bool:
+        if timeout is not None:
+            return bool(wait(timeout))
+        while not wait(0.05):
+            pass
+        return True
+
+    event.wait = wait_in_steps
+    return event
 
 
 @pytest.hookimpl(tryfirst=True)

@@ -63,15 +63,18 @@ def test_master_summary_matches_numpy_and_the_servers_counters(tmp_path: Path) -
     assert len({r["worker"] for r in rows}) == 2
     assert len({r["request_id"] for r in rows}) == len(rows)  # no batch applied twice
     assert s["completed"] == len(rows) > 0 and s["failed"] == 0
-    # the master's statistics against numpy on the raw values of requests.jsonl
+    # the master's statistics against numpy on the raw values of requests.jsonl (the latencies
+    # of a request the client itself stalled inside are left out, as the summary documents)
+    timed = [r for r in rows if not r["client_stall_s"]]
+    assert s["client_stalled"] == len(rows) - len(timed)  # (0 on an idle machine)
     for name in ("ttft", "tpot", "e2e"):
-        ms = np.array([r[name] for r in rows]) * 1000.0
+        ms = np.array([r[name] for r in timed]) * 1000.0
         key = "e2el" if name == "e2e" else name
         assert s[f"mean_{key}_ms"] == pytest.approx(ms.mean(), rel=1e-9), name
         assert s[f"median_{key}_ms"] == pytest.approx(np.median(ms), rel=1e-9), name
         for q in (50, 90, 95, 99):
             assert s[f"p{q}_{key}_ms"] == pytest.approx(np.percentile(ms, q), rel=1e-9), (name, q)
-    gaps = np.concatenate([r["itl"] for r in rows]) * 1000.0
+    gaps = np.concatenate([r["itl"] for r in timed]) * 1000.0
     for q in (50, 90, 95, 99):
         assert s[f"p{q}_itl_ms"] == pytest.approx(np.percentile(gaps, q), rel=1e-6, abs=1e-3), q
     # ... and against the simulator's own counters (stop-timeout let every request finish)
