@@ -26,7 +26,7 @@ demo: setup
 # steps), so they run JOBS at a time (pytest-xdist; the tests of one module stay on one worker,
 # so a module-scoped fixture is built once: tests/conftest.py); the few marked `serial` time the
 # client's own event loop and run after, alone. Both parts always run; -rs shows every skip's reason.
-JOBS   ?= 4
+JOBS   ?= 3
 PYTEST := $(BIN)/python -m pytest -q -rs -p no:cacheprovider
 # $(call suite,MARKS): the parallel part, then the serial part, of the tests selected by MARKS
 suite = status=0; \
