@@ -24,8 +24,8 @@ demo: setup
 
 # The suite runs in two parts: most tests wait on real processes (runs of 10-60 s, a search's
 # steps), so they run JOBS at a time (pytest-xdist; the tests of one module stay on one worker,
-# so a module-scoped fixture is built once: tests/conftest.py); the few marked `serial` time the
-# client's own event loop and run after, alone. Both parts always run; -rs shows every skip's reason.
+# so a module-scoped fixture is built once: tests/conftest.py); the few marked `serial` depend on
+# the client's own timing and run after, alone. Both parts always run; -rs shows every skip's reason.
 JOBS   ?= 3
 PYTEST := $(BIN)/python -m pytest -q -rs -p no:cacheprovider
 # $(call suite,MARKS): the parallel part, then the serial part, of the tests selected by MARKS

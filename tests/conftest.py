@@ -9,7 +9,8 @@ with its reason shown (`make test` runs pytest with ``-rs``); under CI (``CI`` s
 real processes, so three run at once on two cores. Every test binds port 0 and writes under its
 own ``tmp_path``; the tests of one module run on one worker, one after the other, so a module-
 scoped fixture (a simulator, a finished run, an installed image) is built once, as in a serial
-run. Tests marked ``serial`` time the client's own event loop to a few ms: ``make test`` runs
+run. Tests marked ``serial`` depend on the client's own timing (its loop's lateness, how fast it
+spawns users, whether it keeps up: a saturated client makes a stage invalid): ``make test`` runs
 them after the parallel part, alone. The long real runs (``slow``) are handed out first, so the
 workers end together on short tests.
 """
