@@ -25,13 +25,14 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from tests.locustproc import BIN, REPO, env
+from tests.locustproc import BIN, REPO, env, expect_exit
 
 __all__ = [
     "Prometheus",
     "free_port",
     "http_get",
     "prometheus_binary",
+    "run_to_end",
     "running_prometheus",
     "start_locust",
     "stop_process",
@@ -82,6 +83,19 @@ def stop_process(proc: subprocess.Popen[Any], timeout: float = 10.0) -> int:
             proc.kill()
             proc.wait()
     return proc.returncode
+
+
+def run_to_end(locustfile: Path, host: str, *args: str, log_path: Path, timeout: float) -> str:
+    """A headless ``locust`` run (:func:`start_locust`) waited for, stopped if it outlives
+    ``timeout``; asserts exit code 0 and no traceback, and returns its log."""
+    proc = start_locust(locustfile, host, *args, log_path=log_path)
+    try:
+        proc.wait(timeout)
+    finally:
+        stop_process(proc)
+    log = log_path.read_text()
+    expect_exit(proc, 0, log)
+    return log
 
 
 def prometheus_binary() -> str | None:

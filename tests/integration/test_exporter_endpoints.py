@@ -20,13 +20,11 @@ from prometheus_client import generate_latest
 from llm_locust.live import catalog as metrics
 from llm_locust.live.aggregate import LiveAggregate
 from tests.integration.test_exporter import fake_run, parse, registry_for, value
-from tests.locustproc import expect_exit
 from tests.promproc import (
     free_port,
     prometheus_binary,
+    run_to_end,
     running_prometheus,
-    start_locust,
-    stop_process,
     write_locustfile,
 )
 from tests.simproc import running_sim
@@ -79,20 +77,15 @@ def test_more_than_the_limit_means_no_endpoint_label() -> None:
 
 def _run(tmp_path: Path, url: str, port: int, users: int, seconds: str) -> tuple[Path, str]:
     results = tmp_path / "r"
-    proc = start_locust(
+    log = run_to_end(
         write_locustfile(tmp_path),
         url.split(",")[0],
         "--headless",
         *("-u", str(users), "-r", str(users), "-t", seconds, "--endpoints", url),
         *("--results-dir", str(results), "--prometheus-port", str(port)),
         log_path=tmp_path / "locust.log",
+        timeout=90,
     )
-    try:
-        proc.wait(90)
-    finally:
-        stop_process(proc)
-    log = (tmp_path / "locust.log").read_text()
-    expect_exit(proc, 0, log)
     return results, log
 
 

@@ -12,13 +12,11 @@ import pytest
 from llm_locust.live import catalog as metrics
 from tests.dashboard import dashboard_expressions
 from tests.dcgm_exporter import running_dcgm
-from tests.locustproc import expect_exit
 from tests.promproc import (
     free_port,
     prometheus_binary,
+    run_to_end,
     running_prometheus,
-    start_locust,
-    stop_process,
     write_locustfile,
 )
 from tests.simproc import running_sim
@@ -49,7 +47,7 @@ def test_prometheus_queries_match_the_summary(tmp_path: Path) -> None:
         running_dcgm([(40960, 40960, 30)]) as dcgm,  # the GPU panel's series too
         running_prometheus(tmp_path / "prom", [f"127.0.0.1:{port}"]) as prom,
     ):
-        proc = start_locust(
+        run_to_end(
             write_locustfile(tmp_path),
             url,
             "--headless",
@@ -57,13 +55,8 @@ def test_prometheus_queries_match_the_summary(tmp_path: Path) -> None:
             *("--results-dir", str(results), "--prometheus-port", str(port)),
             *("--server-metrics", f"{url}/metrics,{dcgm}", "--server-metrics-interval", "1"),
             log_path=tmp_path / "locust.log",
+            timeout=60,
         )
-        try:
-            proc.wait(60)
-        finally:
-            stop_process(proc)
-        log = (tmp_path / "locust.log").read_text()
-        expect_exit(proc, 0, log)
         summary = json.loads((results / "summary.json").read_text())
         config = summary["config"]
         at = config["stop_time"] - 3.0  # steady state, a full rate window after the start
