@@ -60,9 +60,18 @@ def trace_columns(path: Path) -> tuple[np.ndarray, np.ndarray]:
     return np.array([int(r[col[0]]) for r in body]), np.array([int(r[col[1]]) for r in body])
 
 
+def average_ranks(x: np.ndarray) -> np.ndarray:
+    """Ranks with ties given their average rank, as Spearman's coefficient defines them.
+
+    (The ranks of an argsort of an argsort break ties in whatever order the sort leaves them,
+    which changed between numpy releases: the reference moved in the sixth decimal.)"""
+    values, inverse, counts = np.unique(x, return_inverse=True, return_counts=True)
+    first = np.cumsum(counts) - counts  # 0-based rank of each distinct value's first row
+    return (first + (counts - 1) / 2.0)[inverse]
+
+
 def spearman(x: np.ndarray, y: np.ndarray) -> float:
-    rx, ry = np.argsort(np.argsort(x)), np.argsort(np.argsort(y))
-    return float(np.corrcoef(rx, ry)[0, 1])
+    return float(np.corrcoef(average_ranks(x), average_ranks(y))[0, 1])
 
 
 def _one(name: str, traces: Path) -> dict[str, Any]:
@@ -89,7 +98,7 @@ def _one(name: str, traces: Path) -> dict[str, Any]:
 def compute(traces: Path = TRACES) -> dict[str, Any]:
     return {
         "source": "../shared/data/traces (origin and licence of each file: shared/data/traces/SOURCES.md)",
-        "how": "numpy.percentile (method linear) over all rows; spearman: Pearson correlation of the ranks; "
+        "how": "numpy.percentile (method linear) over all rows; spearman: Pearson correlation of the ranks, ties at their average rank; "
         "output_median_by_input_quartile: median output of the rows whose input lies between the given "
         "input percentiles (inclusive). Computed by tests/unit/workload/trace_reference.py",
         "command": ".venv/bin/python -m tests.unit.workload.trace_reference ../shared/data/traces",
