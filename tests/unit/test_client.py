@@ -55,6 +55,16 @@ def test_ok_stream(peer: str) -> None:
     assert len(r.chunk_times) == 3 and r.ttft is not None and r.ttft > 0
 
 
+def test_ttft_is_the_first_content_chunk_not_the_role_chunk(peer: str) -> None:
+    """The peer's /ok stream sends the role-only chunk (no content) at once, then sleeps 20 ms
+    before the first token: TTFT (sent -> first content token) is at least those 20 ms. Taken at
+    the role chunk it would be the ~1 ms of a loopback round trip."""
+    r, _ = send(f"{peer}/ok")
+    assert r.ok, r.message
+    assert r.ttft is not None and r.ttft >= 0.019, r.ttft
+    assert r.t_first_token == r.chunk_times[0]  # the first of the three content chunks
+
+
 def test_event_split_across_writes_is_timed_on_arrival(peer: str) -> None:
     r, text = send(f"{peer}/split")
     assert r.ok, r.message

@@ -46,6 +46,19 @@ def test_littles_law() -> None:
     assert littles_law(empty, empty, 0.0, 1.0)["product"] is None
 
 
+def test_littles_law_uses_the_mean_e2e_not_the_median() -> None:
+    # One arrival a second over [0, 100) s; E2E 1, 1, 1, 5 s repeating: the mean is 2 s, the median 1 s.
+    # By hand: lambda = 100 / 100 s = 1 /s, W = (3 * 1 + 5) / 4 = 2 s, so lambda * W = 2 (the median
+    # would give 1). L: every request lies inside the window but the last (99 s + 5 s), which
+    # counts 1 s of its 5: (25 * 8 - 4) s / 100 s = 1.96.
+    start, e2e = intervals([(float(i), i + (5.0 if i % 4 == 3 else 1.0)) for i in range(100)])
+    law = littles_law(start, e2e, 1000.0, 1100.0)
+    assert law["arrival_rate"] == 1.0
+    assert law["mean_e2e"] == 2.0
+    assert law["product"] == 2.0
+    assert law["mean_in_flight"] == pytest.approx(1.96)
+
+
 def test_peak_sweep() -> None:
     start = np.array([0.0, 1.0, 2.0, 2.5])
     assert peak_in_flight(start, np.array([10.0, 1.0, 1.0, 1.0])) == 3

@@ -168,6 +168,20 @@ def test_success_rate_and_warmup_excluded() -> None:
     assert result.good == 97 and result.good_output_tokens == 970
 
 
+def test_requests_the_client_cancelled_are_neither_successes_nor_failures() -> None:
+    """6 ok, 2 failed, 3 cancelled by the client (--cancel-after): by hand, success = 6 / (6 + 2)
+    = 0.75; counting the cancelled ones would give 6 / 11 = 0.545 (or 9 / 11 as successes)."""
+    records = [_rec(i) for i in range(6)] + [_rec(10 + i, ok=False) for i in range(2)]
+    cancelled = [_rec(20 + i, e2e=0.3, tokens=2) for i in range(3)]
+    for record in cancelled:
+        record.outcome = "cancelled"
+    result = evaluate(parse_slo("success>=75%"), rows(records + cancelled), 10.0)
+    assert result.requests == 8 and result.succeeded == 6
+    assert result.lines[0].measured == 0.75 and result.lines[0].n == 8
+    assert result.success_rate == 0.75 and result.passed
+    assert not evaluate(parse_slo("success>=76%"), rows(records + cancelled), 10.0).passed
+
+
 def test_intended_variant_uses_t_intended() -> None:
     records = [_rec(i, ttft=0.2, e2e=1.0, lag=0.5 if i % 2 else 0.0) for i in range(10)]
     result = evaluate(

@@ -5,6 +5,8 @@ from __future__ import annotations
 from types import SimpleNamespace
 from typing import Any
 
+import pytest
+
 from llm_locust.protocol.retry import retry_after_seconds
 from llm_locust.runtime.backoff import BACKOFF_BASE_S, BACKOFF_CAP_S, RETRY_AFTER_CAP_S, PacedClient, Pacer
 
@@ -16,6 +18,16 @@ def test_requests_that_never_reach_the_model_back_off_exponentially_up_to_the_ca
     assert max(waits) == BACKOFF_CAP_S and waits[-1] == BACKOFF_CAP_S
     for status in (401, 403, 404, 500, 502, 429):
         assert Pacer().pause_after("http_4xx", status, None) == (BACKOFF_BASE_S, "backoff"), status
+
+
+def test_the_documented_pauses_in_seconds() -> None:
+    """The literal values (README, the module docstring): 0.1 s, doubling, never more than 5 s;
+    Retry-After honoured up to 60 s. Written out here, not read from the module under test."""
+    pacer = Pacer()
+    waits = [pacer.pause_after("connect", None, None)[0] for _ in range(12)]
+    assert waits[:7] == pytest.approx([0.1, 0.2, 0.4, 0.8, 1.6, 3.2, 5.0])
+    assert waits[6:] == [5.0] * 6  # the 7th refusal in a row reaches the cap and stays there
+    assert Pacer().pause_after("http_429", 429, 3600.0) == (60.0, "retry_after")
 
 
 def test_a_success_or_a_request_the_server_took_ends_the_streak() -> None:
