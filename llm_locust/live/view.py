@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from llm_locust.config.role import Role
+
 __all__ = ["Gauges", "ResultsFolder", "RunInfo", "RunView"]
 
 
@@ -44,7 +46,7 @@ class RunInfo:
 class RunView(Protocol):
     """The run, as the exporter and the web UI see it."""
 
-    role: str
+    role: Role
 
     def gauges(self) -> Gauges: ...
 

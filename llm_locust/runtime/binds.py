@@ -24,6 +24,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from llm_locust.config.redact import has_credentials, strip_credentials
+from llm_locust.config.role import Role
 
 __all__ = ["LOOPBACK", "apply_binds", "log_notes", "notes", "strip_target_credentials"]
 
@@ -91,7 +92,7 @@ def notes(options: Any, holds_secret: bool) -> list[str]:
 
 def log_notes(run: Any) -> None:
     """At ``init``: one log line per bind or target change (not on workers, which bind nothing)."""
-    if run.role == "worker":
+    if run.role == Role.WORKER:
         return
     for line in notes(run.environment.parsed_options, run.run_config.request.holds_secret()):
         log.warning("llm-locust: %s", line)

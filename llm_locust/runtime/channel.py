@@ -18,6 +18,7 @@ import os
 from typing import Any
 
 from llm_locust.config.redact import SECRET_OPTIONS
+from llm_locust.config.role import Role
 
 __all__ = ["HELD", "WorkerSecrets", "before_test", "install", "protect_master", "without_secrets"]
 
@@ -90,13 +91,13 @@ _ATTRIBUTE = "_llm_locust_worker_secrets"  # a worker's WorkerSecrets, on its en
 def install(run: Any) -> None:
     """At ``init``: the master's messages lose their secrets; a worker remembers its own."""
     environment = run.environment
-    if run.role == "master":
+    if run.role == Role.MASTER:
         request = lambda: run.run_config.request  # noqa: E731 - the configuration of the current test
         protect_master(
             environment.runner,
             lambda: {"api_key": request().api_key is not None, "header": bool(request().headers)},
         )
-    elif run.role == "worker":
+    elif run.role == Role.WORKER:
         setattr(environment, _ATTRIBUTE, WorkerSecrets(environment.parsed_options))
 
 

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from llm_locust.config.model import RunConfig
+from llm_locust.config.role import Role
 from llm_locust.load.plan import LoadPlan
 from llm_locust.load.stages import Stage
 
@@ -33,7 +34,7 @@ class RunContext:
     """One test in one process (see the module docstring)."""
 
     config: RunConfig
-    role: str  # local, master, worker
+    role: Role
     plan: LoadPlan
     client: ClientConfig | None  # the HTTP client's settings, the model resolved
     workload: Any = None

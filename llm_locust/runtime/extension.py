@@ -36,6 +36,7 @@ import gevent
 
 from llm_locust.config.build import config_from_options
 from llm_locust.config.model import RunConfig
+from llm_locust.config.role import Role
 from llm_locust.load.plan import OPEN_LOOP_LEAD, LoadPlan
 from llm_locust.load.replicas import Balancer
 from llm_locust.load.stages import Stage
@@ -72,12 +73,12 @@ def extension_of(environment: Environment) -> Extension:
     return ext  # type: ignore[no-any-return]
 
 
-def role_of(runner: Any) -> str:
+def role_of(runner: Any) -> Role:
     if isinstance(runner, locust.runners.MasterRunner):
-        return "master"
+        return Role.MASTER
     if isinstance(runner, locust.runners.WorkerRunner):
-        return "worker"
-    return "local"
+        return Role.WORKER
+    return Role.LOCAL
 
 
 @dataclass
@@ -118,7 +119,7 @@ class Extension:
         self._form_pending = False
         self._adopted = False
         self.sources = RequestSources(lambda: self.context)
-        node = environment.runner.client_id if self.role == "worker" else "local"
+        node = environment.runner.client_id if self.role == Role.WORKER else "local"
         self.folder = IdleFolder()  # finished requests' rows, handed on in the loop's idle time
         self.requests = Requests(environment, self._deliver, node, later=self.folder.submit)
         self.fleet = Fleet(
@@ -131,7 +132,7 @@ class Extension:
             self._final_batch,
         )
         self.outbox, self.inbox = self.fleet.outbox, self.fleet.inbox
-        if self.role != "worker":
+        if self.role != Role.WORKER:
             self.bus.subscribe(self._to_results)
             self.bus.subscribe(self._to_search)
 
@@ -171,7 +172,7 @@ class Extension:
         client = client_config(run_config.request, self.environment.host or run_config.host)
         server = preflight.server_info(self, client)  # never a null model
         workload = None
-        if self.role != "master":
+        if self.role != Role.MASTER:
             workload = self.workload = PREPARER.workloads.build(
                 run_config.workload, workload_info(run_config, client.host, client.model, server)
             )
@@ -191,10 +192,10 @@ class Extension:
             test=self.tests,
             start_time=time.time(),
         )
-        if self.role != "master" and self.plan.burst is not None:  # --burst: waves on top of the load
+        if self.role != Role.MASTER and self.plan.burst is not None:  # --burst: waves on top of the load
             live = self.live
             self.bursts = BurstDispatcher(self.context, self, lambda: (live.pending_t0, live.pending_workers))
-        if self.role == "worker":
+        if self.role == Role.WORKER:
             assert self.outbox is not None
             self.outbox.start()
             return
@@ -229,17 +230,17 @@ class Extension:
             self.outbox.stop()
         if self.results is not None and self.results.running:
             self.results.stopped(time.time())
-            if self.role == "master":
+            if self.role == Role.MASTER:
                 stopping.collect_final_batches(self)  # bounded by the drain
             self.finalize()
 
     def on_quitting(self) -> None:
         self.finalize()
-        if self.role != "worker":
+        if self.role != Role.WORKER:
             stopping.let_locust_write_csv(self.environment)
         options = self.environment.parsed_options
         locust_prints_table = not getattr(options, "json_file", None)  # right after this event
-        if self.role != "worker" and self.run_config.headless and locust_prints_table:
+        if self.role != Role.WORKER and self.run_config.headless and locust_prints_table:
             logging.getLogger("locust.stats_logger").info(LOCUST_TABLE_LABEL)  # the table's stream
 
     def finalize(self) -> None:
@@ -252,7 +253,8 @@ class Extension:
             self.search.finish()  # rows held for a step's decision go to the results now
         self.bus.close()
         self.fleet.stop_health()
-        extra = {"workers_without_final_batch": self.workers_without_final()} if self.role == "master" else {}
+        master = self.role == Role.MASTER
+        extra = {"workers_without_final_batch": self.workers_without_final()} if master else {}
         summary = results.finish(self.live.interrupted, extra, self.fleet.summary_blocks())
         self.last_summary = summary
         code = exit_code(summary, self.live.interrupt_exit_code)

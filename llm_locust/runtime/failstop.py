@@ -21,6 +21,7 @@ from typing import Any
 
 import gevent
 
+from llm_locust.config.role import Role
 from llm_locust.record import CANCELLED, INCOMPLETE, OK
 
 __all__ = ["ALL_FAILED_S", "FAILING_EXIT", "FAILING_REASON", "FailureWatch", "install"]
@@ -77,7 +78,7 @@ class FailureWatch:
 
 def install(ext: Any) -> None:
     """On the local runner or the master: watch every row of each test."""
-    if ext.role == "worker":
+    if ext.role == Role.WORKER:
         return
     watch = FailureWatch(lambda line: _stop(ext, line))
     tests = [ext.tests]

@@ -28,6 +28,7 @@ from typing import Any
 import gevent
 
 from llm_locust import health
+from llm_locust.config.role import Role
 from llm_locust.load.plan import LoadPlan
 from llm_locust.load.stepped import SteppedRates
 from llm_locust.runtime import distributed, stopping
@@ -50,7 +51,7 @@ class Fleet:
     def __init__(
         self,
         environment: Environment,
-        role: str,
+        role: Role,
         requests: Requests,
         plan: Callable[[], LoadPlan],
         on_plan_start: PlanStart,
@@ -63,20 +64,20 @@ class Fleet:
         self.inbox: distributed.Inbox | None = None  # the master's records from its workers
         self._health_sink: Callable[[dict[str, Any]], None] | None = None
         runner = environment.runner
-        if role == "worker":
+        if role == Role.WORKER:
             self.outbox = distributed.Outbox(
                 runner.send_message, in_flight=lambda: requests.in_flight, oldest=requests.oldest
             )
             runner.register_message(PLAN_MESSAGE, self._on_plan_message)
             runner.register_message(SEARCH_MESSAGE, self._on_search_message)
             runner.register_message(stopping.STOP_MESSAGE, stopping.on_stop_message, concurrent=True)
-        elif role == "master":
+        elif role == Role.MASTER:
             self.inbox = distributed.Inbox(deliver)
             runner.register_message(distributed.MESSAGE_TYPE, self._on_worker_message)
 
     # -- master to workers -------------------------------------------------------------
     def announce_plan_start(self, t0: float, workers: int) -> None:
-        if self.role == "master":
+        if self.role == Role.MASTER:
             self.environment.runner.send_message(PLAN_MESSAGE, {"t0": t0, "workers": workers})
 
     def _on_plan_message(self, environment: Environment, msg: Any, **_: Any) -> None:
@@ -90,7 +91,7 @@ class Fleet:
         arrivals = self._plan().arrivals
         if isinstance(arrivals, SteppedRates):
             arrivals.announce(steps, stopped_at)
-        if self.role == "master":
+        if self.role == Role.MASTER:
             data = {"steps": list(steps), "stopped_at": stopped_at}
             self.environment.runner.send_message(SEARCH_MESSAGE, data)
 
@@ -119,7 +120,7 @@ class Fleet:
     # -- questions about every process ---------------------------------------------------
     def worker_count(self) -> int:
         runner = self.environment.runner
-        return max(int(getattr(runner, "worker_count", 1)), 1) if self.role == "master" else 1
+        return max(int(getattr(runner, "worker_count", 1)), 1) if self.role == Role.MASTER else 1
 
     def in_flight_before(self, when: float) -> int | None:
         """Requests sent before ``when`` still in flight, over every process (``None``: not yet
@@ -171,7 +172,7 @@ class Fleet:
         the config block) and the CPU of the processes that send (the workers', or this one's)."""
         runner = self.environment.runner
         while current() is results and results.running:
-            if self.role == "master":
+            if self.role == Role.MASTER:
                 cpu = max((c.cpu_usage for c in runner.clients.values()), default=0.0)
                 warned = runner.cpu_warning_emitted or runner.worker_cpu_warning_emitted
             else:

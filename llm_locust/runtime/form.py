@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from llm_locust.config.build import config_from_form
 from llm_locust.config.redact import strip_credentials
+from llm_locust.config.role import Role
 from llm_locust.runtime.prepare import CONFIG_ERRORS, check_results
 from llm_locust.runtime.webui_guard import WebUiGuard, scrub_page
 
@@ -53,7 +54,7 @@ def check_form(run: Extension, form: dict[str, str]) -> str | None:
     """Validate and adopt the form's configuration; the one-line problem, or ``None``."""
     try:
         config = config_from_form(run.environment.parsed_options, spawn_rate_as_given(run, form))
-        if run.role != "worker":
+        if run.role != Role.WORKER:
             check_results(config, run.tests + 1)
         run.configure(config, from_form=True)
     except CONFIG_ERRORS as exc:
@@ -65,7 +66,7 @@ def check_form(run: Extension, form: dict[str, str]) -> str | None:
 def install_form_check(run: Extension) -> None:
     """Wrap the web UI's ``/swarm`` view (no web UI, or a worker: nothing to do)."""
     web_ui = getattr(run.environment, "web_ui", None)
-    if web_ui is None or run.role == "worker" or SWARM_ENDPOINT not in web_ui.app.view_functions:
+    if web_ui is None or run.role == Role.WORKER or SWARM_ENDPOINT not in web_ui.app.view_functions:
         return
     from flask import jsonify, request
 

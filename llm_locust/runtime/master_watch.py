@@ -19,6 +19,8 @@ from typing import TYPE_CHECKING, Any
 
 import gevent
 
+from llm_locust.config.role import Role
+
 if TYPE_CHECKING:
     from llm_locust.runtime.extension import Extension
 
@@ -43,7 +45,7 @@ def master_lost(runner: Any, now: float, silence_s: float = MASTER_SILENCE_S) ->
 
 def install(ext: Extension) -> None:
     """On a worker, watch the master's heartbeats for as long as the process runs."""
-    if ext.role == "worker":
+    if ext.role == Role.WORKER:
         gevent.spawn(_watch, ext)
 
 

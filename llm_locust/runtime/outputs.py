@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from llm_locust.config.redact import strip_credentials
+from llm_locust.config.role import Role
 from llm_locust.live import catalog as metrics
 from llm_locust.live.aggregate import LiveAggregate
 from llm_locust.live.exporter import Exporter, add_metrics_route, new_run_id, slo_setup
@@ -72,7 +73,7 @@ class ExtensionView:
         return client_block(self.ext.health_intervals(start), start, now)["saturated"]
 
     def _workers(self, runner: Any) -> int:
-        if self.role != "master":
+        if self.role != Role.MASTER:
             return 1
         clients = getattr(runner, "clients", None)
         return 0 if clients is None else sum(1 for c in clients.values() if c.state != "missing")
@@ -119,7 +120,7 @@ class Outputs:
 
 def install_outputs(ext: Extension) -> Outputs | None:
     """The live outputs of the extension's run (``None`` on a worker); call from ``init``."""
-    if ext.role == "worker":
+    if ext.role == Role.WORKER:
         return None
     config = ext.run_config
     if not ext.run_id:

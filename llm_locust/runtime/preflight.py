@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from llm_locust.client import ClientConfig, shown_host
 from llm_locust.config.build import ConfigError
 from llm_locust.config.model import RequestConfig
+from llm_locust.config.role import Role
 from llm_locust.preflight import Preflight, fetch_server_info, preflight
 
 if TYPE_CHECKING:
@@ -57,7 +58,7 @@ def install(run: Extension, make_config: MakeConfig) -> None:
     """At ``init``: check now (headless) or at every start from the web UI."""
     environment = run.environment
     options = environment.parsed_options
-    if options is None or run.role == "worker":
+    if options is None or run.role == Role.WORKER:
         return
     request = run.run_config.request
     if options.headless or getattr(options, "autostart", False):

@@ -25,6 +25,7 @@ from typing import Any
 from llm_locust.config.build import LOCUST_FLAGS, ConfigError, check_environment, config_from_options
 from llm_locust.config.model import RunConfig
 from llm_locust.config.options import OPTIONS
+from llm_locust.config.role import Role, role_of_options
 from llm_locust.config.tls import TlsSettings
 from llm_locust.load.plan import LoadPlan, LoadPlanError, build_load_plan
 from llm_locust.results.writer import ResultsDirError, check_results_dir
@@ -60,19 +61,12 @@ def source_of(options: Any, ours_only: bool = False) -> dict[str, Any]:
     return {key: values.get(key) for key in (_OURS if ours_only else _SOURCE_KEYS)}
 
 
-def role_of_options(options: Any) -> str:
-    values = vars(options) if options is not None else {}
-    if values.get("worker"):
-        return "worker"
-    return "master" if values.get("master") or values.get("processes") else "local"
-
-
 @dataclass(frozen=True)
 class Prepared:
     """A validated configuration and what was built from it, for one role."""
 
     source: dict[str, Any]
-    role: str
+    role: Role
     config: RunConfig
     plan: LoadPlan
     workload: Any  # None on the master, which sends no requests
@@ -85,7 +79,7 @@ class Preparer:
         self.workloads = WorkloadFactory()  # reads each dataset file once
         self._last: Prepared | None = None
 
-    def prepare(self, options: Any, role: str) -> Prepared:
+    def prepare(self, options: Any, role: Role) -> Prepared:
         """The run Locust's parsed ``options`` describe; the last one again if they are unchanged."""
         source = source_of(options)
         last = self._last
@@ -94,13 +88,13 @@ class Preparer:
         values = vars(options) if options is not None else {}
         check_environment()
         starts_itself = bool(values.get("headless") or values.get("autostart"))
-        config = config_from_options(options, require_host=starts_itself and role != "worker")
+        config = config_from_options(options, require_host=starts_itself and role != Role.WORKER)
         self._last = self.adopt(config, role, source)
-        if role != "worker":
+        if role != Role.WORKER:
             check_results(config, 1)
         return self._last
 
-    def adopt(self, config: RunConfig, role: str, source: dict[str, Any], workload: bool = True) -> Prepared:
+    def adopt(self, config: RunConfig, role: Role, source: dict[str, Any], workload: bool = True) -> Prepared:
         """``config``'s plan (the last one if the load options are the same) and workload."""
         last = self._last
         if last is not None and last.config.load == config.load and last.plan.seed == config.workload.seed:
@@ -108,7 +102,7 @@ class Preparer:
         else:
             plan = build_load_plan(config.load, config.workload.seed)
         built = None
-        if workload and role != "master":
+        if workload and role != Role.MASTER:
             built = self.workloads.build(config.workload, workload_info(config))
         return Prepared(source, role, config, plan, built)
 
@@ -149,7 +143,7 @@ def check_results(config: RunConfig, test: int) -> None:
         results_dir(config, test)
 
 
-def prepare_or_exit(options: Any, role: str | None = None) -> Prepared:
+def prepare_or_exit(options: Any, role: Role | None = None) -> Prepared:
     """:meth:`Preparer.prepare`; a bad option is one line on stderr and exit code 2."""
     try:
         return PREPARER.prepare(options, role or role_of_options(options))

@@ -40,6 +40,8 @@ from typing import TYPE_CHECKING, Any
 
 import gevent
 
+from llm_locust.config.role import Role
+
 if TYPE_CHECKING:
     from llm_locust.runtime.extension import Extension
 
@@ -95,7 +97,7 @@ def apply_drain(environment: Environment, request_timeout: float) -> dict[str, A
 def install_signal_handlers(run: Extension) -> None:
     """SIGTERM and SIGINT on a headless local or master process (see the module docstring)."""
     options = run.environment.parsed_options
-    if run.role == "worker" or not getattr(options, "headless", False):
+    if run.role == Role.WORKER or not getattr(options, "headless", False):
         return
     for sig in (signal.SIGTERM, signal.SIGINT):
         gevent.signal_handler(sig, _on_signal, run, sig)
@@ -141,7 +143,7 @@ def _raise_in_main(exc: BaseException) -> None:
 def skip_drain(run: Extension) -> None:
     """Kill the users now; the requests they were streaming are recorded incomplete."""
     runner = run.environment.runner
-    if run.role == "master":
+    if run.role == Role.MASTER:
         runner.send_message(STOP_MESSAGE, {"now": True})
     else:
         runner.user_greenlets.kill(block=False)

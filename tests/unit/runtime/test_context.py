@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from llm_locust.config.build import build_config
+from llm_locust.config.role import Role
 from llm_locust.load.plan import build_load_plan
 from llm_locust.runtime.context import RunContext
 
@@ -14,6 +15,6 @@ def test_a_send_a_hair_before_t0_is_the_first_stages() -> None:
     config = build_config({"ramp": "2,4"}, environ={})
     plan = build_load_plan(config.load)
     assert plan.stages is not None
-    context = RunContext(config=config, role="worker", plan=plan, client=None, t0=1000.0)
+    context = RunContext(config=config, role=Role.WORKER, plan=plan, client=None, t0=1000.0)
     stage, warmup = context.stage_at(1000.0 - 0.0012)
     assert stage is plan.stages.stages[0] and warmup is False

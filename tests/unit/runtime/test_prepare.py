@@ -10,9 +10,10 @@ from typing import Any
 import pytest
 
 from llm_locust.config.build import ConfigError
+from llm_locust.config.role import Role
 from llm_locust.load.sources import TraceArrivals
 from llm_locust.runtime import prepare
-from llm_locust.runtime.prepare import Preparer, prepare_or_exit, role_of_options
+from llm_locust.runtime.prepare import Preparer, prepare_or_exit
 
 
 def _options(**values: Any) -> argparse.Namespace:
@@ -50,19 +51,21 @@ def _files(tmp_path: Path) -> tuple[Path, Path]:
 def test_same_options_are_prepared_once(tmp_path: Path, counted: dict[str, int]) -> None:
     trace, _ = _files(tmp_path)
     preparer = Preparer()
-    first = preparer.prepare(_options(trace=str(trace), slo="success>=99%"), "local")
-    again = preparer.prepare(_options(trace=str(trace), slo="success>=99%"), "local")
+    first = preparer.prepare(_options(trace=str(trace), slo="success>=99%"), Role.LOCAL)
+    again = preparer.prepare(_options(trace=str(trace), slo="success>=99%"), Role.LOCAL)
     assert again is first and counted["trace"] == 1
     assert isinstance(first.plan.arrivals, TraceArrivals) and first.config.slo is not None
     # another workload, the same load options: the plan (and its trace) is kept
-    other = preparer.prepare(_options(trace=str(trace), slo="success>=99%", seed=0, max_tokens="8"), "local")
+    other = preparer.prepare(
+        _options(trace=str(trace), slo="success>=99%", seed=0, max_tokens="8"), Role.LOCAL
+    )
     assert other is not first and other.plan is first.plan and counted["trace"] == 1
 
 
 def test_a_dataset_is_read_once_per_process(tmp_path: Path, counted: dict[str, int]) -> None:
     _, dataset = _files(tmp_path)
     preparer = Preparer()
-    prepared = preparer.prepare(_options(dataset=str(dataset)), "local")
+    prepared = preparer.prepare(_options(dataset=str(dataset)), Role.LOCAL)
     later = preparer.workloads.build(prepared.config.workload, {"max_model_len": 4096})
     cell = preparer.workloads.build(prepared.config.workload.with_cell({"output": "3"}), {})
     assert counted["dataset"] == 1 and later.dataset is prepared.workload.dataset is cell.dataset
@@ -70,17 +73,10 @@ def test_a_dataset_is_read_once_per_process(tmp_path: Path, counted: dict[str, i
 
 def test_the_master_builds_no_workload_and_a_worker_needs_no_target(tmp_path: Path) -> None:
     preparer = Preparer()
-    assert preparer.prepare(_options(), "master").workload is None
-    assert preparer.prepare(_options(host=None), "worker").workload is not None
+    assert preparer.prepare(_options(), Role.MASTER).workload is None
+    assert preparer.prepare(_options(host=None), Role.WORKER).workload is not None
     with pytest.raises(ConfigError, match="--host"):
-        preparer.prepare(_options(host=None), "local")
-
-
-def test_roles_from_the_options() -> None:
-    assert role_of_options(argparse.Namespace(worker=True)) == "worker"
-    assert role_of_options(argparse.Namespace(master=True)) == "master"
-    assert role_of_options(argparse.Namespace(processes=4)) == "master"
-    assert role_of_options(argparse.Namespace()) == "local"
+        preparer.prepare(_options(host=None), Role.LOCAL)
 
 
 def test_a_bad_option_is_one_line_and_exit_2(
@@ -88,7 +84,7 @@ def test_a_bad_option_is_one_line_and_exit_2(
 ) -> None:
     monkeypatch.setattr(prepare, "PREPARER", Preparer())
     with pytest.raises(SystemExit) as info:
-        prepare_or_exit(_options(ramp="1,x"), "local")
+        prepare_or_exit(_options(ramp="1,x"), Role.LOCAL)
     assert info.value.code == 2
     assert capsys.readouterr().err == "llm-locust: error: --ramp '1,x': 'x' is not a number\n"
 
@@ -96,5 +92,5 @@ def test_a_bad_option_is_one_line_and_exit_2(
 def test_the_results_folder_is_checked_before_load(tmp_path: Path) -> None:
     (tmp_path / "requests.jsonl").write_text("")
     with pytest.raises(ValueError, match="--overwrite"):
-        Preparer().prepare(_options(results_dir=str(tmp_path)), "local")
-    assert Preparer().prepare(_options(results_dir=str(tmp_path)), "worker").workload is not None
+        Preparer().prepare(_options(results_dir=str(tmp_path)), Role.LOCAL)
+    assert Preparer().prepare(_options(results_dir=str(tmp_path)), Role.WORKER).workload is not None
