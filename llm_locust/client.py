@@ -9,9 +9,13 @@ class and a short message.
 When a stream counts as complete: when a choice carries a ``finish_reason`` (every
 OpenAI-compatible server sends one). ``[DONE]`` or a clean close without one means the
 stream was cut: ``stream_broken``, "cut after N tokens, no finish_reason", with the
-marks it had (TTFT, chunk times, ITL). One fault, one class: once a status line has
-arrived the failure is never ``connect`` (which means no HTTP reply at all), whether the
-bad bytes came in the same read as the headers or later.
+marks it had (TTFT, chunk times, ITL). ``[DONE]`` ends the stream even when the server
+keeps its HTTP body open after it: E2E is the read that brought ``[DONE]``, and the rest of
+the body is drained in the background (the connection is reused if the body ends within
+:data:`~llm_locust.reader.DONE_GRACE_S`, closed if not; a user's next request is timed
+after that). One fault, one class: once a status line has arrived the failure is never
+``connect`` (which means no HTTP reply at all), whether the bad bytes came in the same read
+as the headers or later.
 
 Why not ``FastHttpSession.request(stream=True)``: Locust's timer stops at the response
 headers and its ``iter_content`` waits for 1,024 bytes, which delays small SSE events.
@@ -147,6 +151,9 @@ class StreamingClient:
         # No per-recv socket timeout: send() bounds the whole request with one
         # gevent.Timeout of the same length, and a socket timeout costs a timer per read.
         self._http = http_client(config, concurrency)
+        # a closed-loop user's one connection, still draining a body after [DONE] (reader.py)
+        self._draining: BodyReader | None = None
+        self._one_connection = concurrency == 1
         # geventhttpclient has no hook for this check; a private attribute, pinned by tests.
         self._http._connection_pool._is_socket_alive = _socket_alive
         cancel = config.cancel
@@ -169,6 +176,9 @@ class StreamingClient:
         counter = self.config.tokenizer
         keep = keep_text or counter is not None
         stream = Stream(parts=[] if keep else None, reasoning=[] if keep else None)
+        if self._draining is not None:  # not inside the next request's time
+            self._draining.wait_released()
+            self._draining = None
         record.max_tokens = requested_tokens(body)
         point = self._cancels.next() if self._cancels is not None else None
         if point is not None and point.chunks is not None:
@@ -206,6 +216,7 @@ class StreamingClient:
         response = self._open(payload, record, stream)
         if response is None:  # the reply ended inside request() (see _open)
             return
+        reader = None
         try:
             record.status = response.status_code
             if response.status_code != 200:
@@ -226,7 +237,10 @@ class StreamingClient:
                 return
             events.end(reader.t_last)
         finally:
-            response.release()
+            if reader is None:
+                response.release()
+            elif reader.release() and self._one_connection:
+                self._draining = reader
 
     def _open(self, payload: bytes, record: RequestRecord, stream: Stream) -> Any | None:
         """Send the request; retry once if a kept-alive connection was closed before any reply.

@@ -8,9 +8,13 @@ request and reads the status line and headers as before, then hands the socket t
 inside gevent's hub (libev) as soon as epoll reports the socket readable: one
 timestamp, one non-blocking ``recv``, the bytes fed to the response's own HTTP parser
 (llhttp: chunked framing, content length, close-delimited bodies) and the de-framed
-body handed to ``sink(body, t)``. Every socket that is ready in one loop iteration is
-served in that iteration, one after the other, with no switch in between: the
-"one reader that multiplexes every in-flight stream over one epoll" of issue 15.
+body handed to ``sink(body, t)``. A sink that returns true has seen the end of its
+stream (``[DONE]``): the greenlet is woken then, even if the server never ends the body;
+what follows is drained in the background for at most :data:`DONE_GRACE_S`, then the
+connection goes back to the pool if its body ended, or is closed. Every socket
+that is ready in one loop iteration is served in that iteration, one after the other,
+with no switch in between: the "one reader that multiplexes every in-flight stream
+over one epoll" of issue 15.
 
 Timing: ``t`` is ``perf_counter()`` taken just before the ``recv`` that returned the
 bytes, so every event in one read carries the moment the client saw that read (the
@@ -40,14 +44,18 @@ from collections.abc import Callable
 from typing import Any
 
 import gevent
+import gevent.event
 from gevent.hub import Waiter
 from geventhttpclient._parser import HTTPResponseParser
 from geventhttpclient.response import HTTPConnectionClosed
 
-__all__ = ["FIRST_PRIORITY", "PRIORITY", "READ_SIZE", "BodyReader"]
+__all__ = ["DONE_GRACE_S", "FIRST_PRIORITY", "PRIORITY", "READ_SIZE", "BodyReader"]
 
 #: Bytes asked for per ``recv``: a whole burst of events in one system call.
 READ_SIZE = 65536
+#: After ``[DONE]``, how long the rest of an unfinished body is waited for (its last chunk, a
+#: moment later) before the connection is closed rather than put back in the pool.
+DONE_GRACE_S = 0.25
 #: libev priorities: a stream before its first content chunk, and after it.
 FIRST_PRIORITY, PRIORITY = 2, 0
 _perf_counter = time.perf_counter
@@ -57,27 +65,35 @@ _parser_feed = HTTPResponseParser.feed
 
 
 class BodyReader:
-    """Read one response body to its end from the hub; :meth:`run` from the user's greenlet."""
+    """Read one response body to its end from the hub; :meth:`run` from the user's greenlet,
+    then :meth:`release` (the connection goes back to the pool, or is closed)."""
 
     __slots__ = (
         "_error",
+        "_idle",
         "_pieces",
         "_recv",
         "_response",
         "_sink",
         "_started",
+        "_timer",
         "_waiter",
         "_watcher",
         "t_last",
     )
 
     def __init__(
-        self, response: Any, sink: Callable[[bytes, float], None], started: Callable[[], bool] = lambda: True
+        self,
+        response: Any,
+        sink: Callable[[bytes, float], bool | None],
+        started: Callable[[], bool] = lambda: True,
     ) -> None:
         self._response = response
         self._sink = sink
         self._started = started  # has the stream's first content chunk arrived?
         self._watcher: Any = None
+        self._timer: Any = None  # set while the rest of a body is drained after [DONE]
+        self._idle: Any = None  # an Event, for whoever waits for the end of that drain
         self._error: BaseException | None = None
         self._waiter: Waiter | None = None
         self._recv: Callable[[int], bytes] | None = None
@@ -87,39 +103,66 @@ class BodyReader:
     def run(self) -> None:
         """Deliver the body to ``sink`` until it ends; raises what reading raised."""
         response = self._response
+        done = False
         if response._body_buffer:  # body bytes that came in with the headers
             self.t_last = _perf_counter()
-            self._take_body()
+            done = bool(self._take_body())
         if response.message_complete:
             return
         sock = response._sock
         if sock is None:
+            if done:
+                return
             raise HTTPConnectionClosed("connection closed.")
         self._recv = _receiver(sock)
         # llhttp hands each de-framed body piece to ``_on_body``; an instance attribute
         # shadows the method that appends it to a bytearray (one copy less per token)
         response._on_body = self._pieces.append
         watcher = gevent.get_hub().loop.io(sock.fileno(), 1)
+        self._watcher = watcher
+        if done:
+            return self._drain()
         if not self._started():
             watcher.priority = FIRST_PRIORITY
-        self._watcher = watcher
         self._waiter = Waiter()
         watcher.start(self._on_readable)
         try:
             self._waiter.get()
         finally:
-            watcher.stop()
-            watcher.close()
-            self._waiter = self._watcher = None
-            del response._on_body
+            self._waiter = None
+            if self._timer is None:
+                self._stop()
         if self._error is not None:
             raise self._error
 
-    def _take_body(self) -> None:
+    def release(self) -> bool:
+        """The connection back to the pool (closed if its body was not read to the end); while
+        the rest of a body is drained after ``[DONE]``, the drain's end releases it. ``True``:
+        still draining (:meth:`wait_released`)."""
+        if self._timer is None:
+            self._response.release()
+            return False
+        return True
+
+    def wait_released(self) -> None:
+        """Return once the connection is released (at most :data:`DONE_GRACE_S` after ``[DONE]``):
+        a user with one connection waits here before it times its next request."""
+        if self._timer is not None:
+            self._idle = self._idle or gevent.event.Event()
+            self._idle.wait()
+
+    def _stop(self) -> None:
+        watcher, self._watcher = self._watcher, None
+        if watcher is not None:
+            watcher.stop()
+            watcher.close()
+            del self._response._on_body
+
+    def _take_body(self) -> bool | None:
         buffer = self._response._body_buffer
         body = bytes(buffer)
         del buffer[:]
-        self._sink(body, self.t_last)  # type: ignore[arg-type]
+        return self._sink(body, self.t_last)  # type: ignore[arg-type]
 
     def _on_readable(self) -> None:
         """The hub's callback: read what is there, feed it, wake the greenlet at the end."""
@@ -140,7 +183,10 @@ class BodyReader:
                 self.t_last = now
                 body = pieces[0] if len(pieces) == 1 else b"".join(pieces)
                 pieces.clear()
-                self._sink(body, now)
+                if self._sink(body, now):  # the stream's end ([DONE]): nothing more for the sink
+                    if not response.message_complete:
+                        self._drain()
+                    return self._finish(now, None)
                 if self._watcher.priority != PRIORITY and self._started():
                     self._lower()
             if response.message_complete:
@@ -157,6 +203,44 @@ class BodyReader:
         watcher.stop()
         watcher.priority = PRIORITY
         watcher.start(self._on_readable)
+
+    def _drain(self) -> None:
+        """After ``[DONE]``: the stream is complete (the greenlet is woken with it), but its
+        HTTP body has not ended. Read and drop what follows for up to :data:`DONE_GRACE_S`
+        (the body's last chunk usually comes a moment later: the connection stays
+        reusable), then release the connection: back to the pool if the body ended,
+        closed if the server held it open."""
+        watcher = self._watcher
+        watcher.stop()
+        watcher.start(self._on_drain)
+        self._timer = gevent.get_hub().loop.timer(DONE_GRACE_S)
+        self._timer.start(self._drained)
+
+    def _on_drain(self) -> None:
+        try:
+            data = self._recv(READ_SIZE)  # type: ignore[misc]
+        except (BlockingIOError, InterruptedError, ssl.SSLWantReadError):
+            return
+        except BaseException:
+            return self._drained()
+        try:
+            _parser_feed(self._response, data)
+        except BaseException:
+            return self._drained()
+        self._pieces.clear()
+        if not data or self._response.message_complete:
+            self._drained()
+
+    def _drained(self) -> None:
+        timer, self._timer = self._timer, None
+        if timer is None:
+            return
+        timer.stop()
+        timer.close()
+        self._stop()
+        self._response.release()
+        if self._idle is not None:
+            self._idle.set()
 
     def _finish(self, now: float, error: BaseException | None) -> None:
         self.t_last = now

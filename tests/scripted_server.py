@@ -8,8 +8,9 @@ list of (bytes to send, seconds to wait after) followed by a clean close or an a
 ``/<scenario>/v1/models`` and ``/<scenario>/tokenize`` (or ``/extras/tokenize``) answer
 from :data:`MODELS` and :func:`tokenize_reply`, so one peer also plays the servers that
 preflight and ``--tokenizer server`` meet; ``GET /<scenario>/count`` says how many
-completions that scenario was asked for. Scenario ``strict`` answers 404 for a model its
-list does not have. Not a product feature: the bundled simulator is
+completions that scenario was asked for, over how many connections. Scenario ``strict``
+answers 404 for a model its list does not have; ``keepalive`` serves one request after the
+other on one connection. Not a product feature: the bundled simulator is
 the realistic server; this peer only produces byte-level and protocol oddities (HTML
 bodies, torn streams, events split across writes, wrong shapes, other servers' dialects).
 """
@@ -53,6 +54,7 @@ HEAD_CLOSE = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection:
 USAGE = {"choices": [], "usage": {"prompt_tokens": 7, "completion_tokens": 3, "total_tokens": 10}}
 ROLE = sse({"choices": [{"delta": {"role": "assistant", "content": ""}}]})
 ABC = [sse(delta("a")), sse(delta("b")), sse(delta("c", "stop"))]
+HOLD = -1.0  # a script's wait: send nothing more until the client hangs up (bounded: 60 s)
 BAD_CHUNK = b"zz\r\nnot a chunk size\r\n"  # broken chunked encoding
 
 
@@ -130,9 +132,18 @@ SCENARIOS: dict[str, list[tuple[bytes, float]] | str] = {
     "silent": "silent",
     # a long answer, one token every 200 ms: a client stopped mid-stream
     "slow": [(HEAD_SSE, 0.0)] + [(chunked(sse(delta("t"))), 0.2) for _ in range(50)] + [(b"0\r\n\r\n", 0.0)],
+    # a complete stream, [DONE] included, whose HTTP body never ends (HOLD: the server waits
+    # for the client to hang up)
+    "done_open": [(HEAD_SSE, 0.0)]
+    + [(chunked(e), 0.02) for e in [*ABC, sse(USAGE)]]
+    + [(chunked(sse(b"[DONE]")), HOLD)],
     # two tokens, then nothing for 10 s (the client's timeout ends it first)
     "stall": [(HEAD_SSE, 0.0), (chunked(sse(delta("a"))), 0.02), (chunked(sse(delta("b"))), 10.0)],
 }
+
+#: Scenarios served on a kept-alive connection, one request after the other: "ok" ([DONE], then
+#: the body's last chunk 20 ms later).
+KEEP_ALIVE = {"keepalive": SCENARIOS["ok"]}
 
 #: ``GET /<scenario>/v1/models``: a body, or ``None`` to never answer.
 MODELS: dict[str, bytes | None] = {
@@ -166,6 +177,7 @@ def _pieces(text: str) -> list[str]:
 
 
 _REQUESTS: Counter[str] = Counter()
+_CONNECTIONS: Counter[str] = Counter()
 _LOCK = threading.Lock()
 
 
@@ -178,11 +190,16 @@ class Handler(socketserver.BaseRequestHandler):
     def handle(self) -> None:
         sock: socket.socket = self.request
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        first = True
+        while self._serve(sock, first):  # a KEEP_ALIVE scenario: the next request, same connection
+            first = False
+
+    def _serve(self, sock: socket.socket, first: bool) -> bool:
         data = b""
         while b"\r\n\r\n" not in data:
             more = sock.recv(65536)
             if not more:
-                return
+                return False
             data += more
         head, _, rest = data.partition(b"\r\n\r\n")
         length = next(
@@ -203,14 +220,21 @@ class Handler(socketserver.BaseRequestHandler):
             reply = tokenize_reply(scenario, path, json.loads(rest or b"{}"))
             _json_reply(sock, 404 if reply is None else 200, reply or {"detail": "Not Found"})
         elif path.endswith("/count"):
-            _json_reply(sock, 200, {"requests": _REQUESTS[scenario]})
+            _json_reply(sock, 200, {"requests": _REQUESTS[scenario], "connections": _CONNECTIONS[scenario]})
         else:
             with _LOCK:
                 _REQUESTS[scenario] += 1
+                _CONNECTIONS[scenario] += first
             if scenario == "strict" and json.loads(rest or b"{}").get("model") not in ("m", "m2"):
                 _json_reply(sock, 404, {"error": {"message": "The model does not exist."}})
-                return
+                return False
+            if scenario in KEEP_ALIVE:
+                for payload, wait in KEEP_ALIVE[scenario]:
+                    sock.sendall(payload)
+                    time.sleep(wait)
+                return True
             self._script(sock, SCENARIOS.get(scenario, SCENARIOS["ok"]))
+        return False
 
     def _models(self, sock: socket.socket, scenario: str) -> None:
         body = MODELS.get(scenario, MODELS["default"])
@@ -232,6 +256,9 @@ class Handler(socketserver.BaseRequestHandler):
         try:
             for payload, wait in script:  # type: ignore[union-attr]
                 sock.sendall(payload)
+                if wait == HOLD:
+                    _wait_for_close(sock)
+                    return
                 if wait:
                     time.sleep(wait)
             sock.shutdown(socket.SHUT_WR)

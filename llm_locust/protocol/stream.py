@@ -4,8 +4,10 @@ The client's reader hands every read's bytes to :class:`StreamEvents`, stamped w
 the read; this module turns them into the record's marks (each content chunk's time, the first
 visible token, reasoning chunks) and raises :class:`Failure` (an outcome class and a message)
 or :class:`Cancelled` (``--cancel-rate``) when the stream says so. A stream is complete only
-with a ``finish_reason``. Pure: no gevent, no sockets (the transport stays in
-:mod:`llm_locust.client`).
+with a ``finish_reason``; it ends at ``[DONE]`` even if the HTTP body does not (a server that
+keeps the connection open after it): :meth:`StreamEvents.feed` says so and the reader stops
+there, the end of the stream timed by the read that brought ``[DONE]``. Pure: no gevent, no
+sockets (the transport stays in :mod:`llm_locust.client`).
 """
 
 from __future__ import annotations
@@ -54,7 +56,7 @@ class Stream:
 class StreamEvents:
     """The stream's events as the reader delivers them: marks, text, usage, finish."""
 
-    __slots__ = ("chunk_times", "decoder", "parts", "record", "stream")
+    __slots__ = ("chunk_times", "decoder", "done", "parts", "record", "stream")
 
     def __init__(self, record: RequestRecord, stream: Stream) -> None:
         self.decoder = EventDecoder()
@@ -62,11 +64,13 @@ class StreamEvents:
         self.stream = stream
         self.chunk_times = record.chunk_times
         self.parts = stream.parts
+        self.done = False  # [DONE] arrived: nothing after it is read
 
-    def feed(self, body: bytes, now: float) -> None:
-        """The body bytes of one read, made at ``now`` (the hot path: once per read)."""
+    def feed(self, body: bytes, now: float) -> bool:
+        """The body bytes of one read, made at ``now`` (the hot path: once per read);
+        ``True`` once the stream has said ``[DONE]``: read no more."""
         try:
-            self._events(self.decoder.feed(body), now)
+            return self._events(self.decoder.feed(body), now)
         except PayloadError as exc:
             raise Failure("bad_payload", str(exc)) from None
 
@@ -76,7 +80,8 @@ class StreamEvents:
         record = self.record
         record.t_end = t_end if t_end is not None else time.perf_counter()
         try:
-            self._events(self.decoder.close(), record.t_end)
+            if not self.done:
+                self._events(self.decoder.close(), record.t_end)
         except PayloadError as exc:
             raise Failure("bad_payload", str(exc)) from None
         if record.finish_reason is None:
@@ -84,10 +89,11 @@ class StreamEvents:
         if not record.chunk_times:
             raise Failure("empty_response", "stream ended without any generated text")
 
-    def _events(self, payloads: list[str], now: float) -> None:
+    def _events(self, payloads: list[str], now: float) -> bool:
         for data in payloads:
-            if data == DONE:
-                continue
+            if data == DONE:  # the end of the stream, whether or not the body ends with it
+                self.done = True
+                return True
             chunk = parse_chunk(data)
             if chunk.error:
                 raise Failure("stream_error", chunk.error)
@@ -108,6 +114,7 @@ class StreamEvents:
                 self.stream.usage = chunk.usage
             if chunk.finish_reason:
                 self.record.finish_reason = chunk.finish_reason
+        return False
 
 
 def note_reasoning(record: RequestRecord, stream: Stream, text: str) -> None:

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import socket
+import time
+import urllib.request
 from collections.abc import Iterator
 
 import gevent
@@ -334,3 +337,43 @@ def test_no_cancel_rate_no_cancellation(peer: str) -> None:
     policy = CancelPolicy(0.0, parse_cancel_after("first-token"))
     (record,) = send_with(ClientConfig(host=f"{peer}/ok", model="m", cancel=policy))
     assert record.ok, record.message
+
+
+# -- misbehaving servers (issue 26) ---------------------------------------------------------
+
+
+def test_a_stream_is_complete_at_done_even_if_its_body_never_ends(peer: str) -> None:
+    """[DONE] and a finish_reason, then the server holds the body open: complete at [DONE], not a
+    timeout with an E2E of the timeout; the half-read connection is closed, not reused."""
+    client = StreamingClient(ClientConfig(host=f"{peer}/done_open", model="m", request_timeout=4.0))
+    records = [RequestRecord(request_id=str(i), wall_start=0.0, t_sent=0.0) for i in range(2)]
+    called = []
+    try:
+        for record in records:
+            called.append(time.perf_counter())
+            client.send({"model": "m", "messages": [], "stream": True}, record)
+    finally:
+        client.close()
+    for r in records:
+        assert r.ok, (r.outcome, r.message)
+        assert r.finish_reason == "stop" and r.completion_tokens == 3 and len(r.chunk_times) == 3
+        # usage and [DONE] came 20 and 40 ms after the last token: E2E ends at the read of [DONE]
+        assert r.t_end is not None and r.t_end - r.chunk_times[-1] >= 0.035
+        assert r.e2e is not None and r.e2e < 2.0  # half the timeout, which the old client waited for
+    # the second request was timed only once the first one's connection was given up (0.25 s
+    # after [DONE]): that wait is not in its TTFT
+    assert records[1].t_sent - called[1] >= 0.2
+    assert requests_seen(peer, "done_open") == {"requests": 2, "connections": 2}
+
+
+def test_a_connection_whose_body_ends_after_done_is_kept_alive(peer: str) -> None:
+    """The body's last chunk 20 ms after [DONE]: the reading stops at [DONE], the connection
+    still goes back to the pool once the body has ended, and the next request reuses it."""
+    records = send_with(ClientConfig(host=f"{peer}/keepalive", model="m"), 3)
+    assert all(r.ok and len(r.chunk_times) == 3 for r in records), [r.message for r in records]
+    assert requests_seen(peer, "keepalive") == {"requests": 3, "connections": 1}
+
+
+def requests_seen(peer: str, scenario: str) -> dict[str, int]:
+    with urllib.request.urlopen(f"{peer}/{scenario}/count", timeout=5) as reply:
+        return dict(json.loads(reply.read()))

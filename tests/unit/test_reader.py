@@ -148,10 +148,10 @@ def test_a_stream_is_served_first_until_its_first_content_chunk(
 
     class Watched(BodyReader):
         def __init__(self, response, sink, started):  # type: ignore[no-untyped-def]
-            def spy(body: bytes, t: float) -> None:  # the priority this read was served at
+            def spy(body: bytes, t: float) -> bool | None:  # the priority this read was served at
                 watcher = self._watcher  # None: the bytes came with the headers
                 seen.append((started(), None if watcher is None else watcher.priority))
-                sink(body, t)
+                return sink(body, t)
 
             super().__init__(response, spy, started)
 
