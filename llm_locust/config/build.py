@@ -30,6 +30,7 @@ from pydantic import ValidationError
 from llm_locust.config.model import RunConfig
 from llm_locust.config.options import OPTIONS, RUN_GROUPS, WORKLOAD_PROFILES, options_in
 from llm_locust.config.units import OptionError, show
+from llm_locust.config.urls import check_target_url
 
 __all__ = [
     "LOCUST_FLAGS",
@@ -110,7 +111,11 @@ def build_config(
     if raw["api_key"] is None and env.get("OPENAI_API_KEY"):
         raw["api_key"] = env["OPENAI_API_KEY"]
     _check_profile_label(values.get("profile"), raw["workload"])
-    host = str(values.get("host") or "").strip() or _first_endpoint(raw["endpoints"])
+    host = str(values.get("host") or "").strip()
+    try:
+        host = check_target_url(host, "--host") if host else _first_endpoint(raw["endpoints"])
+    except OptionError as exc:
+        raise ConfigError(str(exc)) from None
     if require_host and not host:
         raise ConfigError("--host: no target given (e.g. --host http://127.0.0.1:8000)")
     data: dict[str, Any] = {"host": host, "headless": bool(values.get("headless")), "slo": raw.pop("slo")}

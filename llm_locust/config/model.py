@@ -50,6 +50,7 @@ from llm_locust.config.slo import SloSpec, parse_slo
 from llm_locust.config.think import ThinkTime, parse_think_time
 from llm_locust.config.tls import check_tls_options
 from llm_locust.config.units import OptionError, parse_duration, parse_levels, split_list
+from llm_locust.config.urls import check_target_url
 
 __all__ = [
     "LOAD_MODELS",
@@ -110,10 +111,7 @@ class RequestConfig(Part):
     def _endpoints(cls, value: Any) -> Any:
         if value is None or isinstance(value, tuple):
             return value
-        urls = [u.rstrip("/") for u in split_list(value, "--endpoints")]
-        for url in urls:
-            if not url.startswith(("http://", "https://")):
-                raise ValueError(f"{url!r} is not an http:// or https:// URL")
+        urls = [check_target_url(u, "--endpoints") for u in split_list(value, "--endpoints")]
         if len(set(urls)) != len(urls):
             raise ValueError("a replica is listed twice")
         return tuple(urls)

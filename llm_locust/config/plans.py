@@ -37,6 +37,7 @@ from llm_locust.config.demand import Demand, parse_demand
 from llm_locust.config.slo import SloSpec, parse_slo
 from llm_locust.config.think import parse_think_time
 from llm_locust.config.units import one_line, parse_duration, read_yaml
+from llm_locust.config.urls import check_target_url
 
 __all__ = ["Plan", "PlanFile", "PlanFileError", "SearchSettings", "WorkloadSettings", "load_plan_file"]
 
@@ -120,10 +121,7 @@ class Plan(_Strict):
     @classmethod
     def _urls(cls, value: Any) -> Any:
         urls = [value] if isinstance(value, str) else list(value or ())
-        for url in urls:
-            if not str(url).startswith(("http://", "https://")):
-                raise ValueError(f"{url!r} is not an http:// or https:// URL")
-        return tuple(str(u).rstrip("/") for u in urls)
+        return tuple(check_target_url(u, "endpoint") for u in urls)
 
     @model_validator(mode="after")
     def _split(self) -> Plan:

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from llm_locust.config.redact import SECRET_OPTIONS, strip_credentials
+from llm_locust.config.urls import target_url_problem
 
 __all__ = ["WebUiGuard", "normal_host", "scrub_page", "scrub_template_args"]
 
@@ -121,7 +122,7 @@ class WebUiGuard:
         ]
         host = form.get("host")
         if host is not None:
-            problem = self.host_problem(host)
+            problem = target_url_problem(host, "--host") or self.host_problem(host)
             if problem is not None:
                 return form, problem
             items = [(k, strip_credentials(v) if k == "host" else v) for k, v in items]

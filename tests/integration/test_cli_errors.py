@@ -91,6 +91,16 @@ BAD = [
     ((*RUN, "--prometheus-port", "70000"), False, "--prometheus-port '70000': must be at most 65535"),
     ((*RUN, "--server-metrics-interval", "0"), False, "--server-metrics-interval '0': must be above 0"),
     ((*RUN, "--shared-prefix-fraction", "2"), False, "--shared-prefix-fraction '2': must be at most 1"),
+    # a malformed target (issue 26 §4): a traceback, spoken to over HTTP, "unknown host" before
+    (("run", "--headless", "--host", "not a url"), False, "--host 'not a url': contains blanks"),
+    (("run", "--headless", "--host", "ftp://127.0.0.1:9"), False, "--host 'ftp://127.0.0.1:9': scheme 'ftp'"),
+    (("run", "--headless", "--host", "127.0.0.1:9"), False, "--host '127.0.0.1:9': no scheme: expected"),
+    (("--headless", "--host", "not a url"), True, "--host 'not a url': contains blanks"),
+    (
+        ("run", "--headless", "--endpoints", "http://127.0.0.1:9,127.0.0.1:8"),
+        False,
+        "--endpoints '127.0.0.1:8'",
+    ),
     (("workload", "sample", "--workload", "nope"), False, "--workload 'nope': unknown profile 'nope'"),
     (("workload", "sample", "-n", "0"), False, "-n '0': must be at least 1"),
     (("workload", "sample", "--input-tokens", "uniform:10"), False, "--input-tokens: uniform needs max"),
@@ -114,3 +124,21 @@ def test_bad_input_is_one_line_and_exit_2(args: tuple[str, ...], plain: bool, me
 def test_a_missing_file_keeps_every_character_of_its_name() -> None:
     line = _run(*RUN, "--dataset", "missing.jsonl").stderr.strip()
     assert line.startswith("llm-locust: error: --dataset: ") and line.endswith("'missing.jsonl'"), line
+
+
+@pytest.mark.parametrize("endpoint", ["not a url", "ftp://127.0.0.1:9", "127.0.0.1:9", "http://:8000"])
+def test_a_malformed_plan_endpoint_stops_capacity_before_any_run(tmp_path: Path, endpoint: str) -> None:
+    """Issue 26 §4: ``http://:8000`` was searched as a plan (an "unknown host" step, exit 0)."""
+    plans = tmp_path / "plans.yaml"
+    plans.write_text(
+        'demand: {concurrency: 2}\nslo: "success>=99%"\nsearch: {step_time: 2s, max_steps: 1}\n'
+        f"plans:\n  - {{name: A, endpoints: ['{endpoint}'], gpus: 1, gpu_hour_cost: 1}}\n"
+    )
+    proc = _run("capacity", str(plans), "--results-dir", str(tmp_path / "r"))
+    expect_exit(proc, 2)
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in proc.stdout + proc.stderr, proc.stderr[-3000:]
+    where = f"{plans}: plans[0].endpoints: endpoint '{endpoint}'"
+    assert lines[0].startswith(f"llm-locust capacity: error: {where}"), lines[0]
+    assert "expected an http:// or https:// URL with a host" in lines[0]
+    assert not (tmp_path / "r").exists()

@@ -26,6 +26,7 @@ from tests.webproc import form_fields, post, rows_of, wait_for, web_ui
 
 pytestmark = pytest.mark.slow
 LIGHT = {"prompt_tokens": "16", "max_tokens": "4", "seed": "3"}
+EXPECTED = "expected an http:// or https:// URL with a host, e.g. http://127.0.0.1:8000"
 SIM = ("--ttft-ms", "20", "--tpot-ms", "2", "--output-tokens", "4")
 
 
@@ -122,3 +123,25 @@ def test_tests_started_from_the_form(tmp_path: Path) -> None:
     end = graded["stages"][-1]["window"]["end"]
     assert all(r["start_time"] >= end - 0.5 for r in rows if r["stage"] is None)  # sent as the plan ended
     assert graded["completed"] + graded["failed"] + sum(graded["excluded"].values()) == len(rows)
+
+
+def test_a_malformed_host_in_the_form_is_refused(tmp_path: Path) -> None:
+    """Issue 26 §4: with ``--allowed-hosts '*'`` the form's ``'not a url'`` started a test whose
+    requests raised inside the HTTP client; ``ftp://`` was spoken to over HTTP. Each is refused in
+    one line naming the value and what is expected, and nothing starts."""
+    with web_ui(tmp_path, SIM, "--allowed-hosts", "*") as ui:
+        base, url = ui.base, ui.url
+        fields = form_fields(base)
+        for host, reason in (
+            ("not a url", "contains blanks"),
+            ("ftp://127.0.0.1:9", "scheme 'ftp' is not http or https"),
+            ("127.0.0.1:9", "no scheme"),
+            ("http://[::1", "not a URL (invalid ipv6 url)"),
+        ):
+            line = f"--host '{host}': {reason}: {EXPECTED}"
+            answer = post(base, {**fields, **LIGHT, "host": host, "run_time": "2s"})
+            assert answer == {"success": False, "message": line, "host": url}
+            assert json.loads(http_get(f"{base}/stats/requests"))["state"] == "ready"
+    log = ui.log()
+    expect_exit(ui.proc, 0, log)
+    assert "llm-locust: --host 'not a url': contains blanks" in log and "Traceback" not in log

@@ -170,7 +170,7 @@ def test_a_plan_file_is_read_and_typed(tmp_path: Path) -> None:
         ("name: C-2x4gpu-tp4", "name: A-1x4gpu-tp4", "used twice"),
         ("name: C-2x4gpu-tp4", "name: C/2", "names a folder"),
         ('slo: "success>=99%', 'slo: "sucess>=99%', "slo"),
-        ("endpoints: [http://a:8000]", "endpoints: [a:8000]", "not an http"),
+        ("endpoints: [http://a:8000]", "endpoints: [a:8000]", "endpoint 'a:8000': no scheme"),
         ("demand: {concurrency: 50}\n", "", "demand: missing"),
     ],
 )
