@@ -178,6 +178,9 @@ class BodyReader:
             return self._finish(now, exc)
         try:
             _parser_feed(response, data)  # EOF (b"") completes a close-delimited body
+        except BaseException as exc:
+            return self._broken(now, exc)
+        try:
             pieces = self._pieces
             if pieces:
                 self.t_last = now
@@ -203,6 +206,22 @@ class BodyReader:
         watcher.stop()
         watcher.priority = PRIORITY
         watcher.start(self._on_readable)
+
+    def _broken(self, now: float, exc: BaseException) -> None:
+        """The HTTP framing broke inside this read: the body parsed before the bad bytes (a
+        token in the same read) still goes to the sink, then the error to the greenlet."""
+        error: BaseException | None = exc
+        pieces = self._pieces
+        if pieces:
+            body = b"".join(pieces)
+            pieces.clear()
+            self.t_last = now
+            try:
+                if self._sink(body, now):
+                    error = None  # [DONE] came before the bad bytes: the stream is complete
+            except BaseException as sink_error:
+                error = sink_error
+        self._finish(now, error)
 
     def _drain(self) -> None:
         """After ``[DONE]``: the stream is complete (the greenlet is woken with it), but its

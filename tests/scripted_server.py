@@ -55,6 +55,7 @@ USAGE = {"choices": [], "usage": {"prompt_tokens": 7, "completion_tokens": 3, "t
 ROLE = sse({"choices": [{"delta": {"role": "assistant", "content": ""}}]})
 ABC = [sse(delta("a")), sse(delta("b")), sse(delta("c", "stop"))]
 HOLD = -1.0  # a script's wait: send nothing more until the client hangs up (bounded: 60 s)
+NOT_UTF8 = b'data: {"choices": [{"delta": {"content": "\xff"}}]}\n\n'
 BAD_CHUNK = b"zz\r\nnot a chunk size\r\n"  # broken chunked encoding
 
 
@@ -114,10 +115,18 @@ SCENARIOS: dict[str, list[tuple[bytes, float]] | str] = {
     "choices_null": body_stream([sse(delta("a")), sse({"choices": [None]}), sse(b"[DONE]")]),
     "delta_string": body_stream([sse(delta("a")), sse({"choices": [{"delta": "b"}]}), sse(b"[DONE]")]),
     "content_number": body_stream([sse(delta("a")), sse({"choices": [{"delta": {"content": 5}}]})]),
-    "not_utf8": body_stream([sse(delta("a")), b'data: {"choices": [{"delta": {"content": "\xff"}}]}\n\n']),
+    "not_utf8": body_stream([sse(delta("a")), NOT_UTF8]),
     # one broken chunked encoding: in the same read as the head, or after a token
     "bad_chunk_first": [(HEAD_SSE + chunked(sse(delta("a"))) + BAD_CHUNK, 0.0)],
     "bad_chunk_later": [(HEAD_SSE, 0.05), (chunked(sse(delta("a"))), 0.05), (BAD_CHUNK, 0.0)],
+    # a token, and in the same write (so the same read) bad bytes: broken chunked encoding, or
+    # an event that is not UTF-8
+    "bad_chunk_with_token": [(HEAD_SSE, 0.05), (chunked(sse(delta("a"))) + BAD_CHUNK, 0.0)],
+    "not_utf8_with_token": [
+        (HEAD_SSE, 0.05),
+        (chunked(sse(delta("a")) + NOT_UTF8), 0.0),
+        (b"0\r\n\r\n", 0.0),
+    ],
     # llama.cpp reports an error inside a stream as an ``error:`` field
     "llama_error": body_stream([b'error: {"code": 400, "message": "the request exceeds the context"}\n\n']),
     "context_400": [

@@ -20,7 +20,7 @@ event is timestamped by the read that completed it (:mod:`llm_locust.reader`).
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,7 +33,12 @@ _COUNTS = ("prompt_tokens", "completion_tokens")
 
 
 class PayloadError(ValueError):
-    """A ``data:`` payload that is not a valid OpenAI stream chunk."""
+    """A ``data:`` payload that is not a valid OpenAI stream chunk.
+
+    ``events``: the payloads an :class:`EventDecoder` completed in the same piece before the
+    bad bytes (they still count: a token in the same read as the bad bytes)."""
+
+    events: Sequence[str] = ()
 
 
 @dataclass(slots=True)
@@ -81,16 +86,20 @@ class EventDecoder:
         else:
             *lines, self._rest = chunk.split(b"\n")
         events: list[str] = []
-        for line in lines:
-            if not line:  # the blank line that dispatches an event
-                if self._data:
-                    events.append(_dispatch(self._kind, self._data))
-                    self._data = []
-                self._kind = ""
-            elif line[:6] == b"data: ":  # the common case, spelled out
-                self._data.append(_text(line[6:]))
-            else:
-                self._field(line, events)
+        try:
+            for line in lines:
+                if not line:  # the blank line that dispatches an event
+                    if self._data:
+                        events.append(_dispatch(self._kind, self._data))
+                        self._data = []
+                    self._kind = ""
+                elif line[:6] == b"data: ":  # the common case, spelled out
+                    self._data.append(_text(line[6:]))
+                else:
+                    self._field(line, events)
+        except PayloadError as exc:
+            exc.events = events
+            raise
         return events
 
     def close(self) -> list[str]:

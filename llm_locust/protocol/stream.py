@@ -72,7 +72,13 @@ class StreamEvents:
         try:
             return self._events(self.decoder.feed(body), now)
         except PayloadError as exc:
-            raise Failure("bad_payload", str(exc)) from None
+            bad = exc
+        try:  # the events before the bad bytes, in the same read, still count
+            if self._events(bad.events, now):
+                return True  # [DONE] came first: the bad bytes are not part of the stream
+        except PayloadError as exc:
+            bad = exc
+        raise Failure("bad_payload", str(bad)) from None
 
     def end(self, t_end: float | None) -> None:
         """The body ended cleanly (a last event without its blank line still counts):

@@ -172,6 +172,25 @@ def test_broken_chunked_encoding_has_one_class_whatever_the_timing(peer: str, sc
 
 
 @pytest.mark.parametrize(
+    ("scenario", "outcome", "message"),
+    [
+        ("bad_chunk_with_token", "stream_broken", "cut after 1 tokens, no finish_reason (HTTPParseError"),
+        ("not_utf8_with_token", "bad_payload", "stream is not UTF-8 text: bytes b'\\xff"),
+    ],
+)
+def test_a_token_in_the_same_read_as_bad_bytes_is_kept(
+    peer: str, scenario: str, outcome: str, message: str
+) -> None:
+    """The token came first, in the same read as a broken chunk or bytes that are not UTF-8:
+    it is timed and counted (issue 26 §8: 'cut after 0 tokens', no TTFT)."""
+    r, text = send(f"{peer}/{scenario}")
+    assert r.outcome == outcome, (r.outcome, r.message)
+    assert r.message.startswith(message), r.message
+    assert len(r.chunk_times) == 1 and text == "a"
+    assert r.ttft is not None and r.ttft >= 0.04  # the token's read, 50 ms after the headers
+
+
+@pytest.mark.parametrize(
     ("scenario", "outcome", "fragment"),
     [
         ("llama_error", "stream_error", "exceeds the context"),  # llama.cpp's error: field

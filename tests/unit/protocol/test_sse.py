@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from llm_locust.protocol.sse import DONE, PayloadError, iter_events, parse_chunk
+from llm_locust.protocol.sse import DONE, EventDecoder, PayloadError, iter_events, parse_chunk
 
 
 def splits(raw: bytes, seed: int) -> list[bytes]:
@@ -149,3 +149,11 @@ def test_wrong_shapes_raise_payload_error_with_the_reason(obj: dict, reason: str
 
 def test_usage_null_on_every_chunk_is_no_usage() -> None:
     assert parse_chunk(json.dumps({"choices": [], "usage": None})).usage is None
+
+
+def test_bytes_that_are_not_utf8_carry_the_events_completed_before_them() -> None:
+    """A token and bad bytes in one piece: the token is not lost with the error (issue 26 §8)."""
+    decoder = EventDecoder()
+    with pytest.raises(PayloadError, match="not UTF-8") as caught:
+        decoder.feed(b'data: {"a": 1}\n\ndata: x\n\ndata: \xff\n\n')
+    assert list(caught.value.events) == ['{"a": 1}', "x"]
