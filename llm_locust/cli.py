@@ -82,6 +82,7 @@ def summarize_command(args: list[str]) -> int:
     )
     parsed = parser.parse_args(args)
     directory, no_report = parsed.directory, parsed.no_report
+    from llm_locust.results.columns import skipped_sentence
     from llm_locust.results.finalize import exit_code
     from llm_locust.results.rebuild import RebuildError, rebuild
     from llm_locust.results.report import end_of_run_text
@@ -91,6 +92,9 @@ def summarize_command(args: list[str]) -> int:
     except RebuildError as exc:
         _fail(str(exc))
     path = Path(directory)
+    skipped = summary["rebuilt"].get("skipped_lines")
+    if skipped:
+        sys.stderr.write(f"llm-locust summarize: {skipped_sentence(skipped, str(path / skipped['file']))}\n")
     print(
         end_of_run_text(summary, f"results: {path / 'requests.jsonl'} and {path / 'summary.json'} (rebuilt)")
     )

@@ -43,10 +43,12 @@ __all__ = [
     "Columns",
     "ColumnsBuilder",
     "Part",
+    "Unreadable",
     "exclusion",
     "itl_own_stat",
     "read_columns",
     "read_rows",
+    "skipped_sentence",
 ]
 
 #: Why a record is left out of the statistics, in order of precedence.
@@ -293,15 +295,72 @@ class Part:
         return Part(self.cols, mask, [k for k in self.pool_keys if k[1] not in reasons])
 
 
-def read_rows(path: str | os.PathLike[str]) -> Iterator[dict[str, Any]]:
-    """Rows of a ``requests.jsonl``; a torn last line (a crash mid-write) is skipped."""
+class Unreadable:
+    """Lines of ``requests.jsonl`` that hold no record: skipped and counted, never fatal.
+
+    A crash mid-write or a full disk leaves a line that is not JSON (or not a JSON object) in
+    the middle, or a last line without its newline. The statistics
+    are over the records that were read; how many lines were not, and which, is said where the
+    numbers are shown (``llm-locust summarize``: one line on stderr and the summary's
+    ``rebuilt.skipped_lines``).
+    """
+
+    SHOWN = 10  #: line numbers kept (the count is exact)
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.lines: list[int] = []
+        self.torn_last = False
+
+    def add(self, number: int) -> None:
+        self.count += 1
+        if len(self.lines) < self.SHOWN:
+            self.lines.append(number)
+
+    def to_json(self, file: str) -> dict[str, Any]:
+        return {
+            "count": self.count,
+            "file": file,
+            "lines": list(self.lines),
+            "last_line_torn": self.torn_last,
+            "why": "not a JSON record (a crash mid-write or a full disk); left out of every statistic",
+        }
+
+
+def skipped_sentence(block: Mapping[str, Any], path: str) -> str:
+    """The one line that says :meth:`Unreadable.to_json`'s ``block`` of the file at ``path``."""
+    count, lines = int(block["count"]), list(block["lines"])
+    shown = ", ".join(str(n) for n in lines) + (", ..." if count > len(lines) else "")
+    torn = "; the last one cut short" if block.get("last_line_torn") else ""
+    return (
+        f"skipped {count} unreadable line{'s' if count != 1 else ''} of {path} "
+        f"(line{'s' if len(lines) != 1 else ''} {shown}{torn}): not JSON records, left out of every statistic"
+    )
+
+
+def _record(line: bytes) -> dict[str, Any] | None:
+    try:
+        row = orjson.loads(line)
+    except orjson.JSONDecodeError:
+        return None
+    return row if isinstance(row, dict) else None
+
+
+def read_rows(path: str | os.PathLike[str], unreadable: Unreadable | None = None) -> Iterator[dict[str, Any]]:
+    """Rows of a ``requests.jsonl``; a line that is no record (a torn last line, a corrupt one
+    in the middle) is skipped, and counted in ``unreadable`` when given."""
     with open(path, "rb") as f:
-        for line in f:
-            if not line.endswith(b"\n"):
-                break
-            yield orjson.loads(line)
+        for number, line in enumerate(f, 1):
+            row = _record(line) if line.endswith(b"\n") else None
+            if row is not None:
+                yield row
+            elif line.strip() and unreadable is not None:
+                unreadable.add(number)
+                unreadable.torn_last = not line.endswith(b"\n")
 
 
-def read_columns(path: str | os.PathLike[str], itl_stats: Collection[str] = ()) -> Columns:
+def read_columns(
+    path: str | os.PathLike[str], itl_stats: Collection[str] = (), unreadable: Unreadable | None = None
+) -> Columns:
     """``requests.jsonl`` read once, row by row, into :class:`Columns` (constant memory per row)."""
-    return Columns.from_rows(read_rows(path), itl_stats)
+    return Columns.from_rows(read_rows(path, unreadable), itl_stats)

@@ -6,7 +6,9 @@ context is in ``run.json``, written when the test started and again whenever a s
 ended (its level samples, known only to the master, go with it), and the load processes'
 health intervals in ``health.jsonl`` (written as they arrive: the client-saturation verdicts
 are rebuilt from them). From these, :func:`rebuild` computes the summary exactly as the end of
-the run would have, with three differences, each said in the summary's ``rebuilt`` block:
+the run would have, with three differences, each said in the summary's ``rebuilt`` block
+(which also counts the lines of ``requests.jsonl`` that hold no record, ``skipped_lines``: a
+corrupt line in the middle, a torn last line; see :class:`~llm_locust.results.columns.Unreadable`):
 
 - the stop time is the end of the last record (start + E2E), not the moment the load stopped,
   unless the run ended and wrote its stop into ``run.json``;
@@ -35,7 +37,7 @@ import numpy as np
 from llm_locust.config.demand import parse_demand
 from llm_locust.config.slo import SloSpec, parse_slo
 from llm_locust.load.stages import Stage, StageKind, StagePlan
-from llm_locust.results.columns import read_columns, read_rows
+from llm_locust.results.columns import Unreadable, read_columns, read_rows
 from llm_locust.results.failures import tally_of
 from llm_locust.results.finalize import RunFacts, add_analysis, build_summary
 from llm_locust.results.search_log import SEARCH_FORMAT, RecordedSearch
@@ -153,7 +155,8 @@ def rebuild(directory: str | Path, write: bool = True) -> dict[str, Any]:
         raise RebuildError(f"{folder}: no {REQUESTS_FILE} (not a results folder)")
     data = _read_run(folder)
     slo = parse_slo(list(data["slo"])) if data.get("slo") else None
-    cols = read_columns(requests, itl_stats_of(slo))
+    unreadable = Unreadable()
+    cols = read_columns(requests, itl_stats_of(slo), unreadable)
     ends = cols.start + np.nan_to_num(cols.e2e)
     first = float(cols.start.min()) if cols.n else time.time()
     recorded = (data.get("config") or {}).get("stop_time")  # the run ended and said when
@@ -177,6 +180,8 @@ def rebuild(directory: str | Path, write: bool = True) -> dict[str, Any]:
         "stop_time": "the run's (run.json)" if recorded is not None else "the end of the last record",
         "note": "rebuilt by llm-locust summarize: users stages without saved level samples are invalid",
     }
+    if unreadable.count:
+        summary["rebuilt"]["skipped_lines"] = unreadable.to_json(REQUESTS_FILE)
     if problem is not None:
         summary["rebuilt"]["problem"] = problem
     if write:
