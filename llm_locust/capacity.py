@@ -219,6 +219,16 @@ def main(argv: list[str] | None = None) -> int:
     return _report(file, root, searches, scales, errors)
 
 
+def _decision_page(root: Path) -> None:
+    """``capacity.html`` beside ``capacity.json``; a failure is one line, never the comparison's."""
+    from llm_locust.report.decision_page import write_decision_page
+
+    try:
+        print(f"capacity.html: {write_decision_page(root)}")
+    except Exception as exc:  # the comparison is on disk already: say so, do not fail
+        print(f"capacity.html: not written: {type(exc).__name__}: {exc}")
+
+
 def _capacity_text(search: dict[str, Any], k: float) -> str:
     capacity = search.get("capacity")
     if capacity is None:
@@ -327,6 +337,7 @@ def _report(
     for name, error in errors.items():
         print(f"{name}: not measured: {error}")
     print(f"capacity.json: {root / CAPACITY_FILE}")
+    _decision_page(root)
     if errors:
         return 2
     return 0 if report["cheapest"] is not None else NO_PLAN_MEETS

@@ -10,8 +10,10 @@ for what a one-shot dump cannot do, such as filling in and submitting a form.
 from __future__ import annotations
 
 import contextlib
+import html
 import json
 import os
+import re
 import select
 import shutil
 import socket
@@ -23,7 +25,15 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-__all__ = ["BROWSER_OWN", "DevTools", "NetworkTrap", "chromium_binary", "dump_dom", "screenshot"]
+__all__ = [
+    "BROWSER_OWN",
+    "DevTools",
+    "NetworkTrap",
+    "chromium_binary",
+    "dump_dom",
+    "echarts_state",
+    "screenshot",
+]
 
 Match = Callable[[dict[str, Any]], bool]
 
@@ -276,3 +286,19 @@ class DevTools:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def echarts_state(dom: str) -> tuple[dict[str, Any], list[str], list[Any]]:
+    """(ECharts state per chart, script errors, resources fetched) as a report page recorded them
+    (``#echarts-state`` and ``#js-errors``, written by ``llm_locust/report/assets/report.js``)."""
+    state = re.search(
+        r'<pre id="echarts-state" hidden=""[^>]*data-resources="([^"]*)"[^>]*>(.*?)</pre>', dom, re.S
+    )
+    assert state is not None, dom[-2000:]
+    errors = re.search(r'<div id="js-errors" hidden="">(.*?)</div>', dom, re.S)
+    assert errors is not None
+    return (
+        json.loads(html.unescape(state.group(2))),
+        [errors.group(1)] if errors.group(1) else [],
+        json.loads(html.unescape(state.group(1))),
+    )

@@ -3,9 +3,10 @@
     llm-locust report RESULTS_DIR [RESULTS_DIR ...] [-o report.html] [--window 30s] [--gpus N]
     llm-locust report --compare A B [-o compare.html]
 
-One folder writes ``RESULTS_DIR/report.html`` unless ``-o`` says otherwise; several folders
-(overlaid on every chart) or ``--compare`` write ``./report.html`` by default. A bad folder
-or option is one line on stderr naming it, exit code 2.
+A capacity folder (``llm-locust capacity``'s, with ``capacity.json``) gets its decision page,
+``DIR/capacity.html``. One folder writes ``RESULTS_DIR/report.html`` unless ``-o`` says
+otherwise; several folders (overlaid on every chart) or ``--compare`` write ``./report.html``
+by default. A bad folder or option is one line on stderr naming it, exit code 2.
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ from typing import NoReturn
 
 from llm_locust.report.build import REPORT_FILE, write_report
 from llm_locust.report.data import ReportError
+from llm_locust.report.decision import DecisionError, is_capacity_folder
+from llm_locust.report.decision_page import DECISION_FILE, write_decision_page
 from llm_locust.results.windows import parse_window
 
 __all__ = ["main"]
@@ -78,8 +81,15 @@ def main(argv: list[str] | None = None) -> int:
         _fail(f"-o {output}: is a directory (name the HTML file)")
     started = time.perf_counter()
     try:
-        path = write_report(dirs, output, window_s=args.window, gpus=args.gpus, compare=bool(args.compare))
-    except ReportError as exc:
+        if len(dirs) == 1 and not args.compare and is_capacity_folder(dirs[0]):
+            # a capacity folder (capacity.json): its decision page, DIR/capacity.html by default
+            output = Path(args.output) if args.output else Path(dirs[0]) / DECISION_FILE
+            path = write_decision_page(dirs[0], output)
+        else:
+            path = write_report(
+                dirs, output, window_s=args.window, gpus=args.gpus, compare=bool(args.compare)
+            )
+    except (ReportError, DecisionError) as exc:
         _fail(str(exc))
     except OSError as exc:
         _fail(f"-o {output}: cannot write ({exc.strerror or exc})")

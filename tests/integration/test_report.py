@@ -8,15 +8,13 @@ simulator shows the fast one ahead on every latency chart.
 
 from __future__ import annotations
 
-import html
 import json
-import re
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.browser import NetworkTrap, chromium_binary, dump_dom, screenshot
+from tests.browser import NetworkTrap, chromium_binary, dump_dom, echarts_state, screenshot
 from tests.locustproc import REPO, expect_exit, llm_locust_cli, run_locust
 from tests.simproc import running_sim
 from tests.unit.report.test_traffic import _modern_folder
@@ -54,21 +52,6 @@ def ramp_run(tmp_path_factory: pytest.TempPathFactory) -> Any:
         )
 
 
-def _state(dom: str) -> tuple[dict[str, Any], list[str], list[Any]]:
-    """(ECharts state per chart, script errors, resources fetched) as the page recorded them."""
-    state = re.search(
-        r'<pre id="echarts-state" hidden=""[^>]*data-resources="([^"]*)"[^>]*>(.*?)</pre>', dom, re.S
-    )
-    assert state is not None, dom[-2000:]
-    errors = re.search(r'<div id="js-errors" hidden="">(.*?)</div>', dom, re.S)
-    assert errors is not None
-    return (
-        json.loads(html.unescape(state.group(2))),
-        [errors.group(1)] if errors.group(1) else [],
-        json.loads(html.unescape(state.group(1))),
-    )
-
-
 def test_run_writes_a_report_that_renders_offline(ramp_run: Any) -> None:
     folder = ramp_run.results_dir
     assert {"report.html", "windows.csv", "server_metrics.jsonl"} <= {p.name for p in folder.iterdir()}
@@ -78,7 +61,7 @@ def test_run_writes_a_report_that_renders_offline(ramp_run: Any) -> None:
         shot = screenshot(url, ARTIFACTS / "report.png", size=(1400, 5200), budget_ms=4000, flags=trap.flags)
     # every request went to the trap (nothing reached a network); none came from the page
     assert trap.page_requests == [], trap.requests
-    state, errors, resources = _state(dom)
+    state, errors, resources = echarts_state(dom)
     assert errors == [] and resources == []
     expected = {f"latency-{m}" for m in ("ttft", "tpot", "itl", "e2el")} | {"throughput", "time-server"}
     expected |= {"cdf-ttft", "cdf-tpot", "cdf-e2el", "lengths-input", "lengths-output"}
@@ -93,7 +76,7 @@ def test_run_writes_a_report_that_renders_offline(ramp_run: Any) -> None:
 def test_chart_data_is_the_run_data(ramp_run: Any) -> None:
     summary = ramp_run.summary
     dom = dump_dom((ramp_run.results_dir / "report.html").resolve().as_uri(), budget_ms=4000)
-    state, _, _ = _state(dom)
+    state, _, _ = echarts_state(dom)
     p95 = next(s for s in state["latency-ttft"]["series"] if s["name"] == "P95")
     assert p95["data"] == [pytest.approx(s["p95_ttft_ms"], abs=1e-3) for s in summary["stages"]]
     in_flight = next(s for s in state["time-in-flight"]["series"])
@@ -133,7 +116,7 @@ def test_compare_shows_the_faster_server_ahead_on_every_latency_chart(tmp_path: 
     proc = llm_locust_cli("report", "--compare", str(slow.results_dir), str(fast.results_dir), "-o", str(out))
     expect_exit(proc, 0)
     dom = dump_dom(out.resolve().as_uri(), budget_ms=4000)
-    state, errors, _ = _state(dom)
+    state, errors, _ = echarts_state(dom)
     assert errors == []
     assert "fast (B) against slow (A)" in dom and "B − A" in dom
     latency = [k for k in state if k.startswith(("latency-", "cdf-")) or k == "time-latency"]
@@ -171,7 +154,7 @@ def test_modern_traffic_page_renders_with_the_visible_ttft_drawn(tmp_path: Path)
     out = tmp_path / "modern.html"
     proc = llm_locust_cli("report", str(folder), "-o", str(out))
     expect_exit(proc, 0)
-    state, errors, _ = _state(dump_dom(out.resolve().as_uri(), budget_ms=4000))
+    state, errors, _ = echarts_state(dump_dom(out.resolve().as_uri(), budget_ms=4000))
     assert errors == []
     stages = json.loads((folder / "summary.json").read_text())["stages"]
     series = {s["name"]: s for s in state["latency-ttft"]["series"]}

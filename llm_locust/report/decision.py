@@ -1,0 +1,276 @@
+"""The decision page's data: ``capacity.json`` and its plan folders read into one typed model.
+
+``llm-locust capacity`` writes ``capacity.json`` (:func:`llm_locust.results.plans.compare_plans`):
+the demand, the SLO, every plan's searched steps (in deployment time), its capacity, cost and
+verdict, the cheapest plan that meets the demand and the scaling pairs. :func:`load_decision`
+reads it (tolerating keys it does not know: other parts of the project add some), and each plan's
+``summary.json`` for what ``capacity.json`` does not carry, and gives :class:`Decision`: every
+number the page shows, each step with where it came from (plan folder, stage).
+
+A step's TTFT and E2E P95 and their 95 % intervals are the step's SLO lines as judged (already in
+deployment time); a P95 that is not an SLO line is the plan summary's stage P95 (wall clock,
+times the plan's time scale), shown without an interval.
+
+Pure module: files in, no Locust, no network.
+"""
+
+from __future__ import annotations
+
+import json
+from enum import Enum
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from llm_locust.results.cost import cost_per_million, per_gpu, tokens_per_user
+
+__all__ = [
+    "CAPACITY_FILE",
+    "Decision",
+    "DecisionError",
+    "Latency",
+    "PlanView",
+    "Scaling",
+    "StepView",
+    "Verdict",
+    "decision_from",
+    "is_capacity_folder",
+    "load_decision",
+]
+
+CAPACITY_FILE = "capacity.json"
+
+
+class DecisionError(ValueError):
+    """A capacity folder the page cannot use (one line, naming the file)."""
+
+
+class Verdict(str, Enum):
+    PASS = "pass"
+    FAIL = "fail"
+    INCONCLUSIVE = "inconclusive"
+    INVALID = "invalid"
+
+
+class _Loose(BaseModel):
+    """Read tolerantly: keys this version does not know are ignored (capacity.json grows)."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+
+class Latency(_Loose):
+    """A step's P95 of one latency, in deployment time, with its 95 % interval when it is an SLO line."""
+
+    p95_s: float
+    low_s: float | None = None
+    high_s: float | None = None
+    threshold_s: float | None = None
+    source: str
+
+
+class StepView(_Loose):
+    index: int
+    label: str
+    level: float
+    verdict: Verdict
+    reason: str = ""
+    requests: int | None = None
+    window_s: float | None = None
+    load: float | None = None  # in the demand's unit
+    mean_in_flight: float | None = None
+    request_throughput: float | None = None
+    output_throughput: float | None = None
+    goodput_output_tokens_per_s: float | None = None
+    median_tpot_ms: float | None = None
+    tokens_per_user: float | None = None
+    output_per_gpu: float | None = None
+    cost_per_million: float | None = None
+    ttft: Latency | None = None
+    e2e: Latency | None = None
+    source: str
+
+
+class PlanView(_Loose):
+    name: str
+    folder: str
+    gpus: int
+    replicas: int = 1
+    gpus_per_replica: int = 1
+    gpu: str | None = None
+    model: str | None = None
+    gpu_hour_cost: float
+    dollars_per_hour: float
+    time_scale: float = 1.0
+    capacity: float | None = None
+    capacity_unit: str
+    upper: float | None = None  # the lowest step not shown to pass, in the demand's unit
+    upper_verdict: Verdict | None = None
+    capacity_index: int | None = None
+    upper_index: int | None = None
+    headroom: float | None = None
+    meets: bool = False
+    verdict: str = ""
+    stop: str = ""
+    cost_per_million_at_demand: float | None = None
+    cost_per_million_at_capacity: float | None = None
+    output_throughput_at_demand: float | None = None
+    output_throughput_per_gpu: float | None = None
+    tokens_per_user: float | None = None
+    simulator_fell_behind: bool = False
+    steps: list[StepView]
+
+
+class Scaling(_Loose):
+    plans: tuple[str, str]
+    differs_in: str
+    resource_ratio: float
+    capacity_ratio: float
+    efficiency: float
+
+
+class Decision(_Loose):
+    directory: str
+    demand_kind: str
+    demand: float
+    demand_text: str
+    slo: list[str]
+    answer: str
+    cheapest: str | None = None
+    plans: list[PlanView]
+    scaling: list[Scaling] = []
+    not_measured: dict[str, str] = {}
+
+    @property
+    def time_scales(self) -> list[float]:
+        return sorted({p.time_scale for p in self.plans if p.time_scale != 1})
+
+    def plan(self, name: str) -> PlanView:
+        return next(p for p in self.plans if p.name == name)
+
+
+def is_capacity_folder(directory: str | Path) -> bool:
+    return (Path(directory) / CAPACITY_FILE).is_file()
+
+
+def _read(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise DecisionError(f"{path.parent}: no {path.name}") from None
+    except (OSError, ValueError) as exc:
+        raise DecisionError(f"{path}: cannot read ({exc})") from None
+    if not isinstance(data, dict):
+        raise DecisionError(f"{path}: not a JSON object")
+    return data
+
+
+def _measure(kind: str, step: dict[str, Any]) -> float | None:
+    """A step's load in the demand's unit (as :func:`llm_locust.results.capacity.measure`)."""
+    key = {"concurrency": "mean_in_flight", "rate": "request_throughput"}.get(kind, "level")
+    value = step.get(key)
+    return None if value is None else float(value)
+
+
+def _latency(step: dict[str, Any], stage: dict[str, Any] | None, metric: str, k: float) -> Latency | None:
+    """``metric`` (ttft or e2e) P95 of a step: its SLO line when it has one, else the stage's P95."""
+    term = next((t for t in step.get("terms") or () if t.get("name") == f"{metric}_p95"), None)
+    if term is not None and term.get("value") is not None:
+        low, high = [*(term.get("interval") or ()), None, None][:2]
+        return Latency(
+            p95_s=term["value"],
+            low_s=low,
+            high_s=high,
+            threshold_s=term.get("threshold"),
+            source=f"SLO line {metric}_p95 as judged (95 % interval: order statistics)",
+        )
+    key = "p95_e2el_ms" if metric == "e2e" else "p95_ttft_ms"
+    value = (stage or {}).get(key)
+    if value is None:
+        return None
+    scaled = f" x{k:g}" if k != 1 else ""
+    return Latency(
+        p95_s=value / 1000.0 * k, source=f"summary.json stage P95{scaled} (not an SLO line: no interval)"
+    )
+
+
+def _step(
+    plan: dict[str, Any], step: dict[str, Any], stages: dict[int, dict[str, Any]], kind: str
+) -> StepView:
+    k = float(plan.get("time_scale") or 1.0)
+    gpus = int(plan["gpus"])
+    tpot = step.get("median_tpot_ms")
+    index = int(step["index"])
+    out = step.get("output_throughput")
+    folder_name = Path(str(plan.get("folder") or plan["name"])).name
+    return StepView(
+        **{key: step.get(key) for key in StepView.model_fields if key in step},
+        load=_measure(kind, step),
+        tokens_per_user=tokens_per_user(None if not tpot else tpot / 1000.0),
+        output_per_gpu=per_gpu(out, gpus),
+        cost_per_million=cost_per_million(float(plan["gpu_hour_cost"]), gpus, out),
+        ttft=_latency(step, stages.get(index), "ttft", k),
+        e2e=_latency(step, stages.get(index), "e2e", k),
+        source=f"{folder_name}/summary.json stage {index} ({step.get('label')})",
+    )
+
+
+def _stages(folder: Path) -> dict[int, dict[str, Any]]:
+    """The plan summary's stages by index (none when the folder is not at hand)."""
+    try:
+        summary = json.loads((folder / "summary.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return {int(s["index"]): s for s in summary.get("stages") or () if isinstance(s, dict) and "index" in s}
+
+
+def _plan(root: Path, plan: dict[str, Any], kind: str) -> PlanView:
+    folder = Path(str(plan.get("folder") or plan["name"]))
+    if not folder.is_dir():  # a capacity folder moved or copied: its plans are beside capacity.json
+        folder = root / plan["name"]
+    stages = _stages(folder)
+    steps = [_step(plan, s, stages, kind) for s in plan.get("steps") or ()]
+    steps.sort(key=lambda s: (s.level, s.index))
+    best, upper = plan.get("capacity_step") or {}, plan.get("upper_step") or {}
+    clock = plan.get("simulator_clock") or {}
+    fields = {key: plan.get(key) for key in PlanView.model_fields if plan.get(key) is not None}
+    fields.pop("steps", None)
+    return PlanView(
+        **{**fields, "folder": str(folder)},
+        stop=str((plan.get("search") or {}).get("stop") or ""),
+        capacity_index=best.get("index"),
+        upper_index=upper.get("index"),
+        upper=_measure(kind, upper) if upper else None,
+        upper_verdict=upper.get("verdict"),
+        simulator_fell_behind=bool(clock.get("fell_behind")),
+        steps=steps,
+    )
+
+
+def decision_from(report: dict[str, Any], directory: str | Path) -> Decision:
+    """The page's model of a ``capacity.json`` content (``directory``: where its plan folders are)."""
+    root = Path(directory)
+    demand = report.get("demand") or {}
+    kind = next((k for k in ("concurrency", "rate", "users") if demand.get(k) is not None), "concurrency")
+    try:
+        return Decision(
+            directory=str(root),
+            demand_kind=kind,
+            demand=float(demand[kind]),
+            demand_text=str(report.get("demand_text") or f"{demand[kind]:g} {kind}"),
+            slo=list(report.get("slo") or ()),
+            answer=str(report.get("answer") or ""),
+            cheapest=report.get("cheapest"),
+            plans=[_plan(root, p, kind) for p in report.get("plans") or ()],
+            scaling=report.get("scaling") or [],
+            not_measured=report.get("not_measured") or {},
+        )
+    except (KeyError, TypeError, ValidationError) as exc:
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise DecisionError(f"{root / CAPACITY_FILE}: not a capacity comparison ({first})") from None
+
+
+def load_decision(directory: str | Path) -> Decision:
+    """Read ``DIR/capacity.json`` and its plan folders; raises :class:`DecisionError`."""
+    root = Path(directory)
+    return decision_from(_read(root / CAPACITY_FILE), root)

@@ -1,0 +1,327 @@
+"""ECharts options of the decision page (``capacity.html``), from a :class:`Decision`.
+
+Each function returns an ECharts option (a JSON-able dict) or ``None`` when there is nothing to
+draw. Points are a plan's search steps sorted by level (the search visits them out of order);
+every number is the model's, in deployment time. Error bars are the ``custom`` series the page
+draws (``"renderItem": "errorbar"``: ``[x, low, high, flags]``, flags 2 = no upper bound).
+
+Pure module: no Locust, no network.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from llm_locust.report.charts import COLORS, base_option
+from llm_locust.report.decision import Decision, PlanView, StepView, Verdict
+
+__all__ = [
+    "UNIT_AXIS",
+    "VERDICT_COLOR",
+    "capacity_chart",
+    "cost_chart",
+    "frontier_chart",
+    "latency_chart",
+    "scaling_chart",
+]
+
+VERDICT_COLOR = {
+    Verdict.PASS: "#2e7d32",
+    Verdict.FAIL: "#c62828",
+    Verdict.INCONCLUSIVE: "#ef6c00",
+    Verdict.INVALID: "#757575",
+}
+VERDICT_SYMBOL = {
+    Verdict.PASS: "circle",
+    Verdict.FAIL: "triangle",
+    Verdict.INCONCLUSIVE: "diamond",
+    Verdict.INVALID: "emptyCircle",
+}
+#: the demand's unit -> the capacity axis' name
+UNIT_AXIS = {
+    "concurrency": "mean requests in flight",
+    "rate": "completed requests/s",
+    "users": "users",
+}
+_DEMAND_LINE = {"color": "#1565c0", "type": "dotted", "width": 2}
+
+
+def _axis(name: str, kind: str = "value", **extra: Any) -> dict[str, Any]:
+    return {"type": kind, "name": name, "nameLocation": "middle", "nameGap": 30, **extra}
+
+
+def _r(value: float | None, digits: int = 4) -> float | None:
+    return None if value is None else round(float(value), digits)
+
+
+def _point(step: StepView, x: float | None, y: float | None) -> dict[str, Any]:
+    """One step as a data item: its label and verdict in the tooltip, its verdict's colour and shape."""
+    return {
+        "name": f"{step.label} ({step.verdict.value})",
+        "value": [_r(x), _r(y)],
+        "symbol": VERDICT_SYMBOL[step.verdict],
+        "symbolSize": 9,
+        "itemStyle": {"color": VERDICT_COLOR[step.verdict]},
+    }
+
+
+def capacity_chart(d: Decision) -> dict[str, Any] | None:
+    """Per plan: the bracket from the highest pass (the capacity) to the lowest step not shown to
+    pass, and the demand as a line."""
+    if not d.plans:
+        return None
+    names = [p.name for p in d.plans]
+    unit = UNIT_AXIS.get(d.demand_kind, d.demand_kind)
+    option = base_option(
+        f"Capacity against the demand ({d.demand_text})",
+        _axis("plan", "category", data=names),
+        _axis(unit, nameGap=45),
+    )
+    option["tooltip"] = {"trigger": "item"}
+    bars = [
+        {
+            "name": p.name,
+            "value": _r(p.capacity),
+            "itemStyle": {"color": VERDICT_COLOR[Verdict.PASS] if p.meets else "#90a4ae"},
+            "label": {"formatter": "-" if p.capacity is None else f"{p.capacity:.1f}"},
+        }
+        for p in d.plans
+    ]
+    option["series"].append(
+        {
+            "name": "capacity (highest step that passed)",
+            "type": "bar",
+            "barWidth": "40%",
+            "data": bars,
+            "label": {"show": True, "position": "insideTop", "color": "#fff"},
+            "markLine": {
+                "symbol": "none",
+                "lineStyle": _DEMAND_LINE,
+                "label": {"formatter": f"demand {d.demand_text}", "position": "insideEndTop"},
+                "data": [{"yAxis": _r(d.demand), "name": "demand"}],
+            },
+        }
+    )
+    bracket = []
+    for x, p in enumerate(d.plans):
+        if p.capacity is not None and p.upper is not None:
+            bracket.append([x, _r(p.capacity), _r(p.upper), 0])
+        elif p.capacity is not None:
+            bracket.append([x, _r(p.capacity), _r(p.capacity), 2])  # nothing above it failed
+    option["series"].append(
+        {
+            "name": "between the highest pass and the lowest step not shown to pass",
+            "type": "custom",
+            "renderItem": "errorbar",
+            "data": bracket,
+            "encode": {"x": 0, "y": [1, 2]},
+            "itemStyle": {"color": "#37474f"},
+            "z": 3,
+        }
+    )
+    upper = [
+        {
+            "name": f"{p.name}: {p.upper_verdict.value if p.upper_verdict else ''}",
+            "value": [x, _r(p.upper)],
+            "itemStyle": {"color": VERDICT_COLOR[p.upper_verdict or Verdict.FAIL]},
+        }
+        for x, p in enumerate(d.plans)
+        if p.upper is not None
+    ]
+    option["series"].append(
+        {
+            "name": "lowest step not shown to pass",
+            "type": "scatter",
+            "symbol": "triangle",
+            "symbolSize": 11,
+            "data": upper,
+        }
+    )
+    return option
+
+
+def _x_top(d: Decision) -> float:
+    """The latency charts' shared x range: the highest load measured or the demand, rounded up."""
+    xs = [s.mean_in_flight for p in d.plans for s in p.steps if s.mean_in_flight is not None]
+    top = max([*xs, d.demand if d.demand_kind == "concurrency" else 0.0], default=1.0) * 1.05
+    step = 10.0 if top > 20 else 1.0
+    return math.ceil(top / step) * step
+
+
+def latency_chart(d: Decision, plan: PlanView, metric: str) -> dict[str, Any] | None:
+    """A plan's TTFT or E2E P95 (``metric``: ttft, e2e) against the measured concurrency, steps
+    sorted by level, their 95 % intervals, the SLO threshold, the capacity (and the demand when
+    it is a concurrency) as vertical lines; invalid steps apart, not joined."""
+    title = {"ttft": "TTFT", "e2e": "E2E"}[metric]
+    rows = [(s, getattr(s, metric)) for s in plan.steps if getattr(s, metric) is not None]
+    rows = [(s, lat) for s, lat in rows if s.mean_in_flight is not None]
+    if not rows:
+        return None
+    option = base_option(
+        f"{plan.name}: {title} P95 against load",
+        _axis("mean requests in flight (measured)", min=0, max=_r(_x_top(d), 1)),
+        _axis("seconds (deployment time)", nameGap=45),
+    )
+    option["tooltip"] = {"trigger": "item"}
+    joined = [(s, lat) for s, lat in rows if s.verdict is not Verdict.INVALID]
+    line: dict[str, Any] = {
+        "name": f"{title} P95",
+        "type": "line",
+        "data": [_point(s, s.mean_in_flight, lat.p95_s) for s, lat in joined],
+        "lineStyle": {"color": "#1f77b4"},
+        "itemStyle": {"color": "#1f77b4"},
+    }
+    marks = []
+    threshold = next((lat.threshold_s for _, lat in rows if lat.threshold_s is not None), None)
+    if threshold is not None:
+        marks.append(
+            {
+                "yAxis": _r(threshold),
+                "name": f"SLO {title} P95 <= {threshold:g} s",
+                "lineStyle": {"color": "#c62828", "type": "dashed", "width": 1.5},
+            }
+        )
+    cap = next((s for s in plan.steps if s.index == plan.capacity_index), None)
+    if cap is not None and cap.mean_in_flight is not None:
+        marks.append(
+            {
+                "xAxis": _r(cap.mean_in_flight),
+                "name": f"capacity ({cap.label})",
+                "lineStyle": {"color": "#2e7d32", "type": "solid", "width": 2},
+            }
+        )
+    if d.demand_kind == "concurrency":
+        marks.append({"xAxis": _r(d.demand), "name": f"demand {d.demand_text}", "lineStyle": _DEMAND_LINE})
+    if marks:
+        line["markLine"] = {
+            "symbol": "none",
+            "label": {"formatter": "{b}", "position": "insideEndTop"},
+            "data": marks,
+        }
+    option["series"].append(line)
+    bars = [
+        [
+            _r(s.mean_in_flight),
+            _r(lat.low_s),
+            _r(lat.high_s if lat.high_s is not None else lat.low_s),
+            0 if lat.high_s is not None else 2,
+        ]
+        for s, lat in rows
+        if lat.low_s is not None
+    ]
+    if bars:
+        option["series"].append(
+            {
+                "name": f"{title} P95 95 % interval",
+                "type": "custom",
+                "renderItem": "errorbar",
+                "data": bars,
+                "encode": {"x": 0, "y": [1, 2]},
+                "itemStyle": {"color": "#1f77b4"},
+                "z": 3,
+            }
+        )
+    invalid = [(s, lat) for s, lat in rows if s.verdict is Verdict.INVALID]
+    if invalid:
+        option["series"].append(
+            {
+                "name": "invalid step (not at its level)",
+                "type": "scatter",
+                "data": [_point(s, s.mean_in_flight, lat.p95_s) for s, lat in invalid],
+            }
+        )
+    option["legend"]["data"] = [s["name"] for s in option["series"] if s["type"] != "custom"]
+    return option
+
+
+def _plan_lines(d: Decision, title: str, x_name: str, y_name: str, xy: Any) -> dict[str, Any] | None:
+    """One line per plan through its valid steps sorted by level: ``xy(plan, step) -> (x, y)``."""
+    option = base_option(title, _axis(x_name), _axis(y_name, nameGap=50))
+    option["tooltip"] = {"trigger": "item"}
+    option["grid"]["left"] = 80
+    for i, plan in enumerate(d.plans):
+        points = []
+        for s in plan.steps:
+            x, y = xy(plan, s)
+            if s.verdict is not Verdict.INVALID and x is not None and y is not None:
+                points.append(_point(s, x, y) | {"itemStyle": {"color": COLORS[i % len(COLORS)]}})
+        if points:
+            color = COLORS[i % len(COLORS)]
+            option["series"].append(
+                {
+                    "name": plan.name,
+                    "type": "line",
+                    "data": points,
+                    "lineStyle": {"color": color},
+                    "itemStyle": {"color": color},
+                }
+            )
+    return option if option["series"] else None
+
+
+def frontier_chart(d: Decision) -> dict[str, Any] | None:
+    """Output tokens/s per GPU against output tokens/s per user (1 / median TPOT), per plan."""
+    return _plan_lines(
+        d,
+        "Throughput per GPU against throughput per user",
+        "output tokens/s per user (1 / median TPOT)",
+        "output tokens/s per GPU",
+        lambda _p, s: (s.tokens_per_user, s.output_per_gpu),
+    )
+
+
+def cost_chart(d: Decision) -> dict[str, Any] | None:
+    """$ per 1M output tokens (the plan's $/hour over its output tokens/hour) against the load."""
+    unit = UNIT_AXIS.get(d.demand_kind, d.demand_kind)
+    option = _plan_lines(
+        d,
+        "$ per 1M output tokens against load",
+        f"load: {unit} (measured)",
+        "$ per 1M output tokens",
+        lambda _p, s: (s.load, s.cost_per_million),
+    )
+    if option is not None:
+        option["series"][0]["markLine"] = {
+            "symbol": "none",
+            "lineStyle": _DEMAND_LINE,
+            "label": {"formatter": f"demand {d.demand_text}", "position": "insideEndTop"},
+            "data": [{"xAxis": _r(d.demand), "name": "demand"}],
+        }
+    return option
+
+
+def scaling_chart(d: Decision) -> dict[str, Any] | None:
+    """Scaling efficiency of each pair of plans differing in replicas or GPUs per replica (100 %: linear)."""
+    if not d.scaling:
+        return None
+    what = {"replicas": "replicas", "gpus_per_replica": "GPUs per replica"}
+    names = [
+        f"{s.plans[1]} vs {s.plans[0]} ({s.resource_ratio:g}x {what.get(s.differs_in, s.differs_in)})"
+        for s in d.scaling
+    ]
+    option = base_option(
+        "Scaling efficiency",
+        _axis("pair of plans", "category", data=names),
+        _axis("capacity ratio / resource ratio (%)", nameGap=45, min=0),
+    )
+    option["tooltip"] = {"trigger": "item"}
+    option["series"].append(
+        {
+            "name": "scaling efficiency",
+            "type": "bar",
+            "barWidth": "35%",
+            "data": [
+                {"name": n, "value": _r(s.efficiency * 100, 1)} for n, s in zip(names, d.scaling, strict=True)
+            ],
+            "label": {"show": True, "position": "top", "formatter": "{c} %"},
+            "itemStyle": {"color": "#5c6bc0"},
+            "markLine": {
+                "symbol": "none",
+                "lineStyle": {"color": "#555", "type": "dashed"},
+                "label": {"formatter": "linear (100 %)", "position": "insideEndTop"},
+                "data": [{"yAxis": 100, "name": "linear"}],
+            },
+        }
+    )
+    return option

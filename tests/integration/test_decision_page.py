@@ -1,0 +1,182 @@
+"""``capacity.html`` of a real capacity comparison, opened by headless Chromium with no network.
+
+Three engine-mode simulators (decode step ``10 + s x running`` ms; ``tpot_p90<=0.095s`` holds
+about 4 users at ``s = 20`` and 8 at ``s = 10``, see test_capacity_plans): plan A one replica
+at ``s = 20``, B one at ``s = 10`` on 4 GPUs, C two replicas like A. Short steps, the three
+plans at once. The page must load nothing, raise no script error, and draw every chart with the
+numbers of ``capacity.json`` (computed here from the file, not from the page's modules).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.browser import NetworkTrap, chromium_binary, dump_dom, echarts_state, screenshot
+from tests.locustproc import REPO, llm_locust_cli
+from tests.simproc import running_sim
+
+ARTIFACTS = REPO / "test-artifacts"
+ENGINE = ("--mode", "engine", "--max-num-seqs", "64", "--decode-base-ms", "10")
+ENGINE += ("--prefill-ms-per-token", "0.01", "--output-tokens", "5")
+PLANS = """
+demand: {{concurrency: 6}}
+slo: "success>=90%,ttft_p95<=1s,e2e_p95<=2s,tpot_p90<=0.095s"
+workload: {{prompt_tokens: 16, max_tokens: 5}}
+search: {{min: 4, step_time: 3s, warmup: 0.5s, max_steps: 5}}
+plans:
+  - {{name: A, endpoints: [{a}], gpus: 1, gpu_hour_cost: 2}}
+  - {{name: B, endpoints: [{b}], gpus: 4, gpu_hour_cost: 2}}
+  - {{name: C, endpoints: [{c1}, {c2}], gpus: 2, gpu_hour_cost: 2}}
+"""
+
+pytestmark = [
+    pytest.mark.skipif(chromium_binary() is None, reason="needs Debian's chromium"),
+    pytest.mark.slow,
+]
+
+
+class Comparison:
+    def __init__(self, root: Path, urls: list[str], stdout: str) -> None:
+        self.root, self.urls, self.stdout = root, urls, stdout
+        self.report = json.loads((root / "capacity.json").read_text())
+
+
+@pytest.fixture(scope="module")
+def comparison(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    tmp = tmp_path_factory.mktemp("decision")
+    with (
+        running_sim(*ENGINE, "--decode-ms-per-seq", "20") as a,
+        running_sim(*ENGINE, "--decode-ms-per-seq", "10") as b,
+        running_sim(*ENGINE, "--decode-ms-per-seq", "20", "--replicas", "2") as c,
+    ):
+        c1, c2 = c.split(",")
+        plans = tmp / "plans.yaml"
+        plans.write_text(PLANS.format(a=a, b=b, c1=c1, c2=c2))
+        res = llm_locust_cli(
+            "capacity", str(plans), "--results-dir", str(tmp / "cap"), "--parallel", "3", timeout=300
+        )
+        assert res.returncode in (0, 3), res.stdout[-3000:] + res.stderr[-3000:]
+        assert "Traceback" not in res.stdout + res.stderr
+        yield Comparison(tmp / "cap", [a, b, c1, c2], res.stdout)
+
+
+def _values(series: dict[str, Any]) -> list[Any]:
+    return [item["value"] if isinstance(item, dict) else item for item in series["data"]]
+
+
+def _series(chart: dict[str, Any], name: str) -> dict[str, Any]:
+    return next(s for s in chart["series"] if s["name"] == name)
+
+
+def _open(page: Path, shot: str) -> dict[str, Any]:
+    url = page.resolve().as_uri()
+    with NetworkTrap() as trap:
+        dom = dump_dom(url, budget_ms=4000, flags=trap.flags)
+        screenshot(url, ARTIFACTS / shot, size=(1366, 5200), budget_ms=4000, flags=trap.flags)
+    assert trap.page_requests == [], trap.requests  # nothing left the file
+    state, errors, resources = echarts_state(dom)
+    assert errors == [] and resources == []
+    for key, chart in state.items():
+        assert chart["drawn"] > 5 and sum(s["points"] for s in chart["series"]) > 0, key
+    return state
+
+
+def _tpot_p90(step: dict[str, Any]) -> float:
+    return next(t["value"] for t in step["terms"] if t["name"] == "tpot_p90")
+
+
+def test_capacity_writes_a_decision_page_drawn_with_the_runs_numbers(comparison: Comparison) -> None:
+    report, root = comparison.report, comparison.root
+    assert f"capacity.html: {root / 'capacity.html'}" in comparison.stdout
+    state = _open(root / "capacity.html", "capacity.png")
+    plans = report["plans"]
+    assert [p["name"] for p in plans] == ["A", "B", "C"]
+    # capacity against the demand: the bar is the capacity, the bracket ends at the lowest step not passed
+    bars = _values(_series(state["capacity"], "capacity (highest step that passed)"))
+    assert bars == [pytest.approx(p["capacity"], abs=1e-3) for p in plans]
+    bracket = _values(state["capacity"]["series"][1])
+    expected = [
+        [x, p["capacity"], p["upper_step"]["mean_in_flight"]]
+        for x, p in enumerate(plans)
+        if p["capacity"] is not None and p["upper_step"] is not None
+    ]
+    assert [b[:3] for b in bracket] == [
+        [x, pytest.approx(lo, abs=1e-3), pytest.approx(hi, abs=1e-3)] for x, lo, hi in expected
+    ]
+    demand = state["capacity"]["series"][0]
+    assert demand["points"] == 3
+    # the searches visited levels out of order (4, 8, 6, ...): the lines below must not follow that order
+    assert any([s["level"] for s in p["steps"]] != sorted(s["level"] for s in p["steps"]) for p in plans)
+    for i, plan in enumerate(plans):
+        steps = sorted(plan["steps"], key=lambda s: (s["level"], s["index"]))
+        valid = [s for s in steps if s["verdict"] != "invalid"]
+        for metric in ("ttft", "e2e"):
+            chart = state[f"latency-{metric}-{i}"]
+            line = _values(_series(chart, f"{metric.upper()} P95"))
+            want = [
+                [s["mean_in_flight"], next(t["value"] for t in s["terms"] if t["name"] == f"{metric}_p95")]
+                for s in valid
+            ]
+            assert line == [[pytest.approx(x, abs=1e-3), pytest.approx(y, abs=1e-3)] for x, y in want]
+        # cost: the plan's $/hour over its output tokens per hour, at each valid step's load
+        cost = _values(_series(state["cost"], plan["name"]))
+        dollars = plan["gpu_hour_cost"] * plan["gpus"]
+        assert cost == [
+            [
+                pytest.approx(s["mean_in_flight"], abs=1e-3),
+                pytest.approx(dollars / (s["output_throughput"] * 3600 / 1e6), abs=1e-3),
+            ]
+            for s in valid
+        ]
+        frontier = _values(_series(state["frontier"], plan["name"]))
+        assert frontier == [
+            [
+                pytest.approx(1000 / s["median_tpot_ms"], abs=1e-3),
+                pytest.approx(s["output_throughput"] / plan["gpus"], abs=1e-3),
+            ]
+            for s in valid
+        ]
+    pairs = {tuple(s["plans"]): s["efficiency"] for s in report["scaling"]}
+    assert _values(state["scaling"]["series"][0]) == [
+        pytest.approx(e * 100, abs=0.05) for e in pairs.values()
+    ]
+    page = (root / "capacity.html").read_text()
+    for plan in plans:  # the table names each step's source: its plan folder and stage
+        for s in plan["steps"]:
+            assert f"{plan['name']}/summary.json stage {s['index']} ({s['label']})" in page
+
+
+def test_invalid_and_inconclusive_steps_are_marked_and_explained(
+    comparison: Comparison, tmp_path: Path
+) -> None:
+    """The same comparison with one step of A read as invalid and one of B as inconclusive (as a
+    re-judged or interrupted search may leave them): marked apart on the page, with their reasons."""
+    report = json.loads(json.dumps(comparison.report))
+    a, b = report["plans"][0], report["plans"][1]
+    a["steps"][-1] |= {"verdict": "invalid", "reason": "reached 3 of 5 users (test)"}
+    b["steps"][0] |= {"verdict": "inconclusive", "reason": "e2e_p95: its interval straddles (test)"}
+    for plan in report["plans"]:
+        plan["folder"] = str(comparison.root / plan["name"])
+    (tmp_path / "capacity.json").write_text(json.dumps(report))
+    res = llm_locust_cli("report", str(tmp_path))
+    assert res.returncode == 0 and "capacity.html" in res.stdout, res.stderr
+    state = _open(tmp_path / "capacity.html", "capacity-marked.png")
+    invalid = _series(state["latency-ttft-0"], "invalid step (not at its level)")
+    assert _values(invalid) == [
+        [
+            pytest.approx(a["steps"][-1]["mean_in_flight"], abs=1e-3),
+            pytest.approx(
+                next(t["value"] for t in a["steps"][-1]["terms"] if t["name"] == "ttft_p95"), abs=1e-3
+            ),
+        ]
+    ]
+    line = _series(state["latency-ttft-0"], "TTFT P95")
+    assert len(line["data"]) == len(a["steps"]) - 1  # the invalid step is not joined
+    marked = [p for p in _series(state["latency-e2e-1"], "E2E P95")["data"] if "inconclusive" in p["name"]]
+    assert len(marked) == 1 and marked[0]["symbol"] == "diamond"
+    page = (tmp_path / "capacity.html").read_text()
+    assert "reached 3 of 5 users (test)" in page and "its interval straddles (test)" in page
