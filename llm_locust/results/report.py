@@ -61,16 +61,25 @@ def exclusions_line(summary: dict[str, Any]) -> str:
 
 
 def master_lines(summary: dict[str, Any]) -> list[str]:
-    """The master's ingest, when it has workers: one line; a warning first when it fell behind."""
+    """The master's ingest, when it has workers: one line; a warning first when it fell behind;
+    a line per worker that stopped its load on its own."""
     master = summary.get("master")
     if not master:
         return []
+    start = (summary.get("config") or {}).get("start_time")
+    stopped = [
+        f"worker {s['index']} ({s['worker']}) stopped its load early"
+        + (f", {s['at'] - start:.1f} s into the run" if start is not None else "")
+        + f": {s['why']}; the master is here, so its requests after that are missing"
+        for s in summary.get("workers_stopped_early") or []
+    ]
     line = (
         f"master: {master['rows']:,} rows in {master['batches']:,} batches, applied up to "
         f"{master['lag_max_s']:.1f} s after the workers sent them "
         f"(about {master['rows_behind_max']:,} rows behind at most)"
     )
-    return [f"master: {master['warning']}", line] if master.get("fell_behind") else [line]
+    lines = [f"master: {master['warning']}", line] if master.get("fell_behind") else [line]
+    return lines + [f"master: {text}" for text in stopped]
 
 
 def end_of_run_text(summary: dict[str, Any], paths: str | None = None) -> str:

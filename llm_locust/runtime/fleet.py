@@ -7,7 +7,9 @@ Locust's runners carry users and stats; llm-locust adds three custom messages on
 - a rate search's steps so far (``SEARCH_MESSAGE``, master to workers): every sender's stepped
   arrivals follow the search;
 - the records (:mod:`llm_locust.runtime.distributed`, workers to master): each worker's outbox
-  to the master's inbox, with its in-flight count and health intervals.
+  to the master's inbox, with its in-flight count and health intervals;
+- a worker that stopped its load on its own (``STOPPED_MESSAGE``, worker to master: it heard no
+  heartbeat, :mod:`llm_locust.runtime.master_watch`): the summary's ``workers_stopped_early``.
 
 A :class:`Fleet` answers the questions that span every process on any role (on a local runner
 the fleet is this one process): requests in flight, the workers whose final batch is missing,
@@ -39,6 +41,7 @@ from llm_locust.runtime.session import TestResults
 __all__ = ["PLAN_MESSAGE", "Fleet", "PlanStart"]
 
 PLAN_MESSAGE = "llm_locust_plan"
+STOPPED_MESSAGE = "llm_locust_stopped_early"
 #: How often the runner's user count is sampled for the stages' levels (seconds).
 LEVEL_SAMPLE_S = 0.1
 #: The next test's plan start and worker count, as the master announced them.
@@ -63,6 +66,7 @@ class Fleet:
         self.outbox: distributed.Outbox | None = None  # a worker's records to the master
         self.inbox: distributed.Inbox | None = None  # the master's records from its workers
         self._health_sink: Callable[[dict[str, Any]], None] | None = None
+        self.stopped_early: list[dict[str, Any]] = []  # the master's: since the last summary
         runner = environment.runner
         if role == Role.WORKER:
             self.outbox = distributed.Outbox(
@@ -74,6 +78,7 @@ class Fleet:
         elif role == Role.MASTER:
             self.inbox = distributed.Inbox(deliver)
             runner.register_message(distributed.MESSAGE_TYPE, self._on_worker_message)
+            runner.register_message(STOPPED_MESSAGE, self._on_stopped_early)
 
     # -- master to workers -------------------------------------------------------------
     def announce_plan_start(self, t0: float, workers: int) -> None:
@@ -106,6 +111,16 @@ class Fleet:
         self.inbox.handle(msg.node_id, msg.data)
         if msg.data.get("final"):
             self._on_final_batch()
+
+    def tell_stopped_early(self, at: float, why: str) -> None:
+        """A worker stopped its load on its own at ``at`` (Unix time): tell the master, if it hears."""
+        if self.role == "worker":
+            self.environment.runner.send_message(STOPPED_MESSAGE, {"at": at, "why": why})
+
+    def _on_stopped_early(self, environment: Environment, msg: Any, **_: Any) -> None:
+        index = self.environment.runner.get_worker_index(msg.node_id)
+        entry = {"worker": msg.node_id, "index": index, "at": round(float(msg.data["at"]), 3)}
+        self.stopped_early.append({**entry, "why": str(msg.data["why"])})
 
     def _alive(self) -> set[str]:
         runner = self.environment.runner
@@ -155,8 +170,12 @@ class Fleet:
             health.monitor().unsubscribe(sink)
 
     def summary_blocks(self) -> dict[str, Any]:
-        """What the fleet adds to a test's summary: on a master, its ``master`` block."""
-        return {"master": self.inbox.ingest.block()} if self.inbox is not None else {}
+        """What the fleet adds to a test's summary: on a master, its ``master`` block and the
+        workers that stopped their load on their own since the last summary."""
+        if self.inbox is None:
+            return {}
+        stopped, self.stopped_early = self.stopped_early, []
+        return {"master": self.inbox.ingest.block(), "workers_stopped_early": stopped}
 
     def health_intervals(self, start: float | None = None) -> list[dict[str, Any]]:
         """The health intervals (ending after ``start``, if given) of the processes that time

@@ -1,4 +1,4 @@
-"""A worker that loses its master stops its load within :data:`MASTER_SILENCE_S` seconds.
+"""A worker that loses its master stops its load within :data:`MASTER_SILENCE_S` seconds, then exits.
 
 Locust's worker quits only after 60 s without a heartbeat from its master
 (``MASTER_HEARTBEAT_TIMEOUT``); until then a worker whose master was killed (SIGKILL, the OOM
@@ -6,16 +6,26 @@ killer, a node lost) keeps loading the server, and nobody records what it sends.
 answers every worker heartbeat (one a second), so a silence of :data:`MASTER_SILENCE_S`
 seconds while users run means the master is gone: the worker says so in its log and stops its
 users at once, the requests in flight included (there is no one left to record them: no
-drain). The worker process itself stays until Locust's own timeout quits it.
+drain), and tells the master (should it be there after all, its summary lists the worker:
+``workers_stopped_early``). If the master stays silent :data:`EXIT_AFTER_S` seconds more, the
+worker says so in one line and exits with :data:`ORPHANED_EXIT`.
+
+The silence is counted on the watch's own clock (:class:`MasterWatch`): a worker that was itself
+stalled (SIGSTOP, a long collector pause, a throttled pod) heard nothing because it was not
+listening, which says nothing of the master. After such a stall the worker checks the master
+again: the silence restarts at the resume, so the master has :data:`MASTER_SILENCE_S` seconds
+to answer before the worker concludes (once per silence: a loop that is late at every check
+still concludes, counting at most :data:`COUNT_CAP_S` per check).
 
 Only while users run: between tests a master may be busy writing a large summary.
 """
 
 from __future__ import annotations
 
+import enum
 import logging
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import gevent
 
@@ -24,23 +34,77 @@ from llm_locust.config.role import Role
 if TYPE_CHECKING:
     from llm_locust.runtime.extension import Extension
 
-__all__ = ["CHECK_S", "MASTER_SILENCE_S", "install", "master_lost", "stop_now"]
+__all__ = [
+    "CHECK_S",
+    "EXIT_AFTER_S",
+    "MASTER_SILENCE_S",
+    "ORPHANED_EXIT",
+    "MasterWatch",
+    "Verdict",
+    "install",
+    "stop_now",
+]
 
 log = logging.getLogger("llm_locust")
 #: Seconds without a heartbeat from the master after which a running worker stops its load.
 MASTER_SILENCE_S = 5.0
+#: Seconds of further silence after which a worker that stopped its load exits.
+EXIT_AFTER_S = 10.0
+#: The exit code of a worker whose master is gone.
+ORPHANED_EXIT = 5
 CHECK_S = 0.5
+#: The most one check counts as silence: a longer gap is this worker's own stall.
+COUNT_CAP_S = CHECK_S + 1.0
 _RUNNING = ("spawning", "running")  # locust.runners.STATE_SPAWNING, STATE_RUNNING (not imported: a
 # test of this module must not gevent-patch its process)
 
 
-def master_lost(runner: Any, now: float, silence_s: float = MASTER_SILENCE_S) -> float | None:
-    """Seconds since the master's last heartbeat, if users run and it is more than ``silence_s``."""
-    last = getattr(runner, "last_heartbeat_timestamp", None)
-    if last is None or runner.state not in _RUNNING:
-        return None
-    silent = now - last
-    return silent if silent > silence_s else None
+class Verdict(enum.Enum):
+    ALIVE = "alive"  # the master answers (or nothing to decide)
+    STALLED = "stalled"  # this worker was stalled: the master is checked again
+    ANSWERED = "answered"  # the master answered after this worker's stall
+    BACK = "back"  # the master answered after this worker stopped its load
+    LOST = "lost"  # stop the load now
+    GONE = "gone"  # exit the process now
+
+
+class MasterWatch:
+    """Whether the master is there, from its heartbeats, on the watch's own clock (pure)."""
+
+    def __init__(self, silence_s: float = MASTER_SILENCE_S, exit_after_s: float = EXIT_AFTER_S) -> None:
+        self.silence_s, self.exit_after_s = silence_s, exit_after_s
+        self.silent_s = 0.0  # silence counted since the last heartbeat (or the resume)
+        self.stall_s = 0.0  # the last stall of this worker's own, while it is being checked
+        self.rechecked = False  # this silence already restarted once after a stall
+        self.stopped = False  # the load was stopped for a lost master
+        self._last_check: float | None = None
+        self._heartbeat: float | None = None
+
+    def check(self, now: float, heartbeat: float | None, running: bool) -> Verdict:
+        """One check at ``now`` (seconds, any clock); ``heartbeat``: the last one's time (the
+        same clock) or ``None``; ``running``: users run on this worker."""
+        gap = 0.0 if self._last_check is None else now - self._last_check
+        self._last_check = now
+        if heartbeat is None:
+            return Verdict.ALIVE  # not connected yet: Locust's own timeout decides
+        if heartbeat != self._heartbeat:
+            fresh = self._heartbeat is not None
+            self._heartbeat, self.silent_s, self.rechecked = heartbeat, 0.0, False
+            verdict = (
+                Verdict.BACK if self.stopped else Verdict.ANSWERED if self.stall_s > 0 else Verdict.ALIVE
+            )
+            self.stall_s, self.stopped = 0.0, False
+            return verdict if fresh else Verdict.ALIVE
+        if gap > COUNT_CAP_S and not self.rechecked and not self.stopped:
+            self.silent_s, self.rechecked, self.stall_s = 0.0, True, gap
+            return Verdict.STALLED
+        self.silent_s += min(gap, COUNT_CAP_S)
+        if self.stopped:
+            return Verdict.GONE if self.silent_s > self.silence_s + self.exit_after_s else Verdict.ALIVE
+        if running and self.silent_s > self.silence_s:
+            self.stopped = True
+            return Verdict.LOST
+        return Verdict.ALIVE
 
 
 def install(ext: Extension) -> None:
@@ -50,17 +114,45 @@ def install(ext: Extension) -> None:
 
 
 def _watch(ext: Extension) -> None:
-    runner = ext.environment.runner
+    runner, watch = ext.environment.runner, MasterWatch()
     while True:
         gevent.sleep(CHECK_S)
-        silent = master_lost(runner, time.time())
-        if silent is not None:
+        last = getattr(runner, "last_heartbeat_timestamp", None)
+        now = time.time()
+        verdict = watch.check(now, last, runner.state in _RUNNING)
+        if verdict is Verdict.STALLED:
+            log.warning(
+                "llm-locust: this worker was itself stalled for %.1f s (its event loop did not run): "
+                "checking the master again before concluding anything (up to %.0f s)",
+                watch.stall_s,
+                MASTER_SILENCE_S,
+            )
+        elif verdict is Verdict.ANSWERED:
+            log.warning("llm-locust: the master answered after this worker's stall: it carries on")
+        elif verdict is Verdict.BACK:
+            log.warning(
+                "llm-locust: the master answered again after this worker stopped its load: the worker "
+                "stays stopped until the master starts a test (the summary lists it)"
+            )
+        elif verdict is Verdict.LOST:
+            why = f"no heartbeat from the master for {now - last:.1f} s" if last is not None else ""
             log.error(
-                "llm-locust: no heartbeat from the master for %.1f s: the master is gone; stopping this "
-                "worker's load now (requests in flight are dropped: nothing can record them)",
-                silent,
+                "llm-locust: %s: the master is gone; stopping this worker's load now (requests in flight "
+                "are dropped: nothing can record them)",
+                why,
             )
             stop_now(ext)
+            ext.fleet.tell_stopped_early(now, why)
+        elif verdict is Verdict.GONE:
+            log.error(
+                "llm-locust: no heartbeat from the master for %.0f s: the master is gone; this worker "
+                "exits (exit code %d)",
+                now - (last or now),
+                ORPHANED_EXIT,
+            )
+            ext.environment.process_exit_code = ORPHANED_EXIT
+            gevent.spawn(runner.quit)
+            return
 
 
 def stop_now(ext: Extension) -> None:

@@ -1,0 +1,147 @@
+"""A worker paused 6 s (SIGSTOP, then SIGCONT: a GC pause, a throttled pod) is not a lost master
+(issue 26 §1): it checks the master again and carries on; a master paused 7 s is a lost master
+for its workers, which stop, and the master's summary and end-of-run text say which and why.
+
+Real processes over loopback: the bundled simulator, a headless master and two workers.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from tests.locustproc import BIN, LOCUSTFILE, REPO, env, expect_exit, free_port
+from tests.simproc import running_sim
+
+pytestmark = [pytest.mark.slow, pytest.mark.serial]  # pauses of whole processes: timing matters
+LIGHT = ("--prompt-tokens", "32", "--max-tokens", "16", "--skip-preflight")
+
+
+def _rows(path: Path) -> list[dict]:
+    rows = []
+    for line in path.read_text().splitlines() if path.exists() else []:
+        with contextlib.suppress(json.JSONDecodeError):  # the last line, half written as the run goes on
+            rows.append(json.loads(line))
+    return rows
+
+
+def _wait_for(predicate, timeout: float, what: str) -> None:  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"timed out after {timeout:g} s waiting for {what}")
+
+
+def _cluster(
+    url: str, tmp_path: Path, run_time: str
+) -> tuple[subprocess.Popen, list[subprocess.Popen], Path]:
+    port = free_port()
+    common = [str(BIN / "locust"), "-f", str(LOCUSTFILE), "--host", url, *LIGHT]
+    bind = ["--master", "--master-bind-host", "127.0.0.1", "--master-bind-port", str(port)]
+    run = ["--headless", "--expect-workers", "2", "-u", "4", "-r", "4", "-t", run_time]
+    results = tmp_path / "r"
+    master = subprocess.Popen(
+        [*common, *bind, *run, "--results-dir", str(results)],
+        stdout=(tmp_path / "master.out").open("w"),
+        stderr=(tmp_path / "master.log").open("w"),
+        env=env(),
+        cwd=str(REPO),
+    )
+    workers = [
+        subprocess.Popen(
+            [*common, "--worker", "--master-host", "127.0.0.1", "--master-port", str(port)],
+            stdout=(tmp_path / f"worker{i}.log").open("w"),
+            stderr=subprocess.STDOUT,
+            env=env(),
+            cwd=str(REPO),
+        )
+        for i in range(2)
+    ]
+    return master, workers, results
+
+
+def _end(procs: list[subprocess.Popen]) -> None:
+    for proc in procs:
+        if proc.poll() is None:
+            os.kill(proc.pid, signal.SIGCONT)
+            proc.kill()
+        proc.wait()
+
+
+def test_a_worker_paused_6_s_checks_its_master_again_and_carries_on(tmp_path: Path) -> None:
+    with running_sim("--ttft-ms", "30", "--tpot-ms", "5", "--output-tokens", "16") as url:
+        master, workers, results = _cluster(url, tmp_path, "24s")
+        try:
+            _wait_for(lambda: len(_rows(results / "requests.jsonl")) >= 40, 90, "records from both workers")
+            time.sleep(1.0)
+            paused = workers[0]
+            os.kill(paused.pid, signal.SIGSTOP)
+            stopped_at = time.time()
+            time.sleep(6.0)
+            os.kill(paused.pid, signal.SIGCONT)
+            resumed_at = time.time()
+            master.wait(120)
+        finally:
+            _end([master, *workers])
+    log = (tmp_path / "worker0.log").read_text()
+    expect_exit(master, 0, (tmp_path / "master.log").read_text(), log, (tmp_path / "worker1.log").read_text())
+    assert "the master is gone" not in log, log[-3000:]
+    rows = _rows(results / "requests.jsonl")
+    by_worker = Counter(r["worker"] for r in rows)
+    assert len(by_worker) == 2, by_worker
+    # the paused worker is the one that sent nothing while it was stopped
+    quiet = {
+        w
+        for w in by_worker
+        if not any(stopped_at + 0.5 < r["start_time"] < resumed_at - 0.5 for r in rows if r["worker"] == w)
+    }
+    assert len(quiet) == 1, quiet
+    (worker,) = quiet
+    after = [r for r in rows if r["worker"] == worker and r["start_time"] > resumed_at + 3.0]
+    assert len(after) >= 20, f"the paused worker sent {len(after)} requests after it resumed"
+    summary = json.loads((results / "summary.json").read_text())
+    assert summary["workers_stopped_early"] == []
+    assert "stopped its load early" not in (tmp_path / "master.log").read_text()
+
+
+def test_workers_whose_master_paused_7_s_stop_and_the_summary_says_so(tmp_path: Path) -> None:
+    """A master silent 7 s is lost, for workers that were running on time: they stop their load
+    and tell it; when it resumes, its summary and end-of-run text name both, with why."""
+    with running_sim("--ttft-ms", "30", "--tpot-ms", "5", "--output-tokens", "16") as url:
+        master, workers, results = _cluster(url, tmp_path, "20s")
+        try:
+            _wait_for(lambda: len(_rows(results / "requests.jsonl")) >= 40, 90, "records from both workers")
+            os.kill(master.pid, signal.SIGSTOP)
+            paused_at = time.time()
+            for i in range(2):
+                _wait_for(
+                    lambda i=i: "the master is gone" in (tmp_path / f"worker{i}.log").read_text(),
+                    15,
+                    f"worker {i} stopping",
+                )
+            os.kill(master.pid, signal.SIGCONT)
+            master.wait(120)
+        finally:
+            _end([master, *workers])
+    logs = [(tmp_path / f"worker{i}.log").read_text() for i in range(2)]
+    out = (tmp_path / "master.log").read_text() + (tmp_path / "master.out").read_text()
+    expect_exit(master, 0, out, *logs)
+    summary = json.loads((results / "summary.json").read_text())
+    stopped = summary["workers_stopped_early"]
+    assert sorted(s["index"] for s in stopped) == [0, 1], stopped
+    for entry in stopped:
+        # 5 s after the last heartbeat, which came up to a second (a heartbeat interval) before the pause
+        assert paused_at + 3.5 < entry["at"] < paused_at + 10.0, (entry, paused_at)
+        assert entry["why"].startswith("no heartbeat from the master for ")
+    assert out.count("stopped its load early") == 2, out[-3000:]
+    assert all("the master answered again after this worker stopped its load" in log for log in logs)
