@@ -176,6 +176,7 @@ class WorkloadConfig(Part):
     prompt_tokens: Annotated[int, Field(ge=1)] | None
     tokenizer: str
     seed: int
+    prompt_salt: Annotated[str, Field(min_length=1)] | None
     max_model_len: Annotated[int, Field(ge=2)] | None
     length_policy: Literal["clip", "reject"]
     ignore_eos: bool

@@ -185,6 +185,14 @@ _WORKLOAD = (
         default="none",
     ),
     _o("--seed", "workload", "Seed: the same seed gives the same request sequence", default=0, type="int"),
+    _o(
+        "--prompt-salt",
+        "workload",
+        "Salt of the prompt texts (default: a fresh one each run, recorded in run.json and the summary, "
+        "so no run hits a prefix cache another run warmed); give a run's salt to repeat its prompts "
+        "exactly (a deliberate cache-warm comparison). The seed alone fixes lengths and order",
+        web_ui=False,
+    ),
     _o("--max-model-len", "workload", "Context limit (default: the server's, if known)", type="int"),
     _o(
         "--length-policy",

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from llm_locust.report import charts, tables, timecharts, traffic
+from llm_locust.report.compare import compare_section
 from llm_locust.report.data import RunData, load_run
 from llm_locust.report.html import Section, render_page
 
@@ -67,7 +68,12 @@ def build_report(runs: Sequence[RunData], compare: bool = False) -> str:
     sections: list[Section] = [("Verdict", _per_run(runs, tables.verdict_block), [], "")]
     if compare and len(runs) == 2:
         sections.append(
-            (f"{runs[1].name} (B) against {runs[0].name} (A)", tables.compare_table(runs[0], runs[1]), [], "")
+            (
+                f"{runs[1].name} (B) against {runs[0].name} (A)",
+                compare_section(runs[0], runs[1]),
+                [],
+                "",
+            )
         )
     bars = (
         '<p class="muted">Error bars: 95 % distribution-free intervals of each percentile '

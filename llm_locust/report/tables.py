@@ -1,5 +1,5 @@
-"""The report's text parts as HTML: verdicts, the stage table, errors, configuration, and the
-side-by-side differences of ``--compare`` (pure; every value is escaped)."""
+"""The report's text parts as HTML: verdicts, the stage table, errors, configuration (pure; every
+value is escaped). The side-by-side differences of ``--compare`` are :mod:`llm_locust.report.compare`'s."""
 
 from __future__ import annotations
 
@@ -10,10 +10,10 @@ from typing import Any
 
 from llm_locust.report.data import RunData
 
-__all__ = ["compare_table", "config_block", "errors_table", "stage_table", "verdict_block"]
+__all__ = ["config_block", "errors_table", "fmt", "stage_table", "table", "verdict_block"]
 
 
-def _fmt(value: Any, digits: int = 1) -> str:
+def fmt(value: Any, digits: int = 1) -> str:
     if value is None:
         return "-"
     if isinstance(value, float):
@@ -21,7 +21,7 @@ def _fmt(value: Any, digits: int = 1) -> str:
     return escape(str(value))
 
 
-def _table(head: Sequence[str], rows: Sequence[Sequence[str]], cls: str = "") -> str:
+def table(head: Sequence[str], rows: Sequence[Sequence[str]], cls: str = "") -> str:
     th = "".join(f"<th>{escape(h)}</th>" for h in head)
     body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>" for row in rows)
     return f'<table class="{cls}"><thead><tr>{th}</tr></thead><tbody>{body}</tbody></table>'
@@ -67,9 +67,9 @@ def verdict_block(run: RunData) -> str:
             rows.append(
                 [
                     escape(o["objective"]),
-                    _fmt(measured),
+                    fmt(measured),
                     _interval(o),
-                    _fmt(o.get("n")),
+                    fmt(o.get("n")),
                     _badge(o.get("verdict")),
                     escape(o.get("note", "")),
                 ]
@@ -77,9 +77,9 @@ def verdict_block(run: RunData) -> str:
         parts.append(
             f"<p>SLO over the whole run: {_badge(verdict)} "
             f"(point estimate: {'pass' if slo.get('passed') else 'fail'}; "
-            f"goodput {_fmt(slo.get('goodput_rps'), 2)} req/s)</p>"
+            f"goodput {fmt(slo.get('goodput_rps'), 2)} req/s)</p>"
         )
-        parts.append(_table(["objective", "measured", "95 % interval", "n", "verdict", "note"], rows))
+        parts.append(table(["objective", "measured", "95 % interval", "n", "verdict", "note"], rows))
     drift = run.drift or {}
     parts.append(
         f'<p class="drift">Soak: {_badge(drift.get("verdict"))} {escape(str(drift.get("text", "")))}</p>'
@@ -110,12 +110,12 @@ def stage_table(run: RunData) -> str:
         rows.append(
             [
                 escape(str(s.get("label", ""))),
-                _fmt(s.get("completed")),
-                _fmt(s.get("failed")),
-                _fmt(s.get("request_throughput"), 2),
-                _fmt(s.get("output_throughput")),
+                fmt(s.get("completed")),
+                fmt(s.get("failed")),
+                fmt(s.get("request_throughput"), 2),
+                fmt(s.get("output_throughput")),
                 *(
-                    _fmt(s.get(k))
+                    fmt(s.get(k))
                     for k in (
                         "p50_ttft_ms",
                         "p95_ttft_ms",
@@ -125,12 +125,12 @@ def stage_table(run: RunData) -> str:
                         "p95_e2el_ms",
                     )
                 ),
-                _fmt(law.get("mean_in_flight"), 2),
+                fmt(law.get("mean_in_flight"), 2),
                 _badge(s.get("verdict")) + (f" <small>{escape(reason)}</small>" if reason else ""),
             ]
         )
     return (
-        _table(head, rows, "stages")
+        table(head, rows, "stages")
         + '<p class="muted">latencies in ms; in flight: time-weighted mean over the measured window</p>'
     )
 
@@ -146,8 +146,8 @@ def errors_table(run: RunData) -> str:
         messages = "<br>".join(
             f"{escape(m or '(no message)')} <small>× {n}</small>" for m, n in run.messages.get(name, [])
         )
-        rows.append([escape(name), _fmt(count), messages])
-    return _table(["class", "requests", "most frequent messages"], rows)
+        rows.append([escape(name), fmt(count), messages])
+    return table(["class", "requests", "most frequent messages"], rows)
 
 
 def config_block(run: RunData) -> str:
@@ -156,50 +156,3 @@ def config_block(run: RunData) -> str:
     return (
         f"<details><summary>Configuration of {escape(run.name)}</summary><pre>{escape(text)}</pre></details>"
     )
-
-
-_COMPARED = (
-    ("completed", "completed requests", 0),
-    ("failed", "failed requests", 0),
-    ("request_throughput", "req/s", 2),
-    ("output_throughput", "output tok/s", 1),
-    ("p50_ttft_ms", "TTFT p50 (ms)", 1),
-    ("p95_ttft_ms", "TTFT p95 (ms)", 1),
-    ("p99_ttft_ms", "TTFT p99 (ms)", 1),
-    ("p50_tpot_ms", "TPOT p50 (ms)", 2),
-    ("p95_tpot_ms", "TPOT p95 (ms)", 2),
-    ("p50_itl_ms", "ITL p50 (ms)", 2),
-    ("p95_e2el_ms", "E2E p95 (ms)", 1),
-    ("p99_e2el_ms", "E2E p99 (ms)", 1),
-)
-
-
-def compare_table(a: RunData, b: RunData) -> str:
-    """A against B, run level and per stage of the same label: values, difference, change."""
-    pairs = [("whole run", a.summary, b.summary)]
-    b_stages = {s.get("label"): s for s in b.stages}
-    pairs += [
-        (str(s.get("label")), s, b_stages[s.get("label")]) for s in a.stages if s.get("label") in b_stages
-    ]
-    rows = []
-    for scope, x, y in pairs:
-        for key, label, digits in _COMPARED:
-            va, vb = x.get(key), y.get(key)
-            delta = None if va is None or vb is None else vb - va
-            change = None if delta is None or not va else delta / va * 100
-            rows.append(
-                [
-                    escape(scope),
-                    escape(label),
-                    _fmt(va, digits),
-                    _fmt(vb, digits),
-                    _signed(delta, digits),
-                    _signed(change, 1, "%"),
-                ]
-            )
-    head = ["scope", "metric", escape(a.name) + " (A)", escape(b.name) + " (B)", "B − A", "change"]
-    return _table(head, rows, "compare")
-
-
-def _signed(value: float | None, digits: int, unit: str = "") -> str:
-    return "-" if value is None else f"{value:+,.{digits}f}{unit}"

@@ -14,7 +14,7 @@ from html import escape
 from typing import Any
 
 from llm_locust.report.data import RunData
-from llm_locust.report.tables import _fmt, _table
+from llm_locust.report.tables import fmt, table
 
 __all__ = ["has_traffic", "traffic_table", "visible_ttft_lines"]
 
@@ -64,28 +64,28 @@ def _reasoning(s: Mapping[str, Any]) -> str:
     if not block:
         return ""
     ttft = [
-        [escape(label), *(_fmt(s.get(f"p{q}_{key}_ms")) for q in _LATENCY_PCTS)]
+        [escape(label), *(fmt(s.get(f"p{q}_{key}_ms")) for q in _LATENCY_PCTS)]
         for label, key in (("TTFT (any token)", "ttft"), ("visible TTFT (first content)", "ttft_visible"))
     ]
     tokens = [
         [
             escape(label),
-            _fmt(block.get(f"mean_{key}")),
-            *(_fmt(block.get(f"p{q}_{key}")) for q in _TOKEN_PCTS),
+            fmt(block.get(f"mean_{key}")),
+            *(fmt(block.get(f"p{q}_{key}")) for q in _TOKEN_PCTS),
         ]
         for label, key in (("reasoning tokens", "reasoning_tokens"), ("answer tokens", "answer_tokens"))
     ]
-    sources = ", ".join(f"{escape(str(k))} {_fmt(v)}" for k, v in (block.get("sources") or {}).items())
+    sources = ", ".join(f"{escape(str(k))} {fmt(v)}" for k, v in (block.get("sources") or {}).items())
     batched = block.get("first_chunk_batched") or 0
     note = (
-        f"<p>Requests with reasoning: {_fmt(block.get('with_reasoning'))} of {_fmt(block.get('requests'))}; "
-        f"reasoning counts from: {sources or '-'}; first content chunks with several tokens: {_fmt(batched)}"
+        f"<p>Requests with reasoning: {fmt(block.get('with_reasoning'))} of {fmt(block.get('requests'))}; "
+        f"reasoning counts from: {sources or '-'}; first content chunks with several tokens: {fmt(batched)}"
         + (" (visible TTFT includes their decode time)" if batched else "")
         + "</p>"
     )
     return (
-        _table(["latency (ms)", *(f"P{q}" for q in _LATENCY_PCTS)], ttft, "traffic-ttft")
-        + _table(["tokens per request", "mean", *(f"P{q}" for q in _TOKEN_PCTS)], tokens, "traffic-tokens")
+        table(["latency (ms)", *(f"P{q}" for q in _LATENCY_PCTS)], ttft, "traffic-ttft")
+        + table(["tokens per request", "mean", *(f"P{q}" for q in _TOKEN_PCTS)], tokens, "traffic-tokens")
         + note
     )
 
@@ -109,18 +109,18 @@ def _cache(run: RunData) -> str:
     rows = [_cache_row(label, entry) for label, entry in [*scopes, ("whole run", s)]]
     head = ["scope", "reporting", "hits", "hit ratio (requests)", "hit ratio (tokens)"]
     head += ["TTFT P50 hit", "TTFT P95 hit", "TTFT P50 miss", "TTFT P95 miss"]
-    return _table(head, rows, "traffic-cache") + '<p class="muted">prefix cache: TTFT in ms</p>'
+    return table(head, rows, "traffic-cache") + '<p class="muted">prefix cache: TTFT in ms</p>'
 
 
 def _cache_row(label: str, entry: Mapping[str, Any]) -> list[str]:
     cache = entry["prefix_cache"]
     return [
         escape(label),
-        _fmt(cache.get("requests_reporting")),
-        _fmt(cache.get("hits")),
+        fmt(cache.get("requests_reporting")),
+        fmt(cache.get("hits")),
         _pct(cache.get("hit_ratio")),
         _pct(cache.get("token_hit_ratio")),
-        *(_fmt(entry.get(f"p{q}_ttft_cache_{kind}_ms")) for kind in ("hit", "miss") for q in (50, 95)),
+        *(fmt(entry.get(f"p{q}_ttft_cache_{kind}_ms")) for kind in ("hit", "miss") for q in (50, 95)),
     ]
 
 
@@ -129,22 +129,22 @@ def _bursts(s: Mapping[str, Any]) -> str:
     if not bursts:
         return ""
     ttft = [
-        [escape(label), *(_fmt(s.get(f"p{q}_ttft_{key}_ms")) for q in (50, 95))]
+        [escape(label), *(fmt(s.get(f"p{q}_ttft_{key}_ms")) for q in (50, 95))]
         for label, key in (("burst requests", "burst"), ("base load", "base"))
     ]
     waves = [
         [
-            _fmt(w.get("wave")),
-            _fmt(w.get("sent")),
-            _fmt(w.get("ok")),
-            _fmt(w.get("queue_drain_s"), 3),
-            _fmt(w.get("drain_s"), 3),
+            fmt(w.get("wave")),
+            fmt(w.get("sent")),
+            fmt(w.get("ok")),
+            fmt(w.get("queue_drain_s"), 3),
+            fmt(w.get("drain_s"), 3),
         ]
         for w in bursts.get("per_wave") or []
     ]
     return (
-        _table(["TTFT (ms)", "P50", "P95"], ttft, "traffic-bursts")
-        + _table(["wave", "sent", "ok", "queue_drain_s", "drain_s"], waves, "traffic-waves")
+        table(["TTFT (ms)", "P50", "P95"], ttft, "traffic-bursts")
+        + table(["wave", "sent", "ok", "queue_drain_s", "drain_s"], waves, "traffic-waves")
         + '<p class="muted">queue_drain_s: from the wave until its last request got its first token; '
         "drain_s: until its last request finished (- when some request of the wave did not)</p>"
     )

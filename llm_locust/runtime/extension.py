@@ -51,7 +51,7 @@ from llm_locust.runtime.bus import Finalized, RecordBus
 from llm_locust.runtime.context import RunContext
 from llm_locust.runtime.fleet import Fleet
 from llm_locust.runtime.fold import IdleFolder
-from llm_locust.runtime.prepare import PREPARER, Prepared, results_dir, source_of, workload_info
+from llm_locust.runtime.prepare import PREPARER, Prepared, results_dir, salted, source_of, workload_info
 from llm_locust.runtime.requests import Requests
 from llm_locust.runtime.search import SearchDriver
 from llm_locust.runtime.session import TestResults
@@ -165,6 +165,8 @@ class Extension:
     # -- lifecycle -------------------------------------------------------------------
     def on_test_start(self) -> None:
         run_config = self._current_config()
+        if self.role != Role.WORKER:  # the test's prompt salt (workers take their master's), until its stop
+            run_config = salted(run_config, self.environment.parsed_options)
         self.tests += 1
         self.live.stopping = False
         self.context = None  # set once the start succeeded: users of a failed start send nothing
@@ -221,6 +223,8 @@ class Extension:
         gevent.spawn(self.fleet.watch_load, self.results, lambda: self.results)
 
     def on_test_stop(self) -> None:
+        if self.role != Role.WORKER and self.environment.parsed_options is not None:  # the next draws anew
+            self.environment.parsed_options.prompt_salt = self.run_config.workload.prompt_salt
         if self.bursts is not None:  # before the outbox stops: its records go to the master too
             self.bursts.finish(float(self.environment.stop_timeout or 0))
             self.bursts = None

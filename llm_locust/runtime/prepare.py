@@ -31,6 +31,7 @@ from llm_locust.load.plan import LoadPlan, LoadPlanError, build_load_plan
 from llm_locust.results.writer import ResultsDirError, check_results_dir
 from llm_locust.runtime.binds import apply_binds, strip_target_credentials
 from llm_locust.workload.build import WorkloadError, WorkloadFactory
+from llm_locust.workload.prompts import draw_salt
 
 __all__ = [
     "CONFIG_ERRORS",
@@ -40,6 +41,7 @@ __all__ = [
     "check_when_parsed",
     "prepare_or_exit",
     "results_dir",
+    "salted",
     "source_of",
 ]
 
@@ -123,6 +125,17 @@ def workload_info(
         "tls": TlsSettings(request.ca_cert, request.insecure),
         "api_key": request.api_key_value(),
     }
+
+
+def salted(config: RunConfig, options: Any) -> RunConfig:
+    """A test's configuration with its prompt salt: ``--prompt-salt`` as given, else one drawn
+    now (each test its own). Written into Locust's ``options``, which a master's spawn messages
+    carry to its workers: every worker of the test builds its prompts with the same salt."""
+    salt = config.workload.prompt_salt or draw_salt()
+    if options is not None:
+        options.prompt_salt = salt
+    workload = config.workload.model_copy(update={"prompt_salt": salt})
+    return config.model_copy(update={"workload": workload})
 
 
 def results_dir(config: RunConfig, test: int) -> Any:

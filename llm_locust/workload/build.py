@@ -107,7 +107,10 @@ def _build(opt: WorkloadConfig, info: dict[str, Any], dataset: Callable[[Workloa
     name, sampler, longest = _sampler(opt)
     _check_fits(opt, sampler, limit)
     builder = PromptBuilder(
-        tokenizer, opt.seed, min(longest if limit is None else min(longest, limit), _CORPUS_CAP)
+        tokenizer,
+        opt.seed,
+        min(longest if limit is None else min(longest, limit), _CORPUS_CAP),
+        salt=opt.prompt_salt,
     )
     prefix = _prefix(opt, builder, sampler, limit)
     calibrator = LengthCalibrator() if isinstance(tokenizer, ApproxTokenizer) else None
@@ -174,7 +177,9 @@ def _dataset(
     if ds.skipped:
         log.warning("dataset %s: skipped %d malformed rows (first: %s)", ds.path, ds.skipped, ds.problems[0])
     longest = max((r.input_tokens for r in ds.lengths), default=0)
-    builder = PromptBuilder(tokenizer, common["seed"], min(longest, limit or longest, _CORPUS_CAP))
+    builder = PromptBuilder(
+        tokenizer, common["seed"], min(longest, limit or longest, _CORPUS_CAP), salt=opt.prompt_salt
+    )
     count_tokens(ds, builder)
     out = _lengths("--output-tokens", opt.output_tokens, opt.max_tokens)
     if limit is not None and not _any_fits(ds, builder, limit):

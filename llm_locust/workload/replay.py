@@ -60,6 +60,7 @@ class DatasetWorkload:
             "rows": len(self.dataset),
             "skipped_rows": self.dataset.skipped,
             "seed": self.seed,
+            "prompt_salt": self.builder.salt,
             "tokenizer": self.builder.tokenizer.name,
             "output_tokens_default": self.output.spec(),
             "ignore_eos": self.ignore_eos,

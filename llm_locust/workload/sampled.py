@@ -73,6 +73,7 @@ class SampledWorkload:
             "name": self.name,
             "lengths": self.sampler.describe(),
             "seed": self.seed,
+            "prompt_salt": self.builder.salt,
             "tokenizer": self.builder.tokenizer.name,
             "ignore_eos": self.ignore_eos,
             "max_tokens_cap": self.max_tokens_cap,

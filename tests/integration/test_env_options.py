@@ -84,6 +84,7 @@ def _cases(tmp: Path) -> list[tuple[dict[str, str], dict[str, Any]]]:
         "LLM_LOCUST_PROMPT_TOKENS": ("64", "workload.prompt_tokens", 64),
         "LLM_LOCUST_TOKENIZER": ("server", "workload.tokenizer", "server"),
         "LLM_LOCUST_SEED": ("9", "workload.seed", 9),
+        "LLM_LOCUST_PROMPT_SALT": ("run-7", "workload.prompt_salt", "run-7"),
         "LLM_LOCUST_MAX_MODEL_LEN": ("4096", "workload.max_model_len", 4096),
         "LLM_LOCUST_LENGTH_POLICY": ("reject", "workload.length_policy", "reject"),
         "LLM_LOCUST_IGNORE_EOS": ("true", "workload.ignore_eos", True),

@@ -12,8 +12,8 @@ from llm_locust.record import RequestRecord
 from llm_locust.report import charts, timecharts
 from llm_locust.report.build import build_report, write_report
 from llm_locust.report.cli import main
+from llm_locust.report.compare import cache_warning, compare_table
 from llm_locust.report.data import load_run
-from llm_locust.report.tables import compare_table
 from llm_locust.results.analysis import analyse
 from llm_locust.results.confidence import quantile_interval
 from llm_locust.results.slo import evaluate, parse_slo
@@ -161,3 +161,28 @@ def test_cli_writes_the_report_and_refuses_bad_input(
         assert info.value.code == 2 and needle in err and len(err.strip().splitlines()) == 1, (argv, err)
     out = write_report([folder, folder], tmp_path / "two.html")
     assert "a (2)" in out.read_text()  # two runs of the same name stay apart
+
+
+def _with_cache(folder: Path, share: float | None, salt: str) -> Path:
+    summary = json.loads((folder / "summary.json").read_text())
+    if share is not None:
+        summary["prefix_cache"] = {"token_hit_ratio": share, "cached_tokens": 1000 * share}
+    summary["config"]["options"]["prompt_salt"] = salt
+    (folder / "summary.json").write_text(json.dumps(summary))
+    return folder
+
+
+def test_compare_warns_when_the_prefix_cache_served_the_runs_differently(tmp_path: Path) -> None:
+    cold = load_run(_with_cache(_folder(tmp_path, "cold"), 0.0, "x"))
+    warm = load_run(_with_cache(_folder(tmp_path, "warm"), 0.69, "x"))
+    near = load_run(_with_cache(_folder(tmp_path, "near"), 0.049, "y"))
+    blind = load_run(_with_cache(_folder(tmp_path, "blind"), None, "z"))
+    text = cache_warning(cold, warm)
+    assert text is not None and "0.0% of A's" in text and "69.0% of B's" in text and "+69.0 points" in text
+    assert "--prompt-salt x" in text  # the same salt: B sent A's prompts again
+    assert cache_warning(cold, near) is None  # 4.9 points: within 5
+    assert "--prompt-salt" not in (cache_warning(near, warm) or "--prompt-salt")  # salts differ
+    assert cache_warning(cold, blind) is None  # B's server reported nothing: no claim
+    page = build_report([cold, warm], compare=True)
+    assert '<p class="warn"><strong>Warning:</strong> the prefix cache served 0.0%' in page
+    assert "the prefix cache served" not in build_report([cold, near], compare=True)

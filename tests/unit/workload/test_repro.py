@@ -57,3 +57,55 @@ def test_union_does_not_depend_on_worker_split() -> None:
     union_two = {x for i in (0, 2) for x in _seq(wa, i, 20)} | {x for i in (1, 3) for x in _seq(wb, i, 20)}
     assert union_one == union_two
     assert len(union_one) == 80  # no duplicates across streams
+
+
+# -- the prompt salt (issue 22 §7) ---------------------------------------------------------
+
+
+def _sent(w, index: int, n: int = 30) -> list[tuple]:
+    """(the text sent: system message and prompt, max tokens, target input tokens) per request."""
+    src = w.source(index)
+    out = []
+    for _ in range(n):
+        s = src.next_request()
+        system = "".join(m["content"] for m in s.messages or () if m["role"] == "system")
+        out.append((system + "|" + s.prompt, s.max_tokens, s.target_input_tokens))
+        src.observe(s, "a reply.", True)
+    return out
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ("--workload", "chat"),
+        ("--prompt-tokens", "300", "--shared-prefix-fraction", "1", "--shared-prefix-tokens", "128"),
+        ("--workload", "long-context", "--max-model-len", "20000"),
+        ("--prompt-tokens", "40", "--multi-turn", "3"),
+    ],
+)
+def test_the_salt_changes_every_text_and_nothing_else(argv: tuple[str, ...]) -> None:
+    plain = _sent(_wl(*argv, "--seed", "5", "--prompt-salt", "one"), 2)
+    again = _sent(_wl(*argv, "--seed", "5", "--prompt-salt", "one"), 2)
+    other = _sent(_wl(*argv, "--seed", "5", "--prompt-salt", "two"), 2)
+    assert plain == again  # a salt repeats a run exactly
+    assert [x[1:] for x in plain] == [x[1:] for x in other]  # lengths: the seed's alone
+    # no request of one salt opens like any request of the other: a prefix cache finds nothing
+    assert not {t[:60] for t, *_ in plain} & {t[:60] for t, *_ in other}
+
+
+def test_intended_shared_prefixes_stay_shared_within_a_salt() -> None:
+    argv = ("--prompt-tokens", "300", "--shared-prefix-fraction", "1", "--shared-prefixes", "1")
+    w = _wl(*argv, "--shared-prefix-tokens", "128", "--prompt-salt", "s")
+    systems = {t.split("|")[0] for i in (0, 1) for t, *_ in _sent(w, i, 10)}
+    assert len(systems) == 1 and len(next(iter(systems))) > 100  # one system prompt for every stream
+    other = _wl(*argv, "--shared-prefix-tokens", "128", "--prompt-salt", "t")
+    assert not systems & {t.split("|")[0] for t, *_ in _sent(other, 0, 10)}
+
+
+def test_a_session_keeps_its_history_within_a_salt() -> None:
+    w = _wl("--prompt-tokens", "40", "--multi-turn", "3", "--prompt-salt", "s")
+    src = w.source(0)
+    first = src.next_request()
+    src.observe(first, "a reply.", True)
+    second = src.next_request()
+    assert second.messages[0]["content"] == first.messages[0]["content"]  # the history, sent again
