@@ -198,6 +198,11 @@ def preflight(config: ClientConfig, attempts: int = 3) -> Preflight:
     if unlisted:
         listed = _listed(listing.models)
         warnings.append(f"model {model!r} is not in GET /v1/models ({listed}); the server answered anyway")
+    if record.usage_conflict:
+        warnings.append(
+            f"the test stream's usage contradicts it ({record.usage_conflict}): output tokens of such "
+            "requests are counted as received, not as the usage claims"
+        )
     limit = listing.lengths.get(model)
     if limit is None:
         warnings.append(
@@ -209,7 +214,7 @@ def preflight(config: ClientConfig, attempts: int = 3) -> Preflight:
         model=model,
         models=listing.models,
         max_model_len=limit,
-        usage=record.token_source == "usage",
+        usage=record.token_source == "usage" or record.usage_conflict is not None,
         tokens=len(record.chunk_times),
         ttft=record.ttft,
         warnings=tuple(warnings),

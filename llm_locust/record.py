@@ -127,7 +127,7 @@ class RequestRecord:
     message: str = ""
     finish_reason: str | None = None  # from the stream; none means the stream was cut
     max_tokens: int | None = None  # the output length the request asked for
-    usage_conflict: str | None = None  # why the server's usage cannot be right, if it cannot
+    usage_conflict: str | None = None  # why the server's usage cannot be right (then not counted)
     # Reasoning models and prefix caching (llm_locust.protocol.reasoning).
     t_first_visible: float | None = None  # first content (not reasoning) chunk
     reasoning_chunks: int = 0  # token-bearing chunks of reasoning text

@@ -4,10 +4,13 @@ Sources, best first, for each side separately (``token_source`` for the output,
 ``prompt_token_source`` for the prompt):
 
 - ``usage``: the server's own ``usage`` block (we ask for it with
-  ``stream_options.include_usage``). Kept as sent even when it contradicts the stream,
-  but then flagged (:func:`usage_conflict`): a count over ``max_tokens``, or fewer tokens
-  than content-bearing chunks (every such chunk carries at least one), is not believable,
-  and TPOT computed from it would be wrong by the same factor.
+  ``stream_options.include_usage``), unless it contradicts the stream (:func:`usage_conflict`):
+  a count over ``max_tokens``, or fewer tokens than content-bearing chunks (every such chunk
+  carries at least one), is not believable, and TPOT and the totals computed from it would be
+  wrong by the same factor (50 claimed for 5 chunks: 10x). Such a record keeps the claim in
+  its ``usage_conflict`` line and counts what was received instead: the tokenizer's count
+  of the streamed text when the run has one, else the content chunks (below). The chunks are
+  a measurement; the usage is only what the server says about itself.
 - ``tokenizer``: no usage, but the run has the model's tokenizer (``--tokenizer FILE`` or
   ``server``): the streamed text and the prompt's messages are counted once, at the end
   of the request. The stop token is not in the text, so a reply ended by EOS counts one
@@ -73,9 +76,10 @@ def settle_counts(record: RequestRecord, usage: dict[str, Any] | None) -> None:
     chunks = len(record.chunk_times)
     reported = usage.get("completion_tokens") if usage else None
     if reported is not None:
-        record.completion_tokens, record.token_source = reported, "usage"
         record.usage_conflict = usage_conflict(reported, chunks, record.max_tokens)
-    else:
+    if reported is not None and record.usage_conflict is None:
+        record.completion_tokens, record.token_source = reported, "usage"
+    else:  # no usage, or one the stream contradicts: what was received
         record.completion_tokens, record.token_source = chunks, "chunks"
     prompt = usage.get("prompt_tokens") if usage else None
     if prompt is not None:

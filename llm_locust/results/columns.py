@@ -72,6 +72,7 @@ _FLAGS = (
     ("rampup", "rampup"),
     ("waited", "waited_for_slot"),
     ("stalled", "client_stall_s"),
+    ("usage_conflict", "usage_conflict"),  # the server's usage contradicted the stream
 )
 
 
@@ -214,6 +215,7 @@ class Columns:
     stalled: np.ndarray
     rampup: np.ndarray
     waited: np.ndarray
+    usage_conflict: np.ndarray
 
     @classmethod
     def from_rows(cls, rows: Iterable[Mapping[str, Any]], itl_stats: Collection[str] = ()) -> Columns:

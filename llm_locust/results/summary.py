@@ -25,6 +25,7 @@ from llm_locust.results.stats import latency_stats, percentiles
 from llm_locust.results.traffic import traffic_lines
 
 __all__ = [
+    "CONFLICT_RULE",
     "SUMMARY_NAMES",
     "format_stage_table",
     "format_table",
@@ -32,8 +33,15 @@ __all__ = [
     "open_loop_stats",
     "part_of",
     "summarize",
+    "usage_conflict_line",
 ]
 
+#: Which count the totals take for a request whose usage contradicts its stream.
+CONFLICT_RULE = (
+    "output tokens as received (the content chunks, or the run's tokenizer over the streamed text), "
+    "not the usage the server claimed: the chunks are measured, the usage is only the server's word, "
+    "and a usage over max_tokens or under the chunk count cannot be right"
+)
 #: Record latency -> its name in the summary's keys (vLLM's: ``e2el`` for E2E).
 SUMMARY_NAMES = {"ttft": "ttft", "tpot": "tpot", "itl": "itl", "e2e": "e2el"}
 
@@ -83,6 +91,11 @@ def summarize(rows: Part | Columns | Iterable[Mapping[str, Any]], duration: floa
     out["errors"] = dict(sorted(Counter(cols.outcome_of(failed)).items()))
     sources = np.asarray(cols.token_source_names, dtype=object)
     out["token_sources"] = dict(sorted(Counter(sources[cols.token_source[ok]].tolist()).items()))
+    conflicting = ok & cols.usage_conflict
+    out["usage_conflicts"] = int(conflicting.sum())  # counted as received: protocol/counts.py
+    if out["usage_conflicts"]:
+        counted = Counter(sources[cols.token_source[conflicting]].tolist())
+        out["usage_conflict_counts"] = {"counted_from": dict(sorted(counted.items())), "rule": CONFLICT_RULE}
     out["tpot_undefined"] = int(np.isnan(cols.tpot[ok]).sum())
     out["client_stalled"] = int((ok & ~timed).sum())  # completed, latencies left out
     if (~np.isnan(cols.lag[mask])).any():
@@ -184,10 +197,27 @@ def format_table(summary: dict[str, Any], title: str = "llm-locust summary") -> 
             shown = f"{_objective_value(line)} {'ok' if line['passed'] else 'FAIL'}{judged}"
             lines.append(row(f"{line['objective']}", shown))
         lines.append(row("Goodput (req/s):", f"{summary['slo']['goodput_rps']:.2f}"))
-    if summary.get("token_sources", {}).get("chunks"):
+    conflicts = summary.get("usage_conflicts") or 0
+    if conflicts:
+        lines.append(usage_conflict_line(conflicts))
+    from_chunks = summary.get("token_sources", {}).get("chunks", 0)
+    if from_chunks > ((summary.get("usage_conflict_counts") or {}).get("counted_from") or {}).get(
+        "chunks", 0
+    ):
         lines.append("note: output tokens of some requests were counted from stream chunks (no usage sent)")
     lines.append("=" * (len(title) + 46))
     return "\n".join(lines)
+
+
+def usage_conflict_line(records: int) -> str:
+    """The end-of-run line for ``records`` completed requests whose usage contradicts their stream."""
+    whose = "request's" if records == 1 else "requests'"
+    return (
+        f"note: {records} {whose} usage "
+        "contradicts the stream (more tokens than max_tokens, or fewer than content chunks): the totals "
+        "count their output as received (content chunks, or the tokenizer), not as the usage claims "
+        "(usage_conflict in requests.jsonl)"
+    )
 
 
 def _objective_value(line: dict[str, Any]) -> str:

@@ -179,6 +179,32 @@ def test_a_run_warns_when_the_context_limit_is_unknown(peer: str, tmp_path: Path
     assert "preflight: context limit unknown" in err
 
 
+def test_a_usage_that_contradicts_the_stream_is_said_and_not_counted(peer: str, tmp_path: Path) -> None:
+    """Issue 26 §9: the peer streams 5 content chunks and claims usage 50 (max_tokens 6). The
+    preflight read the claim as token batching ("the first content chunk carried 10 tokens"),
+    and the totals took it (10x); the summary and the end-of-run text said nothing."""
+    results = tmp_path / "r"
+    res = llm_locust_cli(
+        "run", "--host", f"{peer}/usage_conflict", "--headless", "-u", "1", "-t", "2s",
+        "--prompt-tokens", "8", "--max-tokens", "6", "--results-dir", str(results),
+        timeout=90,
+    )  # fmt: skip
+    out = res.stdout + res.stderr
+    assert "Traceback" not in out, out[-3000:]
+    expect_exit(res, 0, out)
+    assert "chunk carried" not in out and "batches tokens" not in out
+    (warned,) = [line for line in res.stderr.splitlines() if "preflight: the test stream's usage" in line]
+    assert "usage reports 50 completion tokens for 5 content chunks and max_tokens 8" in warned
+    rows = [json.loads(line) for line in (results / "requests.jsonl").read_text().splitlines()]
+    ok = [r for r in rows if r["outcome"] == "ok"]
+    assert ok and all(r["usage_conflict"] and r["completion_tokens"] == 5 for r in ok)
+    summary = json.loads((results / "summary.json").read_text())
+    assert summary["usage_conflicts"] == summary["completed"] == len(ok)
+    assert summary["total_output_tokens"] == 5 * len(ok)
+    said = [line for line in out.splitlines() if "usage contradicts the stream" in line]
+    assert len(said) == 1 and said[0].startswith(f"note: {len(ok)} requests' usage contradicts"), said
+
+
 def test_skip_preflight_sends_load_to_a_dead_target(tmp_path: Path) -> None:
     port = closed_port()
     code, _, results = run(f"http://127.0.0.1:{port}", tmp_path, "--skip-preflight", "--model", "m")

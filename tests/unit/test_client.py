@@ -134,11 +134,12 @@ def test_early_clean_stop_is_a_short_success(peer: str) -> None:
     assert r.usage_conflict is None
 
 
-def test_usage_that_contradicts_the_stream_is_kept_and_flagged(peer: str) -> None:
+def test_usage_that_contradicts_the_stream_is_flagged_and_not_counted(peer: str) -> None:
     body = {"model": "m", "messages": [], "stream": True, "max_tokens": 8}
     r, _ = send(f"{peer}/usage_conflict", body=body)
     assert r.ok, r.message
-    assert r.completion_tokens == 50 and r.token_source == "usage"  # the server's count is kept
+    assert r.completion_tokens == 5 and r.token_source == "chunks"  # the 5 chunks received, not 50
+    assert r.first_visible_tokens is None  # no batching read into a count that cannot be right
     assert r.usage_conflict is not None
     assert "50" in r.usage_conflict and "5 content chunks" in r.usage_conflict and "8" in r.usage_conflict
     assert r.to_json()["usage_conflict"] == r.usage_conflict

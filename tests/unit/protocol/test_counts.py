@@ -41,14 +41,26 @@ def test_usage_conflict(reported: int, chunks: int, max_tokens: int | None, conf
     assert (usage_conflict(reported, chunks, max_tokens) is not None) is conflict
 
 
-def test_settle_prefers_usage_and_flags_a_contradiction() -> None:
+def test_settle_prefers_usage_when_the_stream_allows_it() -> None:
+    r = streamed(5, target=100, max_tokens=8)
+    settle_counts(r, {"prompt_tokens": 103, "completion_tokens": 8})  # several tokens per chunk
+    assert (r.completion_tokens, r.token_source, r.usage_conflict) == (8, "usage", None)
+
+
+def test_a_usage_the_stream_contradicts_is_flagged_and_the_received_count_used() -> None:
+    """Issue 26 §9: 50 claimed for 5 content chunks with max_tokens 8 made the totals 10x too
+    high and TPOT 12x too low; the count is now the 5 chunks received, the claim in the flag."""
     r = streamed(5, target=100, max_tokens=8)
     settle_counts(r, {"prompt_tokens": 103, "completion_tokens": 50})
-    assert (r.completion_tokens, r.token_source) == (50, "usage")
+    assert (r.completion_tokens, r.token_source) == (5, "chunks")
     assert (r.prompt_tokens, r.prompt_token_source) == (103, "usage")
-    assert r.usage_conflict is not None and r.ttft == pytest.approx(0.1)
+    assert r.usage_conflict == "usage reports 50 completion tokens for 5 content chunks and max_tokens 8"
+    assert r.ttft == pytest.approx(0.1)
     r.t_end = 1.6
-    assert r.tpot == pytest.approx(0.5 / 49)  # the server's count is kept; the flag says to doubt it
+    assert r.tpot == pytest.approx(0.5 / 4)
+    under = streamed(5, target=100)
+    settle_counts(under, {"completion_tokens": 3})  # fewer than the chunks received
+    assert (under.completion_tokens, under.token_source) == (5, "chunks") and under.usage_conflict
 
 
 def test_settle_without_usage_falls_back_and_says_so() -> None:

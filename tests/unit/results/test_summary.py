@@ -142,3 +142,33 @@ def test_cancelled_requests_have_no_failure_messages() -> None:
     tally.add({"outcome": "cancelled", "message": "cancelled by the client"})
     tally.add({"outcome": "http_5xx", "message": "HTTP 500"})
     assert tally.to_summary()["error_messages"] == {"http_5xx": [["HTTP 500", 1]]}
+
+
+def test_usage_conflicts_are_counted_and_said() -> None:
+    """Issue 26 §9: the summary and the end-of-run text were silent about records whose usage
+    contradicts the stream. Three of five such records (counted from their 5 chunks each), two
+    with a believable usage (12 tokens each); one record without usage."""
+    rows = [row(i, 0.1, 0.5, 5) for i in range(3)]
+    for r in rows:
+        r["token_source"] = "chunks"
+        r["usage_conflict"] = "usage reports 50 completion tokens for 5 content chunks and max_tokens 8"
+    rows += [row(3 + i, 0.1, 0.5, 12) for i in range(2)]
+    s = summarize(rows, 1.0)
+    assert s["usage_conflicts"] == 3
+    assert s["usage_conflict_counts"]["counted_from"] == {"chunks": 3}
+    assert "not the usage" in s["usage_conflict_counts"]["rule"]
+    assert s["total_output_tokens"] == 3 * 5 + 2 * 12
+    table = format_table(s)
+    said = [line for line in table.splitlines() if "contradicts" in line]
+    assert said == [
+        "note: 3 requests' usage contradicts the stream (more tokens than max_tokens, or fewer than content "
+        "chunks): the totals count their output as received (content chunks, or the tokenizer), not as the "
+        "usage claims (usage_conflict in requests.jsonl)"
+    ]
+    assert "no usage sent" not in table  # every chunk-counted record had a usage, a wrong one
+    plain = {**row(9, 0.1, 0.5, 4), "token_source": "chunks"}
+    both = format_table(summarize([*rows, plain], 1.0))
+    assert "no usage sent" in both and "3 requests' usage contradicts" in both
+    clean = summarize(rows[3:], 1.0)
+    assert clean["usage_conflicts"] == 0 and "usage_conflict_counts" not in clean
+    assert "contradicts" not in format_table(clean)
