@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -27,14 +28,17 @@ from llm_locust.record import json_line
 
 __all__ = [
     "HEALTH_FILE",
+    "MIN_FREE_BYTES",
     "REQUESTS_FILE",
     "RESULT_FILES",
+    "ROW_BYTES",
     "RUN_FILE",
     "SEARCH_FILE",
     "SUMMARY_FILE",
     "ResultsDirError",
     "ResultsWriter",
     "check_results_dir",
+    "space_problem",
     "write_json",
 ]
 
@@ -44,6 +48,24 @@ RUN_FILE = "run.json"
 SEARCH_FILE = "search.json"
 HEALTH_FILE = "health.jsonl"
 RESULT_FILES = (REQUESTS_FILE, SUMMARY_FILE, RUN_FILE, HEALTH_FILE)
+MIB = 2**20
+#: About what one request's row takes in requests.jsonl: ~0.8 KiB plus ~8 bytes per output token
+#: (2,445 MiB for 1,000,000 requests of 50-400 output tokens, benchmarks/README.md). Sizing only.
+ROW_BYTES = 2_600
+#: A results folder on a volume with less free space than this is refused at the start: the run
+#: would lose its records when the volume fills (100 MiB: about 40,000 such requests).
+MIN_FREE_BYTES = 100 * MIB
+
+
+def space_problem(directory: str | os.PathLike[str], free_bytes: int) -> str | None:
+    """Why a results folder whose volume has ``free_bytes`` left is refused, or ``None``."""
+    if free_bytes >= MIN_FREE_BYTES:
+        return None
+    return (
+        f"--results-dir {directory}: its volume is nearly full ({free_bytes / MIB:.0f} MiB free, room for "
+        f"about {free_bytes // ROW_BYTES:,} requests at ~{ROW_BYTES / 1024:.1f} KiB each; "
+        f"{MIN_FREE_BYTES // MIB} MiB needed to start): free space or use a larger volume"
+    )
 
 
 class ResultsDirError(ValueError):
@@ -68,6 +90,9 @@ def check_results_dir(path: str | os.PathLike[str], overwrite: bool) -> Path:
         probe.unlink()
     except OSError as exc:
         raise ResultsDirError(f"--results-dir {directory}: not writable ({exc.strerror})") from None
+    problem = space_problem(directory, shutil.disk_usage(directory).free)
+    if problem is not None:
+        raise ResultsDirError(problem)
     return directory
 
 

@@ -345,6 +345,71 @@ def test_interactive_master_is_a_single_deployment(rendered: dict[str, list[Doc]
     assert not [d for d in rendered["interactive"] if d["kind"] == "Job"]
 
 
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_worker_pods_are_guaranteed(rendered: dict[str, list[Doc]], overlay: str) -> None:
+    """Request = limit for CPU and memory in every container (the Guaranteed QoS class): a worker is
+    not throttled below what it asked, so throttling never passes for a saturated client."""
+    for container in containers(_component(rendered[overlay], "worker")):
+        requests, limits = container["resources"]["requests"], container["resources"]["limits"]
+        assert set(requests) == set(limits) == {"cpu", "memory"}, container["resources"]
+        assert str(requests["cpu"]) == str(limits["cpu"]) and str(requests["memory"]) == str(limits["memory"])
+
+
+def test_a_worker_whose_master_is_gone_is_not_retried(rendered: dict[str, list[Doc]]) -> None:
+    worker = _component(rendered["headless"], "worker")
+    (rule,) = worker["spec"]["podFailurePolicy"]["rules"]
+    (container,) = containers(worker)
+    assert rule["action"] == "FailIndex" and rule["onExitCodes"]["values"] == [5]  # README: exit code 5
+    assert rule["onExitCodes"]["containerName"] == container["name"]
+
+
+def _gib(quantity: str) -> float:
+    number, unit = re.fullmatch(r"(\d+)(Mi|Gi)", quantity).groups()  # type: ignore[union-attr]
+    return int(number) / (1024 if unit == "Mi" else 1)
+
+
+def test_the_results_volumes_hold_the_documented_requests(rendered: dict[str, list[Doc]]) -> None:
+    """~2.5 KiB a request (the README; 2,445 MiB for 1,000,000 requests in benchmarks/README.md):
+    the PVC holds 4,000,000 of them, the interactive emptyDir 800,000."""
+    pvc = by_key(rendered["headless"])[("PersistentVolumeClaim", "llm-locust-results")]
+    per_request = 2_445 * 2**20 / 1_000_000  # bytes
+    assert _gib(pvc["spec"]["resources"]["requests"]["storage"]) * 2**30 >= 4_000_000 * per_request
+    master = _component(rendered["interactive"], "master")
+    (volume,) = [v for v in _pod_spec(master)["volumes"] if v["name"] == "results"]
+    assert _gib(volume["emptyDir"]["sizeLimit"]) * 2**30 >= 800_000 * per_request
+    readme = (K8S / "README.md").read_text(encoding="utf-8")
+    assert "about **2.5 KiB per\nrequest**" in readme and "less than 100 MiB free" in readme
+
+
+def test_the_interactive_master_saves_results_under_results(
+    rendered: dict[str, list[Doc]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A folder typed into the web UI's form (``run1`` or ``/results/run1``) must lie under the
+    results root, the master's working directory when it has no --results-dir: that directory is
+    the writable /results volume (the root filesystem is read-only). The real guard decides, with
+    the working directory at a local stand-in for the volume."""
+    from types import SimpleNamespace
+
+    from llm_locust.config.build import config_from_options
+    from llm_locust.runtime.webui_guard import WebUiGuard
+
+    master = _component(rendered["interactive"], "master")
+    (container,) = containers(master)
+    assert "--results-dir" not in _args(master)
+    mount = next(m for m in container["volumeMounts"] if m["mountPath"] == container.get("workingDir"))
+    assert not mount.get("readOnly") and container["securityContext"]["readOnlyRootFilesystem"] is True
+    (volume,) = [v for v in _pod_spec(master)["volumes"] if v["name"] == mount["name"]]
+    assert "emptyDir" in volume or "persistentVolumeClaim" in volume
+    volume_here = tmp_path / "results"  # what the pod sees at the mount path
+    volume_here.mkdir()
+    monkeypatch.chdir(volume_here)
+    run = SimpleNamespace(run_config=config_from_options(None), environment=SimpleNamespace(host=None))
+    guard = WebUiGuard.of(run)
+    assert guard.results_problem("run1") is None
+    assert guard.results_problem(str(volume_here / "run1")) is None  # /results/run1 in the pod
+    assert guard.results_problem(str(tmp_path / "elsewhere")) is not None
+
+
 # --- what a user edits --------------------------------------------------------------------
 
 
