@@ -1,4 +1,6 @@
-"""``llm-locust report --compare A B``: B against A, the whole run and each stage of the same label.
+"""``llm-locust report --compare A B``: B against A, the whole run and each stage of the same label,
+each difference with its 95 % interval (:mod:`llm_locust.report.differences` says which and why)
+and "no significant difference" where that interval contains 0.
 
 Before the table, what makes the two runs' latencies not comparable: a prefix cache that served
 a different share of their prompt tokens (more than :data:`CACHE_POINTS` points apart), for
@@ -14,7 +16,9 @@ from html import escape
 from typing import Any
 
 from llm_locust.report.data import RunData
+from llm_locust.report.differences import Difference, Kind, Scope, difference
 from llm_locust.report.tables import fmt, table
+from llm_locust.results.columns import Columns
 
 __all__ = ["CACHE_POINTS", "cache_warning", "compare_section", "compare_table"]
 
@@ -22,18 +26,24 @@ __all__ = ["CACHE_POINTS", "cache_warning", "compare_section", "compare_table"]
 CACHE_POINTS = 5.0
 
 _COMPARED = (
-    ("completed", "completed requests", 0),
-    ("failed", "failed requests", 0),
-    ("request_throughput", "req/s", 2),
-    ("output_throughput", "output tok/s", 1),
-    ("p50_ttft_ms", "TTFT p50 (ms)", 1),
-    ("p95_ttft_ms", "TTFT p95 (ms)", 1),
-    ("p99_ttft_ms", "TTFT p99 (ms)", 1),
-    ("p50_tpot_ms", "TPOT p50 (ms)", 2),
-    ("p95_tpot_ms", "TPOT p95 (ms)", 2),
-    ("p50_itl_ms", "ITL p50 (ms)", 2),
-    ("p95_e2el_ms", "E2E p95 (ms)", 1),
-    ("p99_e2el_ms", "E2E p99 (ms)", 1),
+    ("completed", "completed requests", 0, Kind.COUNT),
+    ("failed", "failed requests", 0, Kind.COUNT),
+    ("request_throughput", "req/s", 2, Kind.RATE),
+    ("output_throughput", "output tok/s", 1, Kind.RATE),
+    ("p50_ttft_ms", "TTFT p50 (ms)", 1, Kind.PERCENTILE),
+    ("p95_ttft_ms", "TTFT p95 (ms)", 1, Kind.PERCENTILE),
+    ("p99_ttft_ms", "TTFT p99 (ms)", 1, Kind.PERCENTILE),
+    ("p50_tpot_ms", "TPOT p50 (ms)", 2, Kind.PERCENTILE),
+    ("p95_tpot_ms", "TPOT p95 (ms)", 2, Kind.PERCENTILE),
+    ("p50_itl_ms", "ITL p50 (ms)", 2, Kind.ITL),
+    ("p95_e2el_ms", "E2E p95 (ms)", 1, Kind.PERCENTILE),
+    ("p99_e2el_ms", "E2E p99 (ms)", 1, Kind.PERCENTILE),
+)
+_NOTE = (
+    '<p class="muted">95 % interval of B − A: percentiles from order statistics (distribution-free; '
+    "each run's at 97.5 %, so the difference's covers at least 95 %), ITL with the requests as the "
+    "independent units, rates from a compound-Poisson variance; counts are facts, without an interval. "
+    "&quot;No significant difference&quot;: the interval contains 0.</p>"
 )
 
 
@@ -72,31 +82,60 @@ def cache_warning(a: RunData, b: RunData) -> str | None:
     return text + "."
 
 
-def compare_table(a: RunData, b: RunData) -> str:
-    """A against B, run level and per stage of the same label: values, difference, change."""
-    pairs = [("whole run", a.summary, b.summary)]
+def _columns(run: RunData) -> Columns:
+    """The run's records as the summary reads them (built once per run)."""
+    if "columns" not in run.cache:
+        run.cache["columns"] = Columns.from_rows(run.timeline.rows)
+    return run.cache["columns"]
+
+
+def _scopes(a: RunData, b: RunData) -> list[tuple[str, Scope, Scope]]:
+    """The whole runs, then each stage of A that B has under the same label."""
+    ca, cb = _columns(a), _columns(b)
+    pairs = [("whole run", Scope(a.summary, ca.measured_part()), Scope(b.summary, cb.measured_part()))]
     b_stages = {s.get("label"): s for s in b.stages}
-    pairs += [
-        (str(s.get("label")), s, b_stages[s.get("label")]) for s in a.stages if s.get("label") in b_stages
-    ]
+    for s in a.stages:
+        other = b_stages.get(s.get("label"))
+        if other is not None:
+            sa, sb = (
+                Scope(s, ca.measured_part(s.get("index"))),
+                Scope(other, cb.measured_part(other.get("index"))),
+            )
+            pairs.append((str(s.get("label")), sa, sb))
+    return pairs
+
+
+def compare_table(a: RunData, b: RunData) -> str:
+    """A against B, run level and per stage of the same label: values, difference, change, the
+    difference's 95 % interval and what it allows one to say."""
     rows = []
-    for scope, x, y in pairs:
-        for key, label, digits in _COMPARED:
-            va, vb = x.get(key), y.get(key)
-            delta = None if va is None or vb is None else vb - va
-            change = None if delta is None or not va else delta / va * 100
+    for scope, x, y in _scopes(a, b):
+        for key, label, digits, kind in _COMPARED:
+            diff = difference(key, kind, x, y)
+            va, vb = x.entry.get(key), y.entry.get(key)
+            change = None if diff.delta is None or not va else diff.delta / va * 100
             rows.append(
                 [
                     escape(scope),
                     escape(label),
                     fmt(va, digits),
                     fmt(vb, digits),
-                    _signed(delta, digits),
+                    _signed(diff.delta, digits),
                     _signed(change, 1, "%"),
+                    _interval(diff, digits),
+                    escape(diff.verdict),
                 ]
             )
     head = ["scope", "metric", escape(a.name) + " (A)", escape(b.name) + " (B)", "B − A", "change"]
-    return table(head, rows, "compare")
+    return table([*head, "95 % interval of B − A", "significance"], rows, "compare") + _NOTE
+
+
+def _interval(diff: Difference, digits: int) -> str:
+    if not diff.bounded:
+        return "-"
+    lo = "−∞" if diff.lo is None else f"{diff.lo:+,.{digits}f}"
+    hi = "+∞" if diff.hi is None else f"{diff.hi:+,.{digits}f}"
+    return f"[{lo}, {hi}]"
 
 
 def _signed(value: float | None, digits: int, unit: str = "") -> str:

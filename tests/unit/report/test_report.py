@@ -139,6 +139,7 @@ def test_page_is_self_contained_and_compare_shows_differences(tmp_path: Path) ->
     assert "fast (B) against slow (A)" in page
     table = compare_table(slow, fast)
     assert "TTFT p95 (ms)" in table and "-50.0%" in table  # twice as fast
+    assert "B lower" in table and "95 % interval of B − A" in table  # and shown to be
 
 
 def test_cli_writes_the_report_and_refuses_bad_input(
