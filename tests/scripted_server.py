@@ -154,6 +154,14 @@ SCENARIOS: dict[str, list[tuple[bytes, float]] | str] = {
 #: the body's last chunk 20 ms later).
 KEEP_ALIVE = {"keepalive": SCENARIOS["ok"]}
 
+
+def big_event(size: int) -> list[tuple[bytes, float]]:
+    """Scenario ``big<N>k``: one content event of N KiB of text, finish_reason in it, sent in
+    one write (the client reads it in pieces of its read size)."""
+    event = sse(delta("x" * size, "stop"))
+    return [(HEAD_SSE + chunked(event) + chunked(sse(b"[DONE]")) + b"0\r\n\r\n", 0.0)]
+
+
 #: ``GET /<scenario>/v1/models``: a body, or ``None`` to never answer.
 MODELS: dict[str, bytes | None] = {
     "default": json.dumps({"data": [{"id": "m", "max_model_len": 4096}, {"id": "m2"}]}).encode(),
@@ -242,7 +250,10 @@ class Handler(socketserver.BaseRequestHandler):
                     sock.sendall(payload)
                     time.sleep(wait)
                 return True
-            self._script(sock, SCENARIOS.get(scenario, SCENARIOS["ok"]))
+            big = re.fullmatch(r"big(\d+)k", scenario)
+            self._script(
+                sock, big_event(int(big[1]) * 1024) if big else SCENARIOS.get(scenario, SCENARIOS["ok"])
+            )
         return False
 
     def _models(self, sock: socket.socket, scenario: str) -> None:

@@ -394,6 +394,33 @@ def test_a_connection_whose_body_ends_after_done_is_kept_alive(peer: str) -> Non
     assert requests_seen(peer, "keepalive") == {"requests": 3, "connections": 1}
 
 
+def test_a_10_mb_event_is_decoded_in_linear_time(peer: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """One 10 MiB event over loopback, read in the reader's pieces: complete, and the decoder's
+    CPU time is about 32x that of a 320 KiB event (quadratic: ~1,000x; issue 26 §3, where
+    every request timed out at --request-timeout 3). Both measured here, in this process."""
+    import llm_locust.protocol.stream as stream_module
+
+    spent: list[float] = []
+
+    class Timed(stream_module.EventDecoder):  # type: ignore[misc, valid-type]
+        def feed(self, chunk: bytes) -> list[str]:
+            start = time.process_time()
+            try:
+                return super().feed(chunk)
+            finally:
+                spent[-1] += time.process_time() - start
+
+    monkeypatch.setattr(stream_module, "EventDecoder", Timed)
+    best = {}
+    for kib in (320, 10240):
+        for _ in range(2):
+            spent.append(0.0)
+            r, text = send(f"{peer}/big{kib}k", timeout=60.0)
+            assert r.ok and len(r.chunk_times) == 1 and text == "x" * (kib * 1024), (r.outcome, r.message)
+            best[kib] = min(best.get(kib, float("inf")), spent[-1])
+    assert best[10240] < 200 * best[320], best
+
+
 def requests_seen(peer: str, scenario: str) -> dict[str, int]:
     with urllib.request.urlopen(f"{peer}/{scenario}/count", timeout=5) as reply:
         return dict(json.loads(reply.read()))

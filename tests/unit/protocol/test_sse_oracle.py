@@ -40,7 +40,7 @@ def oracle(chunks: list[bytes]) -> list[str]:
     return [event.data for event in SSEClient(_Source(chunks)).events()]
 
 
-def random_stream(rng: random.Random) -> bytes:
+def random_stream(rng: random.Random, long: bool = False) -> bytes:
     newline = rng.choice(["\n", "\r\n", "\r"])
     lines: list[str] = []
     for _ in range(rng.randint(1, 12)):
@@ -55,6 +55,10 @@ def random_stream(rng: random.Random) -> bytes:
                     "[DONE]",
                     "",
                     "x: y",
+                    *(
+                        [json.dumps({"choices": [{"delta": {"content": "z" * rng.randint(3000, 20000)}}]})]
+                        * long
+                    ),
                 ]
             )
             space = rng.choice([" ", ""])
@@ -65,10 +69,10 @@ def random_stream(rng: random.Random) -> bytes:
     return newline.join(lines).encode() + (newline.encode() if rng.random() < 0.5 else b"")
 
 
-def cut(raw: bytes, rng: random.Random) -> list[bytes]:
+def cut(raw: bytes, rng: random.Random, longest: int = 9) -> list[bytes]:
     out, i = [], 0
     while i < len(raw):
-        n = rng.randint(1, 9)
+        n = rng.randint(1, longest)
         out.append(raw[i : i + n])
         i += n
     return out
@@ -83,3 +87,15 @@ def test_same_events_as_sseclient_py_over_random_splits(seed: int) -> None:
     for _ in range(5):
         chunks = cut(raw, rng)
         assert list(iter_events(chunks)) == expected, chunks
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_same_events_with_long_lines_over_random_splits(seed: int) -> None:
+    """Lines of 3-20 KB, held over many pieces (the decoder keeps a long line's pieces in a
+    list, issue 26 §3), cut in pieces of 1 byte to 5 KB."""
+    rng = random.Random(seed)
+    raw = random_stream(rng, long=True)
+    expected = oracle([raw])
+    assert list(iter_events([raw])) == expected
+    for longest in (9, 700, 5000):
+        assert list(iter_events(cut(raw, rng, longest))) == expected
