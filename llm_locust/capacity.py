@@ -40,7 +40,7 @@ from typing import Any
 
 from llm_locust.config.plans import Plan, PlanFile, PlanFileError, load_plan_file
 from llm_locust.config.register import OneLineParser
-from llm_locust.config.slo import SloSpec
+from llm_locust.config.slo import scaled_slo
 from llm_locust.config.think import parse_think_time
 from llm_locust.load.search import start_near
 from llm_locust.results.plans import compare_plans, deployment_time, format_comparison
@@ -53,17 +53,6 @@ ARGS_FILE = "plan-args.json"
 NO_PLAN_MEETS = 3
 #: How long a run gets to finish its drain and write its summary when the comparison is stopped.
 STOP_WAIT_S = 60.0
-
-
-def scaled_slo(spec: SloSpec, k: float) -> str:
-    """The SLO with every latency threshold divided by ``k`` (the success ratio unchanged)."""
-    parts = []
-    for line in spec.lines:
-        if line.metric == "success":
-            parts.append(line.text)
-        else:
-            parts.append(f"{line.name}{line.op}{line.threshold / k:.6g}s")
-    return ",".join(parts)
 
 
 def _flag(args: list[str], flag: str, value: Any) -> None:

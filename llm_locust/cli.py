@@ -6,6 +6,7 @@
     llm-locust report RESULTS_DIR ... [-o FILE]       one self-contained HTML report (--compare A B)
     llm-locust summarize DIR                          rebuild DIR/summary.json from DIR/requests.jsonl
     llm-locust capacity PLANS.yaml --results-dir DIR  the SLO capacity of each deployment plan, and its cost
+    llm-locust rejudge DIR --slo S -o OUT             a run or a comparison judged again, no new load
     llm-locust demo                                   three simulated plans compared: 4 or 8 GPUs?
     llm-locust --version                              the installed version
 
@@ -29,7 +30,7 @@ USAGE = __doc__.split("\n\n")[1] if __doc__ else ""
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     if not args or args[0] in ("-h", "--help"):
-        print("usage: llm-locust {run,sim,workload,report,summarize,capacity,demo} ...\n" + USAGE)
+        print("usage: llm-locust {run,sim,workload,report,summarize,capacity,rejudge,demo} ...\n" + USAGE)
         return 0 if args else 2
     if args[0] in ("-V", "--version"):
         from llm_locust import __version__
@@ -57,11 +58,16 @@ def main(argv: list[str] | None = None) -> int:
         from llm_locust.capacity import main as capacity_main
 
         return capacity_main(rest)
+    if command == "rejudge":
+        from llm_locust.rejudge import main as rejudge_main
+
+        return rejudge_main(rest)
     if command == "demo":
         from llm_locust.demo import main as demo_main
 
         return demo_main(rest)
-    _fail(f"unknown command {command!r} (choose from run, sim, workload, report, summarize, capacity, demo)")
+    commands = "run, sim, workload, report, summarize, capacity, rejudge, demo"
+    _fail(f"unknown command {command!r} (choose from {commands})")
 
 
 def summarize_command(args: list[str]) -> int:

@@ -39,7 +39,7 @@ from llm_locust.config.slo_terms import parse_series_term
 from llm_locust.config.units import names_file, read_yaml
 from llm_locust.record import LATENCIES
 
-__all__ = ["SloFile", "SloLine", "SloSpec", "load_slo_file", "parse_slo"]
+__all__ = ["SloFile", "SloLine", "SloSpec", "load_slo_file", "parse_slo", "scaled_slo"]
 
 _INTENDED_OK = ("ttft", "e2e")
 _LINE = re.compile(r"^\s*([A-Za-z0-9_.]+)\s*(<=|>=|==|<|>)\s*(.+?)\s*$")
@@ -211,3 +211,15 @@ def _first_problem(exc: ValidationError) -> str:
     if err["type"] == "extra_forbidden":
         return f"unknown key {where!r} (an SLO file has only 'slo:')"
     return f"{where}: {err['msg']}"
+
+
+def scaled_slo(spec: SloSpec, k: float) -> str:
+    """The SLO with every latency threshold divided by ``k`` (the success ratio unchanged): the
+    SLO a simulator running ``k`` times faster than the deployment it models is judged by."""
+    parts = []
+    for line in spec.lines:
+        if line.metric == "success":
+            parts.append(line.text)
+        else:
+            parts.append(f"{line.name}{line.op}{line.threshold / k:.6g}s")
+    return ",".join(parts)

@@ -118,6 +118,7 @@ class PlanView(_Loose):
     output_throughput_per_gpu: float | None = None
     tokens_per_user: float | None = None
     simulator_fell_behind: bool = False
+    unmeasured: str | None = None  # re-judged: what the levels measured cannot tell
     steps: list[StepView]
 
 
@@ -140,6 +141,7 @@ class Decision(_Loose):
     plans: list[PlanView]
     scaling: list[Scaling] = []
     not_measured: dict[str, str] = {}
+    rejudged: dict[str, Any] | None = None  # llm-locust rejudge: the SLO and demand, the folder read
 
     @property
     def time_scales(self) -> list[float]:
@@ -264,6 +266,7 @@ def decision_from(report: dict[str, Any], directory: str | Path) -> Decision:
             plans=[_plan(root, p, kind) for p in report.get("plans") or ()],
             scaling=report.get("scaling") or [],
             not_measured=report.get("not_measured") or {},
+            rejudged=report.get("rejudged"),
         )
     except (KeyError, TypeError, ValidationError) as exc:
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__

@@ -83,13 +83,30 @@ def answer_block(d: Decision) -> str:
         f"<p>SLO: <code>{escape(', '.join(d.slo))}</code>; demand: {escape(d.demand_text)} "
         f"(capacity in {escape(dc.UNIT_AXIS.get(d.demand_kind, d.demand_kind))}).</p>"
     )
-    parts.append(
-        "<ul>" + "".join(f"<li><b>{escape(p.name)}</b>: {escape(p.verdict)}</li>" for p in d.plans) + "</ul>"
-    )
+    parts.append("<ul>" + "".join(_verdict_item(p) for p in d.plans) + "</ul>")
     for name, error in d.not_measured.items():
         parts.append(f"<p><b>{escape(name)}</b>: not measured: {escape(error)}</p>")
-    parts.append(time_note(d))
+    parts.append(time_note(d) + rejudged_note(d))
     return "".join(parts) + plan_table(d)
+
+
+def _verdict_item(p: PlanView) -> str:
+    more = f"; <b>{escape(p.unmeasured)}</b>" if p.unmeasured else ""
+    return f"<li><b>{escape(p.name)}</b>: {escape(p.verdict)}{more}</li>"
+
+
+def rejudged_note(d: Decision) -> str:
+    """A comparison judged again by ``llm-locust rejudge``: under what, from where, what it cannot tell."""
+    if not d.rejudged:
+        return ""
+    r = d.rejudged
+    was = ", ".join(r.get("original_slo") or ())
+    return (
+        f'<p class="note"><b>Judged again without new load</b> from the requests recorded in '
+        f"<code>{escape(str(r.get('from', '')))}</code>, under <code>{escape(', '.join(r.get('slo') or ()))}"
+        f"</code> (the run's SLO: <code>{escape(was)}</code>). The levels measured are the ones the "
+        "original search chose; a level it never measured is named, not guessed.</p>"
+    )
 
 
 def plan_table(d: Decision) -> str:

@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from llm_locust.config.demand import parse_demand
+from llm_locust.config.demand import Demand, parse_demand
 from llm_locust.config.slo import SloSpec, parse_slo
 from llm_locust.load.stages import Stage, StageKind, StagePlan
 from llm_locust.results.columns import Unreadable, read_columns, read_rows
@@ -113,9 +113,12 @@ def _read_run(directory: Path) -> dict[str, Any]:
     return data
 
 
-def _recorded_search(folder: Path, data: Mapping[str, Any], facts: RunFacts, requests: Path) -> Any:
+def _recorded_search(
+    folder: Path, data: Mapping[str, Any], facts: RunFacts, requests: Path, compare: bool = True
+) -> Any:
     """The test's capacity search from ``search.json`` (``None`` without one, or with one of
-    another test: its ``t0`` must be this test's)."""
+    another test: its ``t0`` must be this test's); ``compare``: list where a rebuilt verdict
+    differs from the run's (not when the steps are judged again under another SLO)."""
     path = folder / SEARCH_FILE
     if facts.slo is None or not path.is_file():
         return None
@@ -128,7 +131,7 @@ def _recorded_search(folder: Path, data: Mapping[str, Any], facts: RunFacts, req
     demand = ((data.get("config") or {}).get("options") or {}).get("demand")
     if demand:
         facts.demand = parse_demand(demand)
-    return RecordedSearch(log, list(read_rows(requests)), facts.slo)
+    return RecordedSearch(log, list(read_rows(requests)), facts.slo, compare=compare)
 
 
 def _read_health(directory: Path) -> list[dict[str, Any]]:
@@ -146,14 +149,20 @@ def _read_health(directory: Path) -> list[dict[str, Any]]:
     return out
 
 
-def rebuild(directory: str | Path, write: bool = True) -> dict[str, Any]:
+def rebuild(
+    directory: str | Path, write: bool = True, slo: SloSpec | None = None, demand: Demand | None = None
+) -> dict[str, Any]:
     """The summary of the results folder ``directory``, from ``requests.jsonl`` and ``run.json``;
-    written to ``summary.json`` (marked ``rebuilt``) unless ``write`` is false."""
+    written to ``summary.json`` (marked ``rebuilt``) unless ``write`` is false. ``slo`` and
+    ``demand``: judge every stage and search step under these instead of the run's own
+    (``llm-locust rejudge``; the levels measured stay the ones the run chose)."""
     folder = Path(directory)
     requests = folder / REQUESTS_FILE
     if not requests.is_file():
         raise RebuildError(f"{folder}: no {REQUESTS_FILE} (not a results folder)")
     data = _read_run(folder)
+    if slo is not None:
+        data = {**data, "slo": slo.to_json()}
     slo = parse_slo(list(data["slo"])) if data.get("slo") else None
     unreadable = Unreadable()
     cols = read_columns(requests, itl_stats_of(slo), unreadable)
@@ -162,7 +171,9 @@ def rebuild(directory: str | Path, write: bool = True) -> dict[str, Any]:
     recorded = (data.get("config") or {}).get("stop_time")  # the run ended and said when
     stop = float(recorded) if recorded is not None else float(ends.max()) if cols.n else first
     facts = facts_from_run_json(data, stop, first)
-    facts.search = _recorded_search(folder, data, facts, requests)
+    facts.search = _recorded_search(folder, data, facts, requests, compare=slo is None)
+    if demand is not None:
+        facts.demand = demand
     facts.health = _read_health(folder)
     summary = build_summary(cols, facts)
     summary.update(tally_of(read_rows(requests)).to_summary())

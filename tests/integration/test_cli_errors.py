@@ -39,6 +39,7 @@ def _run(*args: str, locust: bool = False, cwd: Path = REPO) -> subprocess.Compl
         ("demo", "--help"),
         ("summarize", "--help"),
         ("report", "--help"),
+        ("rejudge", "--help"),
     ],
 )
 def test_every_help_works(args: tuple[str, ...]) -> None:
@@ -108,6 +109,12 @@ BAD = [
     (("nope",), False, "unknown command 'nope'"),
     (("summarize",), False, "the following arguments are required: DIR"),
     (("summarize", "missing-folder"), False, "missing-folder: no requests.jsonl (not a results folder)"),
+    (("rejudge", "docs", "-o", "out"), False, "the following arguments are required: --slo"),
+    (("rejudge", "gone", "--slo", "e2e_p95<=1s", "-o", "out"), False, "DIR gone: not a directory"),
+    (("rejudge", "docs", "--slo", "e2e_p95<=1x", "-o", "out"), False, "--slo 'e2e_p95<=1x': 'e2e_p95<=1x'"),
+    (("rejudge", "docs", "--slo", "e2e_p95<=1s", "--demand", "x=1", "-o", "out"), False, "--demand 'x=1'"),
+    (("rejudge", "docs", "--slo", "e2e_p95<=1s", "-o", "docs/out"), False, "-o docs/out: inside DIR docs"),
+    (("rejudge", "docs", "--slo", "e2e_p95<=1s", "-o", "out"), False, "docs: no requests.jsonl"),
 ]
 
 

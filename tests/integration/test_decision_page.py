@@ -9,7 +9,9 @@ numbers of ``capacity.json`` (computed here from the file, not from the page's m
 
 from __future__ import annotations
 
+import hashlib
 import json
+import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -180,3 +182,94 @@ def test_invalid_and_inconclusive_steps_are_marked_and_explained(
     assert len(marked) == 1 and marked[0]["symbol"] == "diamond"
     page = (tmp_path / "capacity.html").read_text()
     assert "reached 3 of 5 users (test)" in page and "its interval straddles (test)" in page
+
+
+def _served(urls: list[str]) -> float:
+    """Requests the simulators finished (every finished reason, aborts too), from their /metrics."""
+    total = 0.0
+    for url in urls:
+        with urllib.request.urlopen(f"{url}/metrics", timeout=10) as reply:
+            text = reply.read().decode()
+        total += sum(
+            float(line.rsplit(" ", 1)[1])
+            for line in text.splitlines()
+            if line.startswith("vllm:request_success_total")
+        )
+    return total
+
+
+def _files(root: Path) -> dict[str, str]:
+    return {
+        str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(root.rglob("*"))
+        if p.is_file()
+    }
+
+
+def _capacities(report: dict[str, Any]) -> dict[str, float]:
+    """Each plan's capacity in users (the level of its highest pass), -1 when none passed."""
+    return {
+        p["name"]: -1.0 if p["capacity_step"] is None else p["capacity_step"]["level"]
+        for p in report["plans"]
+    }
+
+
+def _scaled(slo: list[str], factor: float) -> str:
+    """The SLO with each latency threshold times ``factor`` (written here, not by the code under test)."""
+    out = []
+    for line in slo:
+        name, _, value = line.partition("<=")
+        out.append(line if not value else f"{name}<={float(value.removesuffix('s')) * factor:g}s")
+    return ",".join(out)
+
+
+def test_rejudge_reproduces_the_comparison_and_moves_capacities_the_right_way(
+    comparison: Comparison, tmp_path: Path
+) -> None:
+    root, report = comparison.root, comparison.report
+    before, served = _files(root), _served(comparison.urls)
+    assert served > 0  # the counter counts: the comparison's requests are in it
+    slo = ",".join(report["slo"])
+    same = llm_locust_cli(
+        "rejudge", str(root), "--slo", slo, "--demand", "concurrency=6", "-o", str(tmp_path / "same")
+    )
+    assert same.returncode in (0, 3) and "Traceback" not in same.stderr, same.stderr
+    again = json.loads((tmp_path / "same" / "capacity.json").read_text())
+    assert again.pop("rejudged")["from"] == str(root)
+    for plan in again["plans"]:
+        plan.pop("unmeasured")
+    assert again == report  # every number, verdict and sentence as the run wrote them
+    assert (tmp_path / "same" / "capacity.html").stat().st_size > 100_000
+    looser = llm_locust_cli(
+        "rejudge", str(root), "--slo", _scaled(report["slo"], 1.5), "-o", str(tmp_path / "loose")
+    )
+    tighter = llm_locust_cli(
+        "rejudge", str(root), "--slo", _scaled(report["slo"], 0.6), "-o", str(tmp_path / "tight")
+    )
+    assert looser.returncode in (0, 3) and tighter.returncode in (0, 3), looser.stderr + tighter.stderr
+    loose = json.loads((tmp_path / "loose" / "capacity.json").read_text())
+    tight = json.loads((tmp_path / "tight" / "capacity.json").read_text())
+    base = _capacities(report)
+    for name, level in base.items():
+        assert _capacities(loose)[name] >= level and _capacities(tight)[name] <= level, (name, loose, tight)
+    assert _capacities(loose) != _capacities(tight)  # the SLOs do move something
+    assert loose["slo"] == _scaled(report["slo"], 1.5).split(",")
+    for plan in loose["plans"]:  # a capacity above every measured failure is named as such
+        if plan["upper_step"] is None and plan["capacity_step"] is not None:
+            top = max(plan["steps"], key=lambda s: s["level"])["label"]
+            assert plan["unmeasured"].endswith(f"no step above {top} was measured"), plan["unmeasured"]
+    assert _files(root) == before  # DIR untouched
+    assert _served(comparison.urls) == served  # and no request reached a simulator
+
+
+def test_rejudge_bad_input_is_one_line(comparison: Comparison, tmp_path: Path) -> None:
+    bad = llm_locust_cli("rejudge", str(comparison.root), "--slo", "e2e_p95<=", "-o", str(tmp_path / "x"))
+    assert (
+        bad.returncode == 2
+        and bad.stderr.count("\n") == 1
+        and bad.stderr.startswith("llm-locust rejudge: error: --slo")
+    )
+    inside = llm_locust_cli(
+        "rejudge", str(comparison.root), "--slo", "e2e_p95<=1s", "-o", str(comparison.root / "x")
+    )
+    assert inside.returncode == 2 and "inside DIR" in inside.stderr and not (comparison.root / "x").exists()
