@@ -42,6 +42,7 @@ import numpy as np
 from llm_locust.live import catalog as metrics
 from llm_locust.record import CANCELLED, INCOMPLETE, NOT_FAILED, OK, input_tokens_of
 from llm_locust.results.histogram import FixedBucketCounts, LogHistogram
+from llm_locust.results.inclusion import Coverage, row_covers
 
 __all__ = ["LATENCIES", "QUANTILES", "EndpointTotals", "History", "LiveAggregate", "Window", "history_point"]
 
@@ -217,8 +218,9 @@ class LiveAggregate:
             part.generation_tokens += tokens
         self.reasoning_tokens += int(row.get("reasoning_tokens") or 0)
         self.cached_tokens += int(row.get("cached_tokens") or 0)
-        # a request the client itself stalled inside counts, its latencies do not (as in the summary)
-        for name in LATENCIES if not row.get("client_stall_s") else ():
+        # a request the client itself stalled inside counts, its latencies do not (the one rule:
+        # llm_locust.results.inclusion; the live view is a series, its warm-up included)
+        for name in LATENCIES if row_covers(Coverage.SERIES_LATENCY, row) else ():
             value = row.get(name)
             if name == "itl":  # many values: vectorized (add and add_many agree bit for bit)
                 gaps = _gaps(value)

@@ -63,9 +63,10 @@ class StagePoint:
         self._values: dict[str, np.ndarray] = {}
 
     def values(self, column: str) -> np.ndarray:
-        """The measured values of ``column`` (``itl``: every gap), sorted; computed once."""
+        """The values of ``column`` (``itl``: every gap) the summary's latencies cover
+        (``Coverage.LATENCY``), sorted; computed once."""
         if column not in self._values:
-            mask = self.run.timeline.measured(self.index)
+            mask = self.run.timeline.timed(self.index)
             if column == "itl":
                 values = self.run.timeline.gaps(mask)
             else:
@@ -334,7 +335,7 @@ def pareto_chart(runs: Sequence[RunData]) -> dict[str, Any] | None:
 
 
 def cdf_chart(runs: Sequence[RunData], metric: str) -> dict[str, Any] | None:
-    """Empirical CDF of a latency over every measured successful request."""
+    """Empirical CDF of a latency over the requests the summary's latencies cover."""
     title, column, _ = LATENCY_CHARTS[metric]
     option = base_option(f"{title}: CDF", _axis("ms"), _axis("fraction of requests", min=0, max=1))
     for i, run in enumerate(runs):

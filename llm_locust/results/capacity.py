@@ -26,6 +26,7 @@ from llm_locust.record import OK
 from llm_locust.results.columns import Columns
 from llm_locust.results.concurrency import littles_law, peak_in_flight
 from llm_locust.results.cost import headroom
+from llm_locust.results.inclusion import Coverage, row_covers
 from llm_locust.results.probe import show_value
 
 __all__ = [
@@ -132,16 +133,19 @@ def demand_block(demand: Demand, probes: Sequence[dict[str, Any]], kind: str | N
 
 
 def replica_block(rows: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
-    """Per replica: requests and their share, completed, failed by class, TTFT and E2E percentiles (ms)."""
+    """Per replica: requests and their share, completed, failed by class, TTFT and E2E percentiles
+    (ms), over the records of ``rows`` the summary's own numbers cover (``Coverage.REQUESTS``,
+    the latencies ``Coverage.LATENCY``: :mod:`llm_locust.results.inclusion`)."""
     by: dict[str, list[Mapping[str, Any]]] = {}
     for r in rows:
-        if r.get("replica") is not None:
+        if r.get("replica") is not None and row_covers(Coverage.REQUESTS, r):
             by.setdefault(r["replica"], []).append(r)
     total = sum(len(v) for v in by.values())
     out = {}
     for replica in sorted(by):
         own = by[replica]
         ok = [r for r in own if r.get("outcome") == OK]
+        timed = [r for r in ok if row_covers(Coverage.LATENCY, r)]
         entry: dict[str, Any] = {
             "requests": len(own),
             "share": len(own) / total if total else None,
@@ -150,7 +154,7 @@ def replica_block(rows: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
             "errors": dict(sorted(Counter(r["outcome"] for r in own if r.get("outcome") != OK).items())),
         }
         for name, key in (("ttft", "ttft"), ("e2el", "e2e")):
-            values = np.array([r[key] for r in ok if r.get(key) is not None], dtype=float) * 1000.0
+            values = np.array([r[key] for r in timed if r.get(key) is not None], dtype=float) * 1000.0
             for p in (50, 95, 99):
                 entry[f"p{p}_{name}_ms"] = float(np.percentile(values, p)) if values.size else None
         out[replica] = entry

@@ -11,12 +11,12 @@ Missing numbers are ``nan`` (``stage`` is -1); outcomes and token sources are sm
 codes with their names beside them. A :class:`Part` is a selection of rows (a stage, the
 measured ones) with the ITL pools that belong to exactly those rows.
 
-Which records the statistics leave out (one reason each, first match): ``incomplete`` (in
-flight when the load stopped), ``warmup``, ``rampup`` (see :mod:`llm_locust.results.stages`).
-A request the load generator itself stalled inside (``client_stall_s`` > 0, see
-:mod:`llm_locust.health`) stays measured (it counts as completed or failed, its tokens count)
-but its latencies hold the client's pause: they are left out of every latency statistic
-(:meth:`Part.timed`; its ITL gaps go to a pool of their own, :data:`STALLED`).
+Which records each statistic covers is decided in one place,
+:mod:`llm_locust.results.inclusion` (the left-out ones are counted under one reason each:
+``incomplete``, ``warmup``, ``rampup``); a :class:`Part` hands out its rows per
+:class:`~llm_locust.results.inclusion.Coverage` (:meth:`Part.covered`). A request the load
+generator stalled inside (``client_stall_s`` > 0) is counted but left out of every latency
+statistic; its ITL gaps go to a pool of their own, :data:`STALLED`.
 
 Pure module: numpy (and orjson to read the file), no Locust, no network.
 """
@@ -34,6 +34,7 @@ import orjson
 
 from llm_locust.record import CANCELLED, INCOMPLETE, OK
 from llm_locust.results.arrivals import ChunkStore
+from llm_locust.results.inclusion import EXCLUSIONS, Coverage, covered, exclusion, row_covers
 from llm_locust.results.stats import ItlBudget, ItlPool, ItlValues, percentile
 from llm_locust.results.traffic_columns import TrafficBuilder
 
@@ -51,8 +52,6 @@ __all__ = [
     "skipped_sentence",
 ]
 
-#: Why a record is left out of the statistics, in order of precedence.
-EXCLUSIONS = ("incomplete", "warmup", "rampup")
 #: The ITL pool of measured requests the client stalled inside (no measured part selects it).
 STALLED = "client_stall"
 _NAN = math.nan
@@ -74,17 +73,6 @@ _FLAGS = (
     ("stalled", "client_stall_s"),
     ("usage_conflict", "usage_conflict"),  # the server's usage contradicted the stream
 )
-
-
-def exclusion(row: Mapping[str, Any]) -> str | None:
-    """The reason ``row`` is left out of the statistics, or ``None`` if it is measured."""
-    if row.get("outcome") == INCOMPLETE:
-        return "incomplete"
-    if row.get("warmup"):
-        return "warmup"
-    if row.get("rampup"):
-        return "rampup"
-    return None
 
 
 def itl_own_stat(gaps: Sequence[float], stat: str) -> float | None:
@@ -151,7 +139,7 @@ class ColumnsBuilder:
         self.token_source.add(get("token_source") or "none")
         why = exclusion(row)
         self.traffic.add(index, row)
-        self.exclusion.add(why or "")
+        self.exclusion.add(why.value if why is not None else "")
         gaps = get("itl") or ()
         for stat, column in self.itl_own.items():
             own = itl_own_stat(gaps, stat)
@@ -162,7 +150,8 @@ class ColumnsBuilder:
             base = _NAN if sent is None else sent + ttft
             self.chunks.add(index, base, _NAN if tokens is None else tokens, why is None, gaps)
         if gaps and outcome == OK:
-            key = (-1 if stage is None else stage, STALLED if why is None and get("client_stall_s") else why)
+            timed = why is None and row_covers(Coverage.LATENCY, row)
+            key = (-1 if stage is None else stage, None if timed else STALLED if why is None else why.value)
             pool = self.pools.get(key)
             if pool is None:
                 pool = self.pools[key] = ItlPool(self.budget)
@@ -277,12 +266,17 @@ class Part:
         """The mask of the part's successful rows."""
         return self.mask & self.cols.ok
 
+    def covered(self, coverage: Coverage) -> np.ndarray:
+        """The mask of the part's rows that ``coverage`` covers (:mod:`llm_locust.results.inclusion`)."""
+        return covered(coverage, self.cols, self.mask)
+
     def timed(self) -> np.ndarray:
-        """The successful rows whose latencies count: the client did not stall inside them."""
-        return self.mask & self.cols.ok & ~self.cols.stalled
+        """The rows whose latencies count (``Coverage.LATENCY``)."""
+        return self.covered(Coverage.LATENCY)
 
     def itl(self) -> ItlValues:
-        return ItlValues(self.cols.pools[key] for key in self.pool_keys)
+        """The ITL gaps of the part's rows that ``Coverage.LATENCY`` covers (their pools)."""
+        return ItlValues(self.cols.pools[key] for key in self.pool_keys if key[1] is None)
 
     def stage(self, index: int) -> Part:
         """The part's rows (and pools) of stage ``index``."""

@@ -26,8 +26,9 @@ from llm_locust.load.stages import StagePlan
 from llm_locust.results.accuracy import input_length_error
 from llm_locust.results.analysis import analyse_timeline
 from llm_locust.results.capacity import concurrency_block, demand_block, replica_block, stage_probes
-from llm_locust.results.columns import Columns, exclusion, read_rows
+from llm_locust.results.columns import Columns, read_rows
 from llm_locust.results.concurrency import peak_in_flight
+from llm_locust.results.inclusion import Coverage, row_covers
 from llm_locust.results.saturation import client_block, judge_stages, run_saturation
 from llm_locust.results.slo import evaluate
 from llm_locust.results.stages import LevelFacts, capacity_verdict, excluded_counts, stage_summaries
@@ -140,7 +141,7 @@ def add_analysis(
     those verdicts. Never loses the summary: a failure is returned as one sentence."""
 
     def measured_rows() -> Iterator[dict[str, Any]]:  # --save-detailed only: read again, row by row
-        return (row for row in read_rows(requests) if exclusion(row) is None)
+        return (row for row in read_rows(requests) if row_covers(Coverage.REQUESTS, row))
 
     try:
         analyse_timeline(
@@ -161,7 +162,7 @@ def add_analysis(
 
 def add_replicas(summary: dict[str, Any], requests: Path) -> None:
     """Per replica of ``--endpoints`` (the measured rows, read again row by row)."""
-    summary["replicas"] = replica_block(row for row in read_rows(requests) if exclusion(row) is None)
+    summary["replicas"] = replica_block(read_rows(requests))
 
 
 def exit_code(summary: Mapping[str, Any], interrupt_code: int | None) -> int | None:

@@ -21,9 +21,9 @@ Rules (the thresholds come from ``benchmarks/yardstick.py``, see benchmarks/READ
   "client saturated from users=600: timings unreliable, add workers"
   (:func:`saturation_message`) in the summary (``client_saturated``), the end-of-run text,
   the warnings and the web UI's stage rows;
-- a request with ``client_stall_s > 0`` is *stalled*: it is left out of the statistics
-  under the exclusion ``client_stall`` (:func:`llm_locust.results.columns.exclusion`),
-  counted in ``excluded`` and named by the end-of-run text; it stays in ``requests.jsonl``.
+- a request with ``client_stall_s > 0`` is *stalled*: it is counted (completed or failed,
+  its tokens) but left out of every latency statistic (:mod:`llm_locust.results.inclusion`),
+  ``client_stalled`` says how many and the end-of-run text names them.
 
 Pure module: no Locust, no gevent, no network.
 """

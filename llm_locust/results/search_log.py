@@ -35,6 +35,7 @@ from llm_locust.config.slo import SloSpec
 from llm_locust.load.search import SearchSpec
 from llm_locust.load.stages import Stage, StageKind
 from llm_locust.results.columns import Columns
+from llm_locust.results.inclusion import FIELDS as INCLUSION_FIELDS
 from llm_locust.results.probe import judge_step, search_result
 from llm_locust.results.slo import itl_stats_of
 from llm_locust.results.stages import KnownLevels, stage_entry
@@ -56,11 +57,13 @@ __all__ = [
 SEARCH_FORMAT = 1
 #: A step is judged on the records of its own stage and of this many stages before it.
 KEPT_STAGES = 1
-#: The fields of a record a step's judgment reads (the rest is not kept in memory).
+#: The fields of a record a step's judgment reads (the rest is not kept in memory): every field
+#: the inclusion rule reads (:data:`llm_locust.results.inclusion.FIELDS`), so a step and its
+#: stage cover the same records, and the values judged.
 JUDGED_FIELDS = (
+    *INCLUSION_FIELDS,
     "request_id",
     "start_time",
-    "outcome",
     "ttft",
     "tpot",
     "e2e",
@@ -68,9 +71,6 @@ JUDGED_FIELDS = (
     "completion_tokens",
     "prompt_tokens",
     "target_input_tokens",
-    "stage",
-    "warmup",
-    "rampup",
     "send_lag",
     "intended_offset",
     "waited_for_slot",

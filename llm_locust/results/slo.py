@@ -33,8 +33,9 @@ import numpy as np
 
 from llm_locust.config.slo import SloLine, SloSpec, load_slo_file, parse_slo
 from llm_locust.record import OK, RequestRecord
-from llm_locust.results.columns import STALLED, Columns, Part, itl_own_stat
+from llm_locust.results.columns import Columns, Part, itl_own_stat
 from llm_locust.results.confidence import Interval, shortfall, statistic_interval, verdict
+from llm_locust.results.inclusion import Coverage
 from llm_locust.results.stats import percentile
 
 __all__ = [
@@ -219,6 +220,8 @@ class SloResult:
 
 
 def _line_result(line: SloLine, part: Part, rows: np.ndarray, ok: np.ndarray) -> SloLineResult:
+    """``line`` judged on ``part``: success over ``rows`` (``Coverage.SUCCESS``) of which ``ok``
+    succeeded; a latency over ``Coverage.LATENCY`` (:mod:`llm_locust.results.inclusion`)."""
     if line.metric == "success":
         n = int(rows.sum())
         measured = int(ok.sum()) / n if n else None
@@ -228,7 +231,7 @@ def _line_result(line: SloLine, part: Part, rows: np.ndarray, ok: np.ndarray) ->
         measured, n = pooled.stat(line.stat or "mean"), pooled.count
         interval = pooled.interval(line.stat or "max")
     else:
-        values = _values(part, line, ok & ~part.cols.stalled)  # no latency the client stalled inside
+        values = _values(part, line, part.covered(Coverage.LATENCY))
         values = values[~np.isnan(values)]
         measured, n = statistic(values, line.stat or "mean"), int(values.size)
         interval = statistic_interval(line.stat or "max", values)
@@ -252,16 +255,18 @@ def _unjudged(line: SloLine) -> SloLineResult:
 
 
 def evaluate(spec: SloSpec, rows: Rows, duration_s: float, series: SeriesJudge | None = None) -> SloResult:
-    """Check ``spec`` against the non-warm-up records of ``rows`` that ran over ``duration_s`` s;
-    ``series`` judges the server and drift lines (without it they fail, unjudged).
+    """Check ``spec`` against the records of ``rows`` that ran over ``duration_s`` s, as the
+    inclusion rule covers them (:mod:`llm_locust.results.inclusion`: no warm-up, ramp-up or
+    incomplete request; no latency the client stalled inside); ``series`` judges the server
+    and drift lines (without it they fail, unjudged).
 
     A line with nothing to measure (no requests, or no TPOT at all) fails: the objective
     was not shown to hold. Incomplete requests (in flight when the load stopped) are left
     out, of the success ratio too: the server neither served nor failed them.
     """
-    part = slo_part(rows, spec).without(("warmup", "incomplete", STALLED))  # STALLED: ITL pools only
-    mask = part.mask & ~part.cols.cancelled  # abandoned by the client: neither served nor failed
-    ok = part.ok()
+    part = slo_part(rows, spec)
+    mask = part.covered(Coverage.SUCCESS)  # a cancelled request was neither served nor failed
+    ok = part.covered(Coverage.COMPLETED)
     judge = series or _unjudged
     results = [
         _line_result(line, part, mask, ok) if line.kind == "request" else judge(line) for line in spec.lines

@@ -2,10 +2,9 @@
 
 Which records a stage's statistics cover: those sent in its *measured window*, from the
 later of the end of its warm-up and the moment it reached its user count, to its end (or
-the stop). Every other record stays in ``requests.jsonl`` and is counted under exactly one
-exclusion (first match): ``incomplete`` (in flight when the load stopped), ``warmup`` (the
-first ``--warmup`` seconds of a stage), ``rampup`` (sent before its stage reached its user
-count).
+the stop), as the one inclusion rule says (:mod:`llm_locust.results.inclusion`: the others
+are counted under one exclusion each; latencies leave out the requests the client stalled
+inside).
 
 Little's law per stage is measured over the same window from *every* record whose
 ``[start, start + e2e]`` overlaps it (warm-up, ramp-up and incomplete ones included: they

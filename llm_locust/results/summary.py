@@ -21,6 +21,7 @@ import numpy as np
 from llm_locust.results.columns import Columns, Part
 from llm_locust.results.concurrency import peak_in_flight
 from llm_locust.results.failures import failure_lines
+from llm_locust.results.inclusion import Coverage
 from llm_locust.results.stats import latency_stats, percentiles
 from llm_locust.results.traffic import traffic_lines
 
@@ -58,18 +59,19 @@ def summarize(rows: Part | Columns | Iterable[Mapping[str, Any]], duration: floa
     """The run-level summary over ``rows``; ``duration`` is the wall time they span (s)."""
     part = part_of(rows)
     cols, mask = part.cols, part.mask
-    ok = part.ok()
+    counted, ok = part.covered(Coverage.REQUESTS), part.covered(Coverage.COMPLETED)
+    failed = counted & ~cols.ok & ~cols.cancelled
     completed, incomplete = int(ok.sum()), int((mask & cols.incomplete).sum())
-    cancelled = int((mask & cols.cancelled).sum())
+    cancelled = int((counted & cols.cancelled).sum())
     duration = max(duration, 1e-9)
     prompt = np.where(np.isnan(cols.prompt[ok]), np.nan_to_num(cols.target_in[ok]), cols.prompt[ok])
     input_tokens = int(prompt.sum())
     output_tokens = int(np.nan_to_num(cols.completion[ok]).sum())
     itl = part.itl()
-    timed = part.timed()
+    timed = part.covered(Coverage.LATENCY)
     out: dict[str, Any] = {
         "completed": completed,
-        "failed": part.n - completed - incomplete - cancelled,
+        "failed": int(failed.sum()),
         "incomplete": incomplete,
         "cancelled": cancelled,
         "duration": duration,
@@ -86,8 +88,7 @@ def summarize(rows: Part | Columns | Iterable[Mapping[str, Any]], duration: floa
         else:
             out.update(latency_stats(name, _known(getattr(cols, field)[timed])))
     out["itl_precision"] = itl.precision()
-    out.update(_traffic(part, ok))
-    failed = mask & ~cols.ok & ~cols.incomplete & ~cols.cancelled
+    out.update(_traffic(part, ok, timed))
     out["errors"] = dict(sorted(Counter(cols.outcome_of(failed)).items()))
     sources = np.asarray(cols.token_source_names, dtype=object)
     out["token_sources"] = dict(sorted(Counter(sources[cols.token_source[ok]].tolist()).items()))
@@ -103,12 +104,13 @@ def summarize(rows: Part | Columns | Iterable[Mapping[str, Any]], duration: floa
     return out
 
 
-def _traffic(part: Part, ok: np.ndarray) -> dict[str, Any]:
-    """Visible TTFT, cache-hit and burst TTFT keys, and the reasoning, prefix-cache and burst
-    blocks (each only when a record has something to say; :mod:`llm_locust.results.traffic`)."""
+def _traffic(part: Part, ok: np.ndarray, timed: np.ndarray) -> dict[str, Any]:
+    """Visible TTFT, cache-hit and burst TTFT keys (over the ``timed`` rows, as TTFT), and the
+    reasoning, prefix-cache and burst blocks (over the successful rows ``ok``; each only when a
+    record has something to say; :mod:`llm_locust.results.traffic`)."""
     cols, traffic = part.cols, part.cols.traffic
     out: dict[str, Any] = {}
-    for name, seconds in traffic.latencies(cols, ok).items():
+    for name, seconds in traffic.latencies(cols, timed).items():
         out.update(latency_stats(name, seconds))
     blocks = {
         "reasoning": traffic.reasoning_block(ok),
@@ -141,7 +143,7 @@ def open_loop_stats(part: Part, duration: float) -> dict[str, Any]:
         out.update(
             {"p50_send_lag_ms": p50, "p99_send_lag_ms": p99, "max_send_lag_ms": float(lags.max() * 1000.0)}
         )
-    timed = part.timed()
+    timed = part.covered(Coverage.LATENCY)
     lag = np.nan_to_num(cols.lag[timed])
     out.update(latency_stats("ttft_intended", _known(cols.ttft[timed] + lag)))
     out.update(latency_stats("e2el_intended", _known(cols.e2e[timed] + lag)))

@@ -18,8 +18,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from llm_locust.record import OK
+from llm_locust.record import CANCELLED, INCOMPLETE, OK
 from llm_locust.results.arrivals import ChunkStore, chunk_table
+from llm_locust.results.inclusion import Coverage, covered
 
 if TYPE_CHECKING:
     from llm_locust.results.columns import Columns
@@ -29,6 +30,10 @@ __all__ = ["Timeline", "binned_overlap", "binned_sum"]
 
 def _floats(values: Iterable[Any]) -> np.ndarray:
     return np.fromiter((np.nan if v is None else v for v in values), dtype=float)
+
+
+def _flags(values: Iterable[Any]) -> np.ndarray:
+    return np.fromiter((bool(v) for v in values), dtype=bool)
 
 
 class Timeline:
@@ -52,8 +57,11 @@ class Timeline:
         self.target_input = _floats(r.get("target_input_tokens") for r in rows)
         self.target_output = _floats(r.get("target_output_tokens") for r in rows)
         self.stage = _floats(r.get("stage") for r in rows)
-        #: left out of the statistics: the start of a stage (warm-up, ramp-up)
-        self.excluded = np.fromiter((bool(r.get("warmup") or r.get("rampup")) for r in rows), dtype=bool)
+        self.incomplete = self.outcome == INCOMPLETE
+        self.cancelled = self.outcome == CANCELLED
+        self.warmup = _flags(r.get("warmup") for r in rows)
+        self.rampup = _flags(r.get("rampup") for r in rows)
+        self.stalled = _flags(r.get("client_stall_s") for r in rows)
         self._finish()
         self.store: ChunkStore | None = None
 
@@ -69,12 +77,15 @@ class Timeline:
         self.completion_tokens, self.prompt_tokens = cols.completion, cols.prompt
         self.target_input, self.target_output = cols.target_in, cols.target_out
         self.stage = np.where(cols.stage < 0, np.nan, cols.stage.astype(float))
-        self.excluded = cols.warmup | cols.rampup
+        self.incomplete, self.cancelled = cols.incomplete, cols.cancelled
+        self.warmup, self.rampup, self.stalled = cols.warmup, cols.rampup, cols.stalled
         self._finish()
         self.store = cols.chunks
         return self
 
     def _finish(self) -> None:
+        #: left out of the statistics: the start of a stage (warm-up, ramp-up)
+        self.excluded = self.warmup | self.rampup
         #: when the request ended (its send time when it has no E2E)
         self.end = np.where(np.isnan(self.e2e), self.start, self.start + np.nan_to_num(self.e2e))
         self._chunks: _Chunks | None = None
@@ -83,9 +94,17 @@ class Timeline:
         return int(self.start.size)
 
     def measured(self, stage: int | None = None) -> np.ndarray:
-        """Mask of the successful measured requests (of one stage when given)."""
-        mask = self.ok & ~self.excluded
-        return mask if stage is None else mask & (self.stage == stage)
+        """Mask of the successful measured requests (of one stage when given): those whose
+        tokens count (``Coverage.COMPLETED``, :mod:`llm_locust.results.inclusion`)."""
+        return self.covered(Coverage.COMPLETED, stage)
+
+    def timed(self, stage: int | None = None) -> np.ndarray:
+        """Mask of the requests whose latencies count (``Coverage.LATENCY``), of one stage when given."""
+        return self.covered(Coverage.LATENCY, stage)
+
+    def covered(self, coverage: Coverage, stage: int | None = None) -> np.ndarray:
+        """The requests (of one stage when given) that ``coverage`` covers."""
+        return covered(coverage, self, None if stage is None else self.stage == stage)
 
     @property
     def binned(self) -> bool:

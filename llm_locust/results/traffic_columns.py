@@ -94,7 +94,8 @@ class TrafficColumns:
         self.wave_time = _floats(built.wave_time)
 
     def latencies(self, cols: Any, ok: np.ndarray) -> dict[str, np.ndarray]:
-        """Latency columns (seconds) of the successful rows ``ok``, beside TTFT."""
+        """Latency columns (seconds) beside TTFT, of the rows ``ok`` (the rows the TTFT of the
+        same statistic covers: ``Coverage.LATENCY``, :mod:`llm_locust.results.inclusion`)."""
         visible = cols.ttft.copy()
         visible[self.visible_at] = self.visible
         out = {"ttft_visible": _known(visible[ok])}

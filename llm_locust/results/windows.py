@@ -7,8 +7,9 @@ test) the summary's ``windows`` list gives:
 - ``requests``: requests that *ended* in the window, by outcome (``ok`` or a failure
   class), ``completed``, ``failed`` and ``error_rate`` (failed / ended; ``incomplete`` ones,
   cut by the stop, count in neither);
-- ``p50/p95/p99`` of TTFT, TPOT and E2E (ms) over the successful requests that ended in it
-  (exact, numpy linear interpolation; ``None`` when none did);
+- ``p50/p95/p99`` of TTFT, TPOT and E2E (ms) over the successful requests that ended in it,
+  but those the load generator stalled inside (``Coverage.SERIES_LATENCY``,
+  :mod:`llm_locust.results.inclusion`; exact, numpy linear interpolation; ``None`` when none did);
 - ``output_tokens_per_s``: tokens that *arrived* in the window (each content chunk's own
   time, see :mod:`llm_locust.results.timeline`) per second;
 - ``in_flight``: the time-weighted mean number of requests in flight;
@@ -32,6 +33,7 @@ import numpy as np
 
 from llm_locust.load.stages import parse_duration
 from llm_locust.record import NOT_FAILED, OK
+from llm_locust.results.inclusion import Coverage
 from llm_locust.results.server_series import GAUGES, counter_increase
 from llm_locust.results.timeline import Timeline, binned_overlap, binned_sum
 
@@ -112,7 +114,7 @@ def _requests_in(timeline: Timeline, mask: np.ndarray) -> dict[str, Any]:
         "failed": failed,
         "error_rate": failed / (completed + failed) if completed + failed else None,
     }
-    ok = mask & timeline.ok
+    ok = timeline.covered(Coverage.SERIES_LATENCY) & mask
     for name, column in _LATENCIES:
         values = getattr(timeline, column)[ok]
         values = values[~np.isnan(values)] * 1000.0

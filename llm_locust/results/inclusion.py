@@ -1,0 +1,176 @@
+"""Which records a statistic covers: the one inclusion rule of the results side.
+
+Every number of a run (the summary and its stages, a capacity search's steps, the time windows,
+the replicas, visible TTFT and cache hits, the report's charts, ``/llm``, the exporter) counts
+or times the records this module selects, from five facts each record carries
+(:data:`FIELDS`; the columns of :mod:`llm_locust.results.columns` and
+:mod:`llm_locust.results.timeline` hold them as boolean arrays):
+
+=================  =========================================================================
+condition          a record meets it when
+=================  =========================================================================
+``COMPLETE``       it ended (not ``incomplete``: in flight when the load stopped)
+``IN_WINDOW``      it was sent in its stage's measured window (not ``warmup``: the first
+                   ``--warmup`` seconds of a stage; not ``rampup``: before its stage reached
+                   its user count). A record's stage is set when it is sent.
+``NOT_CANCELLED``  the client did not abandon it on purpose (``--cancel``)
+``OK``             it succeeded
+``UNSTALLED``      the load generator did not stall inside it (``client_stall_s`` is 0 or
+                   absent, :mod:`llm_locust.health`): its times are the server's
+=================  =========================================================================
+
+A statistic covers the records that meet every condition of its :class:`Coverage`
+(:data:`RULE`):
+
+- ``REQUESTS``: request counts by outcome, and the span the rates divide by: ``COMPLETE``,
+  ``IN_WINDOW`` (a cancelled request is counted, as cancelled, not as a failure);
+- ``SUCCESS``: the success ratio of an SLO: also ``NOT_CANCELLED`` (neither served nor failed);
+- ``COMPLETED``: tokens, throughputs, reasoning and prefix-cache counts: also ``OK``;
+- ``LATENCY``: every latency statistic (TTFT, visible TTFT, cache hit / miss TTFT, burst
+  TTFT, TPOT, ITL, E2E, SLO lines, goodput's latency checks): also ``UNSTALLED``;
+- ``SERIES``: a statistic of time (a window of the run, the live view): every record that
+  ended in it, its latencies when ``OK`` and ``UNSTALLED`` (``SERIES_LATENCY``); the warm-up
+  is part of the series;
+- ``IN_FLIGHT``: concurrency and Little's law: every record (each was in flight).
+
+Client-stalled requests, deliberately: the client, not the server, delayed them, so their
+latencies are left out of every latency statistic; they are still requests the server
+served (counted, tokens counted, ``client_stalled`` says how many). Whether a step or stage
+with many of them can be judged at all is a validity question
+(:mod:`llm_locust.results.validity`, :mod:`llm_locust.results.saturation`).
+
+A record left out of a stage's statistics is counted under exactly one :class:`Exclusion`
+(first match: incomplete, warm-up, ramp-up), the summary's ``excluded``.
+
+The rule is evaluated two ways, from the same table: on one row (:func:`row_covers`, the live
+aggregate, the replicas) and on columns (:func:`covered`, everything else); a test checks they
+agree. Pure module: numpy, no Locust, no network.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from enum import Enum, StrEnum
+from typing import Any, Protocol
+
+import numpy as np
+
+from llm_locust.record import CANCELLED, INCOMPLETE, OK
+
+__all__ = [
+    "EXCLUSIONS",
+    "FIELDS",
+    "RULE",
+    "Condition",
+    "Coverage",
+    "Exclusion",
+    "Marks",
+    "covered",
+    "exclusion",
+    "row_covers",
+]
+
+#: The record fields the rule reads (a record cut for later judging must keep them).
+FIELDS = ("outcome", "warmup", "rampup", "client_stall_s", "stage")
+
+
+class Exclusion(StrEnum):
+    """Why a record is left out of its stage's statistics (first match, in this order)."""
+
+    INCOMPLETE = "incomplete"
+    WARMUP = "warmup"
+    RAMPUP = "rampup"
+
+
+#: The exclusion reasons' names, in order of precedence.
+EXCLUSIONS = tuple(e.value for e in Exclusion)
+
+
+class Condition(Enum):
+    COMPLETE = "complete"
+    IN_WINDOW = "in_window"
+    NOT_CANCELLED = "not_cancelled"
+    OK = "ok"
+    UNSTALLED = "unstalled"
+
+
+class Coverage(Enum):
+    REQUESTS = "requests"
+    SUCCESS = "success"
+    COMPLETED = "completed"
+    LATENCY = "latency"
+    SERIES = "series"
+    SERIES_LATENCY = "series_latency"
+    IN_FLIGHT = "in_flight"
+
+
+_C = Condition
+#: The rule: the conditions a record meets to be covered by each kind of statistic.
+RULE: Mapping[Coverage, frozenset[Condition]] = {
+    Coverage.REQUESTS: frozenset({_C.COMPLETE, _C.IN_WINDOW}),
+    Coverage.SUCCESS: frozenset({_C.COMPLETE, _C.IN_WINDOW, _C.NOT_CANCELLED}),
+    Coverage.COMPLETED: frozenset({_C.COMPLETE, _C.IN_WINDOW, _C.OK}),
+    Coverage.LATENCY: frozenset({_C.COMPLETE, _C.IN_WINDOW, _C.OK, _C.UNSTALLED}),
+    Coverage.SERIES: frozenset(),
+    Coverage.SERIES_LATENCY: frozenset({_C.OK, _C.UNSTALLED}),
+    Coverage.IN_FLIGHT: frozenset(),
+}
+
+
+class Marks(Protocol):
+    """Columns holding the rule's facts, one boolean per record."""
+
+    ok: np.ndarray
+    incomplete: np.ndarray
+    cancelled: np.ndarray
+    warmup: np.ndarray
+    rampup: np.ndarray
+    stalled: np.ndarray
+
+
+def _column(marks: Marks, condition: Condition) -> np.ndarray:
+    if condition is _C.COMPLETE:
+        return ~marks.incomplete
+    if condition is _C.IN_WINDOW:
+        return ~(marks.warmup | marks.rampup)
+    if condition is _C.NOT_CANCELLED:
+        return ~marks.cancelled
+    if condition is _C.OK:
+        return marks.ok
+    return ~marks.stalled
+
+
+def _row(row: Mapping[str, Any], condition: Condition) -> bool:
+    if condition is _C.COMPLETE:
+        return row.get("outcome") != INCOMPLETE
+    if condition is _C.IN_WINDOW:
+        return not (row.get("warmup") or row.get("rampup"))
+    if condition is _C.NOT_CANCELLED:
+        return row.get("outcome") != CANCELLED
+    if condition is _C.OK:
+        return row.get("outcome") == OK
+    return not row.get("client_stall_s")
+
+
+def covered(coverage: Coverage, marks: Marks, mask: np.ndarray | None = None) -> np.ndarray:
+    """The records of ``marks`` (within ``mask``, when given) that ``coverage`` covers."""
+    out = np.ones(marks.ok.shape, dtype=bool) if mask is None else mask.copy()
+    for condition in RULE[coverage]:
+        out &= _column(marks, condition)
+    return out
+
+
+def row_covers(coverage: Coverage, row: Mapping[str, Any]) -> bool:
+    """Does ``coverage`` cover the record ``row`` (its ``requests.jsonl`` form)?"""
+    return all(_row(row, condition) for condition in RULE[coverage])
+
+
+def exclusion(row: Mapping[str, Any]) -> Exclusion | None:
+    """Why ``row`` is left out of its stage's statistics, or ``None``: it is measured."""
+    if not _row(row, _C.COMPLETE):
+        return Exclusion.INCOMPLETE
+    if row.get("warmup"):
+        return Exclusion.WARMUP
+    if row.get("rampup"):
+        return Exclusion.RAMPUP
+    return None

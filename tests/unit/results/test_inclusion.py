@@ -1,0 +1,115 @@
+"""The one inclusion rule: which records each statistic covers, and every view applying it alike."""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+import numpy as np
+
+from llm_locust.load.search import SearchSpec, SearchStages
+from llm_locust.results.columns import Columns
+from llm_locust.results.inclusion import Coverage, covered, exclusion, row_covers
+from llm_locust.results.search_log import judge_rows, judged_row
+from llm_locust.results.slo import itl_stats_of, parse_slo
+from llm_locust.results.stages import stage_entry
+from llm_locust.results.summary import summarize
+from llm_locust.results.timeline import Timeline
+from tests.unit.results.test_probe import rows as probe_rows
+
+T0 = 1_000.0
+SLO = parse_slo("success>=50%,e2e_p95<=3s")
+
+
+def _every_kind_of_row() -> list[dict[str, Any]]:
+    """One row per combination of the facts the rule reads."""
+    out = []
+    facts = itertools.product(("ok", "http_500", "incomplete", "cancelled"), (0, 1), (0, 1), (0.0, 0.4))
+    for i, (outcome, warmup, rampup, stall) in enumerate(facts):
+        out.append(
+            {
+                "request_id": f"r{i}",
+                "start_time": T0 + i,
+                "outcome": outcome,
+                "ttft": 0.1,
+                "e2e": 0.5,
+                "stage": 0,
+                "warmup": bool(warmup),
+                "rampup": bool(rampup),
+                "client_stall_s": stall,
+            }
+        )
+    return out
+
+
+def _expected(coverage: Coverage, row: dict[str, Any]) -> bool:
+    """The documented rule, written out here independently of the module's table."""
+    outcome = row["outcome"]
+    window = not row["warmup"] and not row["rampup"] and outcome != "incomplete"
+    unstalled = row["client_stall_s"] == 0.0
+    return {
+        Coverage.REQUESTS: window,
+        Coverage.SUCCESS: window and outcome != "cancelled",
+        Coverage.COMPLETED: window and outcome == "ok",
+        Coverage.LATENCY: window and outcome == "ok" and unstalled,
+        Coverage.SERIES: True,
+        Coverage.SERIES_LATENCY: outcome == "ok" and unstalled,
+        Coverage.IN_FLIGHT: True,
+    }[coverage]
+
+
+def test_rows_and_columns_apply_the_documented_rule_alike() -> None:
+    rows = _every_kind_of_row()
+    cols, timeline = Columns.from_rows(rows), Timeline(rows)
+    for coverage in Coverage:
+        want = [_expected(coverage, r) for r in rows]
+        assert [row_covers(coverage, r) for r in rows] == want, coverage
+        assert covered(coverage, cols).tolist() == want, coverage
+        assert timeline.covered(coverage).tolist() == want, coverage
+        assert covered(coverage, Timeline.from_columns(cols)).tolist() == want, coverage
+    reasons = [exclusion(r) for r in rows]
+    assert [r is None for r in reasons] == [_expected(Coverage.REQUESTS, r) for r in rows]
+    for row, why in zip(rows, reasons, strict=True):  # one reason each, incomplete first
+        late = "warmup" if row["warmup"] else "rampup" if row["rampup"] else None
+        assert why == ("incomplete" if row["outcome"] == "incomplete" else late), row
+
+
+def _step_rows(n: int, stalled: set[int]) -> list[dict[str, Any]]:
+    """``n`` records of a search step, one every 0.5 s; those in ``stalled`` carry a 4-s pause of
+    the client in their TTFT and E2E."""
+    out = probe_rows(n, 0.5 + 0.01 * (np.arange(n) % 50), span=0.5 * n + 3.0)
+    for i, row in enumerate(out):
+        pause = 4.0 if i in stalled else 0.0
+        row["ttft"] += pause
+        row["e2e"] += pause
+        row.update(client_stall_s=pause, ttft_visible=row["ttft"], cached_tokens=0)
+    return out
+
+
+def test_a_search_step_covers_the_records_its_stage_does() -> None:
+    """Seen: the search judged B at 52 users on E2E P95 35.1 s (fail), the stage table 22.2 s
+    (pass), same summary.json: the step's records were cut to fields without client_stall_s."""
+    rows = _step_rows(200, stalled=set(range(0, 200, 10)))  # 20 of 200 stalled: their E2E > 4 s
+    span = 100.0
+    stage = SearchStages(SearchSpec("rate", 2.0), 0.0, span).stage(2.0, span, 0.0)  # one every 0.5 s
+    entry = stage_entry(stage, T0, T0 + span, Columns.from_rows(rows, itl_stats_of(SLO)), SLO, None)
+    step = {"extensions": 0, "unsettled": 0, "phase": "expand", "sample_extensions": 0}
+    probe = judge_rows([judged_row(r) for r in rows], stage, T0, T0 + span, SLO, None, step)
+    timed = np.array([r["e2e"] for r in rows if r["client_stall_s"] == 0.0]) * 1000.0
+    expect = float(np.percentile(timed, 95))
+    assert entry["p95_e2el_ms"] == expect
+    assert probe["p95_e2el_ms"] == expect  # not the stalled requests' 4.5 s
+    assert probe["verdict"] == entry["verdict"] == "pass"
+    assert probe["completed"] == entry["completed"] == 200  # counted, all of them
+
+
+def test_visible_ttft_and_cache_miss_ttft_cover_the_records_ttft_does() -> None:
+    """Seen: no reasoning model, p95_ttft_ms 180.6 but p95_ttft_visible_ms and the cache-miss
+    P95 306.1 over the same records: the stalled requests were left out of TTFT only."""
+    rows = _step_rows(100, stalled=set(range(3, 100, 10)))  # 10 of 100: their TTFT over 4 s
+    summary = summarize(Columns.from_rows(rows), 50.0)
+    timed = np.array([r["ttft"] for r in rows if r["client_stall_s"] == 0.0]) * 1000.0
+    assert summary["p95_ttft_ms"] == float(np.percentile(timed, 95))
+    for key in ("p95_ttft_visible_ms", "p95_ttft_cache_miss_ms"):  # every row a miss, none reasoning
+        assert summary[key] == summary["p95_ttft_ms"], key
+    assert summary["client_stalled"] == 10 and summary["completed"] == 100
