@@ -13,7 +13,7 @@ measured ones) with the ITL pools that belong to exactly those rows.
 
 Which records each statistic covers is decided in one place,
 :mod:`llm_locust.results.inclusion` (the left-out ones are counted under one reason each:
-``incomplete``, ``warmup``, ``rampup``); a :class:`Part` hands out its rows per
+``incomplete``, ``warmup``, ``rampup``, ``outside``); a :class:`Part` hands out its rows per
 :class:`~llm_locust.results.inclusion.Coverage` (:meth:`Part.covered`). A request the load
 generator stalled inside (``client_stall_s`` > 0) is counted but left out of every latency
 statistic; its ITL gaps go to a pool of their own, :data:`STALLED`.
@@ -69,6 +69,7 @@ _FLOATS = (
 _FLAGS = (
     ("warmup", "warmup"),
     ("rampup", "rampup"),
+    ("outside", "outside"),
     ("waited", "waited_for_slot"),
     ("stalled", "client_stall_s"),
     ("usage_conflict", "usage_conflict"),  # the server's usage contradicted the stream
@@ -203,6 +204,7 @@ class Columns:
     warmup: np.ndarray
     stalled: np.ndarray
     rampup: np.ndarray
+    outside: np.ndarray
     waited: np.ndarray
     usage_conflict: np.ndarray
 

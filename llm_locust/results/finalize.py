@@ -28,7 +28,7 @@ from llm_locust.results.analysis import analyse_timeline
 from llm_locust.results.capacity import concurrency_block, demand_block, replica_block, stage_probes
 from llm_locust.results.columns import Columns, read_rows
 from llm_locust.results.concurrency import peak_in_flight
-from llm_locust.results.inclusion import Coverage, row_covers
+from llm_locust.results.inclusion import Coverage, measured_span, row_covers
 from llm_locust.results.saturation import client_block, judge_stages, run_saturation
 from llm_locust.results.slo import evaluate
 from llm_locust.results.stages import LevelFacts, capacity_verdict, excluded_counts, stage_summaries
@@ -85,7 +85,17 @@ class RunFacts:
 def build_summary(cols: Columns, facts: RunFacts) -> dict[str, Any]:
     """The summary of every record of a test (``cols``) that ran as ``facts`` say."""
     measured = cols.measured_part()
-    summary = summarize(measured, facts.stop_time - facts.start_time)
+    staged = facts.stages is not None and facts.t0 is not None
+    stages: list[dict[str, Any]] | None = None
+    if staged and facts.search is not None:  # a search's steps over the windows they were judged on
+        stages = facts.search.stage_entries(cols, facts.stop_time, facts.slo, facts.levels)
+    elif staged:
+        assert facts.stages is not None and facts.t0 is not None
+        stages = stage_summaries(facts.stages, facts.t0, facts.stop_time, cols, facts.slo, facts.levels)
+    windows = None if stages is None else [(s["window"]["start"], s["window"]["end"]) for s in stages]
+    span = measured_span(windows, facts.start_time, facts.stop_time)
+    summary = summarize(measured, span["seconds"])
+    summary["measured_span"] = span
     excluded = excluded_counts(cols.part())
     summary["incomplete"] = excluded["incomplete"]
     summary["max_concurrent_requests"] = peak_in_flight(cols.start, cols.e2e)  # every request was in flight
@@ -99,16 +109,12 @@ def build_summary(cols: Columns, facts: RunFacts) -> dict[str, Any]:
         summary["slo"] = evaluate(facts.slo, measured, summary["duration"]).to_json()
     if summary.get("p99_send_lag_ms") is not None:
         summary["generator_lagging"] = summary["p99_send_lag_ms"] > MAX_SEND_LAG_MS
-    if facts.stages is not None and facts.t0 is not None and facts.search is not None:
-        # a search's steps over the windows they were judged on, and its own answer
-        summary["stages"] = facts.search.stage_entries(cols, facts.stop_time, facts.slo, facts.levels)
+    if stages is not None:
+        summary["stages"] = stages
+    if stages is not None and facts.search is not None:
         summary["search"] = facts.search.result()
         summary["capacity"] = summary["search"]["sentence"]
         summary["highest_passing_stage"] = (summary["search"]["highest_pass"] or {}).get("index")
-    elif facts.stages is not None and facts.t0 is not None:
-        summary["stages"] = stage_summaries(
-            facts.stages, facts.t0, facts.stop_time, cols, facts.slo, facts.levels
-        )
     if facts.health:  # before the capacity answer: a saturated client's stage is never it
         summary["client"] = client_block(facts.health, facts.start_time, facts.stop_time)
         summary["client_saturated"] = run_saturation(

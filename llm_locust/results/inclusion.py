@@ -12,7 +12,9 @@ condition          a record meets it when
 ``COMPLETE``       it ended (not ``incomplete``: in flight when the load stopped)
 ``IN_WINDOW``      it was sent in its stage's measured window (not ``warmup``: the first
                    ``--warmup`` seconds of a stage; not ``rampup``: before its stage reached
-                   its user count). A record's stage is set when it is sent.
+                   its user count; not ``outside``: a staged run's record sent in no stage's
+                   window, e.g. while a search step settled). A record's stage is set when
+                   it is sent; a run without stages has one window, the whole test.
 ``NOT_CANCELLED``  the client did not abandon it on purpose (``--cancel``)
 ``OK``             it succeeded
 ``UNSTALLED``      the load generator did not stall inside it (``client_stall_s`` is 0 or
@@ -40,7 +42,11 @@ with many of them can be judged at all is a validity question
 (:mod:`llm_locust.results.validity`, :mod:`llm_locust.results.saturation`).
 
 A record left out of a stage's statistics is counted under exactly one :class:`Exclusion`
-(first match: incomplete, warm-up, ramp-up), the summary's ``excluded``.
+(first match: incomplete, warm-up, ramp-up, outside), the summary's ``excluded``.
+
+Rates divide by the *measured span* (:func:`measured_span`): the seconds of the measured
+windows (a run without stages: the test, start to stop), so a warm-up neither adds its
+requests nor its time.
 
 The rule is evaluated two ways, from the same table: on one row (:func:`row_covers`, the live
 aggregate, the replicas) and on columns (:func:`covered`, everything else); a test checks they
@@ -49,7 +55,7 @@ agree. Pure module: numpy, no Locust, no network.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from enum import Enum, StrEnum
 from typing import Any, Protocol
 
@@ -67,11 +73,12 @@ __all__ = [
     "Marks",
     "covered",
     "exclusion",
+    "measured_span",
     "row_covers",
 ]
 
 #: The record fields the rule reads (a record cut for later judging must keep them).
-FIELDS = ("outcome", "warmup", "rampup", "client_stall_s", "stage")
+FIELDS = ("outcome", "warmup", "rampup", "outside", "client_stall_s", "stage")
 
 
 class Exclusion(StrEnum):
@@ -80,6 +87,7 @@ class Exclusion(StrEnum):
     INCOMPLETE = "incomplete"
     WARMUP = "warmup"
     RAMPUP = "rampup"
+    OUTSIDE = "outside"
 
 
 #: The exclusion reasons' names, in order of precedence.
@@ -125,6 +133,7 @@ class Marks(Protocol):
     cancelled: np.ndarray
     warmup: np.ndarray
     rampup: np.ndarray
+    outside: np.ndarray
     stalled: np.ndarray
 
 
@@ -132,7 +141,7 @@ def _column(marks: Marks, condition: Condition) -> np.ndarray:
     if condition is _C.COMPLETE:
         return ~marks.incomplete
     if condition is _C.IN_WINDOW:
-        return ~(marks.warmup | marks.rampup)
+        return ~(marks.warmup | marks.rampup | marks.outside)
     if condition is _C.NOT_CANCELLED:
         return ~marks.cancelled
     if condition is _C.OK:
@@ -144,7 +153,7 @@ def _row(row: Mapping[str, Any], condition: Condition) -> bool:
     if condition is _C.COMPLETE:
         return row.get("outcome") != INCOMPLETE
     if condition is _C.IN_WINDOW:
-        return not (row.get("warmup") or row.get("rampup"))
+        return not (row.get("warmup") or row.get("rampup") or row.get("outside"))
     if condition is _C.NOT_CANCELLED:
         return row.get("outcome") != CANCELLED
     if condition is _C.OK:
@@ -173,4 +182,31 @@ def exclusion(row: Mapping[str, Any]) -> Exclusion | None:
         return Exclusion.WARMUP
     if row.get("rampup"):
         return Exclusion.RAMPUP
+    if row.get("outside"):
+        return Exclusion.OUTSIDE
     return None
+
+
+def measured_span(windows: Sequence[tuple[float, float]] | None, start: float, stop: float) -> dict[str, Any]:
+    """The time the run's rates divide by: the measured ``windows`` (``(start, end)`` wall clock,
+    a staged run's stages'), or, without stages (``None``), the test from ``start`` to ``stop``.
+
+    ``seconds`` is the windows' total; ``excluded_s`` the rest of the test (warm-ups, ramp-ups,
+    a search step's settling, the time before the first window and after the last)."""
+    test_s = max(stop - start, 0.0)
+    if windows is None:
+        spans = [(start, stop)]
+        what = "nothing: a run without stages is measured from its start to its stop"
+    else:
+        spans = [(a, b) for a, b in windows if b > a]
+        what = "each stage's warm-up and ramp-up, and any time outside the stages' measured windows"
+    seconds = sum(b - a for a, b in spans)
+    return {
+        "start": min((a for a, _ in spans), default=start),
+        "end": max((b for _, b in spans), default=start),
+        "seconds": seconds,
+        "windows": len(spans),
+        "test_seconds": test_s,
+        "excluded_s": max(test_s - seconds, 0.0),
+        "excluded": what,
+    }

@@ -14,7 +14,8 @@ corrupt line in the middle, a torn last line; see :class:`~llm_locust.results.co
   unless the run ended and wrote its stop into ``run.json``;
 - a ``users`` stage whose level samples were not saved yet (the one running when the master
   died) is ``invalid``: whether it ran at its level is not known;
-- the config block is the one of the start (no peak CPU or users).
+- the config block is the one of the last ``run.json`` (written at the start, at each stage's
+  end and at the end: a run that died has the peak CPU and users up to its last stage's end).
 
 A capacity search's ``search`` block (its probes, verdicts, answer) and its stage table are
 rebuilt from ``search.json``, the steps as the search recorded them
@@ -36,6 +37,7 @@ import numpy as np
 
 from llm_locust.config.demand import Demand, parse_demand
 from llm_locust.config.slo import SloSpec, parse_slo
+from llm_locust.config.think import parse_think_time
 from llm_locust.load.stages import Stage, StageKind, StagePlan
 from llm_locust.results.columns import Unreadable, read_columns, read_rows
 from llm_locust.results.failures import tally_of
@@ -85,7 +87,8 @@ def facts_from_run_json(data: Mapping[str, Any], stop_time: float, start_time: f
     """The :class:`RunFacts` a ``run.json`` holds, for a test that ended at ``stop_time``."""
     stages = data.get("stages")
     slo: SloSpec | None = parse_slo(list(data["slo"])) if data.get("slo") else None
-    options = (data.get("config") or {}).get("options") or {}
+    config = data.get("config") or {}
+    options = config.get("options") or {}
     return RunFacts(
         start_time=float(data.get("start_time") or start_time),
         stop_time=stop_time,
@@ -94,9 +97,11 @@ def facts_from_run_json(data: Mapping[str, Any], stop_time: float, start_time: f
         slo=slo,
         levels=KnownLevels({int(i): v for i, v in (data.get("levels") or {}).items()}),
         drain=data.get("drain"),
-        config=dict(data.get("config") or {}),
+        config=dict(config),
         window_s=options.get("window"),
         detailed=bool(options.get("save_detailed")),
+        peak_users=int(config.get("peak_users") or 0),  # as of the last run.json: the end, if it came
+        think_mean_s=parse_think_time(options.get("think_time") or 0).mean,
     )
 
 

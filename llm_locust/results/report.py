@@ -46,6 +46,8 @@ def exclusions_line(summary: dict[str, Any]) -> str:
         parts.append(f"{excluded['warmup']} warm-up (the first --warmup seconds of a stage)")
     if excluded.get("rampup"):
         parts.append(f"{excluded['rampup']} ramp-up (sent before their stage reached its user count)")
+    if excluded.get("outside"):
+        parts.append(f"{excluded['outside']} outside the stages' measured windows (a search step settling)")
     if excluded.get("incomplete"):
         bound = f" and the {drain:g} s drain" if drain is not None else ""
         parts.append(f"{excluded['incomplete']} incomplete (in flight when the load stopped{bound})")
@@ -55,9 +57,20 @@ def exclusions_line(summary: dict[str, Any]) -> str:
             f" (the latencies of {summary['client_stalled']} of them left out: the load generator "
             "itself stalled inside them, client_stall_s)"
         )
+    span = summary.get("measured_span") or {}
+    if span.get("excluded_s"):
+        measured += (
+            f"; rates over the {span['seconds']:.1f} s measured of the test's {span['test_seconds']:.1f} s"
+        )
     if not parts:
         return f"excluded from the statistics: none; {measured}"
     return f"excluded from the statistics: {'; '.join(parts)}; {measured} (all are in requests.jsonl)"
+
+
+def _test_seconds(summary: dict[str, Any]) -> float:
+    """How long the test ran (start to stop), measured or not."""
+    span = summary.get("measured_span") or {}
+    return float(span.get("test_seconds", summary.get("duration", 0.0)))
 
 
 def master_lines(summary: dict[str, Any]) -> list[str]:
@@ -88,7 +101,7 @@ def end_of_run_text(summary: dict[str, Any], paths: str | None = None) -> str:
     if summary.get("interrupted"):
         lines.append(
             f"llm-locust: interrupted by {summary.get('interrupted_by')} after "
-            f"{summary.get('duration', 0):.1f} s: load stopped, requests in flight drained; "
+            f"{_test_seconds(summary):.1f} s: load stopped, requests in flight drained; "
             "the results cover the run until then"
         )
     if summary.get("capacity"):

@@ -61,6 +61,7 @@ class Timeline:
         self.cancelled = self.outcome == CANCELLED
         self.warmup = _flags(r.get("warmup") for r in rows)
         self.rampup = _flags(r.get("rampup") for r in rows)
+        self.outside = _flags(r.get("outside") for r in rows)
         self.stalled = _flags(r.get("client_stall_s") for r in rows)
         self._finish()
         self.store: ChunkStore | None = None
@@ -79,13 +80,14 @@ class Timeline:
         self.stage = np.where(cols.stage < 0, np.nan, cols.stage.astype(float))
         self.incomplete, self.cancelled = cols.incomplete, cols.cancelled
         self.warmup, self.rampup, self.stalled = cols.warmup, cols.rampup, cols.stalled
+        self.outside = cols.outside
         self._finish()
         self.store = cols.chunks
         return self
 
     def _finish(self) -> None:
-        #: left out of the statistics: the start of a stage (warm-up, ramp-up)
-        self.excluded = self.warmup | self.rampup
+        #: left out of the statistics: the start of a stage (warm-up, ramp-up), outside the stages
+        self.excluded = self.warmup | self.rampup | self.outside
         #: when the request ended (its send time when it has no E2E)
         self.end = np.where(np.isnan(self.e2e), self.start, self.start + np.nan_to_num(self.e2e))
         self._chunks: _Chunks | None = None

@@ -77,9 +77,12 @@ class TestResults:
 
     # -- while the test runs --------------------------------------------------------
     def take(self, row: dict[str, Any]) -> None:
-        """A row from the bus: mark ramp-up (sent before its stage reached its user count), write it."""
+        """A row from the bus: mark ramp-up (sent before its stage reached its user count) or, in
+        a staged run, ``outside`` (sent in no stage: a search step settling), write it."""
         if self.levels is not None and row.get("stage") is not None:
             row["rampup"] = self.levels.ramp_up(row["stage"], row["start_time"])
+        elif self.context.staged and row.get("stage") is None:
+            row["outside"] = True
         self.writer.write(row)
         self.failures.add(row)
 

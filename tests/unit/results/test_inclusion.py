@@ -6,26 +6,31 @@ import itertools
 from typing import Any
 
 import numpy as np
+import pytest
 
 from llm_locust.load.search import SearchSpec, SearchStages
+from llm_locust.load.stages import parse_ramp
 from llm_locust.results.columns import Columns
+from llm_locust.results.finalize import RunFacts, build_summary
 from llm_locust.results.inclusion import Coverage, covered, exclusion, row_covers
+from llm_locust.results.report import exclusions_line
 from llm_locust.results.search_log import judge_rows, judged_row
 from llm_locust.results.slo import itl_stats_of, parse_slo
 from llm_locust.results.stages import stage_entry
 from llm_locust.results.summary import summarize
 from llm_locust.results.timeline import Timeline
 from tests.unit.results.test_probe import rows as probe_rows
+from tests.unit.results.test_stages import T0, closed_loop, levels
 
-T0 = 1_000.0
 SLO = parse_slo("success>=50%,e2e_p95<=3s")
 
 
 def _every_kind_of_row() -> list[dict[str, Any]]:
     """One row per combination of the facts the rule reads."""
     out = []
-    facts = itertools.product(("ok", "http_500", "incomplete", "cancelled"), (0, 1), (0, 1), (0.0, 0.4))
-    for i, (outcome, warmup, rampup, stall) in enumerate(facts):
+    outcomes = ("ok", "http_500", "incomplete", "cancelled")
+    facts = itertools.product(outcomes, (0, 1), (0, 1), (0, 1), (0.0, 0.4))
+    for i, (outcome, warmup, rampup, outside, stall) in enumerate(facts):
         out.append(
             {
                 "request_id": f"r{i}",
@@ -36,6 +41,7 @@ def _every_kind_of_row() -> list[dict[str, Any]]:
                 "stage": 0,
                 "warmup": bool(warmup),
                 "rampup": bool(rampup),
+                "outside": bool(outside),
                 "client_stall_s": stall,
             }
         )
@@ -45,7 +51,7 @@ def _every_kind_of_row() -> list[dict[str, Any]]:
 def _expected(coverage: Coverage, row: dict[str, Any]) -> bool:
     """The documented rule, written out here independently of the module's table."""
     outcome = row["outcome"]
-    window = not row["warmup"] and not row["rampup"] and outcome != "incomplete"
+    window = not row["warmup"] and not row["rampup"] and not row["outside"] and outcome != "incomplete"
     unstalled = row["client_stall_s"] == 0.0
     return {
         Coverage.REQUESTS: window,
@@ -70,7 +76,7 @@ def test_rows_and_columns_apply_the_documented_rule_alike() -> None:
     reasons = [exclusion(r) for r in rows]
     assert [r is None for r in reasons] == [_expected(Coverage.REQUESTS, r) for r in rows]
     for row, why in zip(rows, reasons, strict=True):  # one reason each, incomplete first
-        late = "warmup" if row["warmup"] else "rampup" if row["rampup"] else None
+        late = next((k for k in ("warmup", "rampup", "outside") if row[k]), None)
         assert why == ("incomplete" if row["outcome"] == "incomplete" else late), row
 
 
@@ -113,3 +119,42 @@ def test_visible_ttft_and_cache_miss_ttft_cover_the_records_ttft_does() -> None:
     for key in ("p95_ttft_visible_ms", "p95_ttft_cache_miss_ms"):  # every row a miss, none reasoning
         assert summary[key] == summary["p95_ttft_ms"], key
     assert summary["client_stalled"] == 10 and summary["completed"] == 100
+
+
+def test_rates_divide_by_the_measured_windows_not_the_warmup() -> None:
+    """Seen: a search with --warmup 3s reported request_throughput 6.71/s where its measured
+    requests over its measured windows made 8.91/s: the rate divided by the whole test."""
+    plan = parse_ramp("4,8", "10s", warmup="3s")
+    rows = closed_loop(4, 0, 10, 0.5, 0) + closed_loop(8, 10, 20, 0.5, 1)
+    for r in rows:  # the first 3 s of each stage
+        r["warmup"] = (r["start_time"] - T0) % 10.0 < 3.0
+    facts = RunFacts(start_time=T0, stop_time=T0 + 20, stages=plan, t0=T0, levels=levels(plan, [0.1, 0.1]))
+    summary = build_summary(Columns.from_rows(rows), facts)
+    measured = [r for r in rows if r["outcome"] == "ok" and not r["warmup"]]
+    tokens = sum(r["completion_tokens"] for r in measured)
+    assert summary["completed"] == len(measured) == sum(s["completed"] for s in summary["stages"])
+    assert summary["measured_span"]["seconds"] == pytest.approx(14.0)  # 2 x (10 - 3) s
+    assert summary["measured_span"]["test_seconds"] == pytest.approx(20.0)
+    assert summary["duration"] == pytest.approx(14.0)
+    assert summary["request_throughput"] == pytest.approx(len(measured) / 14.0)
+    assert summary["output_throughput"] == pytest.approx(tokens / 14.0)
+    windows = sum(s["window"]["end"] - s["window"]["start"] for s in summary["stages"])
+    assert summary["request_throughput"] == pytest.approx(
+        sum(s["request_throughput"] * (s["window"]["end"] - s["window"]["start"]) for s in summary["stages"])
+        / windows
+    )
+
+
+def test_a_record_sent_outside_every_window_of_a_staged_run_is_excluded_and_named() -> None:
+    """A search step's settle (after its window, before the next step) is no stage's: its records
+    are counted under ``outside``, not in the run's totals beside the stages'."""
+    plan = parse_ramp("4", "10s")
+    rows = closed_loop(4, 0, 10, 0.5, 0) + [
+        {**r, "stage": None, "outside": True} for r in closed_loop(4, 10, 12, 0.5, 0)
+    ]
+    facts = RunFacts(start_time=T0, stop_time=T0 + 12, stages=plan, t0=T0, levels=levels(plan, [0.1]))
+    summary = build_summary(Columns.from_rows(rows), facts)
+    outside = [r for r in rows if r.get("outside") and r["outcome"] != "incomplete"]
+    assert summary["excluded"]["outside"] == len(outside) > 0
+    assert summary["completed"] == summary["stages"][0]["completed"]
+    assert f"{len(outside)} outside the stages' measured windows" in exclusions_line(summary)

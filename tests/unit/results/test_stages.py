@@ -68,7 +68,7 @@ def test_split_rows_gives_each_excluded_record_one_reason() -> None:
     ]
     cols = Columns.from_rows(rows)
     assert (cols.start[cols.measured] - T0).tolist() == [0, 4]
-    assert excluded_counts(cols.part()) == {"incomplete": 1, "warmup": 1, "rampup": 1}
+    assert excluded_counts(cols.part()) == {"incomplete": 1, "warmup": 1, "rampup": 1, "outside": 0}
 
 
 def test_incomplete_is_neither_success_nor_failure() -> None:
@@ -88,7 +88,7 @@ def test_stage_window_starts_when_the_target_was_reached_and_in_flight_counts_ev
     (st,) = stage_summaries(plan, T0, T0 + 10.0, rows, None, levels(plan, [2.0]))
     assert st["window"] == {"start": T0 + 2.0, "end": T0 + 10.0}
     assert st["target_reached_s"] == 2.0 and st["peak_users"] == 4 and st["valid"]
-    assert st["excluded"] == {"incomplete": 4, "warmup": 0, "rampup": 8}
+    assert st["excluded"] == {"incomplete": 4, "warmup": 0, "rampup": 8, "outside": 0}
     assert st["completed"] == len(rows) - 12 and st["incomplete"] == 4
     # ramp-up and cut-off requests overlap the window: they count as in flight
     assert st["littles_law"]["mean_in_flight"] == pytest.approx(4.0)
