@@ -19,6 +19,7 @@ __all__ = [
     "processes",
     "run_distributed",
     "run_locust",
+    "run_paused",
 ]
 
 REPO = Path(__file__).resolve().parent.parent
@@ -60,6 +61,43 @@ def expect_exit(run: Any, code: int, *logs: str) -> None:
     output = "\n".join(texts)
     assert run.returncode == code, f"exit code {run.returncode}, expected {code}:\n{output[-3000:]}"
     assert "Traceback" not in output, output[output.index("Traceback") :][:3000]
+
+
+def _rows_of(path: Path) -> list[dict[str, Any]]:
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.endswith("}")]
+
+
+def run_paused(
+    cmd: list[str], results_dir: Path, rows: int, settle_s: float, pause_s: float, timeout: float = 180.0
+) -> tuple[LocustResult, float, float]:
+    """Run ``cmd`` (a headless locust writing to ``results_dir``), paused with SIGSTOP for
+    ``pause_s`` once ``rows`` records are written and ``settle_s`` more passed; returns the run
+    and when the pause began and ended (wall clock)."""
+    import signal
+    import time
+
+    proc = subprocess.Popen(
+        cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env(), cwd=REPO
+    )
+    try:
+        deadline = time.time() + 60
+        while len(_rows_of(results_dir / "requests.jsonl")) < rows:  # requests flow
+            assert time.time() < deadline and proc.poll() is None, "no records"
+            time.sleep(0.05)
+        time.sleep(settle_s)
+        paused = time.time()
+        os.kill(proc.pid, signal.SIGSTOP)
+        time.sleep(pause_s)  # the stimulus: the process does not run
+        resumed = time.time()
+        os.kill(proc.pid, signal.SIGCONT)
+        out, err = proc.communicate(timeout=timeout)
+    finally:
+        if proc.poll() is None:
+            os.kill(proc.pid, signal.SIGCONT)
+            proc.kill()
+    return LocustResult(proc.returncode, out, err, results_dir), paused, resumed
 
 
 def processes(n: int) -> tuple[str, ...]:

@@ -9,24 +9,14 @@ others carry nothing.
 from __future__ import annotations
 
 import json
-import os
-import signal
-import subprocess
-import time
 from pathlib import Path
 
 import pytest
 
-from tests.locustproc import BIN, LOCUSTFILE, REPO, env
+from tests.locustproc import BIN, LOCUSTFILE, run_paused
 from tests.simproc import running_sim
 
 PAUSE_S = 2.0
-
-
-def rows_of(path: Path) -> list[dict]:
-    if not path.exists():
-        return []
-    return [json.loads(line) for line in path.read_text().splitlines() if line.endswith("}")]
 
 
 @pytest.mark.slow
@@ -37,31 +27,15 @@ def test_records_in_flight_across_a_sigstop_carry_the_pause(tmp_path: Path) -> N
         cmd = [str(BIN / "locust"), "-f", str(LOCUSTFILE), "--host", url, "--headless", "-u", "4", "-r", "2",
                "-t", "9s", "--stop-timeout", "30", "--results-dir", str(results), "--max-tokens", "40",
                "--prompt-tokens", "16", "--only-summary"]  # fmt: skip
-        proc = subprocess.Popen(
-            cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env(), cwd=REPO
+        # Rows appear as requests end: pausing right then would catch users between two
+        # requests. Users started 0.5 s apart (-r 2) are out of phase, and 0.3 s after a
+        # row (requests take ~0.85 s) every user is inside a request.
+        proc, paused_at, resumed_at = run_paused(
+            cmd, results, rows=6, settle_s=0.3, pause_s=PAUSE_S, timeout=90
         )
-        try:
-            deadline = time.time() + 60
-            while len(rows_of(results / "requests.jsonl")) < 6:  # requests flow
-                assert time.time() < deadline and proc.poll() is None, "no records"
-                time.sleep(0.05)
-            # Rows appear as requests end: pausing right then would catch users between two
-            # requests. Users started 0.5 s apart (-r 2) are out of phase, and 0.3 s after a
-            # row (requests take ~0.85 s) every user is inside a request.
-            time.sleep(0.3)
-            paused_at = time.time()
-            os.kill(proc.pid, signal.SIGSTOP)
-            time.sleep(PAUSE_S)  # the stimulus: the process does not run for 2 s
-            resumed_at = time.time()
-            os.kill(proc.pid, signal.SIGCONT)
-            out, err = proc.communicate(timeout=90)
-        finally:
-            if proc.poll() is None:
-                os.kill(proc.pid, signal.SIGCONT)
-                proc.kill()
-    assert proc.returncode == 0, err[-2000:]
-    assert "Traceback" not in out + err
-    rows = [r for r in rows_of(results / "requests.jsonl") if r["outcome"] == "ok"]
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "Traceback" not in proc.stdout + proc.stderr
+    rows = [r for r in proc.rows if r["outcome"] == "ok"]
     across = [r for r in rows if r["start_time"] < paused_at and r["start_time"] + r["e2e"] > resumed_at]
     clear = [
         r for r in rows if r["start_time"] + r["e2e"] < paused_at - 0.1 or r["start_time"] > resumed_at + 0.1

@@ -1,0 +1,168 @@
+"""One measurement, one answer (issue 22): every quantity a run shows in two places is one number.
+
+Real headless runs against the simulator, a few seconds each; each test reads the same quantity
+where the run shows it (``summary.json`` and its stages, ``search.json``, the end-of-run text,
+``llm-locust summarize``'s rebuilt summary) and checks the views agree exactly:
+
+- a ramp with a warm-up: the run's rates are its measured requests over its measured windows,
+  the same as its stages' (they were diluted by the warm-up's time);
+- the same folder rebuilt by ``summarize``: every number of the run's summary, the concurrency
+  block included (``peak_users`` came back 0);
+- a capacity search whose client is paused (SIGSTOP) while a step runs: each step's numbers as
+  the search judged them and as the stage table shows them, visible TTFT and TTFT (the search
+  counted the stalled requests' latencies its stage left out; visible TTFT kept them too).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from tests.locustproc import LocustResult, expect_exit, llm_locust_cli, locust_command, run_locust, run_paused
+from tests.simproc import running_sim
+from tests.unit.results.test_summary import VLLM_KEYS
+
+SIM = ("--ttft-ms", "50", "--tpot-ms", "20", "--output-tokens", "12")
+LIGHT = ("--prompt-tokens", "16", "--max-tokens", "12")
+LATENCY_STATS = ("mean", "median", "p90", "p95", "p99")
+#: Numbers of the run-level summary (and of each stage) that two views must agree on.
+RUN_KEYS = (
+    *VLLM_KEYS,
+    "incomplete",
+    "cancelled",
+    "client_stalled",
+    *(f"{s}_{m}_ms" for s in LATENCY_STATS for m in ("ttft", "tpot", "itl", "e2el", "ttft_visible")),
+)
+STAGE_KEYS = ("completed", "failed", "request_throughput", "output_throughput", "p95_ttft_ms", "p95_e2el_ms")
+
+
+def _window_s(stage: dict[str, Any]) -> float:
+    return stage["window"]["end"] - stage["window"]["start"]
+
+
+def _printed(text: str, label: str) -> str:
+    """The value the end-of-run table prints after ``label``."""
+    match = re.search(rf"^{re.escape(label)}\s+(\S+)$", text, re.M)
+    assert match, f"{label!r} not in the end-of-run text"
+    return match.group(1)
+
+
+@pytest.fixture(scope="module")
+def warm_ramp(tmp_path_factory: pytest.TempPathFactory) -> LocustResult:
+    """A two-stage ramp, 4 s a stage, the first second of each a warm-up."""
+    results = tmp_path_factory.mktemp("ramp") / "r"
+    with running_sim(*SIM) as url:
+        res = run_locust(url, *LIGHT, "--ramp", "2,4", "--step-time", "4s", "--warmup", "1s",
+                         results_dir=results, users=None, run_time=None)  # fmt: skip
+    expect_exit(res, 0)
+    return res
+
+
+@pytest.mark.slow
+def test_a_ramps_rates_are_its_measured_requests_over_its_measured_windows(warm_ramp: LocustResult) -> None:
+    """Seen: a ramp reported 1.53 req/s where its measured windows ran at 2.04 (Locust's table
+    too): the run's rates divided by the warm-up's time as well."""
+    summary, stages = warm_ramp.summary, warm_ramp.summary["stages"]
+    seconds = sum(_window_s(s) for s in stages)
+    completed = sum(s["completed"] for s in stages)
+    tokens = sum(s["total_output_tokens"] for s in stages)
+    assert summary["excluded"]["warmup"] > 0  # the warm-up left requests out
+    assert summary["completed"] == completed > 0
+    assert summary["total_output_tokens"] == tokens
+    assert summary["request_throughput"] == pytest.approx(completed / seconds, rel=1e-12)
+    assert summary["output_throughput"] == pytest.approx(tokens / seconds, rel=1e-12)
+    for stage in stages:  # each stage's own rate is over its own window
+        assert stage["request_throughput"] == pytest.approx(stage["completed"] / _window_s(stage), rel=1e-12)
+    span = summary["measured_span"]  # and the summary names the span
+    assert span["seconds"] == pytest.approx(seconds, rel=1e-12) and summary["duration"] == span["seconds"]
+    assert span["start"] == stages[0]["window"]["start"] and span["end"] == stages[-1]["window"]["end"]
+    assert span["excluded_s"] == pytest.approx(span["test_seconds"] - seconds, abs=1e-9)
+    assert span["excluded_s"] >= 2.0  # the two warm-ups at least
+    text = warm_ramp.stdout  # the end-of-run text prints the summary's numbers
+    assert _printed(text, "Request throughput (req/s):") == f"{summary['request_throughput']:.2f}"
+    assert _printed(text, "Output token throughput (tok/s):") == f"{summary['output_throughput']:.2f}"
+    assert _printed(text, "Successful requests:") == str(summary["completed"])
+    assert _printed(text, "Duration (s):") == f"{summary['duration']:.2f}"
+
+
+@pytest.mark.slow
+def test_summarize_rebuilds_every_number_of_the_runs_summary(warm_ramp: LocustResult, tmp_path: Path) -> None:
+    """Seen: ``summarize`` rebuilt ``concurrency.peak_users`` as 0 (the run wrote 8)."""
+    assert warm_ramp.results_dir is not None
+    folder = tmp_path / "copy"
+    shutil.copytree(warm_ramp.results_dir, folder)
+    (folder / "summary.json").unlink()
+    expect_exit(llm_locust_cli("summarize", str(folder), timeout=120), 0)
+    rebuilt, ran = json.loads((folder / "summary.json").read_text()), warm_ramp.summary
+    assert ran["concurrency"]["peak_users"] == 4
+    assert rebuilt["concurrency"] == ran["concurrency"]
+    assert {k: rebuilt.get(k) for k in RUN_KEYS} == {k: ran.get(k) for k in RUN_KEYS}
+    for key in ("excluded", "measured_span", "slo", "windows", "drift", "client_saturated"):
+        assert rebuilt.get(key) == ran.get(key), key
+    assert len(rebuilt["stages"]) == len(ran["stages"])
+    for mine, theirs in zip(rebuilt["stages"], ran["stages"], strict=True):
+        for key in (*STAGE_KEYS, "window", "littles_law", "excluded", "verdict", "peak_users"):
+            assert mine.get(key) == theirs.get(key), (mine["label"], key)
+
+
+@pytest.fixture(scope="module")
+def paused_search(tmp_path_factory: pytest.TempPathFactory) -> tuple[LocustResult, float, float]:
+    """A search from 2 to 4 users, 4-s steps, its process paused for 2 s during its first step;
+    returns the run and when the pause began and ended."""
+    results = tmp_path_factory.mktemp("search") / "r"
+    with running_sim(*SIM) as url:
+        cmd = locust_command(url, None, None, None, "30", results, *LIGHT, "--search", "users",
+                             "--search-min", "2", "--search-max", "4", "--step-time", "4s",
+                             "--slo", "success>=50%", "--only-summary")  # fmt: skip
+        # 4 records written: the first step runs; 0.2 s on, every user is inside a request (~0.3 s)
+        res, paused, resumed = run_paused(cmd, results, rows=4, settle_s=0.2, pause_s=2.0)
+    assert "Traceback" not in res.stdout + res.stderr, res.stderr[-3000:]
+    return res, paused, resumed
+
+
+@pytest.mark.slow
+def test_a_search_step_and_its_stage_are_one_number_with_a_paused_client(
+    paused_search: tuple[LocustResult, float, float],
+) -> None:
+    """Seen: the search judged B at 52 users on E2E P95 35.1 s (fail), the stage table on 22.2 s
+    (pass), same summary.json: the search counted the latencies of client-stalled requests."""
+    res, paused, resumed = paused_search
+    summary = res.summary
+    steps, stages = summary["search"]["steps"], {s["index"]: s for s in summary["stages"]}
+    stalled = [r for r in res.rows if r["outcome"] == "ok" and r.get("client_stall_s")]
+    judged = [r for r in stalled if r["stage"] == steps[0]["index"] and not r["warmup"]]
+    assert judged, "the pause missed the first step's window"  # the scenario itself
+    assert any(r["start_time"] < resumed and r["start_time"] + r["e2e"] > paused for r in judged)
+    for step in steps:
+        stage = stages[step["index"]]
+        for key in (*STAGE_KEYS, "median_tpot_ms"):
+            assert step[key] == stage[key], (step["label"], key, step[key], stage[key])
+    # the stage's E2E P95 is over the requests the client did not stall inside
+    first = stages[steps[0]["index"]]
+    timed = [r["e2e"] * 1000 for r in res.rows if r["stage"] == first["index"] and r["outcome"] == "ok"
+             and not r["warmup"] and not r.get("client_stall_s") and not r.get("rampup")]  # fmt: skip
+    assert first["p95_e2el_ms"] == pytest.approx(float(np.percentile(timed, 95)), rel=1e-12)
+    log = json.loads((res.results_dir / "search.json").read_text())  # type: ignore[operator]
+    assert [(s["index"], s["verdict"], s["requests"]) for s in log["steps"]] == [
+        (p["index"], p["verdict"], p["requests"]) for p in steps
+    ]
+
+
+@pytest.mark.slow
+def test_visible_ttft_is_ttft_without_reasoning_with_a_paused_client(
+    paused_search: tuple[LocustResult, float, float],
+) -> None:
+    """Seen: no reasoning model, ``p95_ttft_ms`` 180.6 but ``p95_ttft_visible_ms`` 306.1 over the
+    same records: visible TTFT kept the requests the client stalled inside."""
+    summary = paused_search[0].summary
+    assert summary["client_stalled"] > 0
+    for stat in LATENCY_STATS:
+        assert summary[f"{stat}_ttft_visible_ms"] == summary[f"{stat}_ttft_ms"], stat
+    for stage in summary["stages"]:
+        assert stage["p95_ttft_visible_ms"] == stage["p95_ttft_ms"], stage["label"]
