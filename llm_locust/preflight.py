@@ -11,6 +11,12 @@ wrong ``--model``). :func:`preflight` asks once, in order:
    and whether the server reports ``usage``. Transient failures (5xx, 429, a torn stream)
    are retried twice; a 404 for a model the server does not list is "not served".
 
+A 429 or 503 with ``Retry-After`` (to the listing or the test request) is a server asking
+for time, not a refusal: the preflight waits once as asked, at most :data:`RETRY_WAIT_CAP_S`
+(said in the log), and asks again. A test stream longer than the ``max_tokens`` it asked for
+is a warning: the server ignores ``max_tokens``, so the run's output lengths are not the
+workload's.
+
 The result (:class:`Preflight`) is either a refusal with one line naming the cause, or
 what was learned plus warnings: a model missing from the list that the server answered
 anyway, an unknown context limit, a list the server would not give. Nothing waits longer
@@ -20,6 +26,7 @@ than ``--request-timeout`` (the listing at most 10 s, the test request at most 6
 from __future__ import annotations
 
 import json
+import logging
 import socket
 import ssl
 from dataclasses import dataclass, field, replace
@@ -38,16 +45,30 @@ from llm_locust.client import (
     http_client,
     shown_host,
 )
+from llm_locust.protocol.retry import RETRY_STATUSES, retry_after_seconds
 from llm_locust.record import RequestRecord
 from llm_locust.workload.base import RequestSpec
 
-__all__ = ["ModelList", "Preflight", "fetch_server_info", "list_models", "preflight", "reach_reason"]
+__all__ = [
+    "RETRY_WAIT_CAP_S",
+    "ModelList",
+    "Preflight",
+    "fetch_server_info",
+    "list_models",
+    "preflight",
+    "reach_reason",
+    "retry_wait",
+]
+
+log = logging.getLogger("llm_locust")
 
 LIST_TIMEOUT = 10.0
 TEST_TIMEOUT = 60.0
 TEST_TOKENS = 8
 _TEST_PROMPT = "Say hello in a few words."
 _NO_RETRY = ("connect", "http_4xx")
+#: The longest the preflight waits for a ``Retry-After`` (once per check).
+RETRY_WAIT_CAP_S = 30.0
 
 
 @dataclass(frozen=True)
@@ -59,6 +80,7 @@ class ModelList:
     status: int | None = None
     problem: str = ""
     unreachable: bool = False  # no HTTP reply at all: refused, unknown host, TLS
+    retry_after: float | None = None  # the seconds a 429 or 503 asked the client to wait
 
 
 @dataclass(frozen=True)
@@ -139,6 +161,7 @@ def list_models(config: ClientConfig, timeout: float = LIST_TIMEOUT) -> ModelLis
             status = response.status_code
             body = response.read() if status == 200 else b""
             message = "" if status == 200 else error_text(response)
+            after = retry_after_seconds(response.get("retry-after")) if status in RETRY_STATUSES else None
             response.release()
     except gevent.Timeout:
         return ModelList(problem=f"no answer in {timeout:g} s")
@@ -147,8 +170,45 @@ def list_models(config: ClientConfig, timeout: float = LIST_TIMEOUT) -> ModelLis
     finally:
         http.close()
     if status != 200:
-        return ModelList(status=status, problem=message)
+        return ModelList(status=status, problem=message, retry_after=after)
     return _parse_models(body)
+
+
+def retry_wait(asked: float) -> float:
+    """How long the preflight waits when a server asks for ``asked`` seconds: at most the cap."""
+    return min(max(asked, 0.0), RETRY_WAIT_CAP_S)
+
+
+class _Patience:
+    """The one wait a preflight grants a server that asked for time (429/503 + Retry-After)."""
+
+    def __init__(self) -> None:
+        self.waited: float | None = None
+
+    def wait(self, status: int | None, asked: float | None, what: str) -> bool:
+        """Wait as asked (bounded) if this is the first such answer; whether it waited."""
+        if self.waited is not None or status not in RETRY_STATUSES or asked is None:
+            return False
+        self.waited = retry_wait(asked)
+        bound = (
+            f" (asked {asked:g} s; the preflight waits at most {RETRY_WAIT_CAP_S:g} s)"
+            if asked > self.waited
+            else ""
+        )
+        log.warning(
+            "llm-locust: preflight: %s answered HTTP %s with Retry-After: waiting %g s once, "
+            "then asking again%s",
+            what,
+            status,
+            self.waited,
+            bound,
+        )
+        gevent.sleep(self.waited)
+        return True
+
+    def after(self) -> str:
+        """For a refusal: that it came after the wait the server asked for."""
+        return "" if self.waited is None else f" (after waiting {self.waited:g} s as the server asked)"
 
 
 def _parse_models(body: bytes) -> ModelList:
@@ -179,7 +239,10 @@ def fetch_server_info(config: ClientConfig, timeout: float = LIST_TIMEOUT) -> di
 def preflight(config: ClientConfig, attempts: int = 3) -> Preflight:
     """Check ``config``'s target; a refusal's ``cause`` is one line naming the problem."""
     target = shown_host(config.host)
+    patience = _Patience()
     listing = list_models(config, min(LIST_TIMEOUT, config.request_timeout))
+    if patience.wait(listing.status, listing.retry_after, "GET /v1/models"):
+        listing = list_models(config, min(LIST_TIMEOUT, config.request_timeout))
     if listing.unreachable:
         return Preflight(False, target, f"cannot reach {target}: {listing.problem}")
     if listing.status in (401, 403):
@@ -188,16 +251,24 @@ def preflight(config: ClientConfig, attempts: int = 3) -> Preflight:
     model = config.model
     if not listing.models:
         if model is None:
-            return Preflight(False, target, f"GET {target}/v1/models: {listing.problem}; pass --model NAME")
+            cause = f"GET {target}/v1/models: {listing.problem}{patience.after()}; pass --model NAME"
+            return Preflight(False, target, cause)
         warnings.append(f"GET /v1/models: {listing.problem}; model {model!r} not checked")
     model = model or listing.models[0]
     unlisted = bool(listing.models) and model not in listing.models
-    record, sent = _test_request(replace(config, model=model, tokenizer=None), attempts)
+    record, sent = _test_request(replace(config, model=model, tokenizer=None), attempts, patience)
     if not record.ok:
-        return Preflight(False, target, _test_failure(record, target, model, listing, unlisted))
+        cause = _test_failure(record, target, model, listing, unlisted) + patience.after()
+        return Preflight(False, target, cause)
     if unlisted:
         listed = _listed(listing.models)
         warnings.append(f"model {model!r} is not in GET /v1/models ({listed}); the server answered anyway")
+    if record.completion_tokens is not None and record.completion_tokens > TEST_TOKENS:
+        warnings.append(
+            f"the server ignores max_tokens: the test stream asked for {TEST_TOKENS} tokens and got "
+            f"{record.completion_tokens} ({record.token_source}); the run's output lengths will not be the "
+            "workload's (length accuracy in the summary)"
+        )
     if record.usage_conflict:
         warnings.append(
             f"the test stream's usage contradicts it ({record.usage_conflict}): output tokens of such "
@@ -222,8 +293,11 @@ def preflight(config: ClientConfig, attempts: int = 3) -> Preflight:
     )
 
 
-def _test_request(config: ClientConfig, attempts: int) -> tuple[RequestRecord, dict[str, int]]:
-    """The test stream (retried on transient failures), and what all attempts sent."""
+def _test_request(
+    config: ClientConfig, attempts: int, patience: _Patience
+) -> tuple[RequestRecord, dict[str, int]]:
+    """The test stream (retried on transient failures, once more after a Retry-After wait), and
+    what all attempts sent."""
     # never abandoned on purpose (--cancel-rate is for the load, not for the check)
     config = replace(config, request_timeout=min(config.request_timeout, TEST_TIMEOUT), cancel=None)
     spec = RequestSpec(
@@ -232,7 +306,8 @@ def _test_request(config: ClientConfig, attempts: int) -> tuple[RequestRecord, d
     client = StreamingClient(config)
     sent = {"requests": 0, "prompt_tokens": 0, "completion_tokens": 0}
     try:
-        for attempt in range(attempts):
+        attempt = 0
+        while attempt < attempts:
             record = RequestRecord(request_id=f"preflight-{attempt}", wall_start=0.0, t_sent=0.0)
             client.send(build_body(config, spec), record)
             sent["requests"] += 1
@@ -240,7 +315,11 @@ def _test_request(config: ClientConfig, attempts: int) -> tuple[RequestRecord, d
             sent["completion_tokens"] += record.completion_tokens or 0
             if record.ok or record.outcome in _NO_RETRY:
                 break
-            gevent.sleep(0.5)
+            if patience.wait(record.status, record.extra.get("retry_after"), "the test request"):
+                continue  # the wait it asked for: that attempt does not count
+            attempt += 1
+            if attempt < attempts:
+                gevent.sleep(0.5)
     finally:
         client.close()
     return record, sent

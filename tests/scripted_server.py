@@ -148,7 +148,21 @@ SCENARIOS: dict[str, list[tuple[bytes, float]] | str] = {
     + [(chunked(sse(b"[DONE]")), HOLD)],
     # two tokens, then nothing for 10 s (the client's timeout ends it first)
     "stall": [(HEAD_SSE, 0.0), (chunked(sse(delta("a"))), 0.02), (chunked(sse(delta("b"))), 10.0)],
+    # max_tokens ignored: 12 tokens whatever was asked, and a usage that says so
+    "long_answer": body_stream(
+        [*(sse(delta(f"w{i} ")) for i in range(11)), sse(delta("end", "stop")), usage(12), sse(b"[DONE]")]
+    ),
 }
+
+#: Scenarios busy for a while after their first request: (path suffix, status, Retry-After
+#: seconds, busy for seconds). While busy they answer the status with Retry-After, then as
+#: "ok" does.
+BUSY: dict[str, tuple[str, int, int, float]] = {
+    "busy_429": ("/chat/completions", 429, 2, 2.0),  # the test request, rate-limited for 2 s
+    "busy_503": ("/v1/models", 503, 1, 1.0),  # the model list, while the server starts
+    "always_429": ("/chat/completions", 429, 1, 3600.0),  # asks for 1 s, but is never ready
+}
+_BUSY_SINCE: dict[str, float] = {}
 
 #: Scenarios served on a kept-alive connection, one request after the other: "ok" ([DONE], then
 #: the body's last chunk 20 ms later).
@@ -231,6 +245,8 @@ class Handler(socketserver.BaseRequestHandler):
             rest += sock.recv(65536)
         path = head.split(b" ")[1].decode()
         scenario = path.strip("/").split("/")[0]
+        if self._busy(sock, scenario, path):
+            return False
         if path.endswith("/v1/models"):
             self._models(sock, scenario)
         elif path.endswith("tokenize"):
@@ -255,6 +271,24 @@ class Handler(socketserver.BaseRequestHandler):
                 sock, big_event(int(big[1]) * 1024) if big else SCENARIOS.get(scenario, SCENARIOS["ok"])
             )
         return False
+
+    def _busy(self, sock: socket.socket, scenario: str, path: str) -> bool:
+        """A BUSY scenario's refusal with Retry-After, while it is busy (counted as a request)."""
+        suffix, status, seconds, busy_for = BUSY.get(scenario, ("-", 0, 0, 0.0))
+        if not path.endswith(suffix):
+            return False
+        with _LOCK:
+            since = _BUSY_SINCE.setdefault(scenario, time.monotonic())
+            if time.monotonic() - since >= busy_for:
+                return False
+            _REQUESTS[scenario] += 1
+        reason = {429: "Too Many Requests", 503: "Service Unavailable"}[status]
+        body = json.dumps({"error": {"message": "busy, come back later"}}).encode()
+        reply = plain(status, reason, body).replace(
+            b"\r\n\r\n", f"\r\nRetry-After: {seconds}\r\n\r\n".encode(), 1
+        )
+        sock.sendall(reply)
+        return True
 
     def _models(self, sock: socket.socket, scenario: str) -> None:
         body = MODELS.get(scenario, MODELS["default"])

@@ -56,14 +56,17 @@ def requested_tokens(body: dict[str, Any]) -> int | None:
 
 
 def usage_conflict(reported: int, chunks: int, max_tokens: int | None) -> str | None:
-    """Why ``reported`` completion tokens cannot be right for this stream, or ``None``."""
-    if max_tokens is not None and reported > max_tokens:
+    """Why ``reported`` completion tokens cannot be right for this stream, or ``None``.
+
+    A count over ``max_tokens`` contradicts a stream that kept within it; a stream that itself
+    went past ``max_tokens`` (a server that ignores it) is not the usage's fault."""
+    if reported < chunks:
+        return f"usage reports {reported} completion tokens for {chunks} content chunks"
+    if max_tokens is not None and reported > max_tokens >= chunks:
         return (
             f"usage reports {reported} completion tokens for {chunks} content chunks "
             f"and max_tokens {max_tokens}"
         )
-    if reported < chunks:
-        return f"usage reports {reported} completion tokens for {chunks} content chunks"
     return None
 
 

@@ -2,7 +2,8 @@
 
 A 429 or 503 may carry it, as delay-seconds (``Retry-After: 2``) or an HTTP date. The client
 keeps the value on the failed request's record; a closed-loop user waits that long before its
-next request (:mod:`llm_locust.runtime.backoff`).
+next request (:mod:`llm_locust.runtime.backoff`), and the preflight waits once, up to a bound,
+before it asks again (:mod:`llm_locust.preflight`).
 
 Pure module: no network.
 """
@@ -12,7 +13,10 @@ from __future__ import annotations
 import email.utils
 import time
 
-__all__ = ["retry_after_seconds"]
+__all__ = ["RETRY_STATUSES", "retry_after_seconds"]
+
+#: The statuses whose ``Retry-After`` is honoured: too many requests, service unavailable.
+RETRY_STATUSES = frozenset({429, 503})
 
 
 def retry_after_seconds(value: str | None, now: float | None = None) -> float | None:

@@ -24,6 +24,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from llm_locust.protocol.retry import RETRY_STATUSES
+
 __all__ = ["BACKOFF_BASE_S", "BACKOFF_CAP_S", "RETRY_AFTER_CAP_S", "PacedClient", "Pacer"]
 
 BACKOFF_BASE_S = 0.1
@@ -31,7 +33,6 @@ BACKOFF_CAP_S = 5.0
 RETRY_AFTER_CAP_S = 60.0
 #: Statuses of a request the model never saw (with ``connect`` failures and every 5xx).
 NOT_REACHED = frozenset({401, 403, 404})
-RETRY_STATUSES = frozenset({429, 503})
 RETRY_AFTER = "retry_after"  # the record's ``extra`` key the client fills (seconds)
 
 

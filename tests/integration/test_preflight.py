@@ -8,6 +8,7 @@ runs: headless (exit 2, one line, no records), ``--skip-preflight``, and the web
 from __future__ import annotations
 
 import json
+import logging
 import socket
 import time
 import urllib.parse
@@ -18,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from llm_locust.client import ClientConfig
-from llm_locust.preflight import preflight
+from llm_locust.preflight import preflight, retry_wait
 from tests.locustproc import LOCUSTFILE, expect_exit, llm_locust_cli
 from tests.promproc import free_port, start_locust, stop_process
 from tests.scripted_server import running_peer
@@ -117,6 +118,67 @@ def test_a_torn_test_stream_is_retried_then_named(peer: str) -> None:
     assert not result.ok
     assert "stream_broken: cut after 3 tokens, no finish_reason" in result.cause
     assert requests_seen(peer, "cut_chunked") - before == 3
+
+
+def test_a_server_that_asks_for_time_is_given_it_once(peer: str, caplog: pytest.LogCaptureFixture) -> None:
+    """Issue 26 §10: a 429 with Retry-After: 2 (busy for 2 s) was retried twice within a second and
+    refused; now the preflight waits the 2 s once, says so in the log, and asks again."""
+    caplog.set_level(logging.INFO, logger="llm_locust")
+    t0 = time.monotonic()
+    result = preflight(ClientConfig(host=f"{peer}/busy_429", model=None))
+    waited = time.monotonic() - t0
+    assert result.ok, result.cause
+    assert result.tokens == 3 and 2.0 <= waited < 10
+    said = [r.getMessage() for r in caplog.records if "Retry-After" in r.getMessage()]
+    assert said == [
+        "llm-locust: preflight: the test request answered HTTP 429 with Retry-After: waiting 2 s once, "
+        "then asking again"
+    ]
+
+
+def test_a_model_list_that_asks_for_time_is_given_it(peer: str, caplog: pytest.LogCaptureFixture) -> None:
+    """A 503 with Retry-After: 1 to GET /v1/models (a server starting up) refused the run
+    ("GET .../v1/models: HTTP 503 ...; pass --model NAME")."""
+    caplog.set_level(logging.INFO, logger="llm_locust")
+    result = preflight(ClientConfig(host=f"{peer}/busy_503", model=None))
+    assert result.ok, result.cause
+    assert result.model == "m" and result.max_model_len == 4096
+    assert any(
+        "GET /v1/models answered HTTP 503 with Retry-After: waiting 1 s" in r.getMessage()
+        for r in caplog.records
+    )
+
+
+def test_a_server_never_ready_is_waited_for_once_only(peer: str) -> None:
+    before = requests_seen(peer, "always_429")
+    t0 = time.monotonic()
+    result = preflight(ClientConfig(host=f"{peer}/always_429", model="m"))
+    elapsed = time.monotonic() - t0
+    assert not result.ok
+    assert result.cause.endswith("(after waiting 1 s as the server asked)"), result.cause
+    assert "http_429" in result.cause
+    # the refused attempt before the wait, then the three attempts of any transient failure
+    assert requests_seen(peer, "always_429") - before == 4
+    assert 1.0 + 2 * 0.5 <= elapsed < 10  # one wait of 1 s and two 0.5-s pauses, not more
+
+
+def test_the_wait_for_a_server_is_bounded() -> None:
+    assert retry_wait(2.0) == 2.0
+    assert retry_wait(120.0) == 30.0  # at most 30 s, however long the server asks for
+    assert retry_wait(-5.0) == 0.0
+
+
+def test_a_server_that_ignores_max_tokens_is_a_warning(peer: str) -> None:
+    """Issue 26 §10: the test stream asks for 8 tokens; this server sends 12 (and says 12 in its
+    usage). Before: no warning, and the honest usage was flagged as a usage conflict."""
+    result = preflight(ClientConfig(host=f"{peer}/long_answer", model=None))
+    assert result.ok, result.cause
+    ignored = [w for w in result.warnings if "max_tokens" in w]
+    assert ignored == [
+        "the server ignores max_tokens: the test stream asked for 8 tokens and got 12 (usage); the run's "
+        "output lengths will not be the workload's (length accuracy in the summary)"
+    ]
+    assert result.usage is True and not any("contradicts" in w for w in result.warnings)
 
 
 # -- whole runs ------------------------------------------------------------------------

@@ -35,6 +35,9 @@ def test_requested_tokens_from_either_name() -> None:
         (3, 5, None, True),  # fewer tokens than content chunks
         (8, 5, 8, False),  # several tokens per chunk: fine
         (5, 5, None, False),
+        (12, 12, 8, False),  # the server ignored max_tokens; its usage agrees with the stream
+        (30, 12, 8, False),  # ... and batched several tokens a chunk
+        (9, 8, 8, True),  # a stream within max_tokens, a usage past it
     ],
 )
 def test_usage_conflict(reported: int, chunks: int, max_tokens: int | None, conflict: bool) -> None:
