@@ -15,11 +15,14 @@ without ``search.min`` starts near the demand (:func:`first_level`).
 Simulated deployments: a target whose ``GET /version`` says it is ``llm-locust-sim`` with a
 ``speedup`` K runs K times faster than the deployment it models. The run is then given the
 deployment's SLO, think time, step time and warm-up divided by K (rates multiplied by K), and
-every number of the comparison is converted back: latencies x K, throughputs / K. The table
-says so; each plan's folder keeps the measured (wall-clock) numbers and ``capacity.json`` the
-factor. After a simulated plan's search its simulators' own clocks are read (``llm_sim_schedule_*``
-on ``/metrics``, :func:`sim_clock`): a simulator that fell behind its schedule ran slow, which
-the progress line and ``capacity.json`` (``simulator_clock``) say.
+every number of the comparison is converted back: latencies x K, throughputs / K
+(:mod:`llm_locust.results.timescale`). The table says so; ``capacity.json`` is all deployment
+time (its ``time_scale`` block says so, with each plan's factor); each plan's folder keeps the
+measured wall-clock numbers (its summary's ``config.options.time_scale`` is K) and its
+``report.html`` is drawn in deployment time, with a note on the page. After a simulated plan's
+search its simulators' own clocks are read (``llm_sim_schedule_*`` on ``/metrics``,
+:func:`sim_clock`): a simulator that fell behind its schedule ran slow, which the progress line
+and ``capacity.json`` (``simulator_clock``, its seconds in deployment time too) say.
 
 Exit codes: 0 some plan meets the demand, 3 none does, 2 a bad plan file or a plan whose target
 could not be measured (the others are still run and compared).
@@ -43,7 +46,8 @@ from llm_locust.config.register import OneLineParser
 from llm_locust.config.slo import scaled_slo
 from llm_locust.config.think import parse_think_time
 from llm_locust.load.search import start_near
-from llm_locust.results.plans import compare_plans, deployment_time, format_comparison
+from llm_locust.results.plans import compare_plans, format_comparison
+from llm_locust.results.timescale import deployment_time, scaled
 from llm_locust.sim_target import clock_text, sim_clock, time_scale
 
 __all__ = ["exit_on_sigterm", "first_level", "main", "run_args", "scaled_slo"]
@@ -310,7 +314,8 @@ def _report(
     report = compare_plans(file, searches, scales)
     for result in report["plans"]:
         result["folder"] = str(root / result["name"])
-        result["simulator_clock"] = searches[result["name"]].get("simulator_clock")
+        clock = searches[result["name"]].get("simulator_clock")
+        result["simulator_clock"] = None if clock is None else scaled(clock, scales[result["name"]])
     report["not_measured"] = errors
     root.mkdir(parents=True, exist_ok=True)
     (root / CAPACITY_FILE).write_text(json.dumps(report, indent=2) + "\n")

@@ -18,7 +18,6 @@ Pure module: no Locust, no network.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -34,64 +33,17 @@ from llm_locust.results.cost import (
     tokens_per_user,
 )
 from llm_locust.results.probe import show_value
+from llm_locust.results.timescale import capacity_time_scale, deployment_time, in_deployment_time
 
 __all__ = ["compare_plans", "deployment_time", "format_comparison", "in_deployment_time", "plan_result"]
-
-_RATES = (
-    "request_throughput",
-    "output_throughput",
-    "goodput_rps",
-    "goodput_output_tokens_per_s",
-    "arrival_rate",
-)
-
-
-_SHOWN = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?) (s|ms)\b")  # "2.80 s", "850 ms" (show_value)
-_THRESHOLD = re.compile(r"([<>]=?)(\d+(?:\.\d+)?)(s|ms)\b")  # "e2e_p95<=3s" (an SLO line)
-
-
-def deployment_time(message: str, k: float) -> str:
-    """A progress line of a run at ``k`` x real time with its latencies (``2.80 s``, ``<=3s``)
-    in deployment time (x ``k``); counts and percentages are left as they are."""
-    if k == 1:
-        return message
-
-    def seconds(value: str, unit: str) -> float:
-        return float(value) * k / (1000.0 if unit == "ms" else 1.0)
-
-    message = _SHOWN.sub(lambda m: f"{seconds(m[1], m[2]):.2f} s", message)
-    return _THRESHOLD.sub(lambda m: f"{m[1]}{seconds(m[2], m[3]):g}s", message)
-
-
-def in_deployment_time(probe: dict[str, Any], k: float) -> dict[str, Any]:
-    """A search step's numbers in deployment time, for a simulator that ran ``k`` times faster."""
-    out = dict(probe)
-    for key in _RATES:
-        if out.get(key) is not None:
-            out[key] = out[key] / k
-    if out.get("median_tpot_ms") is not None:
-        out["median_tpot_ms"] = out["median_tpot_ms"] * k
-    if out.get("window_s") is not None:
-        out["window_s"] = out["window_s"] * k
-    terms = []
-    for term in out.get("terms") or ():
-        t = dict(term)
-        if t["name"] != "success":
-            for key in ("value", "threshold"):
-                t[key] = None if t[key] is None else t[key] * k
-            t["interval"] = [None if v is None else v * k for v in t["interval"]]
-        terms.append(t)
-    out["terms"] = terms
-    if out.get("reason"):
-        out["reason"] = deployment_time(out["reason"], k)
-    return out
 
 
 def plan_result(
     plan: Plan, demand: Demand, search: dict[str, Any], time_scale: float = 1.0
 ) -> dict[str, Any]:
     """One plan's row: capacity, per-GPU numbers, cost at capacity and at the demand, verdict."""
-    steps = [in_deployment_time(p, time_scale) for p in search.get("steps") or ()]
+    rate = search.get("kind") == "rate"
+    steps = [in_deployment_time(p, time_scale, rate) for p in search.get("steps") or ()]
     by_index = {p["index"]: p for p in steps}
     best = by_index.get((search.get("highest_pass") or {}).get("index"))
     upper = by_index.get((search.get("upper") or {}).get("index"))
@@ -111,7 +63,7 @@ def plan_result(
         "gpu_hour_cost": plan.gpu_hour_cost,
         "dollars_per_hour": dollars_per_hour,
         "time_scale": time_scale,
-        "search": {k: search.get(k) for k in ("kind", "capacity", "stop_reason", "stop")},
+        "search": _search_block(search, time_scale),
         "steps": steps,
         "capacity_step": best,
         "upper_step": upper,
@@ -126,6 +78,20 @@ def plan_result(
     out.update(_at_capacity(plan, best))
     out["verdict"] = verdict_sentence(out, demand, passes)
     return out
+
+
+def _search_block(search: dict[str, Any], k: float) -> dict[str, Any]:
+    """The search's kind, capacity (a rate search's / ``k``) and why it stopped, in deployment time."""
+    capacity = search.get("capacity")
+    if capacity is not None and search.get("kind") == "rate":
+        capacity = capacity / k
+    stop = search.get("stop")
+    return {
+        "kind": search.get("kind"),
+        "capacity": capacity,
+        "stop_reason": search.get("stop_reason"),
+        "stop": deployment_time(stop, k) if isinstance(stop, str) else stop,
+    }
 
 
 def _at_capacity(plan: Plan, best: dict[str, Any] | None) -> dict[str, Any]:
@@ -255,6 +221,7 @@ def compare_plans(
         "cheapest": None if cheapest is None else cheapest["name"],
         "answer": answer,
         "scaling": _scaling(results),
+        "time_scale": capacity_time_scale({r["name"]: r["time_scale"] for r in results}),
     }
 
 
