@@ -227,7 +227,9 @@ class StreamingClient:
             content_type = response.get("content-type") or ""
             if "text/event-stream" not in content_type:
                 got = content_type or "no content type"
-                raise Failure("bad_payload", f"expected text/event-stream, got {got!r}")
+                raise Failure(
+                    "bad_payload", f"expected text/event-stream, got {got!r} ({error_text(response)})"
+                )
             events = StreamEvents(record, stream)
             reader = BodyReader(response, events.feed, started=lambda: bool(record.chunk_times))
             try:
@@ -381,7 +383,13 @@ def _stopped(record: RequestRecord, stop: BaseException) -> None:
 
 
 def error_text(response: Any) -> str:
-    """A short message from an error response (OpenAI-style JSON if present)."""
+    """A short message from an error response (OpenAI-style JSON if present); a redirect
+    names where it points (it is not followed: ``--host`` should name the server itself)."""
+    status = response.status_code
+    if 300 <= status < 400:
+        location = response.get("location")
+        where = f"redirects to {shown_host(location)[:200]}" if location else "a redirect without a Location"
+        return f"HTTP {status}: {where} (not followed)"
     try:
         with gevent.Timeout(5):
             raw = response.read(_ERROR_BODY_LIMIT)

@@ -133,6 +133,15 @@ SCENARIOS: dict[str, list[tuple[bytes, float]] | str] = {
         (plain(400, "Bad Request", b'{"error": {"message": "maximum context length exceeded"}}'), 0.0)
     ],
     "html": [(plain(200, "OK", b"<html>oops</html>\n\n\n", "text/html"), 0.0)],
+    # a JSON body, and a redirect to a login page, where a stream was asked for
+    "json_200": [(plain(200, "OK", b'{"object": "list", "data": []}'), 0.0)],
+    "redirect": [
+        (
+            b"HTTP/1.1 301 Moved Permanently\r\nLocation: https://login.example.test/sso?next=%2Fv1\r\n"
+            b"Content-Type: text/html\r\nContent-Length: 12\r\nConnection: close\r\n\r\n<a>moved</a>",
+            0.0,
+        )
+    ],
     "unauthorized": [(plain(401, "Unauthorized", b'{"error": {"message": "invalid api key xx12345"}}'), 0.0)],
     "broken": "abort",
     "malformed": body_stream([sse(delta("a")), b'data: {"id": broken\n\n', sse(delta("b"))]),

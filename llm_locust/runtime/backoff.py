@@ -8,8 +8,10 @@ waited (:mod:`llm_locust.results.failures`):
 
 - **Retry-After.** A 429 or 503 that carries ``Retry-After`` (seconds or a date): that long,
   at most :data:`RETRY_AFTER_CAP_S` (``pause_reason: retry_after``).
-- **Backoff.** A request refused before any token (``connect`` failures; HTTP 401, 403, 404;
-  HTTP 5xx; a 429 without ``Retry-After``): :data:`BACKOFF_BASE_S` after the first, doubling
+- **Backoff.** A request refused before any token (``connect`` failures; a redirect, 3xx, which
+  is not followed; HTTP 401, 403, 404; HTTP 5xx; a 429 without ``Retry-After``; a reply that
+  is not a readable event stream before any token, ``bad_payload`` with no token: a 200 with
+  an HTML login page or a JSON body): :data:`BACKOFF_BASE_S` after the first, doubling
   with each consecutive one, at most :data:`BACKOFF_CAP_S` (``pause_reason: backoff``), as
   OpenAI's own client retries 429 and 5xx. A success, or a failure of a request the server did
   take (a timeout, a broken or empty stream), ends the streak: those are measurements.
@@ -43,13 +45,22 @@ class Pacer:
         self.streak = 0  # consecutive requests that did not reach the model
 
     def pause_after(
-        self, outcome: str, status: int | None, retry_after: float | None
+        self, outcome: str, status: int | None, retry_after: float | None, tokens: int = 0
     ) -> tuple[float, str | None]:
-        """``(seconds, reason)`` to wait before the next request; ``(0.0, None)``: none."""
+        """``(seconds, reason)`` to wait before the next request (``tokens``: the content chunks
+        it got); ``(0.0, None)``: none."""
         if status in RETRY_STATUSES and retry_after is not None:
             self.streak = 0
             return min(max(retry_after, 0.0), RETRY_AFTER_CAP_S), "retry_after"
-        if outcome == "connect" or status in NOT_REACHED or status in RETRY_STATUSES or (status or 0) >= 500:
+        code = status or 0
+        if (
+            outcome == "connect"
+            or status in NOT_REACHED
+            or status in RETRY_STATUSES
+            or code >= 500
+            or 300 <= code < 400
+            or (outcome == "bad_payload" and not tokens)
+        ):
             self.streak += 1
             return min(BACKOFF_BASE_S * 2 ** (self.streak - 1), BACKOFF_CAP_S), "backoff"
         self.streak = 0
@@ -69,7 +80,9 @@ class PacedClient:
 
     def send(self, body: dict[str, Any], record: Any, keep_text: bool = False) -> str:
         text: str = self.client.send(body, record, keep_text=keep_text)
-        seconds, reason = self.pacer.pause_after(record.outcome, record.status, record.extra.get(RETRY_AFTER))
+        seconds, reason = self.pacer.pause_after(
+            record.outcome, record.status, record.extra.get(RETRY_AFTER), len(record.chunk_times)
+        )
         if reason is not None:
             record.extra["pause_s"] = round(seconds, 3)
             record.extra["pause_reason"] = reason

@@ -173,6 +173,11 @@ def test_html_instead_of_sse_is_bad_payload(tmp_path: Path) -> None:
     rows = res.rows
     assert rows and {r["outcome"] for r in rows} == {"bad_payload"}
     assert "text/html" in rows[0]["message"]
+    # a refusal before any token: the user backs off as after a 5xx (issue 26 §7: 19,109
+    # requests in 10 s before); in 2 s, pauses of 0.1, 0.2, 0.4, 0.8 s allow 5 requests (a
+    # 6th, after 1.6 s more, only if the run stopped a second late on a busy host)
+    assert {r["pause_reason"] for r in rows} == {"backoff"}
+    assert len(rows) <= 6, len(rows)
 
 
 @pytest.mark.parametrize(

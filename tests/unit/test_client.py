@@ -15,6 +15,7 @@ from llm_locust.client import ClientConfig, StreamingClient
 from llm_locust.config.cancel import parse_cancel_after
 from llm_locust.load.cancel import CancelPolicy
 from llm_locust.record import CANCELLED, INCOMPLETE, RequestRecord
+from llm_locust.runtime.backoff import PacedClient
 from llm_locust.workload.corpus import PARAGRAPHS
 from llm_locust.workload.tokenizer import HFTokenizer
 from tests.bpe import train_bpe
@@ -217,7 +218,13 @@ def test_a_failure_before_any_token_gives_the_prompt_length(
 @pytest.mark.parametrize(
     ("scenario", "outcome", "fragment"),
     [
-        ("html", "bad_payload", "text/html"),
+        ("html", "bad_payload", "expected text/event-stream, got 'text/html' (HTTP 200: <html>oops</html>)"),
+        ("json_200", "bad_payload", "got 'application/json' (HTTP 200: {'object': 'list', 'data': []})"),
+        (
+            "redirect",
+            "http_other",
+            "HTTP 301: redirects to https://login.example.test/sso?next=%2Fv1 (not followed)",
+        ),
         ("unauthorized", "http_4xx", "invalid api key"),
         ("broken", "stream_broken", "cut after 1 tokens"),
         ("malformed", "bad_payload", "invalid JSON"),
@@ -419,6 +426,26 @@ def test_a_10_mb_event_is_decoded_in_linear_time(peer: str, monkeypatch: pytest.
             assert r.ok and len(r.chunk_times) == 1 and text == "x" * (kib * 1024), (r.outcome, r.message)
             best[kib] = min(best.get(kib, float("inf")), spent[-1])
     assert best[10240] < 200 * best[320], best
+
+
+@pytest.mark.parametrize("scenario", ["html", "json_200", "redirect", "ok"])
+def test_a_reply_that_is_no_stream_backs_off_like_a_5xx(peer: str, scenario: str) -> None:
+    """A 200 with an HTML or JSON body, or a redirect, refuses the request before any token: the
+    user pauses 0.1 s, then 0.2, 0.4 (issue 26 §7: 19,109 requests in 10 s for an HTML page);
+    a stream that arrived does not."""
+    paced = PacedClient(StreamingClient(ClientConfig(host=f"{peer}/{scenario}", model="m")))
+    records = [RequestRecord(request_id=str(i), wall_start=0.0, t_sent=0.0) for i in range(3)]
+    try:
+        for record in records:
+            paced.send({"model": "m", "messages": [], "stream": True}, record)
+    finally:
+        paced.close()
+    pauses = [(r.extra.get("pause_s"), r.extra.get("pause_reason")) for r in records]
+    if scenario == "ok":
+        assert all(r.ok for r in records) and pauses == [(None, None)] * 3
+    else:
+        assert not any(r.ok for r in records)
+        assert pauses == [(0.1, "backoff"), (0.2, "backoff"), (0.4, "backoff")]
 
 
 def requests_seen(peer: str, scenario: str) -> dict[str, int]:

@@ -30,6 +30,18 @@ def test_the_documented_pauses_in_seconds() -> None:
     assert Pacer().pause_after("http_429", 429, 3600.0) == (60.0, "retry_after")
 
 
+def test_a_redirect_or_a_reply_unreadable_before_any_token_backs_off() -> None:
+    """Issue 26 §7: refusals before any token, like a 5xx; an unreadable reply after tokens is
+    a measurement of a stream the server took."""
+    for outcome, status in (("http_other", 301), ("http_other", 302), ("http_other", 307)):
+        assert Pacer().pause_after(outcome, status, None) == (0.1, "backoff"), status
+    pacer = Pacer()
+    waits = [pacer.pause_after("bad_payload", 200, None, tokens=0) for _ in range(3)]
+    assert waits == [(0.1, "backoff"), (0.2, "backoff"), (0.4, "backoff")]
+    assert pacer.pause_after("bad_payload", 200, None, tokens=3) == (0.0, None)
+    assert pacer.pause_after("bad_payload", 200, None, tokens=0) == (0.1, "backoff")  # streak reset
+
+
 def test_a_success_or_a_request_the_server_took_ends_the_streak() -> None:
     pacer = Pacer()
     pacer.pause_after("connect", None, None)
@@ -71,9 +83,9 @@ class _Client:
 
 def test_the_paced_client_writes_the_pause_on_the_record() -> None:
     paced = PacedClient(_Client("http_429", 429, {"retry_after": 2.0}))
-    record = SimpleNamespace(outcome="ok", status=None, extra={})
+    record = SimpleNamespace(outcome="ok", status=None, extra={}, chunk_times=[])
     assert paced.send({}, record) == "text" and paced.config == "cfg"
     assert record.extra == {"retry_after": 2.0, "pause_s": 2.0, "pause_reason": "retry_after"}
-    ok = SimpleNamespace(outcome="ok", status=None, extra={})
+    ok = SimpleNamespace(outcome="ok", status=None, extra={}, chunk_times=[])
     PacedClient(_Client("ok", 200, {})).send({}, ok)
     assert ok.extra == {}
