@@ -23,8 +23,20 @@ from typing import Any
 import yaml
 
 from tests.dockerfile import parse_dockerfile
+from tests.netns import private_mounts
 
-__all__ = ["K8S", "Doc", "PodCommand", "by_key", "containers", "kubectl", "pod_command", "pod_spec", "render"]
+__all__ = [
+    "K8S",
+    "Doc",
+    "Exposed",
+    "PodCommand",
+    "by_key",
+    "containers",
+    "kubectl",
+    "pod_command",
+    "pod_spec",
+    "render",
+]
 
 REPO = Path(__file__).resolve().parent.parent
 K8S = REPO / "k8s"
@@ -138,3 +150,52 @@ def pod_command(
     resolved = shutil.which(argv[0], path=env["PATH"])
     assert resolved, f"{argv[0]} not on the image's PATH"
     return PodCommand([resolved, *argv[1:]], env)
+
+
+class Exposed:
+    """This checkout (and its venv) as a pod's non-root user reaches it, from any checkout.
+
+    A clone under a private folder (a 0700 home) cannot be traversed by another user: the pods'
+    user could not start the venv's interpreter nor read the package. :meth:`wrap` runs a pod's
+    command in a private mount namespace where the checkout (and the venv, when it lives
+    elsewhere) is bind-mounted under ``scratch``, a folder every user can reach, and
+    :meth:`command` rewrites the pod's paths to those mounts; the interpreter is named first,
+    since the console scripts' ``#!`` lines name the private path. Nothing outside the
+    namespace changes: no permission of the user's folders is touched.
+    """
+
+    def __init__(self, scratch: Path, repo: Path = REPO, venv: Path | None = None) -> None:
+        venv = venv if venv is not None else Path(sys.prefix)
+        self.python = venv / "bin" / Path(sys.executable).name
+        self.mounts: dict[Path, Path] = {repo: scratch / "checkout"}
+        if not venv.is_relative_to(repo):
+            self.mounts[venv] = scratch / "venv"
+        for target in self.mounts.values():
+            target.mkdir(exist_ok=True)
+            target.chmod(0o755)
+
+    def path(self, value: str) -> str:
+        """``value`` (a path, or a PATH-like list) with every private prefix mapped to its mount."""
+        out = []
+        for part in value.split(os.pathsep):
+            for source, target in self.mounts.items():
+                if part == str(source) or part.startswith(f"{source}/"):
+                    part = str(target) + part[len(str(source)) :]
+                    break
+            out.append(part)
+        return os.pathsep.join(out)
+
+    def command(self, pod: PodCommand) -> PodCommand:
+        """The pod's command and environment through the mounts (the package from the checkout's
+        mount first on ``sys.path``, ahead of the editable install's private path)."""
+        env = {key: self.path(value) for key, value in pod.env.items()}
+        env["PYTHONPATH"] = str(self.mounts[next(iter(self.mounts))])
+        argv = [self.path(str(self.python)), *(self.path(a) for a in pod.argv)]
+        return PodCommand(argv, env)
+
+    def wrap(self, argv: list[str]) -> list[str]:
+        """``argv`` (as root: it may enter a network namespace, then drop to the pod's user) run
+        where the mounts exist."""
+        pairs = [str(p) for source, target in self.mounts.items() for p in (source, target)]
+        script = 'while [ "$1" != -- ]; do mount --bind "$1" "$2" || exit 97; shift 2; done; shift; exec "$@"'
+        return [*private_mounts(script, *pairs, "--"), *argv]

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import pytest
 
-__all__ = ["Host", "hosts", "in_namespace"]
+__all__ = ["Host", "hosts", "in_namespace", "need_mount_namespaces", "private_mounts"]
 
 SUBNET = "10.87.0"  # private, and only ever inside the namespaces this module creates
 
@@ -92,3 +92,18 @@ def _add_host(switch: str, namespace: str, index: int, name: str, created: list[
     _ip("-n", namespace, "link", "set", "eth0", "up")
     _ip("-n", namespace, "link", "set", "lo", "up")
     return Host(name, namespace, address)
+
+
+def private_mounts(script: str, *args: str) -> list[str]:
+    """``sh -c SCRIPT sh ARGS...`` in a mount namespace of its own: what the script mounts is seen
+    by it and what it ``exec``s, and vanishes with them (nothing changes for the machine)."""
+    return ["unshare", "--mount", "--propagation", "private", "sh", "-c", script, "sh", *args]
+
+
+def need_mount_namespaces(what: str) -> None:
+    """Skip (fail under ``CI``) a test that needs :func:`private_mounts`: root and ``unshare``."""
+    if os.geteuid() == 0 and shutil.which("unshare") is not None:
+        return
+    if os.environ.get("CI"):
+        pytest.fail(f"root and unshare required under CI ({what})")
+    pytest.skip(f"needs root and unshare ({what})")

@@ -5,7 +5,9 @@ server each live in their own network namespace (``tests/netns.py``), joined by 
 switch. Each process runs exactly what its pod would (``tests/k8sproc.py``): the command,
 arguments and environment of the rendered manifests, the image's ``ENV``, as a non-root user
 (``nobody``) that can write nothing but its results folder and its ``/tmp``, as with
-``runAsNonRoot`` and a read-only root filesystem. The run is configured the way the README
+``runAsNonRoot`` and a read-only root filesystem. That user reads the checkout through a bind
+mount in a readable folder (``tests.k8sproc.Exposed``), so the tests run from any checkout, one
+under a private 0700 folder too. The run is configured the way the README
 tells a user to: a kustomization of its own on top of the headless overlay.
 
 The master binds its namespace address and the workers reach it by that address (the test
@@ -31,8 +33,8 @@ import numpy as np
 import pytest
 import yaml
 
-from tests.k8sproc import K8S, Doc, PodCommand, by_key, pod_command, render
-from tests.netns import Host, hosts
+from tests.k8sproc import K8S, REPO, Doc, Exposed, PodCommand, by_key, pod_command, render
+from tests.netns import Host, hosts, need_mount_namespaces, private_mounts
 from tests.simproc import start_sim, stop_sim
 
 MODEL = "meta-llama/Llama-3.1-8B-Instruct"  # the manifests' model; the simulator serves it
@@ -83,12 +85,14 @@ def _users_overlay(directory: Path, settings: dict[str, str]) -> list[Doc]:
 class Pod:
     """One pod's process inside a host's namespace, its output in files."""
 
-    def __init__(self, host: Host, pod: PodCommand, logs: Path, name: str) -> None:
+    def __init__(self, host: Host, pod: PodCommand, logs: Path, name: str, exposed: Exposed) -> None:
         self.name = name
         self.stdout, self.stderr = logs / f"{name}.out", logs / f"{name}.err"
+        pod = exposed.command(pod)
         env = {**pod.env, "HOME": "/nonexistent", "LANG": "C.UTF-8"}
+        argv = exposed.wrap(host.run([*AS_NOBODY, *pod.argv]))
         with open(self.stdout, "w") as out, open(self.stderr, "w") as err:
-            self.proc = subprocess.Popen(host.run([*AS_NOBODY, *pod.argv]), stdout=out, stderr=err, env=env)
+            self.proc = subprocess.Popen(argv, stdout=out, stderr=err, env=env, cwd="/")
 
     def wait(self, timeout: float) -> int:
         return self.proc.wait(timeout)
@@ -110,6 +114,7 @@ class Cluster:
         self.results = _writable(scratch / "results")  # the PVC (fsGroup makes it writable)
         self.logs = scratch / "logs"
         self.logs.mkdir()
+        self.exposed = Exposed(scratch)  # the checkout, readable by the pods' user
         self.pods: list[Pod] = []
 
     def master(self) -> Pod:
@@ -141,7 +146,7 @@ class Cluster:
         return started
 
     def _start(self, host: Host, pod: PodCommand, name: str) -> Pod:
-        started = Pod(host, pod, self.logs, name)
+        started = Pod(host, pod, self.logs, name, self.exposed)
         self.pods.append(started)
         return started
 
@@ -305,6 +310,36 @@ def test_bad_input_is_exit_2_before_any_load(
     assert len(err) == 1 and "--max-tokens" in err[0] and "lots" in err[0], err
     _clean(master)
     assert _server_counters(net, server)["vllm:request_success_total"] == 0
+
+
+def test_the_pods_user_runs_a_checkout_under_a_private_folder(scratch: Path) -> None:
+    """A clone under a 0700 folder (here: this checkout bind-mounted there, in a mount namespace of
+    its own): the pods' user cannot reach it directly, and does through :class:`Exposed`."""
+    need_mount_namespaces("bind mounts for the pods' user")
+    private = Path(tempfile.mkdtemp(prefix="llm-locust-private-"))  # 0700, as a private home
+    try:
+        checkout = private / "checkout"
+        checkout.mkdir()
+        venv = Path(sys.prefix)
+        venv = checkout / venv.relative_to(REPO) if venv.is_relative_to(REPO) else venv
+        exposed = Exposed(scratch, repo=checkout, venv=venv)
+        code = "import locust, llm_locust; print(llm_locust.__file__)"  # the venv's packages and ours
+        pod = PodCommand(["-c", code], {"PATH": os.environ.get("PATH", "/usr/bin:/bin")})
+        inside = private_mounts('mount --bind "$1" "$2" && shift 2 && exec "$@"', str(REPO), str(checkout))
+
+        def run(argv: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+            return subprocess.run(
+                [*inside, *argv], capture_output=True, text=True, timeout=60, env=env, cwd="/"
+            )
+
+        direct = run([*AS_NOBODY, str(exposed.python), "-c", code], dict(pod.env))
+        assert "No module named 'locust'" in direct.stderr, direct  # the private folder is real
+        through = exposed.command(pod)
+        via = run(exposed.wrap([*AS_NOBODY, *through.argv]), through.env)
+        assert via.returncode == 0, via.stderr[-2000:]
+        assert via.stdout.strip() == str(scratch / "checkout" / "llm_locust" / "__init__.py")
+    finally:
+        shutil.rmtree(private, ignore_errors=True)
 
 
 def test_without_root_it_is_skipped_with_the_reason_and_under_ci_it_fails(

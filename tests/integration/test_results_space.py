@@ -4,36 +4,18 @@ mounted in a private mount namespace (needs root, as the network-namespace tests
 
 from __future__ import annotations
 
-import os
-import shutil
 import subprocess
 from pathlib import Path
 
-import pytest
-
 from tests.locustproc import BIN, REPO, env, expect_exit
+from tests.netns import need_mount_namespaces, private_mounts
 
 
 def _in_small_volume(mount: Path, size: str, argv: list[str]) -> subprocess.CompletedProcess[str]:
-    if os.geteuid() != 0 or shutil.which("unshare") is None:
-        if os.environ.get("CI"):
-            pytest.fail("a private mount namespace is required under CI (root and unshare)")
-        pytest.skip("needs root and unshare for a private tmpfs")
+    need_mount_namespaces("a private tmpfs")
     mount.mkdir()
     script = 'mount -t tmpfs -o size="$1" llm-locust-test "$2" && shift 2 && exec "$@"'
-    cmd = [
-        "unshare",
-        "--mount",
-        "--propagation",
-        "private",
-        "sh",
-        "-c",
-        script,
-        "sh",
-        size,
-        str(mount),
-        *argv,
-    ]
+    cmd = [*private_mounts(script, size, str(mount)), *argv]
     return subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=env(), cwd=str(REPO))
 
 
