@@ -35,22 +35,25 @@ suite = status=0; \
 	exit $$status
 
 # The full suite (about 11 minutes on 2 cores, see README). lint-imports checks the import
-# rules of docs/architecture.md (the contracts in pyproject.toml).
+# rules of docs/architecture.md (the contracts in pyproject.toml); mypy the types ([tool.mypy]).
 test: setup system-deps
 	$(BIN)/ruff check .
 	$(BIN)/lint-imports
+	$(BIN)/mypy
 	$(call suite,)
 
 # The inner loop: everything but the tests marked slow (long real runs).
 test-fast: setup
 	$(BIN)/ruff check .
 	$(BIN)/lint-imports
+	$(BIN)/mypy
 	$(call suite,and not slow)
 
 lint: setup
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/lint-imports
+	$(BIN)/mypy
 
 bench: setup
 	$(BIN)/python benchmarks/worker_throughput.py

@@ -155,7 +155,7 @@ class StreamingClient:
         self._draining: BodyReader | None = None
         self._one_connection = concurrency == 1
         # geventhttpclient has no hook for this check; a private attribute, pinned by tests.
-        self._http._connection_pool._is_socket_alive = _socket_alive
+        self._http._connection_pool._is_socket_alive = _socket_alive  # type: ignore[method-assign]
         cancel = config.cancel
         self._cancels = cancel.draws() if cancel is not None and cancel.rate > 0 else None
         self._health = health.monitor()  # the loop's stalls, for each record's client_stall_s

@@ -123,7 +123,7 @@ class BodyReader:
         if done:
             return self._drain()
         if not self._started():
-            watcher.priority = FIRST_PRIORITY
+            watcher.priority = FIRST_PRIORITY  # type: ignore[attr-defined]  # libev and libuv have it; types-gevent omits it
         self._waiter = Waiter()
         watcher.start(self._on_readable)
         try:
@@ -280,7 +280,7 @@ def _receiver(sock: Any) -> Callable[[int], bytes]:
 def _read_tls(sslobj: Any, size: int) -> bytes:
     """Every decrypted byte there is: epoll cannot see the rest of a record OpenSSL has
     already decrypted (``pending``); whole records still in the kernel it does see."""
-    parts = []
+    parts: list[bytes] = []
     while True:
         try:
             data = sslobj.read(size)

@@ -125,7 +125,7 @@ class RequestConfig(Part):
             return value
         try:
             parsed = json.loads(value)
-        except ValueError as exc:
+        except json.JSONDecodeError as exc:
             raise ValueError(f"not valid JSON ({exc.msg} at position {exc.pos})") from None
         if not isinstance(parsed, dict):
             raise ValueError("must be a JSON object, e.g. '{\"ignore_eos\": true}'")

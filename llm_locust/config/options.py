@@ -26,6 +26,8 @@ Pure module: no Locust, no network.
 
 from __future__ import annotations
 
+from typing import Any
+
 from llm_locust.config.load_options import LOAD_OPTIONS
 from llm_locust.config.option import GROUPS, RUN_GROUPS, Option, env_name
 from llm_locust.config.option import option as _o
@@ -312,7 +314,7 @@ _EXPORT = (
     ),
 )
 
-_CMD = {"group": "workload-command", "env_var": False}
+_CMD: dict[str, Any] = {"group": "workload-command", "env_var": False}
 _WORKLOAD_COMMAND = (
     _o("-n", help="Number of requests", default=1000, type="int", **_CMD),
     _o("--stream", help="Stream index (the user whose requests are drawn)", default=0, type="int", **_CMD),

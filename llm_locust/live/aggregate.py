@@ -35,7 +35,7 @@ import math
 import time
 from collections import Counter, deque
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from typing import Any, TypeGuard
 
 import numpy as np
 
@@ -62,7 +62,7 @@ _WINDOW_LAYOUT = (1e-4, 3600.0, 0.01)
 Row = Mapping[str, Any]
 
 
-def _finite(value: Any) -> bool:
+def _finite(value: Any) -> TypeGuard[float]:
     return isinstance(value, (int, float)) and math.isfinite(value)
 
 

@@ -221,7 +221,7 @@ class Exporter:
 
         self._server = WSGIServer((self.host, port), app, log=None, error_log=log)
         self._server.start()  # binds now, serves from a greenlet
-        self.port = int(self._server.server_port)
+        self.port = int(self._server.server_port or port)  # bound by start(): never None here
         log.info("llm-locust: Prometheus metrics on http://%s:%d/metrics", self.host, self.port)
         return self.port
 

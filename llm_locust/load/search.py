@@ -229,6 +229,11 @@ class SearchStages(StagePlan):
     shape all read it), so it changes in place: :meth:`set` replaces its stages, :meth:`reset`
     goes back to the first step for a new test."""
 
+    # set once by __init__ (the frozen dataclass underneath has only ``stages``)
+    spec: SearchSpec
+    warmup_s: float
+    forever_s: float
+
     def __init__(self, spec: SearchSpec, warmup_s: float, forever_s: float) -> None:
         for name, value in (("spec", spec), ("warmup_s", warmup_s), ("forever_s", forever_s)):
             object.__setattr__(self, name, value)  # a frozen dataclass underneath

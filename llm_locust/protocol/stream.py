@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -95,7 +96,7 @@ class StreamEvents:
         if not record.chunk_times:
             raise Failure("empty_response", "stream ended without any generated text")
 
-    def _events(self, payloads: list[str], now: float) -> bool:
+    def _events(self, payloads: Sequence[str], now: float) -> bool:
         for data in payloads:
             if data == DONE:  # the end of the stream, whether or not the body ends with it
                 self.done = True

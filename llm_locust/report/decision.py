@@ -205,8 +205,9 @@ def _step(
     index = int(step["index"])
     out = step.get("output_throughput")
     folder_name = Path(str(plan.get("folder") or plan["name"])).name
+    known: dict[str, Any] = {key: step.get(key) for key in StepView.model_fields if key in step}
     return StepView(
-        **{key: step.get(key) for key in StepView.model_fields if key in step},
+        **known,
         load=_measure(kind, step),
         tokens_per_user=tokens_per_user(None if not tpot else tpot / 1000.0),
         output_per_gpu=per_gpu(out, gpus),
@@ -235,10 +236,13 @@ def _plan(root: Path, plan: dict[str, Any], kind: str) -> PlanView:
     steps.sort(key=lambda s: (s.level, s.index))
     best, upper = plan.get("capacity_step") or {}, plan.get("upper_step") or {}
     clock = plan.get("simulator_clock") or {}
-    fields = {key: plan.get(key) for key in PlanView.model_fields if plan.get(key) is not None}
+    fields: dict[str, Any] = {
+        key: plan.get(key) for key in PlanView.model_fields if plan.get(key) is not None
+    }
     fields.pop("steps", None)
+    fields["folder"] = str(folder)
     return PlanView(
-        **{**fields, "folder": str(folder)},
+        **fields,
         stop=str((plan.get("search") or {}).get("stop") or ""),
         capacity_index=best.get("index"),
         upper_index=upper.get("index"),

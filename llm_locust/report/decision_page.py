@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from html import escape
 from pathlib import Path
+from typing import Any
 
 from llm_locust.report import decision_charts as dc
 from llm_locust.report.decision import Decision, Latency, PlanView, StepView, Verdict, load_decision
@@ -215,7 +216,7 @@ def _scaling_text(d: Decision) -> str:
     )
 
 
-def _charts(pairs: Sequence[tuple[str, dict | None]]) -> list[tuple[str, dict]]:  # type: ignore[type-arg]
+def _charts(pairs: Sequence[tuple[str, dict[str, Any] | None]]) -> list[tuple[str, dict[str, Any]]]:
     return [(key, option) for key, option in pairs if option is not None]
 
 

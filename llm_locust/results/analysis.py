@@ -85,8 +85,8 @@ def analyse_timeline(
     if slo is not None:
         _judge_series(summary, slo, server, windows, t0, t_end, width, measured_from)
     _stage_verdicts(summary.get("stages") or [])
-    counts = summary.get("errors") if isinstance(summary.get("errors"), dict) else {}
-    summary["errors_by_class"] = dict(counts)
+    errors = summary.get("errors")
+    summary["errors_by_class"] = dict(errors) if isinstance(errors, dict) else {}
     summary.update(vllm_keys(measured() if detailed else (), summary, detailed, timeline))
     if timeline.binned:
         summary["token_arrivals"] = timeline.token_precision()

@@ -152,10 +152,13 @@ class ColumnsBuilder:
             self.chunks.add(index, base, _NAN if tokens is None else tokens, why is None, gaps)
         if gaps and outcome == OK:
             timed = why is None and row_covers(Coverage.LATENCY, row)
-            key = (-1 if stage is None else stage, None if timed else STALLED if why is None else why.value)
-            pool = self.pools.get(key)
+            pool_key = (
+                -1 if stage is None else stage,
+                None if timed else STALLED if why is None else why.value,
+            )
+            pool = self.pools.get(pool_key)
             if pool is None:
-                pool = self.pools[key] = ItlPool(self.budget)
+                pool = self.pools[pool_key] = ItlPool(self.budget)
             pool.extend(gaps)
 
     def build(self) -> Columns:

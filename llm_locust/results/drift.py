@@ -89,13 +89,13 @@ class Trend:
         return self.slope * self.span_s / PER_S
 
 
-def fit_trend(t: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndarray) -> Trend | None:
-    """Sen's slope of ``y`` against ``t`` (window mid-times, seconds) with an
+def fit_trend(times: Sequence[float] | np.ndarray, values: Sequence[float] | np.ndarray) -> Trend | None:
+    """Sen's slope of ``values`` against ``times`` (window mid-times, seconds) with an
     autocorrelation-aware Mann-Kendall interval; ``None`` with fewer than :data:`MIN_WINDOWS`
     points or windows covering less than :data:`MIN_SPAN_S`."""
-    t, y = np.asarray(t, dtype=float), np.asarray(y, dtype=float)
-    keep = ~(np.isnan(t) | np.isnan(y))
-    t, y = t[keep], y[keep]
+    t_all, y_all = np.asarray(times, dtype=float), np.asarray(values, dtype=float)
+    keep = ~(np.isnan(t_all) | np.isnan(y_all))
+    t, y = t_all[keep], y_all[keep]
     n = t.size
     if n < MIN_WINDOWS or float(np.ptp(t)) < MIN_SPAN_S - (t[1] - t[0] if n > 1 else 0):
         return None

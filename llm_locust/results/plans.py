@@ -143,11 +143,11 @@ def verdict_sentence(result: dict[str, Any], demand: Demand, passes: Sequence[di
     want = demand.text()
     capacity = result["capacity"]
     if result["meets"]:
-        shown = min(
+        lowest = min(
             (p for p in passes if (measure(demand, p) or 0) >= demand.value), key=lambda p: p["level"]
         )
-        term = _tightest(shown)
-        where = f"{_term_text(term)} at {_unit(demand, measure(demand, shown) or 0)}" if term else "passes"
+        term = _tightest(lowest)
+        where = f"{_term_text(term)} at {_unit(demand, measure(demand, lowest) or 0)}" if term else "passes"
         cost = result["cost_per_million_at_demand"]
         price = f"; ${cost:.2f} per 1M output tokens at the demand" if cost is not None else ""
         return f"meets {want}: {where}, capacity {_unit(demand, capacity)}{price}"

@@ -31,7 +31,7 @@ Pure module: no Locust, no gevent, no network.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 __all__ = [
@@ -56,7 +56,7 @@ SATURATED_SHARE = 0.2
 #: Seconds of the most recent intervals the live gauge judges.
 LIVE_SPAN_S = 10.0
 
-Interval = dict[str, Any]
+Interval = Mapping[str, Any]
 
 
 def interval_saturated(interval: Interval) -> bool:

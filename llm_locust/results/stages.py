@@ -136,7 +136,8 @@ def capacity_verdict(stages: list[dict[str, Any]]) -> dict[str, Any]:
     judged = [(i, s) for i, s in enumerate(stages) if s.get("slo") is not None]
     if not judged:
         return {}
-    best, stopper, undecided = None, None, []
+    best, stopper = None, None
+    undecided: list[dict[str, Any]] = []
     for i, stage in judged:
         verdict = stage.get("verdict")
         if verdict == "pass":

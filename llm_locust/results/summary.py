@@ -95,8 +95,11 @@ def summarize(rows: Part | Columns | Iterable[Mapping[str, Any]], duration: floa
     conflicting = ok & cols.usage_conflict
     out["usage_conflicts"] = int(conflicting.sum())  # counted as received: protocol/counts.py
     if out["usage_conflicts"]:
-        counted = Counter(sources[cols.token_source[conflicting]].tolist())
-        out["usage_conflict_counts"] = {"counted_from": dict(sorted(counted.items())), "rule": CONFLICT_RULE}
+        by_source = Counter(sources[cols.token_source[conflicting]].tolist())
+        out["usage_conflict_counts"] = {
+            "counted_from": dict(sorted(by_source.items())),
+            "rule": CONFLICT_RULE,
+        }
     out["tpot_undefined"] = int(np.isnan(cols.tpot[ok]).sum())
     out["client_stalled"] = int((ok & ~timed).sum())  # completed, latencies left out
     if (~np.isnan(cols.lag[mask])).any():

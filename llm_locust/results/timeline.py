@@ -157,7 +157,7 @@ class _Chunks:
             keep, counts, self.gaps = timeline.store.exact_parts()
         else:
             keep = np.nonzero(timeline.ok & ~np.isnan(timeline.ttft))[0]
-            gap_lists = [timeline.rows[i].get("itl") or [] for i in keep]
+            gap_lists = [timeline.rows[i].get("itl") or [] for i in keep.tolist()]
             counts = np.fromiter((len(g) for g in gap_lists), dtype=np.int64, count=keep.size)
             self.gaps = np.fromiter(
                 itertools.chain.from_iterable(gap_lists), dtype=float, count=int(counts.sum())

@@ -30,7 +30,7 @@ __all__ = ["Finalized", "RecordBus", "Signal", "Sink"]
 
 log = logging.getLogger("llm_locust")
 Sink = Callable[[dict[str, Any]], None]
-F = TypeVar("F", bound=Callable[..., None])
+F = TypeVar("F", bound=Callable[..., object])
 
 
 class RecordBus:
@@ -87,4 +87,4 @@ class Signal(Generic[F]):
 
 #: ``finalized(summary, directory)``: a test's summary is written (``directory`` is ``None``
 #: without ``--results-dir``).
-Finalized = Signal[Callable[[dict[str, Any], Path | None], None]]
+Finalized = Signal[Callable[[dict[str, Any], Path | None], object]]  # what a listener returns is dropped

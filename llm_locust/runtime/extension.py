@@ -53,6 +53,7 @@ from llm_locust.runtime.fleet import Fleet
 from llm_locust.runtime.fold import IdleFolder
 from llm_locust.runtime.prepare import PREPARER, Prepared, results_dir, salted, source_of, workload_info
 from llm_locust.runtime.requests import Requests
+from llm_locust.runtime.runners import worker_runner
 from llm_locust.runtime.search import SearchDriver
 from llm_locust.runtime.session import TestResults
 from llm_locust.runtime.sources import RequestSources, client_config
@@ -70,7 +71,7 @@ def extension_of(environment: Environment) -> Extension:
     ext = getattr(environment, ATTRIBUTE, None)
     if ext is None:
         raise RuntimeError("llm-locust: no extension on this environment (Locust's init did not run)")
-    return ext  # type: ignore[no-any-return]
+    return ext
 
 
 def role_of(runner: Any) -> Role:
@@ -119,7 +120,7 @@ class Extension:
         self._form_pending = False
         self._adopted = False
         self.sources = RequestSources(lambda: self.context)
-        node = environment.runner.client_id if self.role == Role.WORKER else "local"
+        node = worker_runner(environment).client_id if self.role == Role.WORKER else "local"
         self.folder = IdleFolder()  # finished requests' rows, handed on in the loop's idle time
         self.requests = Requests(environment, self._deliver, node, later=self.folder.submit)
         self.fleet = Fleet(

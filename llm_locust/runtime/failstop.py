@@ -23,6 +23,7 @@ import gevent
 
 from llm_locust.config.role import Role
 from llm_locust.record import CANCELLED, INCOMPLETE, OK
+from llm_locust.runtime.runners import raise_in_main
 
 __all__ = ["ALL_FAILED_S", "FAILING_EXIT", "FAILING_REASON", "FailureWatch", "install"]
 
@@ -102,7 +103,6 @@ def _stop(ext: Any, line: str) -> None:
         ext.live.interrupted = FAILING_REASON
         ext.live.interrupt_exit_code = FAILING_EXIT
     if runner.shape_greenlet is not None:
-        hub = gevent.get_hub()  # as Ctrl-C does: the shape's join returns, Locust quits the runner
-        hub.loop.run_callback(hub.parent.throw, KeyboardInterrupt())
+        raise_in_main(KeyboardInterrupt())  # as Ctrl-C does: the shape's join returns, Locust quits
     else:
         gevent.spawn(runner.quit)

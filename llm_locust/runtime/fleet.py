@@ -35,6 +35,7 @@ from llm_locust.load.plan import LoadPlan
 from llm_locust.load.stepped import SteppedRates
 from llm_locust.runtime import distributed, stopping
 from llm_locust.runtime.requests import Requests
+from llm_locust.runtime.runners import master_runner, runner_of
 from llm_locust.runtime.search import SEARCH_MESSAGE
 from llm_locust.runtime.session import TestResults
 
@@ -67,7 +68,7 @@ class Fleet:
         self.inbox: distributed.Inbox | None = None  # the master's records from its workers
         self._health_sink: Callable[[dict[str, Any]], None] | None = None
         self.stopped_early: list[dict[str, Any]] = []  # the master's: since the last summary
-        runner = environment.runner
+        runner = runner_of(environment)
         if role == Role.WORKER:
             self.outbox = distributed.Outbox(
                 runner.send_message, in_flight=lambda: requests.in_flight, oldest=requests.oldest
@@ -83,7 +84,7 @@ class Fleet:
     # -- master to workers -------------------------------------------------------------
     def announce_plan_start(self, t0: float, workers: int) -> None:
         if self.role == Role.MASTER:
-            self.environment.runner.send_message(PLAN_MESSAGE, {"t0": t0, "workers": workers})
+            runner_of(self.environment).send_message(PLAN_MESSAGE, {"t0": t0, "workers": workers})
 
     def _on_plan_message(self, environment: Environment, msg: Any, **_: Any) -> None:
         self._on_plan_start(msg.data["t0"], int(msg.data["workers"]))
@@ -98,7 +99,7 @@ class Fleet:
             arrivals.announce(steps, stopped_at)
         if self.role == Role.MASTER:
             data = {"steps": list(steps), "stopped_at": stopped_at}
-            self.environment.runner.send_message(SEARCH_MESSAGE, data)
+            runner_of(self.environment).send_message(SEARCH_MESSAGE, data)
 
     def _on_search_message(self, environment: Environment, msg: Any, **_: Any) -> None:
         arrivals = self._plan().arrivals
@@ -114,16 +115,16 @@ class Fleet:
 
     def tell_stopped_early(self, at: float, why: str) -> None:
         """A worker stopped its load on its own at ``at`` (Unix time): tell the master, if it hears."""
-        if self.role == "worker":
-            self.environment.runner.send_message(STOPPED_MESSAGE, {"at": at, "why": why})
+        if self.role == Role.WORKER:
+            runner_of(self.environment).send_message(STOPPED_MESSAGE, {"at": at, "why": why})
 
     def _on_stopped_early(self, environment: Environment, msg: Any, **_: Any) -> None:
-        index = self.environment.runner.get_worker_index(msg.node_id)
+        index = master_runner(self.environment).get_worker_index(msg.node_id)
         entry = {"worker": msg.node_id, "index": index, "at": round(float(msg.data["at"]), 3)}
         self.stopped_early.append({**entry, "why": str(msg.data["why"])})
 
     def _alive(self) -> set[str]:
-        runner = self.environment.runner
+        runner = master_runner(self.environment)
         return {c.id for c in runner.clients.values() if c.state != locust.runners.STATE_MISSING}
 
     def workers_without_final(self) -> list[str]:
@@ -189,11 +190,12 @@ class Fleet:
     def watch_load(self, results: TestResults, current: Callable[[], TestResults | None]) -> None:
         """While ``results`` is the current test's and runs: sample the users (the stages' levels,
         the config block) and the CPU of the processes that send (the workers', or this one's)."""
-        runner = self.environment.runner
+        runner = runner_of(self.environment)
         while current() is results and results.running:
             if self.role == Role.MASTER:
-                cpu = max((c.cpu_usage for c in runner.clients.values()), default=0.0)
-                warned = runner.cpu_warning_emitted or runner.worker_cpu_warning_emitted
+                master = master_runner(self.environment)
+                cpu = max((c.cpu_usage for c in master.clients.values()), default=0.0)
+                warned = master.cpu_warning_emitted or master.worker_cpu_warning_emitted
             else:
                 cpu, warned = runner.current_cpu_usage, runner.cpu_warning_emitted
             results.observe(time.time(), runner.user_count, cpu, warned)

@@ -26,6 +26,7 @@ from llm_locust.runtime.extension import ATTRIBUTE, Extension, extension_of
 from llm_locust.runtime.form import install_form_check
 from llm_locust.runtime.outputs import install_outputs
 from llm_locust.runtime.prepare import CONFIG_ERRORS, check_when_parsed, prepare_or_exit
+from llm_locust.runtime.runners import runner_of
 from llm_locust.runtime.sources import client_config
 
 __all__ = ["init_extension", "install"]
@@ -89,7 +90,7 @@ def _test_start(environment: Environment, **_: Any) -> None:
     except CONFIG_ERRORS as exc:
         log.error("llm-locust: %s", exc)
         environment.process_exit_code = 2
-        gevent.spawn(environment.runner.quit)
+        gevent.spawn(runner_of(environment).quit)
 
 
 def _test_stopping(environment: Environment, **_: Any) -> None:

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING
 import gevent
 
 from llm_locust.config.role import Role
+from llm_locust.runtime.runners import runner_of
 
 if TYPE_CHECKING:
     from llm_locust.runtime.extension import Extension
@@ -114,7 +115,7 @@ def install(ext: Extension) -> None:
 
 
 def _watch(ext: Extension) -> None:
-    runner, watch = ext.environment.runner, MasterWatch()
+    runner, watch = runner_of(ext.environment), MasterWatch()
     while True:
         gevent.sleep(CHECK_S)
         last = getattr(runner, "last_heartbeat_timestamp", None)
@@ -157,7 +158,7 @@ def _watch(ext: Extension) -> None:
 
 def stop_now(ext: Extension) -> None:
     """Stop the users at once (no drain) and the test."""
-    runner = ext.environment.runner
+    runner = runner_of(ext.environment)
     ext.live.stopping = True
     runner.user_greenlets.kill(block=False)
     runner.stop()

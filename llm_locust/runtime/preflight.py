@@ -107,6 +107,8 @@ def _gate_web_start(run: Extension, make_config: MakeConfig) -> None:
     first: by the time this check runs, the form's values are the run's configuration.
     """
     web_ui = run.environment.web_ui
+    if web_ui is None or web_ui.app is None:
+        return
     app = web_ui.app
     endpoint = next(rule.endpoint for rule in app.url_map.iter_rules() if rule.rule == "/swarm")
     start = app.view_functions[endpoint]

@@ -19,6 +19,7 @@ is the master) a master; else the local runner.
 from __future__ import annotations
 
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -113,7 +114,10 @@ PREPARER = Preparer()
 
 
 def workload_info(
-    config: RunConfig, host: str | None = None, model: str | None = None, server: dict[str, Any] | None = None
+    config: RunConfig,
+    host: str | None = None,
+    model: str | None = None,
+    server: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """What a workload takes from the server: its facts (``max_model_len``), and for
     ``--tokenizer server`` its address, model, TLS settings and API key."""

@@ -95,7 +95,8 @@ class LLMShape(LoadTestShape):
         if load.run_time and self.get_run_time() > load.run_time:
             return self._drain(run)
         answer = run.search.tick()
-        run.enter_stage(run.plan.stages[-1])  # type: ignore[index]  (the driver logs each step)
+        if run.plan.stages is not None:  # a search's SearchStages, always
+            run.enter_stage(run.plan.stages[-1])  # (the driver logs each step)
         return answer if answer is not None else self._drain(run)
 
     def _drain(self, run: ShapedRun) -> tuple[int, float] | None:

@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING, Any
 import gevent
 
 from llm_locust.config.role import Role
+from llm_locust.runtime.runners import master_runner, raise_in_main, runner_of
 
 if TYPE_CHECKING:
     from llm_locust.runtime.extension import Extension
@@ -105,7 +106,7 @@ def install_signal_handlers(run: Extension) -> None:
 
 def _on_signal(run: Extension, sig: int) -> None:
     name = signal.Signals(sig).name
-    runner = run.environment.runner
+    runner = runner_of(run.environment)
     if run.stopping:  # already stopping (the plan ended, or a first signal): cut the drain short
         _mark(run, name, sig)
         log.warning("llm-locust: %s while stopping: requests still in flight are recorded incomplete", name)
@@ -119,13 +120,13 @@ def _on_signal(run: Extension, sig: int) -> None:
             run.environment.stop_timeout,
             name,
         )
-        _raise_in_main(KeyboardInterrupt())
+        raise_in_main(KeyboardInterrupt())
     elif run.results is None:  # no test has started (e.g. the master waits for its workers)
         log.warning("llm-locust: %s before the test started: nothing to save", name)
         runner.quit()
-        _raise_in_main(SystemExit(128 + sig))
+        raise_in_main(SystemExit(128 + sig))
     elif sig == signal.SIGINT:  # after the test: what Python's own SIGINT handler would do
-        _raise_in_main(KeyboardInterrupt())
+        raise_in_main(KeyboardInterrupt())
 
 
 def _mark(run: Extension, name: str, sig: int) -> None:
@@ -134,15 +135,9 @@ def _mark(run: Extension, name: str, sig: int) -> None:
         run.live.interrupt_exit_code = 128 + sig
 
 
-def _raise_in_main(exc: BaseException) -> None:
-    """Raise ``exc`` in the main greenlet from the hub, as gevent does for Ctrl-C."""
-    hub = gevent.get_hub()
-    hub.loop.run_callback(hub.parent.throw, exc)
-
-
 def skip_drain(run: Extension) -> None:
     """Kill the users now; the requests they were streaming are recorded incomplete."""
-    runner = run.environment.runner
+    runner = runner_of(run.environment)
     if run.role == Role.MASTER:
         runner.send_message(STOP_MESSAGE, {"now": True})
     else:
@@ -154,7 +149,7 @@ def skip_drain(run: Extension) -> None:
 
 def on_stop_message(environment: Environment, msg: Any, **_: Any) -> None:
     """Worker side of :data:`STOP_MESSAGE`: stop the users (with the drain), or now."""
-    runner = environment.runner
+    runner = runner_of(environment)
     if msg.data and msg.data.get("now"):
         runner.user_greenlets.kill(block=False)
     elif runner.state in _RUNNING:
@@ -163,7 +158,7 @@ def on_stop_message(environment: Environment, msg: Any, **_: Any) -> None:
 
 def collect_final_batches(run: Extension) -> None:
     """Master, at ``test_stop``: make the workers stop and wait for their last records."""
-    runner = run.environment.runner
+    runner = master_runner(run.environment)
     if any(c.state in _RUNNING or c.user_count > 0 for c in runner.clients.values()):
         runner.send_message(STOP_MESSAGE, {"now": False})
     deadline = time.monotonic() + run.environment.stop_timeout + FINAL_BATCH_MARGIN_S

@@ -88,7 +88,7 @@ class LLMUser(FastHttpUser):
         """The next request; ``entry`` is a trace row whose lengths it must have."""
         if entry is not None:
             return self.llm_run.trace_spec(entry)
-        return self.source().next_request()  # type: ignore[no-any-return]
+        return self.source().next_request()
 
     @task
     def generate(self) -> None:

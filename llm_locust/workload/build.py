@@ -93,7 +93,7 @@ def _build(opt: WorkloadConfig, info: dict[str, Any], dataset: Callable[[Workloa
     )
     limit = opt.max_model_len or info.get("max_model_len") or getattr(tokenizer, "max_model_len", None)
     guard = LengthGuard(limit, opt.length_policy)
-    common = {
+    common: dict[str, Any] = {
         "seed": opt.seed,
         "guard": guard,
         "ignore_eos": opt.ignore_eos,

@@ -30,6 +30,7 @@ from __future__ import annotations
 import csv
 import json
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -130,12 +131,13 @@ def load_dataset(path_text: str, fmt: str = "auto", strict: bool = False) -> Dat
     if fmt == "auto":
         fmt = detect_format(path, first)
     ds = Dataset(path_text, fmt, first_turn_only=fmt == "sharegpt")
-    parse = {
+    parsers: dict[str, Callable[[Any], LengthRow | Conversation]] = {
         "messages": _parse_messages,
         "prompts": _parse_prompt,
         "sharegpt": _parse_sharegpt,
         "mooncake": _parse_mooncake,
-    }[fmt]
+    }
+    parse = parsers[fmt]
     for line, row in rows:
         try:
             if isinstance(row, _Bad):
@@ -149,7 +151,10 @@ def load_dataset(path_text: str, fmt: str = "auto", strict: bool = False) -> Dat
             if len(ds.problems) < 5:
                 ds.problems.append(msg)
             continue
-        (ds.lengths if isinstance(item, LengthRow) else ds.conversations).append(item)
+        if isinstance(item, LengthRow):
+            ds.lengths.append(item)
+        else:
+            ds.conversations.append(item)
     if not len(ds):
         raise DatasetError(f"dataset {path_text} has no usable {fmt} rows ({ds.skipped} malformed)")
     return ds
