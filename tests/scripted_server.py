@@ -142,6 +142,15 @@ SCENARIOS: dict[str, list[tuple[bytes, float]] | str] = {
             0.0,
         )
     ],
+    # Retry-After twice (a proxy adding its own): the client's header map holds both
+    "retry_twice": [
+        (
+            plain(429, "Too Many Requests", b'{"error": {"message": "slow down"}}').replace(
+                b"\r\n\r\n", b"\r\nRetry-After: 3\r\nRetry-After: 7\r\n\r\n", 1
+            ),
+            0.0,
+        )
+    ],
     "unauthorized": [(plain(401, "Unauthorized", b'{"error": {"message": "invalid api key xx12345"}}'), 0.0)],
     "broken": "abort",
     "malformed": body_stream([sse(delta("a")), b'data: {"id": broken\n\n', sse(delta("b"))]),

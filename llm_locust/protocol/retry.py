@@ -19,8 +19,12 @@ __all__ = ["RETRY_STATUSES", "retry_after_seconds"]
 RETRY_STATUSES = frozenset({429, 503})
 
 
-def retry_after_seconds(value: str | None, now: float | None = None) -> float | None:
-    """The wait ``value`` asks for (``None``: no header, or one that is neither form)."""
+def retry_after_seconds(value: str | list[str] | None, now: float | None = None) -> float | None:
+    """The wait ``value`` asks for (``None``: no header, or one that is neither form).
+
+    A header sent more than once (a proxy adding its own) comes as a list: the first one counts."""
+    if isinstance(value, list):
+        value = value[0] if value else None
     if value is None:
         return None
     text = value.strip()

@@ -239,6 +239,15 @@ def test_failures_have_a_class_and_message(peer: str, scenario: str, outcome: st
     assert r.e2e is not None
 
 
+def test_a_repeated_retry_after_is_read_not_a_crash(peer: str) -> None:
+    # two Retry-After headers (3 and 7 s): the client's header map gives a list; the record is
+    # still an http_429 with the server's message, and the first value is the wait asked for
+    r, _ = send(f"{peer}/retry_twice")
+    assert r.outcome == "http_429", (r.outcome, r.message)
+    assert "slow down" in r.message
+    assert r.extra.get("retry_after") == 3.0
+
+
 def test_unreachable_host_is_a_connect_failure() -> None:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -65,6 +65,8 @@ def test_retry_after_in_seconds_or_as_a_date() -> None:
     assert retry_after_seconds("Wed, 21 Oct 2015 07:28:10 GMT", now=1445412480.0) == 10.0
     assert retry_after_seconds("Wed, 21 Oct 2015 07:28:00 GMT", now=1445412490.0) == 0.0  # past
     assert retry_after_seconds(None) is None and retry_after_seconds("soon") is None
+    # a repeated header: geventhttpclient's header map gives a list; the first value counts
+    assert retry_after_seconds(["3", "7"]) == 3.0 and retry_after_seconds([]) is None
 
 
 class _Client:
