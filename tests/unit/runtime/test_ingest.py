@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from llm_locust.runtime.ingest import BEHIND_FOR_S, BEHIND_S, IngestWatch
+from llm_locust.runtime.ingest import IngestWatch
 
 
 def feed(watch: IngestWatch, seconds: int, lag_at, workers: int = 2, rows: int = 50) -> list[str]:
@@ -34,9 +34,11 @@ def test_a_growing_lag_warns_once_with_the_rows_behind() -> None:
     assert warnings[0].startswith("master is ")
     assert warnings[0].endswith("use fewer workers per master or shorter records")
     rows = float(warnings[0].split()[2].replace(",", ""))
-    # found when the lag had stayed >= BEHIND_S for BEHIND_FOR_S: 2 workers x 50 rows/s x its lag
+    # found when the lag had stayed >= 1 s for 3 s of the master's clock: 2 workers x 50 rows/s x its lag.
+    # By hand: the batch sent at t is applied at 1000 + t + 0.5 (t - 10) = 995 + 1.5 t; its lag first
+    # reaches 1 s at t = 12 (applied at 1013); 3 s later is 1016, reached by t = 14, lag 2.0 s
     lag = float(warnings[0].split("applied ")[1].split(" s")[0])
-    assert BEHIND_S + 0.5 * BEHIND_FOR_S - 0.5 <= lag <= BEHIND_S + 0.5 * BEHIND_FOR_S + 0.5
+    assert lag == 2.0 and "growing for 3 s" in warnings[0]
     # (the other worker's latest batch is a second older: its lag is 0.5 s less)
     assert 50 * lag + 50 * (lag - 0.5) - 1 <= rows <= 2 * 50 * lag + 1
     block = watch.block()
