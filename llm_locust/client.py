@@ -46,6 +46,7 @@ from llm_locust.config.cancel import CancelPoint
 from llm_locust.config.tls import INSECURE_WARNING, TlsSettings, tls_context
 from llm_locust.load.cancel import CancelPolicy
 from llm_locust.protocol.counts import apply_tokenizer, requested_tokens, settle_counts
+from llm_locust.protocol.encoding import decoding
 from llm_locust.protocol.openai import ENDPOINT_PATHS, api_prefix, build_body, classify_status, shown_host
 from llm_locust.protocol.reasoning import batched_first_message
 from llm_locust.protocol.retry import retry_after_seconds
@@ -231,7 +232,8 @@ class StreamingClient:
                     "bad_payload", f"expected text/event-stream, got {got!r} ({error_text(response)})"
                 )
             events = StreamEvents(record, stream)
-            reader = BodyReader(response, events.feed, started=lambda: bool(record.chunk_times))
+            sink = decoding(response.get("content-encoding"), events.feed)
+            reader = BodyReader(response, sink, started=lambda: bool(record.chunk_times))
             try:
                 reader.run()
             except (OSError, HTTPParseError) as exc:

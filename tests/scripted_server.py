@@ -27,6 +27,7 @@ import subprocess
 import sys
 import threading
 import time
+import zlib
 from collections import Counter
 from collections.abc import Iterator
 
@@ -61,6 +62,17 @@ BAD_CHUNK = b"zz\r\nnot a chunk size\r\n"  # broken chunked encoding
 
 def body_stream(events: list[bytes], end: bytes = b"0\r\n\r\n") -> list[tuple[bytes, float]]:
     return [(HEAD_SSE, 0.0)] + [(chunked(e), 0.02) for e in events] + [(end, 0.0)]
+
+
+def compressed(coding: str, events: list[bytes]) -> list[tuple[bytes, float]]:
+    """A stream gzip-encoded (never asked for), each event flushed in its own chunk, 20 ms apart;
+    or, for another coding, the head that names it (the body is never decoded)."""
+    head = HEAD_SSE.replace(b"\r\n\r\n", f"\r\nContent-Encoding: {coding}\r\n\r\n".encode())
+    if coding != "gzip":
+        return [(head + chunked(b"\x1b\x00\x00\x00"), 0.0), (b"0\r\n\r\n", 0.0)]
+    packer = zlib.compressobj(wbits=16 + zlib.MAX_WBITS)
+    parts = [packer.compress(e) + packer.flush(zlib.Z_SYNC_FLUSH) for e in events] + [packer.flush()]
+    return [(head, 0.0)] + [(chunked(p), 0.02) for p in parts] + [(b"0\r\n\r\n", 0.0)]
 
 
 def usage(completion: object, prompt: object = 7) -> bytes:
@@ -127,6 +139,9 @@ SCENARIOS: dict[str, list[tuple[bytes, float]] | str] = {
         (chunked(sse(delta("a")) + NOT_UTF8), 0.0),
         (b"0\r\n\r\n", 0.0),
     ],
+    # a body compressed though the request asked for no coding
+    "gzip": compressed("gzip", [ROLE, *ABC, sse(USAGE), sse(b"[DONE]")]),
+    "brotli": compressed("br", []),
     # llama.cpp reports an error inside a stream as an ``error:`` field
     "llama_error": body_stream([b'error: {"code": 400, "message": "the request exceeds the context"}\n\n']),
     "context_400": [

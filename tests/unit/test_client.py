@@ -457,6 +457,22 @@ def test_a_reply_that_is_no_stream_backs_off_like_a_5xx(peer: str, scenario: str
         assert pauses == [(0.1, "backoff"), (0.2, "backoff"), (0.4, "backoff")]
 
 
+def test_a_gzip_encoded_stream_is_decoded_and_timed_per_read(peer: str) -> None:
+    """Compressed though no coding was asked for (issue 26 §6: 'cut after 0 tokens, no
+    finish_reason' for a complete stream): decoded as it arrives, each event flushed in its own
+    write 20 ms apart, so the tokens keep their own times."""
+    r, text = send(f"{peer}/gzip")
+    assert r.ok, (r.outcome, r.message)
+    assert text == "abc" and r.finish_reason == "stop" and r.completion_tokens == 3
+    assert len(r.itl) == 2 and min(r.itl) >= 0.015  # not one batch at the end of the body
+
+
+def test_a_coding_that_cannot_be_decoded_is_named(peer: str) -> None:
+    r, _ = send(f"{peer}/brotli")
+    assert r.outcome == "bad_payload", (r.outcome, r.message)
+    assert r.message.startswith("body is br-encoded"), r.message
+
+
 def requests_seen(peer: str, scenario: str) -> dict[str, int]:
     with urllib.request.urlopen(f"{peer}/{scenario}/count", timeout=5) as reply:
         return dict(json.loads(reply.read()))
