@@ -26,7 +26,8 @@ samples on demand, with names, help texts and bucket edges from
   the master logs once that the label is off.
 - Each results folder gets ``metrics_final.prom`` when its test is finalized: the
   registry's text form at the end of a headless run, whose totals equal
-  ``summary.json``'s (for the first test of the process; later tests add up).
+  ``summary.json``'s ``records`` block (every record, warm-up included: the live series of
+  :mod:`llm_locust.results.inclusion`; for the first test of the process; later tests add up).
 
 Options (the run configuration's ``export`` part): ``--prometheus-port P`` (env
 ``LLM_LOCUST_PROMETHEUS_PORT``; unset = no dedicated server, ``0`` = an ephemeral port,

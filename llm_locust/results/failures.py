@@ -1,13 +1,14 @@
 """What failed and how long users waited: the most frequent messages per failure class, the pauses.
 
 ``errors`` in the summary counts failures by class (``http_4xx: 9297``); that says nothing of
-the cause. :class:`FailureTally` takes every row as it is written (every record of
-``requests.jsonl``, also those the measured window excludes) and keeps, per class, how
-often each message came (``error_messages: {class: [[message, count], ...]}``, the
-:data:`TOP` most frequent, messages cut at :data:`MESSAGE_CHARS`), and the pauses closed-loop
-users took after failed requests (``waits``: per reason, how many pauses and their total
-seconds as decided; a pause cut short by the end of the test counts in full). See
-:mod:`llm_locust.runtime.backoff` for the pauses.
+the cause. :class:`FailureTally` takes every row as it is written and keeps, of the failures
+``errors`` counts (``Coverage.REQUESTS``, :mod:`llm_locust.results.inclusion`: not the
+warm-up's, so a class's messages add up to its count there), per class, how often each
+message came (``error_messages: {class: [[message, count], ...]}``, the :data:`TOP` most
+frequent, messages cut at :data:`MESSAGE_CHARS`), and the pauses closed-loop users took after
+failed requests (``waits``: per reason, how many pauses and their total seconds as decided; a
+pause cut short by the end of the test counts in full). See :mod:`llm_locust.runtime.backoff`
+for the pauses.
 
 Pure module: no Locust, no network.
 """
@@ -19,6 +20,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from llm_locust.record import NOT_FAILED, OK
+from llm_locust.results.inclusion import Coverage, row_covers
 
 __all__ = ["MESSAGE_CHARS", "TOP", "FailureTally", "failure_lines", "tally_of"]
 
@@ -37,7 +39,7 @@ class FailureTally:
 
     def add(self, row: Mapping[str, Any]) -> None:
         outcome = row.get("outcome", OK)
-        if outcome not in NOT_FAILED:
+        if outcome not in NOT_FAILED and row_covers(Coverage.REQUESTS, row):
             message = str(row.get("message") or "")[:MESSAGE_CHARS]
             self.messages.setdefault(outcome, Counter())[message] += 1
         reason = row.get("pause_reason")

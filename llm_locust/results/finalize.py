@@ -32,7 +32,7 @@ from llm_locust.results.inclusion import Coverage, measured_span, row_covers
 from llm_locust.results.saturation import client_block, judge_stages, run_saturation
 from llm_locust.results.slo import evaluate
 from llm_locust.results.stages import LevelFacts, capacity_verdict, excluded_counts, stage_summaries
-from llm_locust.results.summary import summarize
+from llm_locust.results.summary import records_block, summarize
 from llm_locust.results.timeline import Timeline
 from llm_locust.results.validity import MAX_SEND_LAG_MS
 
@@ -96,6 +96,7 @@ def build_summary(cols: Columns, facts: RunFacts) -> dict[str, Any]:
     span = measured_span(windows, facts.start_time, facts.stop_time)
     summary = summarize(measured, span["seconds"])
     summary["measured_span"] = span
+    summary["records"] = records_block(cols)  # every record: what the live view and exporter count
     excluded = excluded_counts(cols.part())
     summary["incomplete"] = excluded["incomplete"]
     summary["max_concurrent_requests"] = peak_in_flight(cols.start, cols.e2e)  # every request was in flight

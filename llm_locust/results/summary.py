@@ -21,7 +21,7 @@ import numpy as np
 from llm_locust.results.columns import Columns, Part
 from llm_locust.results.concurrency import peak_in_flight
 from llm_locust.results.failures import failure_lines
-from llm_locust.results.inclusion import Coverage
+from llm_locust.results.inclusion import Coverage, covered
 from llm_locust.results.stats import latency_stats, percentiles
 from llm_locust.results.traffic import traffic_lines
 
@@ -105,6 +105,31 @@ def summarize(rows: Part | Columns | Iterable[Mapping[str, Any]], duration: floa
     if (~np.isnan(cols.lag[mask])).any():
         out.update(open_loop_stats(part, duration))
     return out
+
+
+def records_block(cols: Columns) -> dict[str, Any]:
+    """Every record of the test, as a series counts them (``Coverage.SERIES``: warm-up, ramp-up
+    and incomplete ones too): requests by outcome, the tokens of the successful ones, and how
+    many latencies count (``Coverage.SERIES_LATENCY``). The live view (``/llm/stats``'s totals)
+    and the exporter's counters (``metrics_final.prom``) count exactly these."""
+    every = covered(Coverage.SERIES, cols)
+    ok = every & cols.ok
+    prompt = np.where(np.isnan(cols.prompt[ok]), np.nan_to_num(cols.target_in[ok]), cols.prompt[ok])
+    by_outcome = dict(sorted(Counter(cols.outcome_of(every)).items()))
+    traffic = cols.traffic
+    return {
+        "requests": by_outcome,
+        "total": int(every.sum()),
+        "completed": int(ok.sum()),
+        "failed": int((every & ~cols.ok & ~cols.incomplete & ~cols.cancelled).sum()),
+        "incomplete": int((every & cols.incomplete).sum()),
+        "cancelled": int((every & cols.cancelled).sum()),
+        "prompt_tokens": int(prompt.sum()),
+        "generation_tokens": int(np.nan_to_num(cols.completion[ok]).sum()),
+        "reasoning_tokens": int(np.nan_to_num(traffic.reasoning[ok[traffic.split_at]]).sum()),
+        "cached_tokens": int(traffic.cached[ok[traffic.cached_at]].sum()),
+        "timed": int(covered(Coverage.SERIES_LATENCY, cols).sum()),
+    }
 
 
 def _traffic(part: Part, ok: np.ndarray, timed: np.ndarray) -> dict[str, Any]:

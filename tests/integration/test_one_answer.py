@@ -8,6 +8,9 @@ where the run shows it (``summary.json`` and its stages, ``search.json``, the en
   the same as its stages' (they were diluted by the warm-up's time);
 - the same folder rebuilt by ``summarize``: every number of the run's summary, the concurrency
   block included (``peak_users`` came back 0);
+- an open-loop run and a distributed ramp, each with a warm-up: the rates against the stages,
+  the exporter's final totals (``metrics_final.prom``, as ``/llm/stats`` counts them: every
+  record) against the summary's ``records`` block;
 - a capacity search whose client is paused (SIGSTOP) while a step runs: each step's numbers as
   the search judged them and as the stage table shows them, visible TTFT and TTFT (the search
   counted the stalled requests' latencies its stage left out; visible TTFT kept them too).
@@ -24,7 +27,17 @@ from typing import Any
 import numpy as np
 import pytest
 
-from tests.locustproc import LocustResult, expect_exit, llm_locust_cli, locust_command, run_locust, run_paused
+from llm_locust.live import catalog as metrics
+from tests.integration.test_exporter import parse, value
+from tests.locustproc import (
+    LocustResult,
+    expect_exit,
+    llm_locust_cli,
+    locust_command,
+    run_distributed,
+    run_locust,
+    run_paused,
+)
 from tests.simproc import running_sim
 from tests.unit.results.test_summary import VLLM_KEYS
 
@@ -166,3 +179,66 @@ def test_visible_ttft_is_ttft_without_reasoning_with_a_paused_client(
         assert summary[f"{stat}_ttft_visible_ms"] == summary[f"{stat}_ttft_ms"], stat
     for stage in summary["stages"]:
         assert stage["p95_ttft_visible_ms"] == stage["p95_ttft_ms"], stage["label"]
+
+
+def _final_equals_records(results: Path, summary: dict[str, Any]) -> None:
+    """``metrics_final.prom`` (the exporter's, and ``/llm/stats``'s, totals: every record) against
+    the summary's ``records`` block, and both against ``requests.jsonl`` counted here."""
+    final = parse((results / "metrics_final.prom").read_text())
+    records = summary["records"]
+    exported = {dict(lb)["outcome"]: v for (n, lb), v in final.items() if n == "llm_locust_requests_total"}
+    assert exported == records["requests"]
+    assert value(final, "llm_locust_generation_tokens_total") == records["generation_tokens"]
+    assert value(final, "llm_locust_prompt_tokens_total") == records["prompt_tokens"]
+    assert value(final, f"{metrics.TIME_TO_FIRST_TOKEN.name}_count") == records["timed"]
+    rows = [json.loads(line) for line in (results / "requests.jsonl").open()]
+    assert records["total"] == len(rows)
+    ok = [r for r in rows if r["outcome"] == "ok"]
+    assert records["generation_tokens"] == sum(r["completion_tokens"] for r in ok)
+    assert records["timed"] == sum(1 for r in ok if not r.get("client_stall_s"))
+
+
+def _rates_are_the_stages(summary: dict[str, Any]) -> None:
+    """The run's rates: its stages' measured requests and tokens over their measured windows."""
+    stages = summary["stages"]
+    seconds = sum(_window_s(s) for s in stages)
+    assert summary["completed"] == sum(s["completed"] for s in stages) > 0
+    assert summary["request_throughput"] == pytest.approx(summary["completed"] / seconds, rel=1e-12)
+    tokens = sum(s["total_output_tokens"] for s in stages)
+    assert summary["output_throughput"] == pytest.approx(tokens / seconds, rel=1e-12)
+
+
+@pytest.mark.slow
+def test_an_open_loop_run_with_a_warmup_one_number_per_quantity(tmp_path: Path) -> None:
+    """An open-loop run (``--request-rate``) with a warm-up: the rates against its stage, the
+    exporter's final totals against the summary's records (the warm-up's requests counted there,
+    left out of the statistics)."""
+    results = tmp_path / "r"
+    with running_sim(*SIM) as url:
+        res = run_locust(url, *LIGHT, "--request-rate", "8", "--warmup", "1s", results_dir=results,
+                         users=None, run_time="4s")  # fmt: skip
+    expect_exit(res, 0)
+    summary = res.summary
+    assert summary["excluded"]["warmup"] > 0
+    _rates_are_the_stages(summary)
+    _final_equals_records(results, summary)
+    assert (
+        summary["records"]["total"]
+        == summary["completed"] + summary["failed"] + sum(summary["excluded"].values()) + summary["cancelled"]
+    )
+
+
+@pytest.mark.slow
+def test_a_distributed_ramp_with_a_warmup_one_number_per_quantity(tmp_path: Path) -> None:
+    """A master and two workers: the run's rates against its stages, the master's exporter
+    against the summary's records, the end-of-run text against the summary."""
+    results = tmp_path / "r"
+    with running_sim(*SIM) as url:
+        res = run_distributed(url, *LIGHT, "--ramp", "2,4", "--step-time", "4s", "--warmup", "1s",
+                              results_dir=results, workers=2, users=4, run_time="8s")  # fmt: skip
+    expect_exit(res, 0)
+    summary = res.summary
+    assert summary["excluded"]["warmup"] > 0
+    _rates_are_the_stages(summary)
+    _final_equals_records(results, summary)
+    assert _printed(res.stdout, "Request throughput (req/s):") == f"{summary['request_throughput']:.2f}"

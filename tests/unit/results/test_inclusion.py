@@ -8,16 +8,18 @@ from typing import Any
 import numpy as np
 import pytest
 
+from llm_locust.live.aggregate import LiveAggregate
 from llm_locust.load.search import SearchSpec, SearchStages
 from llm_locust.load.stages import parse_ramp
 from llm_locust.results.columns import Columns
+from llm_locust.results.failures import tally_of
 from llm_locust.results.finalize import RunFacts, build_summary
 from llm_locust.results.inclusion import Coverage, covered, exclusion, row_covers
 from llm_locust.results.report import exclusions_line
 from llm_locust.results.search_log import judge_rows, judged_row
 from llm_locust.results.slo import itl_stats_of, parse_slo
 from llm_locust.results.stages import stage_entry
-from llm_locust.results.summary import summarize
+from llm_locust.results.summary import records_block, summarize
 from llm_locust.results.timeline import Timeline
 from tests.unit.results.test_probe import rows as probe_rows
 from tests.unit.results.test_stages import T0, closed_loop, levels
@@ -158,3 +160,33 @@ def test_a_record_sent_outside_every_window_of_a_staged_run_is_excluded_and_name
     assert summary["excluded"]["outside"] == len(outside) > 0
     assert summary["completed"] == summary["stages"][0]["completed"]
     assert f"{len(outside)} outside the stages' measured windows" in exclusions_line(summary)
+
+
+def test_the_live_totals_and_the_exporter_count_the_records_block_of_the_summary() -> None:
+    """``/llm/stats``'s totals and ``metrics_final.prom`` (the live aggregate) count every record,
+    warm-up included; the summary's ``records`` block names the same numbers, and its ``errors``
+    and ``error_messages`` the same failures."""
+    rows = [
+        {**r, "request_id": f"{i}", "reasoning_tokens": i % 3, "cached_tokens": i % 2}
+        for i, r in enumerate(_every_kind_of_row())
+    ]
+    for r in rows:
+        r.update(prompt_tokens=7, completion_tokens=5, message=f"boom {r['request_id'][-1]}")
+    aggregate = LiveAggregate()
+    for r in rows:
+        aggregate.add(r)
+    cols = Columns.from_rows(rows)
+    block = records_block(cols)
+    totals = aggregate.snapshot()["totals"]
+    for key in ("requests", "completed", "failed", "incomplete", "cancelled", "prompt_tokens"):
+        assert block[key] == totals[key], key
+    for key in ("generation_tokens", "reasoning_tokens", "cached_tokens"):
+        assert block[key] == totals[key], key
+    assert block["timed"] == aggregate.snapshot()["latency"]["ttft"]["count"]
+    ok = [r for r in rows if r["outcome"] == "ok"]  # expected values, counted here
+    assert block["completed"] == len(ok) and block["generation_tokens"] == 5 * len(ok)
+    assert block["timed"] == sum(1 for r in ok if not r["client_stall_s"])
+    summary = summarize(cols.measured_part(), 10.0)
+    summary.update(tally_of(rows).to_summary())
+    for outcome, count in summary["errors"].items():  # the messages of the failures counted
+        assert sum(n for _, n in summary["error_messages"][outcome]) == count, outcome
