@@ -66,6 +66,7 @@ class Latency(_Loose):
     low_s: float | None = None
     high_s: float | None = None
     threshold_s: float | None = None
+    verdict: Verdict | None = None  # this SLO line's own verdict at the step (None: not a line)
     source: str
 
 
@@ -184,6 +185,7 @@ def _latency(step: dict[str, Any], stage: dict[str, Any] | None, metric: str, k:
             low_s=low,
             high_s=high,
             threshold_s=term.get("threshold"),
+            verdict=term.get("verdict"),
             source=f"SLO line {metric}_p95 as judged (95 % interval: order statistics)",
         )
     key = "p95_e2el_ms" if metric == "e2e" else "p95_ttft_ms"

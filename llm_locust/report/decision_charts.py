@@ -55,14 +55,17 @@ def _r(value: float | None, digits: int = 4) -> float | None:
     return None if value is None else round(float(value), digits)
 
 
-def _point(step: StepView, x: float | None, y: float | None) -> dict[str, Any]:
-    """One step as a data item: its label and verdict in the tooltip, its verdict's colour and shape."""
+def _point(step: StepView, x: float | None, y: float | None, line: Verdict | None = None) -> dict[str, Any]:
+    """One step as a data item: its label and verdict in the tooltip, the colour and shape of the
+    verdict of ``line`` (an SLO line's own, at this step) or else of the step."""
+    shown = step.verdict if line is None or step.verdict is Verdict.INVALID else line
+    what = f"step {step.verdict.value}" + (f", this line {line.value}" if line is not None else "")
     return {
-        "name": f"{step.label} ({step.verdict.value})",
+        "name": f"{step.label} ({what})",
         "value": [_r(x), _r(y)],
-        "symbol": VERDICT_SYMBOL[step.verdict],
+        "symbol": VERDICT_SYMBOL[shown],
         "symbolSize": 9,
-        "itemStyle": {"color": VERDICT_COLOR[step.verdict]},
+        "itemStyle": {"color": VERDICT_COLOR[shown]},
     }
 
 
@@ -168,7 +171,7 @@ def latency_chart(d: Decision, plan: PlanView, metric: str) -> dict[str, Any] | 
     line: dict[str, Any] = {
         "name": f"{title} P95",
         "type": "line",
-        "data": [_point(s, s.mean_in_flight, lat.p95_s) for s, lat in joined],
+        "data": [_point(s, s.mean_in_flight, lat.p95_s, lat.verdict) for s, lat in joined],
         "lineStyle": {"color": "#1f77b4"},
         "itemStyle": {"color": "#1f77b4"},
     }

@@ -157,7 +157,7 @@ def _latency_cell(lat: Latency | None) -> str:
 
 def steps_table(d: Decision) -> str:
     head = (
-        "<tr><th>plan</th><th>step (level)</th><th>verdict</th><th>load</th><th>in flight</th><th>req/s</th>"
+        "<tr><th>plan</th><th>step (level)</th><th>verdict</th><th>in flight</th><th>req/s</th>"
         "<th>out tok/s</th><th>goodput tok/s</th><th>TTFT P95 s [95 % CI]</th><th>E2E P95 s [95 % CI]</th>"
         "<th>median TPOT ms</th><th>tok/s/GPU</th><th>$/1M</th><th>requests</th><th>source</th>"
         "<th>reason</th></tr>"
@@ -172,9 +172,9 @@ def steps_table(d: Decision) -> str:
     legend = "".join(f"<li>{escape(x)}</li>" for x in sources)
     return (
         f'<table class="steps">{head}{"".join(rows)}</table>'
-        "<p class=\"muted\">Steps sorted by level. Load in the demand's unit; in flight: the step's "
-        "time-weighted mean of requests in flight; $/1M: the plan's $/hour over its output tokens per "
-        "hour at that step. "
+        '<p class="muted">Steps sorted by level. In flight: the step\'s time-weighted mean of requests '
+        "in flight (the load of a concurrency demand; a rate demand's is req/s, a users demand's the "
+        "level); $/1M: the plan's $/hour over its output tokens per hour at that step. "
         f'Latency sources:</p><ul class="muted">{legend}</ul>'
     )
 
@@ -184,7 +184,6 @@ def _step_row(p: PlanView, s: StepView, mark: str) -> str:
         escape(p.name),
         escape(s.label + mark),
         _badge(s.verdict),
-        _num(s.load),
         _num(s.mean_in_flight),
         _num(s.request_throughput, "{:.3f}"),
         _num(s.output_throughput, "{:.0f}"),
@@ -232,9 +231,10 @@ def build_decision_page(d: Decision) -> str:
         '<p class="muted">Each point is a search step (sorted by level, not in the order searched) at its '
         "measured load; error bars: 95 % distribution-free intervals of the P95 (a stub up: too few "
         "requests to bound it). "
-        "Point shapes: pass (circle, green), fail (triangle, red), inconclusive (diamond, orange), invalid "
-        "(hollow, grey: not joined, its numbers decide nothing). Red dashed: the SLO; green: the capacity; "
-        "blue dotted: the demand.</p>"
+        "Point shapes, by the verdict of the chart's own SLO line at that step (the step's when it is "
+        "not an SLO line): pass (circle, green), fail (triangle, red), inconclusive (diamond, orange); "
+        "an invalid step: hollow, grey, not joined (its numbers decide nothing). Red dashed: the SLO; "
+        "green: the capacity; blue dotted: the demand.</p>"
     )
     sections: list[Section] = [
         ("The answer", answer_block(d), [], ""),

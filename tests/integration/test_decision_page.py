@@ -161,6 +161,7 @@ def test_invalid_and_inconclusive_steps_are_marked_and_explained(
     a, b = report["plans"][0], report["plans"][1]
     a["steps"][-1] |= {"verdict": "invalid", "reason": "reached 3 of 5 users (test)"}
     b["steps"][0] |= {"verdict": "inconclusive", "reason": "e2e_p95: its interval straddles (test)"}
+    next(t for t in b["steps"][0]["terms"] if t["name"] == "e2e_p95")["verdict"] = "inconclusive"
     for plan in report["plans"]:
         plan["folder"] = str(comparison.root / plan["name"])
     (tmp_path / "capacity.json").write_text(json.dumps(report))
@@ -178,7 +179,9 @@ def test_invalid_and_inconclusive_steps_are_marked_and_explained(
     ]
     line = _series(state["latency-ttft-0"], "TTFT P95")
     assert len(line["data"]) == len(a["steps"]) - 1  # the invalid step is not joined
-    marked = [p for p in _series(state["latency-e2e-1"], "E2E P95")["data"] if "inconclusive" in p["name"]]
+    marked = [
+        p for p in _series(state["latency-e2e-1"], "E2E P95")["data"] if "step inconclusive" in p["name"]
+    ]
     assert len(marked) == 1 and marked[0]["symbol"] == "diamond"
     page = (tmp_path / "capacity.html").read_text()
     assert "reached 3 of 5 users (test)" in page and "its interval straddles (test)" in page

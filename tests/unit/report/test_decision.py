@@ -17,9 +17,8 @@ from llm_locust.report.decision_page import build_decision_page
 def _step(index: int, level: float, verdict: str, in_flight: float, ttft: float | None, **extra: Any) -> dict:
     terms = [{"name": "success", "value": 1.0, "interval": [0.99, 1.0], "threshold": 0.99, "verdict": "pass"}]
     if ttft is not None:
-        terms.append(
-            {"name": "ttft_p95", "value": ttft, "interval": [ttft * 0.9, ttft * 1.1], "threshold": 5.0}
-        )
+        line = {"name": "ttft_p95", "value": ttft, "interval": [ttft * 0.9, ttft * 1.1], "threshold": 5.0}
+        terms.append(line | {"verdict": "fail" if ttft > 5.0 else "pass"})
     return {
         "index": index,
         "label": f"users={level:g}",
@@ -43,6 +42,7 @@ def _folder(tmp_path: Path) -> Path:
         _step(0, 32, "fail", 31.0, 6.0),
         _step(1, 16, "pass", 15.5, 1.0),
         _step(2, 24, "invalid", 20.0, None),
+        _step(3, 28, "fail", 25.0, 4.0),  # failed by another line: its TTFT P95 passes
     ]
     plan = {
         "name": "A",
@@ -86,10 +86,10 @@ def _folder(tmp_path: Path) -> Path:
 def test_model_reads_capacity_json_tolerantly_sorted_by_level_with_sources(tmp_path: Path) -> None:
     d = load_decision(_folder(tmp_path))
     (plan,) = d.plans
-    assert [s.level for s in plan.steps] == [16, 24, 32]  # search order was 32, 16, 24
+    assert [s.level for s in plan.steps] == [16, 24, 28, 32]  # search order was 32, 16, 24, 28
     assert plan.folder == str(tmp_path / "A")  # moved folder: found beside capacity.json
     assert plan.capacity == 15.5 and plan.upper == 31.0 and plan.upper_verdict is Verdict.FAIL
-    low, mid, high = plan.steps
+    low, mid, _, high = plan.steps
     assert low.ttft is not None and (low.ttft.p95_s, low.ttft.low_s, low.ttft.high_s) == (1.0, 0.9, 1.1)
     # no ttft_p95 line: the summary's stage P95 (wall clock 150 ms) x the time scale 10, no interval
     assert mid.ttft is not None and mid.ttft.p95_s == pytest.approx(1.5) and mid.ttft.low_s is None
@@ -103,7 +103,10 @@ def test_charts_sort_by_level_keep_invalid_apart_and_draw_thresholds(tmp_path: P
     option = latency_chart(d, d.plans[0], "ttft")
     assert option is not None
     line = option["series"][0]
-    assert [p["value"] for p in line["data"]] == [[15.5, 1.0], [31.0, 6.0]]
+    assert [p["value"] for p in line["data"]] == [[15.5, 1.0], [25.0, 4.0], [31.0, 6.0]]
+    # each point in the colour and shape of the TTFT line's own verdict at that step
+    assert [p["symbol"] for p in line["data"]] == ["circle", "circle", "triangle"]
+    assert line["data"][1]["name"] == "users=28 (step fail, this line pass)"
     marks = {m.get("yAxis") or m.get("xAxis"): m["name"] for m in line["markLine"]["data"]}
     assert (
         marks[5.0].startswith("SLO") and marks[15.5].startswith("capacity") and marks[50].startswith("demand")
