@@ -27,8 +27,25 @@ __all__ = ["main"]
 USAGE = __doc__.split("\n\n")[1] if __doc__ else ""
 
 
+#: The exit code of a command whose reader went away (``llm-locust run --help | head``): 128 + SIGPIPE,
+#: what a program killed by the signal reports.
+BROKEN_PIPE_EXIT = 141
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = sys.argv[1:] if argv is None else argv
+    """Every subcommand; a reader that stops reading (``| head``) ends it quietly."""
+    try:
+        code = _command(sys.argv[1:] if argv is None else argv)
+        sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's last flush
+    except BrokenPipeError:
+        # what is left unwritten goes nowhere: no traceback, no "Exception ignored" at exit
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return BROKEN_PIPE_EXIT
+    return code
+
+
+def _command(args: list[str]) -> int:
     if not args or args[0] in ("-h", "--help"):
         print("usage: llm-locust {run,sim,workload,report,summarize,capacity,rejudge,demo} ...\n" + USAGE)
         return 0 if args else 2

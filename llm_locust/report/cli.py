@@ -21,7 +21,7 @@ from llm_locust.report.build import REPORT_FILE, write_report
 from llm_locust.report.data import ReportError
 from llm_locust.report.decision import DecisionError, is_capacity_folder
 from llm_locust.report.decision_page import DECISION_FILE, write_decision_page
-from llm_locust.results.windows import parse_window
+from llm_locust.results.windows import AUTO_WINDOW_RULE, parse_window
 
 __all__ = ["main"]
 
@@ -58,10 +58,27 @@ def _window(text: str) -> float | None:
 def parser() -> argparse.ArgumentParser:
     p = _Parser(prog=PROG, description="One self-contained HTML report (opens offline) of results folders.")
     p.add_argument("dirs", nargs="*", metavar="RESULTS_DIR", help="results folders (overlaid when several)")
-    p.add_argument("-o", "--output", default=None, help="the HTML file to write (default: see above)")
+    p.add_argument(
+        "-o",
+        "--output",
+        default=None,
+        help=f"the HTML file to write (default: RESULTS_DIR/{REPORT_FILE} for one folder, "
+        f"RESULTS_DIR/{DECISION_FILE} for a capacity folder, ./{REPORT_FILE} for several or --compare)",
+    )
     p.add_argument("--compare", nargs=2, metavar=("A", "B"), help="two folders side by side, with B - A")
-    p.add_argument("--window", type=_window, default=None, help="time-window width, e.g. 30s (default: auto)")
-    p.add_argument("--gpus", type=_gpus, default=None, help="GPUs behind the target (tok/s per GPU charts)")
+    p.add_argument(
+        "--window",
+        type=_window,
+        default=None,
+        help=f"time-window width, e.g. 30s (default: auto: {AUTO_WINDOW_RULE})",
+    )
+    p.add_argument(
+        "--gpus",
+        type=_gpus,
+        default=None,
+        help="GPUs behind the target, for tok/s per GPU charts (default: the summary's config gpus; "
+        "none: no per-GPU charts)",
+    )
     return p
 
 

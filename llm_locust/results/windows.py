@@ -37,10 +37,17 @@ from llm_locust.results.inclusion import Coverage
 from llm_locust.results.server_series import GAUGES, counter_increase
 from llm_locust.results.timeline import Timeline, binned_overlap, binned_sum
 
-__all__ = ["MAX_WINDOWS", "auto_window", "parse_window", "window_series", "windows_csv"]
+__all__ = ["AUTO_WINDOW_RULE", "MAX_WINDOWS", "auto_window", "parse_window", "window_series", "windows_csv"]
 
 MAX_WINDOWS = 20_000
 _NICE_S = (1.0, 2.0, 5.0, 10.0, 15.0, 30.0)
+_LONG_RUN_S, _LONG_WINDOW_S, _MIN_WINDOWS = 600.0, 30.0, 20
+#: :func:`auto_window` in words (``llm-locust report -h``).
+AUTO_WINDOW_RULE = (
+    f"{_LONG_WINDOW_S:g}s for runs of {_LONG_RUN_S / 60:g} minutes or more, else the largest of "
+    f"{', '.join(f'{w:g}' for w in _NICE_S if w < _LONG_WINDOW_S)}s that gives at least "
+    f"{_MIN_WINDOWS} windows"
+)
 _LATENCIES = (("ttft", "ttft"), ("tpot", "tpot"), ("e2el", "e2e"))
 _QUANTILES = (50, 95, 99)
 
@@ -57,9 +64,9 @@ def parse_window(text: str | float | None) -> float | None:
 
 def auto_window(duration_s: float) -> float:
     """30 s from 10 minutes on; else the largest nice width giving >= 20 windows."""
-    if duration_s >= 600:
-        return 30.0
-    fits = [w for w in _NICE_S if duration_s / w >= 20]
+    if duration_s >= _LONG_RUN_S:
+        return _LONG_WINDOW_S
+    fits = [w for w in _NICE_S if duration_s / w >= _MIN_WINDOWS]
     return fits[-1] if fits else _NICE_S[0]
 
 

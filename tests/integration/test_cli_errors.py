@@ -8,6 +8,7 @@ here needs a server: a refused option never sends a request.
 
 from __future__ import annotations
 
+import os
 import subprocess
 from pathlib import Path
 
@@ -149,3 +150,36 @@ def test_a_malformed_plan_endpoint_stops_capacity_before_any_run(tmp_path: Path,
     assert lines[0].startswith(f"llm-locust capacity: error: {where}"), lines[0]
     assert "expected an http:// or https:// URL with a host" in lines[0]
     assert not (tmp_path / "r").exists()
+
+
+@pytest.mark.parametrize(
+    ("args", "code"),
+    [(("run", "--help"), 141), (("--help",), 141), (("report", "--help"), 0), (("capacity", "--help"), 0)],
+)
+def test_help_into_a_closed_pipe_ends_quietly(args: tuple[str, ...], code: int) -> None:
+    """Issue 27 §4: ``llm-locust run --help | head`` printed a BrokenPipeError traceback (exit 1)
+    whenever head left before the help was written. Here the reader is gone before the first
+    write (the read end closed), so every run meets the closed pipe: no traceback, nothing on
+    stderr, and 141 (128 + SIGPIPE, what a program the signal ends reports); argparse's own
+    help drops the failed write itself and exits 0."""
+    read, write = os.pipe()
+    os.close(read)
+    try:
+        proc = subprocess.run(
+            [str(BIN / "llm-locust"), *args], stdout=write, stderr=subprocess.PIPE, text=True,
+            timeout=120, env=env(), cwd=str(REPO),
+        )  # fmt: skip
+    finally:
+        os.close(write)
+    assert proc.stderr == "" and proc.returncode == code, proc.stderr[-3000:]
+
+
+def test_report_help_says_its_defaults() -> None:
+    text = " ".join(_run("report", "-h").stdout.split())
+    assert "(default: see above)" not in text
+    assert (
+        "(default: RESULTS_DIR/report.html for one folder, RESULTS_DIR/capacity.html for a capacity folder"
+        in text
+    )
+    assert "(default: auto: 30s for runs of 10 minutes or more" in text
+    assert "(default: the summary's config gpus; none: no per-GPU charts)" in text

@@ -246,3 +246,15 @@ def test_installed_run_against_installed_simulator(image: Image) -> None:
         summary = json.loads((cwd / results / "summary.json").read_text())
         rows = (cwd / results / "requests.jsonl").read_text().splitlines()
         assert summary["completed"] == len(rows) > 0 and summary["failed"] == 0, name
+
+
+def test_the_license_is_an_spdx_expression() -> None:
+    """Issue 27 §4: ``license = { text = ... }`` made setuptools print a deprecation warning on
+    every install and build ("`project.license` as a TOML table is deprecated"); an SPDX string
+    needs setuptools 77 or later to build."""
+    import tomllib
+
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())
+    assert project["project"]["license"] == "Apache-2.0"
+    (setuptools,) = [r for r in project["build-system"]["requires"] if r.startswith("setuptools")]
+    assert setuptools == "setuptools>=77"
