@@ -18,6 +18,7 @@ import numpy as np
 from llm_locust.record import NOT_FAILED
 from llm_locust.results.analysis import SERVER_FILE, drift_of, span_of
 from llm_locust.results.columns import read_rows
+from llm_locust.results.inclusion import Coverage, row_covers
 from llm_locust.results.server_series import gauge_series, read_server_metrics
 from llm_locust.results.timeline import Timeline
 from llm_locust.results.windows import auto_window, window_series
@@ -122,11 +123,12 @@ def load_run(
 
 
 def top_messages(rows: list[dict[str, Any]], per_class: int = 3) -> dict[str, list[tuple[str, int]]]:
-    """The most frequent failure messages of each failure class (message, count)."""
+    """The most frequent failure messages of each failure class (message, count), of the
+    failures the summary's ``errors`` counts (``Coverage.REQUESTS``: not the warm-up's)."""
     counts: dict[str, dict[str, int]] = {}
     for r in rows:
         outcome = r.get("outcome")
-        if outcome is None or outcome in NOT_FAILED:
+        if outcome is None or outcome in NOT_FAILED or not row_covers(Coverage.REQUESTS, r):
             continue
         by_message = counts.setdefault(outcome, {})
         message = (r.get("message") or "").strip()[:200]
