@@ -16,7 +16,7 @@ from ``/stats/requests``'s ``extended_stats``) but not charts, so there are two 
   trailing 30 s window (the load has stopped, so a window rate would only decay to 0).
   A capacity search (``--search``) adds ``search``: a row per judged step (level, req/s, TTFT
   and E2E P95, success, verdict, the SLO term that decided it, runs-on and extensions) as the
-  search decides them, the step running, and at its stop the answer (highest pass, lowest
+  search decides them, the step running, and the answer as it forms (highest pass, lowest
   fail, why it stopped); the page's probe table shows them.
 
 The server keeps the chart history (:class:`~llm_locust.live.aggregate.History`: 15 min at 2 s

@@ -292,18 +292,20 @@ class SearchDriver:
         return out
 
     def live(self) -> dict[str, Any]:
-        """For the web UI: a row per judged step (:func:`probe_row`), the step running now, and
-        once the search stopped its answer (highest pass, lowest fail, stop reason)."""
+        """For the web UI: a row per judged step (:func:`probe_row`), the step running now, and the
+        answer as it forms from the first judged step (highest pass, lowest fail, lowest step not
+        shown to pass; ``final`` with the stop reason once the search stopped)."""
         step = self.steps[-1]
         answer = None
-        if self.done:
+        if self.probes or self.done:
             result = self.result()
             answer = {
                 "highest_pass": (result["highest_pass"] or {}).get("label"),
                 "upper": (result["upper"] or {}).get("label"),
                 "lowest_fail": (result["lowest_fail"] or {}).get("label"),
-                "stop": result["stop"],
-                "sentence": result["sentence"],
+                "final": self.done,
+                "stop": result["stop"] if self.done else None,
+                "sentence": result["sentence"] if self.done else None,
             }
         return {
             "kind": self.spec.kind,

@@ -89,9 +89,11 @@ function renderSearch(search) {
     formatNumber(p.ttft_p95_s), formatNumber(p.e2e_p95_s),
     p.success === null ? "-" : (p.success * 100).toFixed(2) + " %", p.verdict, p.term || "",
     `${p.runs_on} / ${p.extensions}`, p.reason || ""]));
-  const a = search.answer;
-  setText("search-answer", a ? `highest pass: ${a.highest_pass || "none"}; lowest fail: ${a.lowest_fail || "none"}`
-    + `${a.upper && a.upper !== a.lowest_fail ? "; lowest not shown to pass: " + a.upper : ""}; stopped: ${a.stop}` : "");
+  const a = search.answer;  // as it forms: from the first judged step, final once the search stopped
+  setText("search-answer", a ? `${a.final ? "" : "so far: "}highest pass: ${a.highest_pass || "none"}; `
+    + `lowest fail: ${a.lowest_fail || "none"}`
+    + `${a.upper && a.upper !== a.lowest_fail ? "; lowest not shown to pass: " + a.upper : ""}`
+    + (a.final ? `; stopped: ${a.stop}` : " (the search goes on)") : "");
 }
 
 function render(data) {

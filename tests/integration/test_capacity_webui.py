@@ -75,7 +75,7 @@ def test_the_llm_page_shows_the_probe_table_as_the_search_goes(tmp_path: Path) -
                 shown = page.evaluate(READ_TABLE)
                 if not seen or (shown["rows"], shown["answer"]) != (seen[-1]["rows"], seen[-1]["answer"]):
                     seen.append(shown)
-                if shown["answer"]:
+                if shown["running"] == "stopped" and shown["answer"]:
                     break
                 time.sleep(0.3)
         summary = wait_for(results / "summary.json", 30)
@@ -83,9 +83,14 @@ def test_the_llm_page_shows_the_probe_table_as_the_search_goes(tmp_path: Path) -
     steps = summary["search"]["steps"]
     assert [p["level"] for p in steps] == [2, 4, 8] and summary["search"]["stop_reason"] == "maximum"
     # while it ran: the table grew a row at a time, the step running named above it
-    growing = [len(s["rows"]) for s in seen if not s["answer"]]
+    running = [s for s in seen if s["running"] != "stopped"]
+    growing = [len(s["rows"]) for s in running]
     assert growing == sorted(growing) and {1, 2} <= set(growing), [s["rows"] for s in seen]
-    assert any(s["running"].startswith("running users=") for s in seen if not s["answer"])
+    assert any(s["running"].startswith("running users=") for s in running)
+    # the decision as it forms: after the first judged step, before the search stopped
+    forming = [s["answer"] for s in running if s["rows"]]
+    assert forming and all(a.startswith("so far: highest pass: ") for a in forming), forming
+    assert any(a.startswith(f"so far: highest pass: {steps[0]['label']}; ") for a in forming), forming
     final = seen[-1]
     assert final["running"] == "stopped" and not final["hidden"]
     assert [(r[0], r[1], r[6]) for r in final["rows"]] == [
