@@ -92,6 +92,8 @@ def run_args(file: PlanFile, plan: Plan, folder: Path, k: float) -> list[str]:
     ):
         _flag(args, flag, getattr(workload, key))
     _flag(args, "--model", plan.model)
+    if k != 1:  # the folder's report in deployment time; its summary says the factor
+        args += ["--target-speedup", f"{k:g}"]
     return [*args, "--results-dir", str(folder), "--overwrite", "--only-summary", "--loglevel", "INFO"]
 
 

@@ -346,6 +346,7 @@ class ResultsConfig(Part):
     overwrite: bool
     window: Positive | None  # seconds; None: auto (results.windows.auto_window)
     save_detailed: bool
+    target_speedup: Positive
 
     @field_validator("window", mode="before")
     @classmethod

@@ -277,6 +277,16 @@ _RESULTS = (
         default=False,
         action="flag",
     ),
+    _o(
+        "--target-speedup",
+        "results",
+        "The target runs K times faster than the deployment it stands for (a simulator's --speedup; "
+        "llm-locust capacity sets it): the run's files keep the measured wall clock and say so, its "
+        "report.html shows deployment time (latencies x K, rates / K) with a note",
+        default=1.0,
+        type="float",
+        web_ui=False,
+    ),
 )
 
 _EXPORT = (

@@ -19,7 +19,14 @@ from llm_locust.report.compare import compare_section
 from llm_locust.report.data import RunData, load_run
 from llm_locust.report.html import Section, render_page
 
-__all__ = ["AUTO_REPORT_MAX_BYTES", "REPORT_FILE", "build_report", "report_after_run", "write_report"]
+__all__ = [
+    "AUTO_REPORT_MAX_BYTES",
+    "REPORT_FILE",
+    "build_report",
+    "report_after_run",
+    "time_scale_note",
+    "write_report",
+]
 
 log = logging.getLogger("llm_locust")
 REPORT_FILE = "report.html"
@@ -65,7 +72,9 @@ def build_report(runs: Sequence[RunData], compare: bool = False) -> str:
             ("time-gpu", timecharts.gpu_over_time(runs)),
         ]
     )
-    sections: list[Section] = [("Verdict", _per_run(runs, tables.verdict_block), [], "")]
+    sections: list[Section] = [
+        ("Verdict", time_scale_note(runs) + _per_run(runs, tables.verdict_block), [], "")
+    ]
     if compare and len(runs) == 2:
         sections.append(
             (
@@ -93,6 +102,21 @@ def build_report(runs: Sequence[RunData], compare: bool = False) -> str:
     names = ", ".join(r.name for r in runs)
     title = f"llm-locust report: {names}" if not compare else f"llm-locust comparison: {names}"
     return render_page(title, f"{len(runs)} run(s): " + ", ".join(str(r.directory) for r in runs), sections)
+
+
+def time_scale_note(runs: Sequence[RunData]) -> str:
+    """A visible note when a run's target ran faster than the deployment it stands for."""
+    scaled = [r for r in runs if r.speedup != 1]
+    if not scaled:
+        return ""
+    which = "; ".join(f"{escape(r.name)} against a target {r.speedup:g}x faster" for r in scaled)
+    return (
+        '<p class="warn"><strong>Deployment time.</strong> Measured ' + which + " than the deployment "
+        "it stands for (a simulator's <code>--speedup</code>): every latency and duration on this page is "
+        "the measured one multiplied by that factor, every rate divided by it, as the deployment would "
+        "show them. The folder's summary.json and requests.jsonl keep the measured wall clock; the load "
+        "generator's own health (event-loop lag, CPU) and the configuration are shown as measured.</p>"
+    )
 
 
 def _traffic_section(runs: Sequence[RunData]) -> list[Section]:

@@ -21,6 +21,7 @@ from llm_locust.results.columns import read_rows
 from llm_locust.results.inclusion import Coverage, row_covers
 from llm_locust.results.server_series import gauge_series, read_server_metrics
 from llm_locust.results.timeline import Timeline
+from llm_locust.results.timescale import deployment_row, deployment_summary, speedup_of
 from llm_locust.results.windows import auto_window, window_series
 from llm_locust.results.writer import REQUESTS_FILE, SUMMARY_FILE
 
@@ -49,6 +50,8 @@ class RunData:
     messages: dict[str, list[tuple[str, int]]] = field(default_factory=dict)
     #: values the charts derive once per run (stage points and their sorted columns)
     cache: dict[str, Any] = field(default_factory=dict)
+    #: the target ran this many times faster than its deployment; every number here is converted
+    speedup: float = 1.0
 
     @property
     def stages(self) -> list[dict[str, Any]]:
@@ -93,8 +96,12 @@ def load_run(
         rows = list(read_rows(folder / REQUESTS_FILE))
     except (OSError, ValueError) as exc:
         raise ReportError(f"{folder}: cannot read {REQUESTS_FILE}: {exc}") from None
+    samples = list(read_server_metrics(folder / SERVER_FILE))
+    speedup = speedup_of(summary)
+    if speedup != 1:  # a sped-up simulator: the page in the deployment's time (results/timescale.py)
+        summary, rows, samples = _in_deployment_time(summary, rows, samples, speedup)
     timeline = Timeline(rows)
-    server = gauge_series(read_server_metrics(folder / SERVER_FILE))
+    server = gauge_series(samples)
     t0, t_end = span_of(summary, timeline)
     width = window_s or summary.get("window_s") or auto_window(t_end - t0)
     windows = summary.get("windows")
@@ -119,6 +126,21 @@ def load_run(
         drift=drift,
         gpus=gpus if gpus is not None else config_gpus,
         messages=top_messages(rows),
+        speedup=speedup,
+    )
+
+
+def _in_deployment_time(
+    summary: dict[str, Any], rows: list[dict[str, Any]], samples: list[dict[str, Any]], k: float
+) -> tuple[dict[str, Any], list[dict[str, Any]], list[dict[str, Any]]]:
+    """The summary, the records and the server's samples of a run whose target ran ``k`` times
+    faster than its deployment, in deployment time (stretched from the run's start)."""
+    starts = [float(r["start_time"]) for r in rows if r.get("start_time") is not None]
+    origin = float((summary.get("config") or {}).get("start_time") or min(starts, default=0.0))
+    return (
+        deployment_summary(summary, k, origin),
+        [deployment_row(r, k, origin) for r in rows],
+        [{**s, "t": origin + (float(s["t"]) - origin) * k} for s in samples],
     )
 
 

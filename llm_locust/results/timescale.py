@@ -24,11 +24,29 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["capacity_time_scale", "deployment_time", "in_deployment_time", "scaled"]
+__all__ = [
+    "capacity_time_scale",
+    "deployment_row",
+    "deployment_summary",
+    "deployment_time",
+    "in_deployment_time",
+    "scaled",
+    "speedup_of",
+]
 
-_RATE_KEYS = frozenset({"arrival_rate", "goodput_rps"})
+_RATE_KEYS = frozenset({"arrival_rate", "goodput_rps", "request_goodput"})
 _RATE_ENDINGS = ("_throughput", "_per_s", "_rps")
+_DURATION_KEYS = frozenset({"duration", "mean_e2e"})
+_KEEP = frozenset({"per_s"})  # a drift slope: a latency per second of run, the same in both clocks
 _TEXT_KEYS = frozenset({"reason", "why", "stop", "objective"})
+_EPOCH_KEYS = frozenset({"start", "end", "t0", "plan_t0", "t"})
+_EPOCH = 1e9  # seconds since 1970: a date (2001 on), never a duration
+_TIMED = ("ttft", "tpot", "itl", "e2e")  # SLO terms whose values are latencies
+#: Left as measured: the run's options as given, and the load generator's own health (its
+#: event-loop lag and CPU are the client's wall clock, and validity is judged on them).
+_AS_MEASURED = frozenset({"config", "client"})
+#: A row's latencies and durations (seconds).
+_ROW_SECONDS = ("ttft", "tpot", "e2e", "ttft_visible", "client_stall_s", "send_lag", "intended_offset")
 
 _SHOWN = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?) (s|ms)\b")  # "2.80 s", "850 ms" (show_value)
 _THRESHOLD = re.compile(r"([<>]=?)(\d+(?:\.\d+)?)(s|ms)\b")  # "e2e_p95<=3s" (an SLO line)
@@ -52,42 +70,52 @@ def _is_rate(key: str) -> bool:
 
 
 def _is_duration(key: str) -> bool:
-    return key.endswith(("_ms", "_s"))
+    return key in _DURATION_KEYS or key.endswith(("_ms", "_s"))
 
 
-def _number(key: str, value: Any, k: float) -> Any:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
+def _number(key: str, value: Any, k: float, origin: float | None) -> Any:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or key in _KEEP:
         return value
+    if value > _EPOCH and (key in _EPOCH_KEYS or key.endswith("_time")):
+        return value if origin is None else origin + (value - origin) * k
     if _is_rate(key):  # before the durations: "tokens_per_s" ends in "_s" too
         return value / k
     return value * k if _is_duration(key) else value
 
 
-def _term(term: Mapping[str, Any], k: float) -> dict[str, Any]:
-    out = scaled(term, k)
-    if term.get("name") != "success":  # a ratio has no time in it
-        for key in ("value", "threshold"):
-            if isinstance(out.get(key), (int, float)):
-                out[key] = out[key] * k
-        if out.get("interval") is not None:
-            out["interval"] = [None if v is None else v * k for v in out["interval"]]
-    return out
+def _judged(line: Mapping[str, Any], out: dict[str, Any], k: float) -> None:
+    """An SLO term or objective of a latency: its value, threshold and interval x ``k``."""
+    if not str(line.get("name") or "").startswith(_TIMED):  # success, server gauges: no time
+        return
+    for key in ("value", "measured", "threshold"):
+        if isinstance(out.get(key), (int, float)) and not isinstance(out.get(key), bool):
+            out[key] = out[key] * k
+    if out.get("interval") is not None:
+        out["interval"] = [None if v is None else v * k for v in out["interval"]]
 
 
-def scaled(data: Mapping[str, Any], k: float) -> dict[str, Any]:
-    """``data`` (a dict of dicts, lists and numbers) in deployment time, by key (see the module)."""
+def scaled(data: Mapping[str, Any], k: float, origin: float | None = None) -> dict[str, Any]:
+    """``data`` (a dict of dicts, lists and numbers) in deployment time, by key (see the module);
+    ``origin``: the run's start, from which dates are stretched (``None``: dates stay)."""
     out: dict[str, Any] = {}
     for key, value in data.items():
-        if isinstance(value, Mapping):
-            out[key] = scaled(value, k)
-        elif key == "terms" and isinstance(value, list):
-            out[key] = [_term(t, k) for t in value]
+        if key in _AS_MEASURED:
+            out[key] = value
+        elif isinstance(value, Mapping):
+            out[key] = scaled(value, k, origin)
         elif isinstance(value, list):
-            out[key] = [scaled(v, k) if isinstance(v, Mapping) else _number(key, v, k) for v in value]
+            out[key] = [
+                scaled(v, k, origin) if isinstance(v, Mapping) else _number(key, v, k, origin) for v in value
+            ]
         elif key in _TEXT_KEYS and isinstance(value, str):
             out[key] = deployment_time(value, k)
         else:
-            out[key] = _number(key, value, k)
+            out[key] = _number(key, value, k, origin)
+    if "threshold" in data and "name" in data:
+        _judged(data, out, k)
+    if out.get("kind") == "rate" and isinstance(out.get("target"), (int, float)):  # a rate stage
+        out["target"] = out["target"] / k
+        out["label"] = f"rate={out['target']:g}"
     return out
 
 
@@ -116,3 +144,35 @@ def capacity_time_scale(scales: Mapping[str, float]) -> dict[str, Any]:
             else "every plan was measured in real time: wall clock and deployment time are the same"
         ),
     }
+
+
+def speedup_of(summary: Mapping[str, Any]) -> float:
+    """How many times faster than its deployment the run's target ran (``--target-speedup``)."""
+    options = (summary.get("config") or {}).get("options") or {}
+    value = options.get("target_speedup")
+    return float(value) if isinstance(value, (int, float)) and value > 0 else 1.0
+
+
+def deployment_summary(summary: Mapping[str, Any], k: float, origin: float) -> dict[str, Any]:
+    """A run's summary in deployment time; its windows and drift left out (they are computed
+    again from the converted records)."""
+    out = scaled({key: v for key, v in summary.items() if key not in ("windows", "drift")}, k, origin)
+    config = dict(out.get("config") or {})  # as run, but for when it ran
+    for key in ("start_time", "stop_time", "plan_t0"):
+        config[key] = _number(key, config.get(key), k, origin)
+    out["config"] = config
+    out["time_scale"] = {"clock": "deployment", "target_speedup": k}
+    return out
+
+
+def deployment_row(row: Mapping[str, Any], k: float, origin: float) -> dict[str, Any]:
+    """One record in deployment time: its latencies x ``k``, its start stretched from ``origin``."""
+    out = dict(row)
+    for key in _ROW_SECONDS:
+        if isinstance(out.get(key), (int, float)):
+            out[key] = out[key] * k
+    if out.get("itl"):
+        out["itl"] = [g * k for g in out["itl"]]
+    if isinstance(out.get("start_time"), (int, float)):
+        out["start_time"] = origin + (out["start_time"] - origin) * k
+    return out

@@ -195,6 +195,9 @@ class TestResults:
         if context.workload is not None:
             block["workload"] = context.workload.describe()
         block["load_model"] = context.plan.describe()
+        speedup = context.config.results.target_speedup
+        if speedup != 1:  # this folder's numbers are the measured wall clock: say so, and the factor
+            block["time_scale"] = {"clock": "wall", "target_speedup": speedup}
         block["options"] = options_block(context.config, self.options)
         return block
 

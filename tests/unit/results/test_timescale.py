@@ -106,3 +106,14 @@ def test_a_rate_search_step_has_its_level_in_deployment_rate() -> None:
     real = in_deployment_time(step, 10.0, rate=True)
     assert real["level"] == pytest.approx(4.0) and real["label"] == "rate=4"
     assert in_deployment_time(step, 1.0, rate=True) == step
+
+
+def test_capacity_tells_a_sped_up_plans_run_its_factor(tmp_path: Any) -> None:
+    from llm_locust.capacity import run_args
+
+    path = tmp_path / "plans.yaml"
+    path.write_text(PLANS)
+    file = load_plan_file(path)
+    args = run_args(file, file.plans[0], tmp_path / "A", 10.0)
+    assert args[args.index("--target-speedup") + 1] == "10"
+    assert "--target-speedup" not in run_args(file, file.plans[0], tmp_path / "A", 1.0)
