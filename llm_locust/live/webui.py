@@ -194,6 +194,8 @@ _RESULT_KEYS = (
     "incomplete",
     "excluded",
     "duration",
+    "measured_span",
+    "records",
     "request_throughput",
     "output_throughput",
     "median_ttft_ms",

@@ -40,7 +40,9 @@ function fillTable(id, rows) {
 function renderTiles(run, snap, result) {
   const recent = snap.recent;
   if (result) {
-    setText("rate-scope", `whole run, measured requests (as summary.json), ${formatNumber(result.duration)} s`);
+    const span = result.measured_span;
+    const of = span && span.excluded_s > 0 ? ` measured of ${formatNumber(span.test_seconds)} s` : "";
+    setText("rate-scope", `whole run, measured requests (as summary.json), ${formatNumber(result.duration)} s${of}`);
     setText("v-tokens-per-s", formatNumber(result.output_throughput));
     setText("v-requests-per-s", formatNumber(result.request_throughput));
     setText("v-completed", String(result.completed));

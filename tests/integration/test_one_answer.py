@@ -11,6 +11,8 @@ where the run shows it (``summary.json`` and its stages, ``search.json``, the en
 - an open-loop run and a distributed ramp, each with a warm-up: the rates against the stages,
   the exporter's final totals (``metrics_final.prom``, as ``/llm/stats`` counts them: every
   record) against the summary's ``records`` block;
+- ``/llm/stats`` after a ramp with a warm-up: its result, live totals and stage rows against the
+  summary;
 - a capacity search whose client is paused (SIGSTOP) while a step runs: each step's numbers as
   the search judged them and as the stage table shows them, visible TTFT and TTFT (the search
   counted the stalled requests' latencies its stage left out; visible TTFT kept them too).
@@ -21,6 +23,7 @@ from __future__ import annotations
 import json
 import re
 import shutil
+import time
 from pathlib import Path
 from typing import Any
 
@@ -38,8 +41,10 @@ from tests.locustproc import (
     run_locust,
     run_paused,
 )
+from tests.promproc import http_get
 from tests.simproc import running_sim
 from tests.unit.results.test_summary import VLLM_KEYS
+from tests.webproc import web_ui
 
 SIM = ("--ttft-ms", "50", "--tpot-ms", "20", "--output-tokens", "12")
 LIGHT = ("--prompt-tokens", "16", "--max-tokens", "12")
@@ -242,3 +247,45 @@ def test_a_distributed_ramp_with_a_warmup_one_number_per_quantity(tmp_path: Path
     _rates_are_the_stages(summary)
     _final_equals_records(results, summary)
     assert _printed(res.stdout, "Request throughput (req/s):") == f"{summary['request_throughput']:.2f}"
+
+
+@pytest.mark.slow
+def test_llm_stats_after_a_ramp_shows_the_summarys_numbers(tmp_path: Path) -> None:
+    """``/llm/stats`` once a ramp with a warm-up ended: its result is the summary's, its live
+    totals and TTFT count are the summary's ``records`` (every record), its stage rows the stages'."""
+    results = tmp_path / "r"
+    with web_ui(tmp_path, SIM, *LIGHT, "--autostart", "--ramp", "2,4", "--step-time", "3s", "--warmup", "1s",
+                results=results) as ui:  # fmt: skip
+        deadline, stats = time.monotonic() + 60, {}
+        while not stats.get("result"):
+            assert time.monotonic() < deadline, f"no result on /llm/stats: {stats.get('run')}"
+            time.sleep(0.5)
+            stats = json.loads(http_get(f"{ui.base}/llm/stats", timeout=5))
+    summary = json.loads((results / "summary.json").read_text())
+    result, snapshot = stats["result"], stats["snapshot"]
+    assert summary["excluded"]["warmup"] > 0
+    for key in (
+        "completed",
+        "failed",
+        "duration",
+        "request_throughput",
+        "output_throughput",
+        "measured_span",
+    ):
+        assert result[key] == summary[key], key
+    assert result["records"] == summary["records"]
+    records = summary["records"]
+    for key in (
+        "requests",
+        "completed",
+        "failed",
+        "incomplete",
+        "cancelled",
+        "prompt_tokens",
+        "generation_tokens",
+    ):
+        assert snapshot["totals"][key] == records[key], key
+    assert snapshot["latency"]["ttft"]["count"] == records["timed"]
+    assert [(s["label"], s["completed"], s["request_throughput"]) for s in result["stages"]] == [
+        (s["label"], s["completed"], s["request_throughput"]) for s in summary["stages"]
+    ]
