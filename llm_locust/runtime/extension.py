@@ -41,6 +41,7 @@ from llm_locust.load.plan import OPEN_LOOP_LEAD, LoadPlan
 from llm_locust.load.replicas import Balancer
 from llm_locust.load.stages import Stage
 from llm_locust.load.stepped import SteppedRates
+from llm_locust.preflight import Preflight
 from llm_locust.record import RequestRecord
 from llm_locust.report.build import report_after_run
 from llm_locust.results.finalize import exit_code
@@ -111,7 +112,7 @@ class Extension:
         self.bursts: BurstDispatcher | None = None
         self.results: TestResults | None = None  # the current test's (local, master)
         self.last_summary: dict[str, Any] | None = None
-        self.preflight_result: Any = None  # the last preflight check (headless or the web UI's)
+        self.preflight_result: Preflight | None = None  # the last preflight check (headless or the web UI's)
         self.bus = RecordBus()
         self.finalized: Finalized = Finalized("finalized")
         self.tests = 0

@@ -19,21 +19,28 @@ import logging
 import sys
 from collections.abc import Callable
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from llm_locust.client import ClientConfig, shown_host
 from llm_locust.config.build import ConfigError
-from llm_locust.config.model import RequestConfig
+from llm_locust.config.model import RequestConfig, RunConfig
 from llm_locust.config.role import Role
 from llm_locust.preflight import Preflight, fetch_server_info, preflight
+from llm_locust.runtime.runners import ProcessRun
 
-if TYPE_CHECKING:
-    from llm_locust.runtime.extension import Extension
-
-__all__ = ["install", "run_preflight", "server_info"]
+__all__ = ["PreflightRun", "install", "run_preflight", "server_info"]
 
 log = logging.getLogger("llm_locust")
 MakeConfig = Callable[[RequestConfig, str], ClientConfig]
+
+
+class PreflightRun(ProcessRun, Protocol):
+    """What the preflight wiring needs of a run (the extension is one); it keeps the last check."""
+
+    preflight_result: Preflight | None
+
+    @property
+    def run_config(self) -> RunConfig: ...
 
 
 def run_preflight(config: ClientConfig, replicas: tuple[str, ...] | None = None) -> Preflight:
@@ -54,7 +61,7 @@ def run_preflight(config: ClientConfig, replicas: tuple[str, ...] | None = None)
     return result
 
 
-def install(run: Extension, make_config: MakeConfig) -> None:
+def install(run: PreflightRun, make_config: MakeConfig) -> None:
     """At ``init``: check now (headless) or at every start from the web UI."""
     environment = run.environment
     options = environment.parsed_options
@@ -77,7 +84,7 @@ def install(run: Extension, make_config: MakeConfig) -> None:
         _gate_web_start(run, make_config)
 
 
-def server_info(run: Extension, config: ClientConfig) -> dict[str, Any]:
+def server_info(run: PreflightRun, config: ClientConfig) -> dict[str, Any]:
     """The target's facts for ``test_start``; fills ``config.model`` or raises :class:`ConfigError`."""
     checked = run.preflight_result
     same = (
@@ -100,7 +107,7 @@ def server_info(run: Extension, config: ClientConfig) -> dict[str, Any]:
     return info
 
 
-def _gate_web_start(run: Extension, make_config: MakeConfig) -> None:
+def _gate_web_start(run: PreflightRun, make_config: MakeConfig) -> None:
     """Wrap Locust's ``/swarm`` view: login first (Locust's), then the check, then the start.
 
     Installed before :func:`llm_locust.runtime.form.install_form_check`, whose wrapper runs
@@ -120,7 +127,7 @@ def _gate_web_start(run: Extension, make_config: MakeConfig) -> None:
     app.view_functions[endpoint] = web_ui.auth_required_if_enabled(checked_start)
 
 
-def _check_form(run: Extension, make_config: MakeConfig) -> Any:
+def _check_form(run: PreflightRun, make_config: MakeConfig) -> Any:
     from flask import jsonify, request
 
     environment = run.environment

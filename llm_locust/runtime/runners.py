@@ -10,11 +10,23 @@ from __future__ import annotations
 import locust.runners
 from locust.env import Environment
 
-from typing import cast
+from typing import Protocol, cast
 
 import gevent
 
-__all__ = ["master_runner", "raise_in_main", "runner_of", "worker_runner"]
+from llm_locust.config.role import Role
+
+__all__ = ["ProcessRun", "master_runner", "raise_in_main", "runner_of", "worker_runner"]
+
+
+class ProcessRun(Protocol):
+    """A run as its helpers see it at the least: Locust's environment and the process's role
+    (the extension is one; each helper's own Protocol adds what it needs)."""
+
+    @property
+    def environment(self) -> Environment: ...
+    @property
+    def role(self) -> Role: ...
 
 
 def runner_of(environment: Environment) -> locust.runners.Runner:

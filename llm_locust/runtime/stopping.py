@@ -36,19 +36,17 @@ from locust.env import Environment
 import logging
 import signal
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import gevent
 
 from llm_locust.config.role import Role
-from llm_locust.runtime.runners import master_runner, raise_in_main, runner_of
-
-if TYPE_CHECKING:
-    from llm_locust.runtime.extension import Extension
+from llm_locust.runtime.runners import ProcessRun, master_runner, raise_in_main, runner_of
 
 __all__ = [
     "DEFAULT_DRAIN_S",
     "STOP_MESSAGE",
+    "StoppingRun",
     "apply_drain",
     "collect_final_batches",
     "install_signal_handlers",
@@ -65,6 +63,25 @@ DEFAULT_DRAIN_S = 30.0
 FINAL_BATCH_MARGIN_S = 10.0
 STOP_MESSAGE = "llm_locust_stop"
 _RUNNING = (locust.runners.STATE_SPAWNING, locust.runners.STATE_RUNNING)
+
+
+class Interrupt(Protocol):
+    """The signal that stopped the run, and the exit code it asks for (set once)."""
+
+    interrupted: str | None
+    interrupt_exit_code: int | None
+
+
+class StoppingRun(ProcessRun, Protocol):
+    """What stopping needs of a run (the extension is one): its process, role and test."""
+
+    @property
+    def stopping(self) -> bool: ...
+    @property
+    def results(self) -> object | None: ...
+    @property
+    def live(self) -> Interrupt: ...
+    def workers_without_final(self) -> list[str]: ...
 
 
 class _DefaultZero(float):
@@ -95,7 +112,7 @@ def apply_drain(environment: Environment, request_timeout: float) -> dict[str, A
 # -- signals ---------------------------------------------------------------------------
 
 
-def install_signal_handlers(run: Extension) -> None:
+def install_signal_handlers(run: StoppingRun) -> None:
     """SIGTERM and SIGINT on a headless local or master process (see the module docstring)."""
     options = run.environment.parsed_options
     if run.role == Role.WORKER or not getattr(options, "headless", False):
@@ -104,7 +121,7 @@ def install_signal_handlers(run: Extension) -> None:
         gevent.signal_handler(sig, _on_signal, run, sig)
 
 
-def _on_signal(run: Extension, sig: int) -> None:
+def _on_signal(run: StoppingRun, sig: int) -> None:
     name = signal.Signals(sig).name
     runner = runner_of(run.environment)
     if run.stopping:  # already stopping (the plan ended, or a first signal): cut the drain short
@@ -129,13 +146,13 @@ def _on_signal(run: Extension, sig: int) -> None:
         raise_in_main(KeyboardInterrupt())
 
 
-def _mark(run: Extension, name: str, sig: int) -> None:
+def _mark(run: StoppingRun, name: str, sig: int) -> None:
     if run.live.interrupted is None:
         run.live.interrupted = name
         run.live.interrupt_exit_code = 128 + sig
 
 
-def skip_drain(run: Extension) -> None:
+def skip_drain(run: StoppingRun) -> None:
     """Kill the users now; the requests they were streaming are recorded incomplete."""
     runner = runner_of(run.environment)
     if run.role == Role.MASTER:
@@ -156,7 +173,7 @@ def on_stop_message(environment: Environment, msg: Any, **_: Any) -> None:
         runner.stop()  # drains, then test_stop ships the final batch
 
 
-def collect_final_batches(run: Extension) -> None:
+def collect_final_batches(run: StoppingRun) -> None:
     """Master, at ``test_stop``: make the workers stop and wait for their last records."""
     runner = master_runner(run.environment)
     if any(c.state in _RUNNING or c.user_count > 0 for c in runner.clients.values()):
@@ -169,7 +186,7 @@ def collect_final_batches(run: Extension) -> None:
         log.warning("llm-locust: no final records from worker(s) %s after the drain", missing)
 
 
-def stop_before_quitting(run: Extension) -> None:
+def stop_before_quitting(run: StoppingRun) -> None:
     """A process shut down mid-test by Locust's own handler: stop the load (drain) first."""
     runner = run.environment.runner
     if runner is not None and runner.state in _RUNNING:
