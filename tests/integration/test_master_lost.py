@@ -21,7 +21,7 @@ from llm_locust.results.summary import summarize
 from tests.locustproc import BIN, LOCUSTFILE, REPO, env, expect_exit, free_port, llm_locust_cli
 from tests.simproc import running_sim
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.serial]  # the workers' stop and exit times: timing matters
 LIGHT = ("--prompt-tokens", "32", "--max-tokens", "16")
 LOST = "no heartbeat from the master"
 EXITS = "the master is gone; this worker exits (exit code 5)"
