@@ -116,6 +116,8 @@ def test_tests_started_from_the_form(tmp_path: Path) -> None:
     assert max_in_flight(rows) <= 2
 
     assert [s["target"] for s in graded["stages"]] == [1, 2]
+    salts = [s["config"]["options"]["prompt_salt"] for s in (opened, graded)]
+    assert None not in salts and salts[0] != salts[1]  # each test of the UI its own prompt salt
     assert [o["name"] for o in graded["slo"]["objectives"]] == ["success", "ttft_p95"]
     assert graded["config"]["options"]["request_rate"] is None  # the form's field, cleared
     rows = rows_of(Path(f"{results}-2"))

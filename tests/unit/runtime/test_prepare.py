@@ -94,3 +94,20 @@ def test_the_results_folder_is_checked_before_load(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="--overwrite"):
         Preparer().prepare(_options(results_dir=str(tmp_path)), Role.LOCAL)
     assert Preparer().prepare(_options(results_dir=str(tmp_path)), Role.WORKER).workload is not None
+
+
+def test_each_test_draws_its_own_prompt_salt_unless_one_is_given() -> None:
+    from llm_locust.config.build import config_from_options
+    from llm_locust.runtime.prepare import salted
+
+    options = _options(prompt_salt=None)
+    config = config_from_options(options)
+    first = salted(config, options)
+    salt = first.workload.prompt_salt
+    assert salt is not None and len(salt) == 16 and int(salt, 16) >= 0
+    assert options.prompt_salt == salt  # what a master's spawn messages carry to its workers
+    assert config.workload.prompt_salt is None  # the configuration as given is unchanged
+    assert salted(config, _options()).workload.prompt_salt != salt  # the next test: a new one
+    given = config_from_options(_options(prompt_salt="warm-1"))
+    assert salted(given, _options()).workload.prompt_salt == "warm-1"
+    assert first.workload.model_dump() == {**config.workload.model_dump(), "prompt_salt": salt}
