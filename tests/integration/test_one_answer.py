@@ -109,24 +109,57 @@ def test_a_ramps_rates_are_its_measured_requests_over_its_measured_windows(warm_
     assert _printed(text, "Duration (s):") == f"{summary['duration']:.2f}"
 
 
+def _rebuilt(res: LocustResult, tmp_path: Path) -> dict[str, Any]:
+    """``llm-locust summarize`` on a copy of ``res``'s folder without its summary."""
+    assert res.results_dir is not None
+    folder = tmp_path / "copy"
+    shutil.copytree(res.results_dir, folder)
+    (folder / "summary.json").unlink()
+    expect_exit(llm_locust_cli("summarize", str(folder), timeout=120), 0)
+    return json.loads((folder / "summary.json").read_text())
+
+
+def _same_summary(rebuilt: dict[str, Any], ran: dict[str, Any]) -> None:
+    """Every number the run's summary and the rebuilt one both show is the same."""
+    assert rebuilt["concurrency"] == ran["concurrency"]
+    assert {k: rebuilt.get(k) for k in RUN_KEYS} == {k: ran.get(k) for k in RUN_KEYS}
+    for key in ("excluded", "measured_span", "records", "slo", "windows", "drift", "client_saturated"):
+        assert rebuilt.get(key) == ran.get(key), key
+    assert len(rebuilt.get("stages") or ()) == len(ran.get("stages") or ())
+    for mine, theirs in zip(rebuilt.get("stages") or (), ran.get("stages") or (), strict=True):
+        for key in (*STAGE_KEYS, "window", "littles_law", "excluded", "verdict", "peak_users"):
+            assert mine.get(key) == theirs.get(key), (mine["label"], key)
+
+
 @pytest.mark.slow
 def test_summarize_rebuilds_every_number_of_the_runs_summary(warm_ramp: LocustResult, tmp_path: Path) -> None:
     """Seen: ``summarize`` rebuilt ``concurrency.peak_users`` as 0 (the run wrote 8)."""
-    assert warm_ramp.results_dir is not None
-    folder = tmp_path / "copy"
-    shutil.copytree(warm_ramp.results_dir, folder)
-    (folder / "summary.json").unlink()
-    expect_exit(llm_locust_cli("summarize", str(folder), timeout=120), 0)
-    rebuilt, ran = json.loads((folder / "summary.json").read_text()), warm_ramp.summary
-    assert ran["concurrency"]["peak_users"] == 4
-    assert rebuilt["concurrency"] == ran["concurrency"]
-    assert {k: rebuilt.get(k) for k in RUN_KEYS} == {k: ran.get(k) for k in RUN_KEYS}
-    for key in ("excluded", "measured_span", "slo", "windows", "drift", "client_saturated"):
-        assert rebuilt.get(key) == ran.get(key), key
-    assert len(rebuilt["stages"]) == len(ran["stages"])
-    for mine, theirs in zip(rebuilt["stages"], ran["stages"], strict=True):
-        for key in (*STAGE_KEYS, "window", "littles_law", "excluded", "verdict", "peak_users"):
-            assert mine.get(key) == theirs.get(key), (mine["label"], key)
+    assert warm_ramp.summary["concurrency"]["peak_users"] == 4
+    _same_summary(_rebuilt(warm_ramp, tmp_path), warm_ramp.summary)
+
+
+@pytest.mark.slow
+def test_a_plain_run_one_number_per_quantity(tmp_path: Path) -> None:
+    """A plain run (``-u 3 -t 4s``, a think time): its summary against ``summarize``'s (the peak
+    users and the closed-loop law's think time were lost), the exporter's final totals and the
+    end-of-run text."""
+    results = tmp_path / "r"
+    with running_sim(*SIM) as url:
+        res = run_locust(url, *LIGHT, "--think-time", "0.2s", results_dir=results, users=3, run_time="4s")
+    expect_exit(res, 0)
+    summary = res.summary
+    assert summary["concurrency"]["peak_users"] == 3
+    assert summary["concurrency"]["closed_loop_expected_in_flight"] is not None
+    _same_summary(_rebuilt(res, tmp_path), summary)
+    _final_equals_records(results, summary)
+    counted = {
+        "ok": summary["completed"],
+        "incomplete": summary["incomplete"],
+        "cancelled": summary["cancelled"],
+    }
+    assert summary["records"]["requests"] == {**summary["errors"], **{k: v for k, v in counted.items() if v}}
+    assert _printed(res.stdout, "Request throughput (req/s):") == f"{summary['request_throughput']:.2f}"
+    assert _printed(res.stdout, "Successful requests:") == str(summary["completed"])
 
 
 @pytest.fixture(scope="module")
@@ -289,3 +322,16 @@ def test_llm_stats_after_a_ramp_shows_the_summarys_numbers(tmp_path: Path) -> No
     assert [(s["label"], s["completed"], s["request_throughput"]) for s in result["stages"]] == [
         (s["label"], s["completed"], s["request_throughput"]) for s in summary["stages"]
     ]
+
+
+@pytest.mark.slow
+def test_summarize_rebuilds_the_paused_search(
+    paused_search: tuple[LocustResult, float, float], tmp_path: Path
+) -> None:
+    """The paused search's folder rebuilt by ``summarize``: the same numbers, probes and answer."""
+    res = paused_search[0]
+    rebuilt = _rebuilt(res, tmp_path)
+    _same_summary(rebuilt, res.summary)
+    search = dict(rebuilt["search"])
+    assert search.pop("rebuilt") == {"from": "search.json", "mismatches": []}
+    assert search == res.summary["search"]
