@@ -27,12 +27,14 @@ A statistic covers the records that meet every condition of its :class:`Coverage
 - ``REQUESTS``: request counts by outcome, and the span the rates divide by: ``COMPLETE``,
   ``IN_WINDOW`` (a cancelled request is counted, as cancelled, not as a failure);
 - ``SUCCESS``: the success ratio of an SLO: also ``NOT_CANCELLED`` (neither served nor failed);
-- ``COMPLETED``: tokens, throughputs, reasoning and prefix-cache counts: also ``OK``;
+- ``COMPLETED``: tokens, throughputs, reasoning and prefix-cache counts, goodput (a request
+  meeting every latency line on its own times: a stalled one's hold the client's pause, so it
+  can only be counted as not good): also ``OK``;
 - ``LATENCY``: every latency statistic (TTFT, visible TTFT, cache hit / miss TTFT, burst
-  TTFT, TPOT, ITL, E2E, SLO lines, goodput's latency checks): also ``UNSTALLED``;
-- ``SERIES``: a statistic of time (a window of the run, the live view): every record that
-  ended in it, its latencies when ``OK`` and ``UNSTALLED`` (``SERIES_LATENCY``); the warm-up
-  is part of the series;
+  TTFT, TPOT, ITL, E2E, the SLO's latency lines): also ``UNSTALLED``;
+- ``SERIES``: a statistic of time (a window of the run, the live view, the exporter's
+  counters, the summary's ``records``): every record that ended in it, its latencies when
+  ``OK`` and ``UNSTALLED`` (``SERIES_LATENCY``); the warm-up is part of the series;
 - ``IN_FLIGHT``: concurrency and Little's law: every record (each was in flight).
 
 Client-stalled requests, deliberately: the client, not the server, delayed them, so their
