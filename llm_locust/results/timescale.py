@@ -34,9 +34,21 @@ __all__ = [
     "speedup_of",
 ]
 
-_RATE_KEYS = frozenset({"arrival_rate", "goodput_rps", "request_goodput"})
+_RATE_KEYS = frozenset(
+    {
+        "arrival_rate",
+        "goodput_rps",
+        "request_goodput",
+        "request_rate",
+        "achieved_request_rate",
+        "sent_rate",
+        "scheduled_rate",
+        "spawn_rate",
+        "tokens_per_user",
+    }
+)
 _RATE_ENDINGS = ("_throughput", "_per_s", "_rps")
-_DURATION_KEYS = frozenset({"duration", "mean_e2e"})
+_DURATION_KEYS = frozenset({"duration", "mean_e2e", "seconds", "test_seconds"})
 _KEEP = frozenset({"per_s"})  # a drift slope: a latency per second of run, the same in both clocks
 _TEXT_KEYS = frozenset({"reason", "why", "stop", "objective"})
 _EPOCH_KEYS = frozenset({"start", "end", "t0", "plan_t0", "t"})

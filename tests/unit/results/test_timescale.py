@@ -117,3 +117,39 @@ def test_capacity_tells_a_sped_up_plans_run_its_factor(tmp_path: Any) -> None:
     args = run_args(file, file.plans[0], tmp_path / "A", 10.0)
     assert args[args.index("--target-speedup") + 1] == "10"
     assert "--target-speedup" not in run_args(file, file.plans[0], tmp_path / "A", 1.0)
+
+
+def test_a_summary_in_deployment_time_by_key() -> None:
+    from llm_locust.results.timescale import deployment_summary
+
+    t0 = 1_800_000_000.0
+    summary = {
+        "config": {"start_time": t0, "stop_time": t0 + 60, "options": {"step_time": 6.0}},
+        "client": {"lag_max_ms": 40.0},  # the load generator's own clock: as measured
+        "duration": 60.0,
+        "span": {"start": t0 + 1, "end": t0 + 59, "seconds": 58.0, "test_seconds": 60.0, "excluded_s": 2.0},
+        "drain": {"seconds": 1.5},
+        "achieved_request_rate": 40.0,
+        "request_goodput": 30.0,
+        "stages": [{"kind": "rate", "target": 40.0, "label": "rate=40", "spawn_rate": 10.0, "completed": 7}],
+        "slo": {"objectives": [{"name": "kv_cache_usage_max", "threshold": 0.9, "measured": 0.5}]},
+        "drift": {"stages": [{"per_s": 0.2}]},
+        "windows": [{"start": t0}],
+    }
+    out = deployment_summary(summary, 10.0, t0)
+    assert out["config"]["stop_time"] == t0 + 600 and out["config"]["options"] == {"step_time": 6.0}
+    assert out["client"] == {"lag_max_ms": 40.0} and out["duration"] == 600.0
+    assert out["span"] == {
+        "start": t0 + 10,
+        "end": t0 + 590,
+        "seconds": 580.0,
+        "test_seconds": 600.0,
+        "excluded_s": 20.0,
+    }
+    assert out["drain"] == {"seconds": 15.0}
+    assert out["achieved_request_rate"] == 4.0 and out["request_goodput"] == 3.0
+    stage = {"kind": "rate", "target": 4.0, "label": "rate=4", "spawn_rate": 1.0, "completed": 7}
+    assert out["stages"] == [stage]
+    assert out["slo"]["objectives"][0]["threshold"] == 0.9  # a server gauge's ratio: no time in it
+    assert "windows" not in out and "drift" not in out  # computed again from the converted records
+    assert out["time_scale"] == {"clock": "deployment", "target_speedup": 10.0}
