@@ -65,7 +65,7 @@ def average_ranks(x: np.ndarray) -> np.ndarray:
 
     (The ranks of an argsort of an argsort break ties in whatever order the sort leaves them,
     which changed between numpy releases: the reference moved in the sixth decimal.)"""
-    values, inverse, counts = np.unique(x, return_inverse=True, return_counts=True)
+    _, inverse, counts = np.unique(x, return_inverse=True, return_counts=True)
     first = np.cumsum(counts) - counts  # 0-based rank of each distinct value's first row
     return (first + (counts - 1) / 2.0)[inverse]
 
@@ -98,7 +98,8 @@ def _one(name: str, traces: Path) -> dict[str, Any]:
 def compute(traces: Path = TRACES) -> dict[str, Any]:
     return {
         "source": "../shared/data/traces (origin and licence of each file: shared/data/traces/SOURCES.md)",
-        "how": "numpy.percentile (method linear) over all rows; spearman: Pearson correlation of the ranks, ties at their average rank; "
+        "how": "numpy.percentile (method linear) over all rows; "
+        "spearman: Pearson correlation of the ranks, ties at their average rank; "
         "output_median_by_input_quartile: median output of the rows whose input lies between the given "
         "input percentiles (inclusive). Computed by tests/unit/workload/trace_reference.py",
         "command": ".venv/bin/python -m tests.unit.workload.trace_reference ../shared/data/traces",
