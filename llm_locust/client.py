@@ -39,18 +39,26 @@ import gevent.ssl
 from gevent import GreenletExit
 from gevent.monkey import get_original
 from geventhttpclient import HTTPClient
-from geventhttpclient.response import HTTPConnectionClosed, HTTPParseError, HTTPResponse
+from geventhttpclient.response import HTTPConnectionClosed, HTTPParseError
 
 from llm_locust import health
 from llm_locust.config.cancel import CancelPoint
 from llm_locust.config.tls import INSECURE_WARNING, TlsSettings, tls_context
+from llm_locust.faults import (
+    early_break,
+    end_of_transport,
+    error_text,
+    exc_text,
+    failure_from_exception,
+    unexpected,
+)
 from llm_locust.load.cancel import CancelPolicy
 from llm_locust.protocol.counts import apply_tokenizer, requested_tokens, settle_counts
 from llm_locust.protocol.encoding import decoding
 from llm_locust.protocol.openai import ENDPOINT_PATHS, api_prefix, build_body, classify_status, shown_host
 from llm_locust.protocol.reasoning import batched_first_message
 from llm_locust.protocol.retry import retry_after_seconds
-from llm_locust.protocol.stream import Cancelled, Failure, Stream, StreamEvents, cut_message
+from llm_locust.protocol.stream import Cancelled, Failure, Stream, StreamEvents
 from llm_locust.reader import BodyReader
 from llm_locust.record import CANCELLED, INCOMPLETE, RequestRecord
 
@@ -67,7 +75,6 @@ __all__ = [
 ]
 
 log = logging.getLogger("llm_locust")
-_ERROR_BODY_LIMIT = 64 * 1024
 _select = get_original("select", "select")  # the original, not gevent's yielding one
 #: Failures for which the prompt's size is the likely cause, so the message gives it.
 _SIZE_HINT_SKIP = ("connect", "http_429", INCOMPLETE, CANCELLED)
@@ -200,7 +207,7 @@ class StreamingClient:
             _stopped(record, stop)  # the caller hands the partial record on, then lets it unwind
             raise
         except Exception as exc:  # every request ends in one record, whatever arrives
-            record.outcome, record.message = "bad_payload", _unexpected(exc)
+            record.outcome, record.message = "bad_payload", unexpected(exc)
         finally:
             if record.t_end is None:
                 record.t_end = time.perf_counter()
@@ -237,7 +244,7 @@ class StreamingClient:
             try:
                 reader.run()
             except (OSError, HTTPParseError) as exc:
-                _end_of_transport(record, exc, reader.t_last)
+                end_of_transport(record, exc, reader.t_last)
                 return
             events.end(reader.t_last)
         finally:
@@ -252,68 +259,21 @@ class StreamingClient:
         An idle connection the server closed (keep-alive timeout) fails only when reused;
         the server never saw the request, so one retry on a fresh connection is safe. The
         clock restarts with it. A reply whose status line arrived but whose body broke in
-        the same read is handled as if the break came later (:func:`_early_break`).
+        the same read is handled as if the break came later (:func:`early_break`).
         """
         for attempt in (1, 2):
             try:
                 return self._http.request("POST", self._path, body=payload, headers=self._headers)
             except HTTPConnectionClosed as exc:
                 if attempt == 2:
-                    raise _failure_from_exception(exc, "connect") from None
+                    raise failure_from_exception(exc, "connect") from None
                 record.wall_start, record.t_sent = time.time(), time.perf_counter()
             except HTTPParseError as exc:
-                _early_break(exc, record, stream)
+                early_break(exc, record, stream)
                 return None
             except (ConnectionError, socket.gaierror, OSError) as exc:
-                raise _failure_from_exception(exc, "connect") from None
+                raise failure_from_exception(exc, "connect") from None
         raise AssertionError("unreachable")
-
-
-def _end_of_transport(record: RequestRecord, exc: BaseException, t_end: float | None = None) -> None:
-    """The connection broke or the HTTP framing was wrong after the status line (at ``t_end``)."""
-    if isinstance(exc, (socket.timeout, TimeoutError)):
-        raise _failure_from_exception(exc, "timeout") from None
-    record.t_end = t_end if t_end is not None else time.perf_counter()
-    if record.finish_reason is not None and record.chunk_times:
-        # every choice had finished: the reply is complete, only its end was untidy
-        record.message = f"the connection ended badly after finish_reason ({exc_text(exc)})"
-        return
-    raise Failure("stream_broken", cut_message(record, exc_text(exc))) from None
-
-
-def _early_break(exc: HTTPParseError, record: RequestRecord, stream: Stream) -> None:
-    """A parse error inside ``request()``: a connect failure only if no status arrived.
-
-    geventhttpclient parses the first read (headers and any body bytes with them) before
-    it returns the response, so a broken chunk there surfaces from ``request()``. The
-    half-built response is in the traceback; its status and the body bytes it had parsed
-    are treated exactly as a later read would have treated them.
-    """
-    response = _response_in(exc)
-    if response is None or not response.headers_complete:
-        raise _failure_from_exception(exc, "connect") from None
-    record.status = response.status_code
-    if response.status_code != 200:
-        raise Failure(classify_status(response.status_code), f"HTTP {response.status_code}: {exc_text(exc)}")
-    now = time.perf_counter()
-    events = StreamEvents(record, stream)
-    try:
-        events.feed(bytes(response._body_buffer), now)
-        events.end(now)
-    except Failure as failure:
-        if failure.outcome != "stream_broken":
-            raise
-    _end_of_transport(record, exc)
-
-
-def _response_in(exc: BaseException) -> HTTPResponse | None:
-    tb = exc.__traceback__
-    while tb is not None:
-        candidate = tb.tb_frame.f_locals.get("self")
-        if isinstance(candidate, HTTPResponse):
-            return candidate
-        tb = tb.tb_next
-    return None
 
 
 def _add_size_hint(record: RequestRecord) -> None:
@@ -382,51 +342,3 @@ def _stopped(record: RequestRecord, stop: BaseException) -> None:
         f"stopped after {record.t_end - record.t_sent:.1f} s with {len(record.chunk_times)} content "
         f"chunks ({type(stop).__name__}: the load stopped before the response ended)"
     )
-
-
-def error_text(response: Any) -> str:
-    """A short message from an error response (OpenAI-style JSON if present); a redirect
-    names where it points (it is not followed: ``--host`` should name the server itself)."""
-    status = response.status_code
-    if 300 <= status < 400:
-        location = response.get("location")
-        where = f"redirects to {shown_host(location)[:200]}" if location else "a redirect without a Location"
-        return f"HTTP {status}: {where} (not followed)"
-    try:
-        with gevent.Timeout(5):
-            raw = response.read(_ERROR_BODY_LIMIT)
-    except (gevent.Timeout, OSError, HTTPParseError):
-        raw = b""
-    text = raw.decode("utf-8", "replace").strip()
-    try:
-        obj = json.loads(text)
-        error = obj.get("error", obj) if isinstance(obj, dict) else obj
-        text = str(error.get("message", error)) if isinstance(error, dict) else str(error)
-    except ValueError:
-        pass
-    text = " ".join(text.split())
-    return f"HTTP {response.status_code}: {text[:200]}" if text else f"HTTP {response.status_code}"
-
-
-def exc_text(exc: BaseException) -> str:
-    name = type(exc).__name__
-    return f"{name}: {exc}" if str(exc) else name
-
-
-def _unexpected(exc: BaseException) -> str:
-    """A reply no rule above expected: still one record; the first traceback is logged."""
-    if not _unexpected_seen:
-        _unexpected_seen.append(True)
-        log.warning("llm-locust: unexpected reply, recorded as bad_payload", exc_info=exc)
-    return f"unreadable reply ({exc_text(exc)})"
-
-
-_unexpected_seen: list[bool] = []
-
-
-def _failure_from_exception(exc: BaseException, default: str) -> Failure:
-    if isinstance(exc, (socket.timeout, TimeoutError)):
-        return Failure("timeout", f"timed out: {exc}")
-    if isinstance(exc, (ConnectionRefusedError, socket.gaierror)):
-        return Failure("connect", exc_text(exc))
-    return Failure(default, exc_text(exc))
