@@ -29,7 +29,7 @@ class CancelPolicy:
     rate: float
     after: CancelAfter
     seed: int = 0
-    _ordinals: itertools.count = field(default_factory=itertools.count, compare=False, repr=False)
+    _ordinals: itertools.count[int] = field(default_factory=itertools.count, compare=False, repr=False)
 
     def draws(self) -> CancelDraws:
         """A new client's own stream of decisions."""

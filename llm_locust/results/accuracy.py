@@ -25,7 +25,8 @@ __all__ = ["input_length_error", "relative_errors"]
 def relative_errors(actual: np.ndarray, target: np.ndarray) -> np.ndarray:
     """``|actual - target| / target`` where both are known and ``target > 0``."""
     known = ~np.isnan(actual) & ~np.isnan(target) & (np.nan_to_num(target) != 0)
-    return np.abs(actual[known] - target[known]) / target[known]
+    errors: np.ndarray = np.abs(actual[known] - target[known]) / target[known]
+    return errors
 
 
 def _summary(err: np.ndarray) -> dict[str, Any]:

@@ -220,13 +220,15 @@ class Columns:
 
     def _is_outcome(self, name: str) -> np.ndarray:
         code = self.outcome_names.index(name) if name in self.outcome_names else -1
-        return self.outcome == code
+        rows: np.ndarray = self.outcome == code
+        return rows
 
     def excluded_as(self, reason: str | None) -> np.ndarray:
         """Rows left out for ``reason`` (``None``: the measured rows)."""
         name = reason or ""
         code = self._exclusion_names.index(name) if name in self._exclusion_names else -1
-        return self._exclusion == code
+        rows: np.ndarray = self._exclusion == code
+        return rows
 
     def outcome_of(self, mask: np.ndarray) -> list[str]:
         """The outcome names of the rows in ``mask``, in order."""
@@ -269,7 +271,8 @@ class Part:
 
     def ok(self) -> np.ndarray:
         """The mask of the part's successful rows."""
-        return self.mask & self.cols.ok
+        rows: np.ndarray = self.mask & self.cols.ok
+        return rows
 
     def covered(self, coverage: Coverage) -> np.ndarray:
         """The mask of the part's rows that ``coverage`` covers (:mod:`llm_locust.results.inclusion`)."""

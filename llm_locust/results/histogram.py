@@ -252,7 +252,8 @@ class LogHistogram(_Counts):
         lo = np.floor(rank)
         hi = np.minimum(lo + 1, self._count - 1)
         est = self._order_stats(lo) + (rank - lo) * (self._order_stats(hi) - self._order_stats(lo))
-        return np.clip(est, self._min, self._max).tolist()
+        values: list[float | None] = np.clip(est, self._min, self._max).tolist()
+        return values
 
     def quantile(self, q: float) -> float | None:
         """Estimate of the ``q`` quantile, clamped to the observed [min, max]."""
@@ -281,7 +282,8 @@ class LogHistogram(_Counts):
             uppers = np.clip(uppers, self._min, self._max)
         cum = np.concatenate(([0], np.cumsum(self._counts)))
         below = np.searchsorted(uppers, np.asarray(edges, dtype=np.float64), side="right")
-        return cum[below].tolist()
+        counts: list[int] = cum[below].tolist()
+        return counts
 
     # -- serialization --
     def to_dict(self) -> dict[str, Any]:
@@ -354,7 +356,8 @@ class FixedBucketCounts(_Counts):
 
     def cumulative(self) -> list[int]:
         """Count of observations <= each edge, then the total (``le="+Inf"``)."""
-        return np.cumsum(self._counts).tolist()
+        counts: list[int] = np.cumsum(self._counts).tolist()
+        return counts
 
     def to_dict(self) -> dict[str, Any]:
         return {"format": _FORMAT, "kind": "le", "edges": list(self._edge_list), **self._counts_dict()}

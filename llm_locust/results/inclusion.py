@@ -143,7 +143,8 @@ def _column(marks: Marks, condition: Condition) -> np.ndarray:
     if condition is _C.COMPLETE:
         return ~marks.incomplete
     if condition is _C.IN_WINDOW:
-        return ~(marks.warmup | marks.rampup | marks.outside)
+        inside: np.ndarray = ~(marks.warmup | marks.rampup | marks.outside)
+        return inside
     if condition is _C.NOT_CANCELLED:
         return ~marks.cancelled
     if condition is _C.OK:

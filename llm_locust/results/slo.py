@@ -125,8 +125,9 @@ def _values(part: Part, line: SloLine, mask: np.ndarray) -> np.ndarray:
     """Each request's value for ``line`` over ``mask`` (``nan``: undefined)."""
     cols = part.cols
     if line.metric == "itl":
-        return cols.itl_own[line.stat or "max"][mask]
-    values = getattr(cols, line.metric)[mask]
+        own: np.ndarray = cols.itl_own[line.stat or "max"][mask]
+        return own
+    values: np.ndarray = getattr(cols, line.metric)[mask]
     return values + np.nan_to_num(cols.lag[mask]) if line.intended else values
 
 

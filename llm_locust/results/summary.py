@@ -348,4 +348,5 @@ _HEADLINE = (
 
 def _known(values: np.ndarray) -> np.ndarray:
     """The defined values of a column (``nan`` is undefined)."""
-    return values[~np.isnan(values)]
+    known: np.ndarray = values[~np.isnan(values)]
+    return known

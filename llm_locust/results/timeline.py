@@ -118,7 +118,8 @@ class Timeline:
         if self.binned:
             raise ValueError("the chunks of this timeline are binned by time: no gaps kept")
         chunks = self._chunk_table()
-        return chunks.gaps[mask[chunks.gap_owner]]
+        gaps: np.ndarray = chunks.gaps[mask[chunks.gap_owner]]
+        return gaps
 
     def chunk_times(self, mask: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
         """(wall time of every content chunk of the successful requests, or of those in

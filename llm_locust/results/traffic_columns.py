@@ -191,7 +191,8 @@ def _flag(n: int, rows: np.ndarray) -> np.ndarray:
 
 
 def _known(values: np.ndarray) -> np.ndarray:
-    return values[~np.isnan(values)]
+    known: np.ndarray = values[~np.isnan(values)]
+    return known
 
 
 def _token_stats(name: str, values: np.ndarray) -> dict[str, float | None]:

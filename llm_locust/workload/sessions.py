@@ -95,7 +95,7 @@ class SessionSource:
         return self._spec(turn)
 
     def _fits(self, turn: Turn) -> bool:
-        return self.cfg.guard.fits(self.history_tokens + turn.user_tokens, turn.output_tokens)
+        return bool(self.cfg.guard.fits(self.history_tokens + turn.user_tokens, turn.output_tokens))
 
     def _spec(self, turn: Turn) -> RequestSpec:
         user = {"role": "user", "content": turn.user}
