@@ -213,6 +213,8 @@ def judge_step(
         "p95_e2el_ms": entry.get("p95_e2el_ms"),
         "completed": entry.get("completed"),
         "failed": entry.get("failed"),
+        # completed requests whose latencies were left out: the client stalled inside them
+        "client_stalled": entry.get("client_stalled"),
         "terms": terms,
     }
 

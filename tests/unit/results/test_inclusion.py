@@ -109,6 +109,7 @@ def test_a_search_step_covers_the_records_its_stage_does() -> None:
     assert probe["p95_e2el_ms"] == expect  # not the stalled requests' 4.5 s
     assert probe["verdict"] == entry["verdict"] == "pass"
     assert probe["completed"] == entry["completed"] == 200  # counted, all of them
+    assert probe["client_stalled"] == entry["client_stalled"] == 20  # and said, for validity
 
 
 def test_visible_ttft_and_cache_miss_ttft_cover_the_records_ttft_does() -> None:
