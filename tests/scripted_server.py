@@ -53,6 +53,7 @@ def plain(status: int, reason: str, body: bytes, content_type: str = "applicatio
 HEAD_SSE = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
 HEAD_CLOSE = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n"
 USAGE = {"choices": [], "usage": {"prompt_tokens": 7, "completion_tokens": 3, "total_tokens": 10}}
+USAGE_5 = {"choices": [], "usage": {"prompt_tokens": 7, "completion_tokens": 5, "total_tokens": 12}}
 ROLE = sse({"choices": [{"delta": {"role": "assistant", "content": ""}}]})
 ABC = [sse(delta("a")), sse(delta("b")), sse(delta("c", "stop"))]
 HOLD = -1.0  # a script's wait: send nothing more until the client hangs up (bounded: 60 s)
@@ -172,6 +173,14 @@ SCENARIOS: dict[str, list[tuple[bytes, float]] | str] = {
     "stream_error": body_stream([sse(delta("a")), sse({"error": {"message": "engine died"}})]),
     "empty": body_stream([sse({"choices": [{"delta": {"role": "assistant"}, "finish_reason": "stop"}]})]),
     "silent": "silent",
+    # five tokens: one alone, three in one write (one read: two gaps of 0 s), one alone; 20 ms apart
+    "coalesced": [
+        (HEAD_SSE + chunked(ROLE), 0.02),
+        (chunked(sse(delta("a"))), 0.02),
+        (chunked(sse(delta("b")) + sse(delta("c")) + sse(delta("d"))), 0.02),
+        (chunked(sse(delta("e", "stop")) + sse(USAGE_5) + sse(b"[DONE]")), 0.0),
+        (b"0\r\n\r\n", 0.0),
+    ],
     # a long answer, one token every 200 ms: a client stopped mid-stream
     "slow": [(HEAD_SSE, 0.0)] + [(chunked(sse(delta("t"))), 0.2) for _ in range(50)] + [(b"0\r\n\r\n", 0.0)],
     # a complete stream, [DONE] included, whose HTTP body never ends (HOLD: the server waits

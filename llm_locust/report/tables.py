@@ -99,6 +99,7 @@ def stage_table(run: RunData) -> str:
         "TTFT p99",
         "TPOT p50",
         "ITL p50",
+        "ITL 0 ms gaps",
         "E2E p95",
         "in flight",
         "verdict",
@@ -122,17 +123,24 @@ def stage_table(run: RunData) -> str:
                         "p99_ttft_ms",
                         "p50_tpot_ms",
                         "p50_itl_ms",
-                        "p95_e2el_ms",
                     )
                 ),
+                _percent(s.get("itl_zero_gap_share")),
+                fmt(s.get("p95_e2el_ms")),
                 fmt(law.get("mean_in_flight"), 2),
                 _badge(s.get("verdict")) + (f" <small>{escape(reason)}</small>" if reason else ""),
             ]
         )
     return (
         table(head, rows, "stages")
-        + '<p class="muted">latencies in ms; in flight: time-weighted mean over the measured window</p>'
+        + '<p class="muted">latencies in ms; ITL 0 ms gaps: share of inter-token gaps of 0 ms (stream '
+        "events that arrived in one read; they pull the low ITL percentiles to 0); in flight: "
+        "time-weighted mean over the measured window</p>"
     )
+
+
+def _percent(share: float | None) -> str:
+    return "-" if share is None else f"{share * 100:.0f} %"
 
 
 def errors_table(run: RunData) -> str:

@@ -25,7 +25,9 @@ LEGEND = (
     "when the load stopped, not counted as ok or fail. in-flight: time-weighted mean of requests in\n"
     "flight over the stage's measured window, rebuilt from every record overlapping it. L=λW: arrival\n"
     "rate in the window x mean E2E of those arrivals (Little's law); the two agree within about\n"
-    "E2E/window in a steady stage. invalid: the stage did not run its planned load (never a pass).\n"
+    "E2E/window in a steady stage. ITL 0ms: share of inter-token gaps of 0 ms (stream events that\n"
+    "arrived in one read; such gaps pull the low ITL percentiles to 0). invalid: the stage did not\n"
+    "run its planned load (never a pass).\n"
     "inconclusive: a statistic's 95 % interval straddles its threshold, or the stage had too few\n"
     "requests to show it (a P99 needs 368, a P95 72): not a pass; more requests would decide."
 )

@@ -37,6 +37,7 @@ __all__ = [
     "ITL_EXACT_LIMIT",
     "ITL_RELATIVE_ERROR",
     "PERCENTILES",
+    "ZERO_GAP_NOTE_SHARE",
     "ItlBudget",
     "ItlPool",
     "ItlValues",
@@ -46,6 +47,8 @@ __all__ = [
 ]
 
 PERCENTILES = (50, 90, 95, 99)
+#: Above this share of 0 ms ITL gaps the end-of-run text says the chunks came coalesced.
+ZERO_GAP_NOTE_SHARE = 0.10
 #: Gaps kept exactly, over every pool of one summary, before they turn into histograms.
 ITL_EXACT_LIMIT = 20_000_000
 #: The relative error of an ITL quantile from the histogram (its default layout).
@@ -144,6 +147,7 @@ class ItlPool:
         self._buf: array[float] = array("d")
         self._hist: LogHistogram | None = None  # set: histogram mode
         self._folded = (0, 0.0, 0.0, -math.inf)  # count, sum, sum of squares, max of folded gaps
+        self._folded_zeros = 0  # gaps of exactly 0 s among the folded ones
 
     def extend(self, gaps: Sequence[float]) -> None:
         if not gaps:
@@ -172,6 +176,7 @@ class ItlPool:
             squares + float(np.dot(chunk, chunk)),
             max(top, float(chunk.max())),
         )
+        self._folded_zeros += int(np.count_nonzero(chunk == 0.0))
         self._buf = array("d")
 
     @property
@@ -181,6 +186,12 @@ class ItlPool:
     @property
     def count(self) -> int:
         return self._folded[0] + len(self._buf)
+
+    @property
+    def zeros(self) -> int:
+        """Gaps of exactly 0 s: content events that arrived in the same read as the one before."""
+        buffered = np.frombuffer(self._buf, dtype=float) if len(self._buf) else np.empty(0)
+        return self._folded_zeros + int(np.count_nonzero(buffered == 0.0))
 
     def values(self) -> np.ndarray:
         """The exact gaps (only while :attr:`exact`)."""
@@ -281,6 +292,13 @@ class ItlValues:
         qs = self._histogram().quantiles([0.5, *(p / 100.0 for p in PERCENTILES)])
         median, *pcts = (None if q is None else q * 1000.0 for q in qs)
         return dict(zip(_keys(name), [mean * 1000.0, median, std * 1000.0, *pcts], strict=True))
+
+    def zero_share(self) -> float | None:
+        """The share (0..1) of gaps of exactly 0 s: events coalesced into one read arrive together,
+        so their gaps are 0 (:data:`ZERO_GAP_NOTE_SHARE`); ``None`` with no gaps."""
+        if not self.count:
+            return None
+        return sum(p.zeros for p in self.pools) / self.count
 
     def precision(self) -> dict[str, Any]:
         """How exact the ITL percentiles are, for the summary."""

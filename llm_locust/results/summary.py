@@ -22,12 +22,13 @@ from llm_locust.results.columns import Columns, Part
 from llm_locust.results.concurrency import peak_in_flight
 from llm_locust.results.failures import failure_lines
 from llm_locust.results.inclusion import Coverage, covered
-from llm_locust.results.stats import latency_stats, percentiles
+from llm_locust.results.stats import ZERO_GAP_NOTE_SHARE, latency_stats, percentiles
 from llm_locust.results.traffic import traffic_lines
 
 __all__ = [
     "CONFLICT_RULE",
     "SUMMARY_NAMES",
+    "coalesced_chunks_line",
     "format_stage_table",
     "format_table",
     "inconclusive_reason",
@@ -88,6 +89,7 @@ def summarize(rows: Part | Columns | Iterable[Mapping[str, Any]], duration: floa
         else:
             out.update(latency_stats(name, _known(getattr(cols, field)[timed])))
     out["itl_precision"] = itl.precision()
+    out["itl_zero_gap_share"] = itl.zero_share()  # coalesced events: coalesced_chunks_line
     out.update(_traffic(part, ok, timed))
     out["errors"] = dict(sorted(Counter(cols.outcome_of(failed)).items()))
     sources = np.asarray(cols.token_source_names, dtype=object)
@@ -230,6 +232,9 @@ def format_table(summary: dict[str, Any], title: str = "llm-locust summary") -> 
     conflicts = summary.get("usage_conflicts") or 0
     if conflicts:
         lines.append(usage_conflict_line(conflicts))
+    coalesced = coalesced_chunks_line(summary)
+    if coalesced:
+        lines.append(coalesced)
     from_chunks = summary.get("token_sources", {}).get("chunks", 0)
     if from_chunks > ((summary.get("usage_conflict_counts") or {}).get("counted_from") or {}).get(
         "chunks", 0
@@ -247,6 +252,18 @@ def usage_conflict_line(records: int) -> str:
         "contradicts the stream (more tokens than max_tokens, or fewer than content chunks): the totals "
         "count their output as received (content chunks, or the tokenizer), not as the usage claims "
         "(usage_conflict in requests.jsonl)"
+    )
+
+
+def coalesced_chunks_line(summary: dict[str, Any]) -> str | None:
+    """The end-of-run note when more than :data:`ZERO_GAP_NOTE_SHARE` of the ITL gaps are 0 ms."""
+    share = summary.get("itl_zero_gap_share")
+    if share is None or share <= ZERO_GAP_NOTE_SHARE:
+        return None
+    return (
+        f"note: {share * 100:.0f} % of ITL gaps are 0 ms: several stream events arrived in one read "
+        "(the server or the network coalesced them), so the low ITL percentiles are 0; TTFT, TPOT and "
+        "E2E are not affected (itl_zero_gap_share in summary.json)"
     )
 
 
@@ -276,7 +293,8 @@ def format_stage_table(stages: list[dict[str, Any]]) -> str:
     verdict; then one line per stage that did not run at its level, saying why."""
     head = (
         f"{'stage':<24}{'load':>10}{'ok':>6}{'fail':>6}{'inc':>5}{'req/s':>8}{'out tok/s':>11}"
-        f"{'TTFT p50':>10}{'TTFT p95':>10}{'TPOT p50':>10}{'E2E p95':>10}{'in-flight':>10}{'L=λW':>8}"
+        f"{'TTFT p50':>10}{'TTFT p95':>10}{'TPOT p50':>10}{'ITL 0ms':>8}{'E2E p95':>10}{'in-flight':>10}"
+        f"{'L=λW':>8}"
         f"{'verdict':>14}"
     )
     lines = [head, "-" * len(head)]
@@ -286,7 +304,8 @@ def format_stage_table(stages: list[dict[str, Any]]) -> str:
             f"{s.get('label', '')[:23]:<24}{_load(s):>10}{s['completed']:>6}{s['failed']:>6}"
             f"{s.get('incomplete', 0):>5}{s['request_throughput']:>8.2f}{s['output_throughput']:>11.1f}"
             f"{_ms(s.get('median_ttft_ms')):>10}{_ms(s.get('p95_ttft_ms')):>10}"
-            f"{_ms(s.get('median_tpot_ms')):>10}{_ms(s.get('p95_e2el_ms')):>10}"
+            f"{_ms(s.get('median_tpot_ms')):>10}{_share(s.get('itl_zero_gap_share')):>8}"
+            f"{_ms(s.get('p95_e2el_ms')):>10}"
             f"{_num(law.get('mean_in_flight')):>10}{_num(law.get('product')):>8}{_verdict(s):>14}"
         )
     for s in stages:
@@ -325,6 +344,10 @@ def _verdict(stage: dict[str, Any]) -> str:
 
 def _ms(value: float | None) -> str:
     return "-" if value is None else f"{value:.1f}"
+
+
+def _share(value: float | None) -> str:
+    return "-" if value is None else f"{value * 100:.0f}%"
 
 
 def _num(value: float | None) -> str:
