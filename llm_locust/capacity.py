@@ -24,8 +24,10 @@ search its simulators' own clocks are read (``llm_sim_schedule_*`` on ``/metrics
 :func:`sim_clock`): a simulator that fell behind its schedule ran slow, which the progress line
 and ``capacity.json`` (``simulator_clock``, its seconds in deployment time too) say.
 
-Exit codes: 0 some plan meets the demand, 3 none does, 2 a bad plan file or a plan whose target
-could not be measured (the others are still run and compared).
+Exit codes: 0 some plan meets the demand, 3 none does, 5 the answer is withheld (a plan as cheap
+as the answer stopped on a step invalid twice: the load generator saturated, or the host was
+overloaded), 2 a bad plan file or a plan whose target could not be measured (the others are
+still run and compared).
 """
 
 from __future__ import annotations
@@ -46,7 +48,8 @@ from llm_locust.config.register import OneLineParser
 from llm_locust.config.slo import scaled_slo
 from llm_locust.config.think import parse_think_time
 from llm_locust.load.search import start_near
-from llm_locust.results.plans import compare_plans, format_comparison
+from llm_locust.results.capacity import amount
+from llm_locust.results.plans import compare_plans, format_comparison, plan_result
 from llm_locust.results.timescale import deployment_time, scaled
 from llm_locust.sim_target import clock_text, sim_clock, time_scale
 
@@ -55,6 +58,8 @@ __all__ = ["exit_on_sigterm", "first_level", "main", "run_args", "scaled_slo"]
 CAPACITY_FILE = "capacity.json"
 ARGS_FILE = "plan-args.json"
 NO_PLAN_MEETS = 3
+#: A plan as cheap as the answer withheld its own (a step invalid twice): the comparison has none.
+WITHHELD = 5
 #: How long a run gets to finish its drain and write its summary when the comparison is stopped.
 STOP_WAIT_S = 60.0
 
@@ -224,13 +229,14 @@ def _decision_page(root: Path) -> None:
         print(f"capacity.html: not written: {type(exc).__name__}: {exc}")
 
 
-def _capacity_text(search: dict[str, Any], k: float) -> str:
-    capacity = search.get("capacity")
-    if capacity is None:
+def _capacity_text(file: PlanFile, plan: Plan, search: dict[str, Any], k: float) -> str:
+    """The plan's capacity as the table and its verdict say it (one number, one unit)."""
+    if search.get("withheld"):
+        return search["withheld"]
+    result = plan_result(plan, file.demand, search, k)
+    if result["capacity"] is None:
         return "no level was shown to meet the SLO"
-    if search.get("kind") == "rate":
-        return f"capacity {capacity / k:g} req/s"
-    return f"capacity {capacity:g} users"
+    return f"capacity {amount(file.demand.kind, result['capacity'])}"
 
 
 def _positive_int(text: str) -> int:
@@ -300,7 +306,7 @@ def _plan(
         error = error or f"the run ended with exit code {code} before its search did"
         progress.say(plan.name, f"not measured: {error}")
         return plan.name, None, error
-    progress.say(plan.name, f"done: {_capacity_text(search, k)}; stopped: {search['stop']}")
+    progress.say(plan.name, f"done: {_capacity_text(file, plan, search, k)}; stopped: {search['stop']}")
     if k != 1:
         clocks = {url: sim_clock(url) for url in plan.endpoints}
         text, behind = clock_text(clocks)
@@ -336,4 +342,6 @@ def _report(
     _decision_page(root)
     if errors:
         return 2
+    if report["withheld"]:
+        return WITHHELD
     return 0 if report["cheapest"] is not None else NO_PLAN_MEETS

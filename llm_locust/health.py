@@ -13,7 +13,9 @@ from the due time until the timer fired (a CPU-bound loop, a GC pause, swapping,
   when the request ends (the timer has not run yet when a stalled loop wakes up with a
   finished stream in the same iteration);
 - per interval (one second of wall clock): CPU of the process (``process_time``) as a
-  fraction of one core, the loop's mean / p90 / max lateness and the stall seconds,
+  fraction of one core, the host's CPU beside it (``host_cpu``: the share of all its
+  ``cores`` busy, from ``/proc/stat``; absent where there is no such file), so an overloaded
+  host is told apart from a busy process, the loop's mean / p90 / max lateness and the stall seconds,
   the numbers :mod:`llm_locust.results.saturation` turns into "client saturated"
   verdicts. Workers ship theirs with their records (:mod:`llm_locust.runtime.distributed`);
   the process that owns the results writes each one to ``health.jsonl`` as it closes
@@ -37,7 +39,16 @@ from typing import Any
 
 import gevent
 
-__all__ = ["INTERVAL", "PERIOD", "STALL_FLOOR", "LoopMonitor", "monitor", "since"]
+__all__ = [
+    "INTERVAL",
+    "PERIOD",
+    "STALL_FLOOR",
+    "LoopMonitor",
+    "host_cpu_times",
+    "host_share",
+    "monitor",
+    "since",
+]
 
 #: Seconds between the timer's due times.
 PERIOD = 0.02
@@ -47,6 +58,29 @@ STALL_FLOOR = 0.1
 INTERVAL = 1.0
 #: Stalls older than this are forgotten (no request lasts longer than its timeout).
 _KEEP_STALLS_S = 3600.0
+_PROC_STAT = "/proc/stat"
+
+
+def host_cpu_times(path: str = _PROC_STAT) -> tuple[float, float] | None:
+    """(busy, total) CPU time of the whole host since boot (clock ticks, every core), from the
+    first line of ``/proc/stat``; ``None`` where it cannot be read. Idle and I/O wait are not busy."""
+    try:
+        with open(path, encoding="ascii") as stat:
+            fields = stat.readline().split()
+    except OSError:
+        return None
+    if not fields or fields[0] != "cpu":
+        return None
+    ticks = [float(v) for v in fields[1:9]]  # user nice system idle iowait irq softirq steal
+    total = sum(ticks)
+    return total - ticks[3] - (ticks[4] if len(ticks) > 4 else 0.0), total
+
+
+def host_share(before: tuple[float, float] | None, after: tuple[float, float] | None) -> float | None:
+    """The share (0-1) of the host's CPU capacity that was busy between two readings."""
+    if before is None or after is None or after[1] <= before[1]:
+        return None
+    return min(max((after[0] - before[0]) / (after[1] - before[1]), 0.0), 1.0)
 
 
 class LoopMonitor:
@@ -69,6 +103,8 @@ class LoopMonitor:
         self._lags: list[float] = []
         self._open_at = (0.0, 0.0, 0.0)  # perf_counter, wall clock, process_time
         self._stall_in_interval = 0.0
+        self._host: tuple[float, float] | None = None
+        self.cores = os.cpu_count() or 1
         self._log = os.environ.get("LLMLOCUST_HEALTH_LOG")
 
     # -- running -------------------------------------------------------------------
@@ -76,6 +112,7 @@ class LoopMonitor:
         if self._timer is not None:
             return
         self._open_at = (time.perf_counter(), time.time(), time.process_time())
+        self._host = host_cpu_times()
         self._arm(time.perf_counter())
 
     def _arm(self, now: float) -> None:
@@ -111,7 +148,8 @@ class LoopMonitor:
         t0, wall0, cpu0 = self._open_at
         wall, cpu = time.time(), time.process_time()
         lags = sorted(self._lags)
-        entry = {
+        host = host_cpu_times()
+        entry: dict[str, Any] = {
             "start": wall0,
             "end": wall,
             "cpu": (cpu - cpu0) / max(now - t0, 1e-9),
@@ -121,6 +159,10 @@ class LoopMonitor:
             "stall_s": self._stall_in_interval,
             "ticks": len(lags),
         }
+        share = host_share(self._host, host)
+        if share is not None:
+            entry["host_cpu"], entry["cores"] = share, self.cores
+        self._host = host
         self.intervals.append(entry)
         self._unshipped.append(entry)
         if self._log:

@@ -10,7 +10,9 @@ from :data:`MODELS` and :func:`tokenize_reply`, so one peer also plays the serve
 preflight and ``--tokenizer server`` meet; ``GET /<scenario>/count`` says how many
 completions that scenario was asked for, over how many connections. Scenario ``strict``
 answers 404 for a model its list does not have; ``keepalive`` serves one request after the
-other on one connection. Not a product feature: the bundled simulator is
+other on one connection; ``single_slot`` plays a server with one slot (llama.cpp with
+``--parallel 1`` as seen): five tokens 50 ms apart, every stream in flight cut (RST) as soon as
+a second one arrives, so one user is served and two are not. Not a product feature: the bundled simulator is
 the realistic server; this peer only produces byte-level and protocol oddities (HTML
 bodies, torn streams, events split across writes, wrong shapes, other servers' dialects).
 """
@@ -252,6 +254,7 @@ def _pieces(text: str) -> list[str]:
 _REQUESTS: Counter[str] = Counter()
 _CONNECTIONS: Counter[str] = Counter()
 _LOCK = threading.Lock()
+_SLOT: list[threading.Event] = []  # single_slot: the streams in flight
 
 
 def _json_reply(sock: socket.socket, status: int, obj: object) -> None:
@@ -303,6 +306,9 @@ class Handler(socketserver.BaseRequestHandler):
             if scenario == "strict" and json.loads(rest or b"{}").get("model") not in ("m", "m2"):
                 _json_reply(sock, 404, {"error": {"message": "The model does not exist."}})
                 return False
+            if scenario == "single_slot":
+                self._single_slot(sock)
+                return False
             if scenario in KEEP_ALIVE:
                 for payload, wait in KEEP_ALIVE[scenario]:
                     sock.sendall(payload)
@@ -331,6 +337,30 @@ class Handler(socketserver.BaseRequestHandler):
         )
         sock.sendall(reply)
         return True
+
+    def _single_slot(self, sock: socket.socket) -> None:
+        cut = threading.Event()
+        with _LOCK:
+            for other in _SLOT:
+                other.set()  # a second stream: every one in flight is cut
+            if _SLOT:
+                cut.set()
+            _SLOT.append(cut)
+        try:
+            sock.sendall(HEAD_SSE)
+            for i in range(5):
+                if cut.wait(0.05):
+                    sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                    sock.close()  # RST, mid-stream
+                    return
+                sock.sendall(chunked(sse(delta(f"t{i} ", "stop" if i == 4 else None))))
+            sock.sendall(chunked(usage(5)) + chunked(sse(b"[DONE]")) + b"0\r\n\r\n")
+            sock.shutdown(socket.SHUT_WR)
+        except OSError:
+            pass
+        finally:
+            with _LOCK:
+                _SLOT.remove(cut)
 
     def _models(self, sock: socket.socket, scenario: str) -> None:
         body = MODELS.get(scenario, MODELS["default"])

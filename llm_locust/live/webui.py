@@ -39,6 +39,7 @@ from llm_locust.live import catalog as metrics
 from llm_locust.live.aggregate import LATENCIES, History, LiveAggregate, history_point
 from llm_locust.live.exporter import run_info
 from llm_locust.live.view import RunView
+from llm_locust.results.headline import headline
 from llm_locust.results.summary import inconclusive_reason
 
 if TYPE_CHECKING:
@@ -232,8 +233,10 @@ def result_view(summary: dict[str, Any] | None) -> dict[str, Any] | None:
         return None
     slo = summary.get("slo")
     out = {key: summary.get(key) for key in _RESULT_KEYS}
-    out["slo_passed"] = None if slo is None else bool(slo["passed"])
-    out["slo_verdict"] = None if slo is None else slo.get("verdict")
+    judged = headline(summary)
+    out["slo_passed"] = None if slo is None else bool(slo["passed"])  # the point estimate
+    out["slo_verdict"] = None if judged is None else str(judged[0])  # shown to pass, or not
+    out["slo_reason"] = None if judged is None else judged[1]
     out["stages"] = [
         {**{key: st.get(key) for key in _STAGE_KEYS}, "why": _why(st)} for st in summary.get("stages") or ()
     ]
@@ -249,9 +252,11 @@ def _result_rows(result: dict[str, Any]) -> list[dict[str, Any]]:
     blank = {"p50": "", "p95": "", "p99": ""}
     rows = []
     if result["slo_passed"] is not None:
-        verdict = "PASS" if result["slo_passed"] else "FAIL"
+        verdict = str(result.get("slo_verdict") or ("pass" if result["slo_passed"] else "fail")).upper()
         if result.get("slo_verdict") == "inconclusive":
-            verdict = f"INCONCLUSIVE (point estimate {verdict})"
+            verdict += f" (point estimate {'PASS' if result['slo_passed'] else 'FAIL'})"
+        if result.get("slo_reason"):
+            verdict += f": {result['slo_reason']}"
         rows.append({"metric": "SLO", **blank, "count": verdict})
     if result.get("capacity"):
         rows.append({"metric": "Capacity", **blank, "count": result["capacity"]})

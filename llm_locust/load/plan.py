@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from llm_locust.config.burst import BurstSpec
+from llm_locust.config.demand import Demand
 from llm_locust.config.model import LoadConfig
 from llm_locust.load.arrivals import parse_arrival
 from llm_locust.load.search import SearchSpec, SearchStages
@@ -84,15 +85,16 @@ class LoadPlan:
         return out
 
 
-def build_load_plan(load: LoadConfig, seed: int = 0) -> LoadPlan:
-    """The plan for ``load`` (``seed``: ``--seed``); raises :class:`LoadPlanError` with one line.
+def build_load_plan(load: LoadConfig, seed: int = 0, thinking: bool = False) -> LoadPlan:
+    """The plan for ``load`` (``seed``: ``--seed``; ``thinking``: closed-loop users pause between
+    requests, ``--think-time``); raises :class:`LoadPlanError` with one line.
 
     Open loop: ``-t`` sets the schedule's length (the test ends when the schedule is done
     and the requests in flight have finished, so the last arrivals are measured like the
     first); without ``-t`` the schedule runs until the test is stopped.
     """
     try:
-        return _build(load, seed)
+        return _build(load, seed, thinking)
     except LoadPlanError:
         raise
     except (ValueError, OSError, TraceError) as exc:
@@ -146,7 +148,18 @@ MODELS: dict[str, Callable[[LoadConfig, int], Stages]] = {
 }
 
 
-def _search(load: LoadConfig, seed: int) -> LoadPlan:
+def search_demand(kind: str, demand: Demand | None, thinking: bool) -> float | None:
+    """``--demand`` as a level of a ``kind`` search, when it is in the search's unit: users (of a
+    users demand; or of a concurrency demand when users do not think, each then holding one
+    request in flight), or req/s of a rate demand; else ``None``."""
+    if demand is None:
+        return None
+    if kind == "users" and (demand.kind == "users" or (demand.kind == "concurrency" and not thinking)):
+        return demand.value
+    return demand.value if kind == "rate" and demand.kind == "rate" else None
+
+
+def _search(load: LoadConfig, seed: int, thinking: bool = False) -> LoadPlan:
     assert load.search is not None
     minimum = load.search_min if load.search_min is not None else 1.0
     spec = SearchSpec(
@@ -156,6 +169,7 @@ def _search(load: LoadConfig, seed: int) -> LoadPlan:
         load.search_precision,
         load.search_max_steps,
         load.search_extensions,
+        demand=search_demand(load.search, load.demand, thinking),
     )
     stages = SearchStages(spec, load.warmup, FOREVER)
     arrivals = (
@@ -164,9 +178,9 @@ def _search(load: LoadConfig, seed: int) -> LoadPlan:
     return LoadPlan(stages, arrivals, load.max_concurrency, seed, burst=load.burst, search=spec)
 
 
-def _build(load: LoadConfig, seed: int) -> LoadPlan:
+def _build(load: LoadConfig, seed: int, thinking: bool = False) -> LoadPlan:
     if load.mode == "--search":
-        return _search(load, seed)
+        return _search(load, seed, thinking)
     if load.mode is None:
         return LoadPlan(max_concurrency=load.max_concurrency, seed=seed, burst=load.burst)
     stages, arrivals = MODELS[load.mode](load, seed)

@@ -14,15 +14,26 @@ taken from them):
    also when ``hi - lo <= 1``: no whole number lies between), or after ``--search-max-steps``
    probes, or when the maximum passes, or the lowest level fails.
 
-A step's verdict is ``pass``, ``fail``, ``inconclusive`` or ``invalid`` (it did not run at
-its level). An ``inconclusive`` step (too few requests for the SLO's percentile, or an
+A step's verdict (:class:`Verdict`) is ``pass``, ``fail``, ``inconclusive`` or ``invalid``.
+A step where every request failed is a ``fail`` like any other (the level is beyond what the
+server serves). An ``inconclusive`` step (too few requests for the SLO's percentile, or an
 interval straddling a threshold) is **extended** (the same level runs on) up to
 ``max_extensions`` times; still inconclusive, it is never read as a pass: it bounds the
 search from above as a failure does (``hi`` is the lowest level *not shown to pass*), and
-is reported as inconclusive, not as a failure. An ``invalid`` step stops the search (the
-level could not be applied, so nothing above it can be measured either). The boundary
-lies in ``[lo, hi)``: ``lo`` is the highest level shown to pass, the answer; ``hi`` says
-how close the search got.
+is reported as inconclusive, not as a failure.
+
+An ``invalid`` step (the run does not hold it as a measurement: the load generator saturated
+or stalled, the level was not reached, too few requests) is **neither a pass nor a fail**: it
+never enters the bracket. The search **re-runs** it once (``max_reruns``: a new step at the
+same level); still invalid, the search **stops with its answer withheld** (stop reason
+``invalid``): nothing it measured may be read as a capacity.
+
+**The demand** (``SearchSpec.demand``, in the search's unit, when ``--demand`` is): as soon as
+the bracket ``(lo, hi)`` contains it, the next probe is the demand itself (phase ``demand``,
+before any midpoint), so whether the demand is met is measured, never inferred from a bracket.
+
+The boundary lies in ``[lo, hi)``: ``lo`` is the highest level shown to pass, the answer;
+``hi`` says how close the search got.
 
 By construction every probe after the first lies strictly inside the bracket, so ``lo < hi``
 holds throughout and the bracket shrinks at every bisection.
@@ -35,6 +46,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from enum import StrEnum
 
 from llm_locust.load.stages import Stage, StageKind, StagePlan
 
@@ -42,28 +54,72 @@ __all__ = [
     "SEARCH_KINDS",
     "STOP_REASONS",
     "VERDICTS",
+    "Action",
     "Decision",
+    "Phase",
     "Probe",
     "SearchSpec",
     "SearchStages",
+    "StopReason",
+    "Verdict",
     "bracket",
     "decide",
+    "demand_level",
     "replay",
     "start_near",
 ]
 
 SEARCH_KINDS = ("users", "rate")
-VERDICTS = ("pass", "fail", "inconclusive", "invalid")
+
+
+class Verdict(StrEnum):
+    """A judged step: shown to pass, shown to fail, undecided, or no measurement at all."""
+
+    PASS = "pass"
+    FAIL = "fail"
+    INCONCLUSIVE = "inconclusive"
+    INVALID = "invalid"
+
+
+class Action(StrEnum):
+    """What the search does at a step's end."""
+
+    PROBE = "probe"  # a new level
+    EXTEND = "extend"  # the same step runs on (its verdict is inconclusive)
+    RERUN = "rerun"  # a new step at the same level (the last one was invalid)
+    STOP = "stop"
+
+
+class Phase(StrEnum):
+    """Why a level was chosen."""
+
+    START = "start"
+    DOUBLE = "double"
+    HALVE = "halve"
+    BISECT = "bisect"
+    DEMAND = "demand"  # the demand itself, inside the bracket
+    RERUN = "rerun"  # the level of an invalid step, once more
+
+
+class StopReason(StrEnum):
+    PRECISION = "precision"
+    STEP_LIMIT = "step_limit"
+    MAXIMUM = "maximum"
+    MINIMUM = "minimum"
+    INVALID = "invalid"
+
+
+VERDICTS = tuple(Verdict)
 #: Why a search ended, and how the summary says it.
 STOP_REASONS = {
-    "precision": "the boundary is bracketed within the precision",
-    "step_limit": "the step limit was reached",
-    "maximum": "the maximum level passed",
-    "minimum": "the lowest level was not shown to pass",
-    "invalid": "a step did not run at its level",
+    StopReason.PRECISION: "the boundary is bracketed within the precision",
+    StopReason.STEP_LIMIT: "the step limit was reached",
+    StopReason.MAXIMUM: "the maximum level passed",
+    StopReason.MINIMUM: "the lowest level was not shown to pass",
+    StopReason.INVALID: "a step was invalid twice at its level: the answer is withheld",
 }
 #: Verdicts that bound the search from above: not shown to pass.
-NOT_PASSED = ("fail", "inconclusive")
+NOT_PASSED = (Verdict.FAIL, Verdict.INCONCLUSIVE)
 #: A rate search halves down to --search-min / RATE_FLOOR_DIVISOR at most.
 RATE_FLOOR_DIVISOR = 16
 
@@ -78,6 +134,8 @@ class SearchSpec:
     precision: float = 0.10
     max_steps: int = 12
     max_extensions: int = 2
+    demand: float | None = None  # the demand in the search's unit (None: none, or another unit)
+    max_reruns: int = 1  # new steps at the level of an invalid one before the answer is withheld
 
     def __post_init__(self) -> None:
         if self.kind not in SEARCH_KINDS:
@@ -90,8 +148,10 @@ class SearchSpec:
             raise ValueError("the search's maximum is below its minimum")
         if not 0 < self.precision < 1:
             raise ValueError("the precision is a fraction in (0, 1)")
-        if self.max_steps < 1 or self.max_extensions < 0:
+        if self.max_steps < 1 or self.max_extensions < 0 or self.max_reruns < 0:
             raise ValueError("the step limit is at least 1 and the extensions at least 0")
+        if self.demand is not None and not (self.demand > 0 and math.isfinite(self.demand)):
+            raise ValueError("a demand is a positive number")
 
     @property
     def floor(self) -> float:
@@ -104,81 +164,118 @@ class SearchSpec:
             return float(max(int(value), 1))
         return float(f"{value:.4g}")
 
+    def level_of_demand(self) -> float | None:
+        """The demand as a level of the search (whole users: the number it needs at least)."""
+        if self.demand is None:
+            return None
+        level = self.level(self.demand)
+        return level + 1 if self.kind == "users" and level < self.demand else level
+
 
 @dataclass(frozen=True)
 class Probe:
     """One judged step: its level, verdict, how often it was extended, and why."""
 
     level: float
-    verdict: str
+    verdict: Verdict
     extensions: int = 0
     reason: str = ""
 
     def __post_init__(self) -> None:
         if self.verdict not in VERDICTS:
-            raise ValueError(f"verdict must be one of {VERDICTS}, got {self.verdict!r}")
+            raise ValueError(f"verdict must be one of {[str(v) for v in VERDICTS]}, got {self.verdict!r}")
+        object.__setattr__(self, "verdict", Verdict(self.verdict))
 
 
 @dataclass(frozen=True)
 class Decision:
-    """What to do at a step's end: ``probe`` a level, ``extend`` the step, or ``stop``.
+    """What to do at a step's end: ``probe`` a level, ``extend`` the step, ``rerun`` its level
+    (it was invalid), or ``stop``.
 
-    ``phase`` says why a level was chosen (``start``, ``double``, ``halve``, ``bisect``);
-    ``reason`` is a key of :data:`STOP_REASONS` for a stop.
+    ``phase`` says why a level was chosen (:class:`Phase`); ``reason`` a stop's
+    :class:`StopReason` (a key of :data:`STOP_REASONS`).
     """
 
-    action: str
+    action: Action
     level: float | None = None
-    phase: str = ""
-    reason: str = ""
+    phase: Phase | str = ""
+    reason: StopReason | str = ""
 
     @property
     def text(self) -> str:
-        if self.action == "stop":
-            return f"stop: {STOP_REASONS[self.reason]}"
-        if self.action == "extend":
+        if self.action == Action.STOP:
+            return f"stop: {STOP_REASONS[StopReason(self.reason)]}"
+        if self.action == Action.EXTEND:
             return "extend the step: its verdict is inconclusive"
+        if self.action == Action.RERUN:
+            return f"rerun {self.level:g}: the step was invalid (neither a pass nor a fail)"
         return f"{self.phase} -> {self.level:g}"
 
 
 def bracket(probes: Sequence[Probe]) -> tuple[float | None, float | None]:
     """(highest passing level below the lowest one not shown to pass, that lowest level).
 
-    ``fail`` and ``inconclusive`` steps bound from above; ``None`` where there is none yet. A
-    pass at or above that bound (which the search itself never probes) does not count.
+    ``fail`` and ``inconclusive`` steps bound from above; ``invalid`` ones count for nothing;
+    ``None`` where there is none yet. A pass at or above that bound (which the search itself
+    never probes) does not count.
     """
     fails = [p.level for p in probes if p.verdict in NOT_PASSED]
     hi = min(fails) if fails else None
-    passes = [p.level for p in probes if p.verdict == "pass" and (hi is None or p.level < hi)]
+    passes = [p.level for p in probes if p.verdict == Verdict.PASS and (hi is None or p.level < hi)]
     return (max(passes) if passes else None), hi
+
+
+def invalid_run(probes: Sequence[Probe]) -> int:
+    """How many steps at the end of ``probes`` were invalid, one after the other, at one level."""
+    count = 0
+    for probe in reversed(probes):
+        if probe.verdict != Verdict.INVALID or probe.level != probes[-1].level:
+            break
+        count += 1
+    return count
 
 
 def decide(spec: SearchSpec, probes: Sequence[Probe]) -> Decision:
     """The next action given every judged step so far (in the order they ran)."""
     if not probes:
-        return Decision("probe", spec.level(spec.minimum), "start")
+        return Decision(Action.PROBE, spec.level(spec.minimum), Phase.START)
     last = probes[-1]
-    if last.verdict == "inconclusive" and last.extensions < spec.max_extensions:
-        return Decision("extend", last.level)
-    if last.verdict == "invalid":
-        return Decision("stop", reason="invalid")
+    if last.verdict == Verdict.INCONCLUSIVE and last.extensions < spec.max_extensions:
+        return Decision(Action.EXTEND, last.level)
+    if last.verdict == Verdict.INVALID:
+        if invalid_run(probes) > spec.max_reruns:
+            return Decision(Action.STOP, reason=StopReason.INVALID)
+        return Decision(Action.RERUN, last.level, Phase.RERUN)
     lo, hi = bracket(probes)
     if hi is None:
         assert lo is not None
         if spec.maximum is not None and lo >= spec.maximum:
-            return Decision("stop", reason="maximum")
-        return _or_limit(spec, probes, Decision("probe", _doubled(spec, lo), "double"))
+            return Decision(Action.STOP, reason=StopReason.MAXIMUM)
+        return _or_limit(spec, probes, Decision(Action.PROBE, _doubled(spec, lo), Phase.DOUBLE))
     if lo is None:
         if hi <= spec.floor:
-            return Decision("stop", reason="minimum")
-        return _or_limit(spec, probes, Decision("probe", _halved(spec, hi), "halve"))
+            return Decision(Action.STOP, reason=StopReason.MINIMUM)
+        return _or_limit(spec, probes, Decision(Action.PROBE, _halved(spec, hi), Phase.HALVE))
+    at_demand = demand_level(spec, lo, hi)
+    if at_demand is not None:
+        return _or_limit(spec, probes, Decision(Action.PROBE, at_demand, Phase.DEMAND))
     if _converged(spec, lo, hi):
-        return Decision("stop", reason="precision")
-    return _or_limit(spec, probes, Decision("probe", _midpoint(spec, lo, hi), "bisect"))
+        return Decision(Action.STOP, reason=StopReason.PRECISION)
+    return _or_limit(spec, probes, Decision(Action.PROBE, _midpoint(spec, lo, hi), Phase.BISECT))
+
+
+def demand_level(spec: SearchSpec, lo: float, hi: float) -> float | None:
+    """The demand as a level of the search when it lies strictly inside the bracket ``(lo, hi)``
+    (so it has not been judged yet), else ``None``."""
+    level = spec.level_of_demand()
+    return level if level is not None and lo < level < hi else None
 
 
 def _or_limit(spec: SearchSpec, probes: Sequence[Probe], decision: Decision) -> Decision:
-    return Decision("stop", reason="step_limit") if len(probes) >= spec.max_steps else decision
+    """``decision``, unless ``max_steps`` judged steps were spent (reruns of invalid steps count
+    for nothing: they measured nothing)."""
+    spent = sum(1 for p in probes if p.verdict != Verdict.INVALID)
+    return Decision(Action.STOP, reason=StopReason.STEP_LIMIT) if spent >= spec.max_steps else decision
 
 
 def _doubled(spec: SearchSpec, lo: float) -> float:
@@ -218,7 +315,7 @@ def replay(spec: SearchSpec, verdicts: Sequence[tuple[float, str, int]]) -> list
     decisions = [decide(spec, [])]
     probes: list[Probe] = []
     for level, verdict, extensions in verdicts:
-        probes.append(Probe(level, verdict, extensions))
+        probes.append(Probe(level, Verdict(verdict), extensions))
         decisions.append(decide(spec, probes))
     return decisions
 

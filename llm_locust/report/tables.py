@@ -9,6 +9,7 @@ from html import escape
 from typing import Any
 
 from llm_locust.report.data import RunData
+from llm_locust.results.headline import headline
 
 __all__ = ["config_block", "errors_table", "fmt", "stage_table", "table", "verdict_block"]
 
@@ -57,6 +58,9 @@ def verdict_block(run: RunData) -> str:
     s = run.summary
     capacity = s.get("capacity") or "no capacity verdict (no staged run with an SLO)"
     parts = [f'<p class="capacity">{escape(str(capacity))}</p>']
+    judged = headline(s)
+    if judged is not None:
+        parts.append(f'<p class="headline">Answer: {_badge(str(judged[0]))} {escape(judged[1])}</p>')
     slo = s.get("slo")
     if slo:
         verdict = slo.get("verdict") or ("pass" if slo.get("passed") else "fail")

@@ -30,6 +30,7 @@ from llm_locust.results.inclusion import Coverage, row_covers
 from llm_locust.results.probe import show_value
 
 __all__ = [
+    "amount",
     "capacity_lines",
     "concurrency_block",
     "demand_block",
@@ -93,8 +94,13 @@ def stage_probes(stages: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-def measure(demand: Demand, probe: dict[str, Any]) -> float | None:
-    """A judged step's load in the demand's unit: mean in flight, completed req/s, or users."""
+def measure(demand: Demand, probe: dict[str, Any], by_level: bool = False) -> float | None:
+    """A judged step's load in the demand's unit. ``by_level``: the search ran in the demand's
+    unit (users; concurrency by users that do not think, each holding one request in flight; a
+    rate), so the step's level is that load, one number everywhere. Else: mean in flight,
+    completed req/s, or users."""
+    if by_level:
+        return probe.get("level")
     if demand.kind == "concurrency":
         return probe.get("mean_in_flight")
     if demand.kind == "rate":
@@ -102,23 +108,41 @@ def measure(demand: Demand, probe: dict[str, Any]) -> float | None:
     return probe.get("level")
 
 
-def demand_block(demand: Demand, probes: Sequence[dict[str, Any]], kind: str | None) -> dict[str, Any]:
-    """Capacity against the demand, from the judged steps (a search's probes or a ramp's stages)."""
-    fails = [p["level"] for p in probes if p["verdict"] in ("fail", "invalid", "inconclusive")]
+def amount(kind: str, value: float) -> str:
+    """A load in a demand's unit, the one way every view shows it: ``22 concurrent``,
+    ``21.9 concurrent`` (a measured mean), ``2.5 req/s``, ``400 users``."""
+    number = f"{value:g}" if value == round(value) else f"{value:.1f}" if kind != "rate" else f"{value:.3g}"
+    return {"concurrency": f"{number} concurrent", "rate": f"{number} req/s"}.get(kind, f"{number} users")
+
+
+def demand_block(
+    demand: Demand,
+    probes: Sequence[dict[str, Any]],
+    kind: str | None,
+    withheld: str | None = None,
+    by_level: bool = False,
+) -> dict[str, Any]:
+    """Capacity against the demand, from the judged steps (a search's probes or a ramp's stages);
+    ``withheld``: the search's answer was withheld (invalid steps), so none is given here either."""
+    fails = [p["level"] for p in probes if p["verdict"] in ("fail", "inconclusive")]
     lowest_fail = min(fails) if fails else None
     passes = [
         p for p in probes if p["verdict"] == "pass" and (lowest_fail is None or p["level"] < lowest_fail)
     ]
+    if withheld:
+        passes = []
     best = max(passes, key=lambda p: p["level"], default=None)
-    capacity = None if best is None else measure(demand, best)
-    meets = any((measure(demand, p) or 0.0) >= demand.value for p in passes)
+    capacity = None if best is None else measure(demand, best, by_level)
+    meets = any((measure(demand, p, by_level) or 0.0) >= demand.value for p in passes)
     room = headroom(capacity, demand.value)
-    if best is None:
+    if withheld:
+        text = f"not judged against {demand.text()}: {withheld}"
+    elif best is None or capacity is None:
         text = f"no step met the SLO: {demand.text()} is not met"
     elif meets:
-        text = f"meets {demand.text()}: capacity {capacity:.1f} ({room:+.0%} headroom)"
+        text = f"meets {demand.text()}: capacity {amount(demand.kind, capacity)} ({room:+.0%} headroom)"
     else:
-        text = f"does not meet {demand.text()}: capacity {capacity:.1f} ({room:+.0%})"
+        text = f"does not meet {demand.text()}: capacity {amount(demand.kind, capacity)} ({room:+.0%})"
     if demand.kind == "users" and kind == "users" and demand.think:
         text += f"; users measured with their think time ({demand.think})"
     return {

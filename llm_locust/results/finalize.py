@@ -30,6 +30,7 @@ from llm_locust.results.columns import Columns, read_rows
 from llm_locust.results.concurrency import peak_in_flight
 from llm_locust.results.inclusion import Coverage, measured_span, row_covers
 from llm_locust.results.saturation import client_block, judge_stages, run_saturation
+from llm_locust.results.search_log import align_stages
 from llm_locust.results.slo import evaluate
 from llm_locust.results.stages import LevelFacts, capacity_verdict, excluded_counts, stage_summaries
 from llm_locust.results.summary import records_block, summarize
@@ -39,6 +40,7 @@ from llm_locust.results.validity import MAX_SEND_LAG_MS
 __all__ = [
     "LOCUST_OPTIONS",
     "SLO_FAILED_EXIT",
+    "WITHHELD_EXIT",
     "RunFacts",
     "add_analysis",
     "add_replicas",
@@ -49,6 +51,8 @@ __all__ = [
 ]
 
 SLO_FAILED_EXIT = 3
+#: A capacity search that withheld its answer: a step was invalid twice (see load/search.py).
+WITHHELD_EXIT = 5
 #: Locust's own options worth recording next to ours (``-u``, ``-r``, ``-t`` are in the configuration).
 LOCUST_OPTIONS = (
     "headless",
@@ -121,6 +125,8 @@ def build_summary(cols: Columns, facts: RunFacts) -> dict[str, Any]:
         summary["client_saturated"] = run_saturation(
             summary["client"], judge_stages(summary.get("stages") or [], facts.health)
         )
+    if summary.get("search") is not None:  # the stage table says what the search judged
+        align_stages(summary.get("stages") or [], summary["search"]["steps"])
     if summary.get("stages") and summary.get("search") is None:  # a search's answer is its own
         summary.update(capacity_verdict(summary["stages"]))
     summary["concurrency"] = concurrency_block(
@@ -130,8 +136,13 @@ def build_summary(cols: Columns, facts: RunFacts) -> dict[str, Any]:
         probes = (
             summary["search"]["steps"] if "search" in summary else stage_probes(summary.get("stages") or [])
         )
+        search = summary.get("search") or {}
         summary["demand"] = demand_block(
-            facts.demand, probes, facts.search.spec.kind if facts.search else None
+            facts.demand,
+            probes,
+            facts.search.spec.kind if facts.search else None,
+            withheld=search.get("withheld"),
+            by_level=search.get("demand") is not None,
         )
     summary["interrupted"] = facts.interrupted is not None
     summary["interrupted_by"] = facts.interrupted
@@ -179,6 +190,8 @@ def exit_code(summary: Mapping[str, Any], interrupt_code: int | None) -> int | N
     if interrupt_code is not None:
         return interrupt_code
     if summary.get("search") is not None:  # the search's answer, not the SLO over every level
+        if summary["search"].get("withheld"):
+            return WITHHELD_EXIT
         passed = summary["search"]["passed"] and (summary.get("demand") or {}).get("meets", True)
         return 0 if passed else SLO_FAILED_EXIT
     if summary.get("slo") is not None:

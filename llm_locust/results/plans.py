@@ -6,12 +6,18 @@ step of that folder (its stage index is kept), converted to deployment time when
 was the simulator at ``--speedup K`` (``time_scale``): latencies x K, rates and throughputs / K,
 concurrency unchanged (a closed-loop test is time-scale invariant).
 
-Capacity is measured in the demand's unit: ``concurrency`` is the capacity step's time-weighted
-mean of requests in flight, ``rate`` its completed requests per second, ``users`` its user count
-(the search then runs with the demand's think time). A plan **meets** the demand when a step at
-or above the demand passed; a demand inside the search's bracket (above the highest pass,
-below the lowest failure) is undecided, and counted as not met. The cheapest plan is the
-lowest $/hour among those that meet it (ties: the lower cost per 1M tokens at the demand).
+Capacity is measured in the demand's unit, one number everywhere (the table, the verdict, the
+progress line): when the search ran in that unit (users; concurrency by users without think
+time, each holding one request in flight; a rate) it is the capacity step's level; otherwise
+(a concurrency demand with thinking users) the step's time-weighted mean of requests in flight.
+A plan **meets** the demand when a step at or above the demand passed; the search measures the
+demand itself whenever its bracket contains it (:mod:`llm_locust.load.search`), so a demand
+left inside the bracket (a step limit) is undecided, and counted as not met. A plan whose
+search **withheld** its answer (a step invalid twice: :mod:`llm_locust.results.probe`) has no
+capacity; when such a plan is cheaper than the cheapest plan that meets the demand, or none
+meets it, the comparison's answer is withheld too. Each plan lists the steps that decided it
+(``decided_by``) and whether the run held each valid. The cheapest plan is the lowest $/hour
+among those that meet it (ties: the lower cost per 1M tokens at the demand).
 
 Pure module: no Locust, no network.
 """
@@ -23,7 +29,7 @@ from typing import Any
 
 from llm_locust.config.demand import Demand
 from llm_locust.config.plans import Plan, PlanFile
-from llm_locust.results.capacity import measure
+from llm_locust.results.capacity import amount, measure
 from llm_locust.results.cost import (
     cost_per_million,
     headroom,
@@ -32,7 +38,7 @@ from llm_locust.results.cost import (
     scaling_efficiency,
     tokens_per_user,
 )
-from llm_locust.results.probe import show_value
+from llm_locust.results.probe import deciders_text, show_value
 from llm_locust.results.timescale import capacity_time_scale, deployment_time, in_deployment_time
 
 __all__ = ["compare_plans", "deployment_time", "format_comparison", "in_deployment_time", "plan_result"]
@@ -45,13 +51,21 @@ def plan_result(
     rate = search.get("kind") == "rate"
     steps = [in_deployment_time(p, time_scale, rate) for p in search.get("steps") or ()]
     by_index = {p["index"]: p for p in steps}
-    best = by_index.get((search.get("highest_pass") or {}).get("index"))
+    withheld = search.get("withheld")
+    best = None if withheld else by_index.get((search.get("highest_pass") or {}).get("index"))
     upper = by_index.get((search.get("upper") or {}).get("index"))
     passes = [p for p in steps if p["verdict"] == "pass" and (upper is None or p["level"] < upper["level"])]
-    capacity = None if best is None else measure(demand, best)
-    points = [(m, p["output_throughput"]) for p in passes if (m := measure(demand, p)) is not None]
+    if withheld:
+        passes = []
+    by_level = search.get("demand") is not None
+    capacity = None if best is None else measure(demand, best, by_level)
+    points = [(m, p["output_throughput"]) for p in passes if (m := measure(demand, p, by_level)) is not None]
     at_demand = interpolate(points, demand.value)
     dollars_per_hour = plan.gpu_hour_cost * plan.gpus
+    deciders = [  # in the plan's time scale (a rate step's level and label)
+        {**d, **{k: by_index[d["index"]][k] for k in ("level", "label") if d["index"] in by_index}}
+        for d in search.get("decided_by") or ()
+    ]
     out: dict[str, Any] = {
         "name": plan.name,
         "endpoints": list(plan.endpoints),
@@ -64,6 +78,11 @@ def plan_result(
         "dollars_per_hour": dollars_per_hour,
         "time_scale": time_scale,
         "search": _search_block(search, time_scale),
+        "withheld": withheld,
+        "decided_by": deciders,
+        "decided_by_valid_steps": bool(deciders) and all(d["valid"] for d in deciders),
+        "invalid_steps": sum(1 for p in steps if p["verdict"] == "invalid"),
+        "by_level": by_level,
         "steps": steps,
         "capacity_step": best,
         "upper_step": upper,
@@ -71,7 +90,8 @@ def plan_result(
         "capacity_unit": demand.kind,
         "demand": demand.value,
         "headroom": None if capacity is None else headroom(capacity, demand.value),
-        "meets": best is not None and any((measure(demand, p) or 0) >= demand.value for p in passes),
+        "meets": best is not None
+        and any((measure(demand, p, by_level) or 0) >= demand.value for p in passes),
         "cost_per_million_at_demand": cost_per_million(plan.gpu_hour_cost, plan.gpus, at_demand),
         "output_throughput_at_demand": at_demand,
     }
@@ -121,11 +141,7 @@ def _at_capacity(plan: Plan, best: dict[str, Any] | None) -> dict[str, Any]:
 
 
 def _unit(demand: Demand, value: float) -> str:
-    if demand.kind == "concurrency":
-        return f"{value:.0f} concurrent"
-    if demand.kind == "rate":
-        return f"{value:.2f} req/s"
-    return f"{value:.0f} users"
+    return amount(demand.kind, value)
 
 
 def _tightest(probe: dict[str, Any]) -> dict[str, Any] | None:
@@ -141,13 +157,20 @@ def verdict_sentence(result: dict[str, Any], demand: Demand, passes: Sequence[di
     """``meets 50 concurrent: E2E P95 27.1 s at 56, capacity 56; $1.23 per 1M output tokens`` or
     ``fails 50 concurrent: E2E P95 31.2 s at 28 concurrent (capacity 24)``."""
     want = demand.text()
-    capacity = result["capacity"]
+    capacity, by_level = result["capacity"], result.get("by_level", False)
+    if result.get("withheld"):
+        return f"not judged against {want}: {result['withheld']}"
     if result["meets"]:
         lowest = min(
-            (p for p in passes if (measure(demand, p) or 0) >= demand.value), key=lambda p: p["level"]
+            (p for p in passes if (measure(demand, p, by_level) or 0) >= demand.value),
+            key=lambda p: p["level"],
         )
         term = _tightest(lowest)
-        where = f"{_term_text(term)} at {_unit(demand, measure(demand, lowest) or 0)}" if term else "passes"
+        where = (
+            f"{_term_text(term)} at {_unit(demand, measure(demand, lowest, by_level) or 0)}"
+            if term
+            else "passes"
+        )
         cost = result["cost_per_million_at_demand"]
         price = f"; ${cost:.2f} per 1M output tokens at the demand" if cost is not None else ""
         return f"meets {want}: {where}, capacity {_unit(demand, capacity)}{price}"
@@ -155,7 +178,9 @@ def verdict_sentence(result: dict[str, Any], demand: Demand, passes: Sequence[di
     cap = "no step was shown to pass" if capacity is None else f"capacity {_unit(demand, capacity)}"
     if upper is None:
         return f"not shown to meet {want}: {cap}; stopped: {result['search'].get('stop')}"
-    at = measure(demand, upper) or upper["level"]
+    at = measure(demand, upper, by_level)
+    if at is None:  # no mean in flight was measured: say the level as it is
+        return f"not shown to meet {want}: {upper['label']} is {upper['verdict']} ({upper['reason']}); {cap}"
     if capacity is not None and at > demand.value:
         verb = "fails" if upper["verdict"] == "fail" else "is inconclusive"
         return f"undecided for {want}: {cap}, and {upper['label']} (above the demand) {verb}"
@@ -206,7 +231,16 @@ def compare_plans(
     cheapest = min(
         meeting, key=lambda r: (r["dollars_per_hour"], r["cost_per_million_at_demand"] or 0.0), default=None
     )
-    if cheapest is not None:
+    price = float("inf") if cheapest is None else cheapest["dollars_per_hour"]
+    blocking = [r for r in results if r["withheld"] and r["dollars_per_hour"] <= price]
+    if blocking:  # a plan as cheap or cheaper has no valid answer: the comparison has none either
+        names = ", ".join(r["name"] for r in blocking)
+        answer = (
+            f"answer withheld: {names} (as cheap or cheaper) could not be measured validly on this run; "
+            "see its line above"
+        )
+        cheapest = None
+    elif cheapest is not None:
         answer = (
             f"{cheapest['name']} is the cheapest plan that meets {file.demand.text()} "
             f"(${cheapest['dollars_per_hour']:.2f}/hour)"
@@ -219,6 +253,7 @@ def compare_plans(
         "slo": file.slo.to_json(),
         "plans": results,
         "cheapest": None if cheapest is None else cheapest["name"],
+        "withheld": bool(blocking),
         "answer": answer,
         "scaling": _scaling(results),
         "time_scale": capacity_time_scale({r["name"]: r["time_scale"] for r in results}),
@@ -229,10 +264,18 @@ def _cell(value: float | None, fmt: str) -> str:
     return "-" if value is None else fmt.format(value)
 
 
+def _shown(result: dict[str, Any], key: str, fmt: str | None) -> str:
+    """A table cell; the capacity as the verdict says it (``22``, not ``22.0`` or ``21.9``)."""
+    value = result[key]
+    if fmt is None:
+        return "-" if value is None else amount(result["capacity_unit"], value).split(" ")[0]
+    return _cell(value, fmt)
+
+
 #: The comparison table's numeric columns: title, key of a plan result, format, width.
 _COLUMNS = (
     ("GPUs", "gpus", "{}", 5),
-    ("capacity", "capacity", "{:.1f}", 10),
+    ("capacity", "capacity", None, 10),
     ("req/s", "request_throughput", "{:.2f}", 8),
     ("out tok/s", "output_throughput", "{:.0f}", 10),
     ("goodput", "goodput_output_tokens_per_s", "{:.0f}", 9),
@@ -254,10 +297,14 @@ def format_comparison(report: dict[str, Any]) -> str:
         "-" * len(head),
     ]
     for r in report["plans"]:
-        cells = "".join(f"{_cell(r[key], fmt):>{width}}" for _, key, fmt, width in _COLUMNS)
+        cells = "".join(f"{_shown(r, key, fmt):>{width}}" for _, key, fmt, width in _COLUMNS)
         lines.append(f"{r['name'][:17]:<18}{cells}")
     lines.append("")
     lines += [f"{r['name']}: {r['verdict']}" for r in report["plans"]]
+    for r in report["plans"]:
+        decided = deciders_text(r.get("decided_by") or ())
+        if decided:
+            lines.append(f"{r['name']}: {decided}")
     for pair in report["scaling"]:
         what = "replicas" if pair["differs_in"] == "replicas" else "GPUs per replica"
         lines.append(

@@ -4,8 +4,13 @@ A step is judged from its stage entry (:func:`llm_locust.results.stages.stage_en
 evaluation as every end-of-run stage verdict: the same measured window, the same SLO
 aggregates, the same 95 % interval per SLO line and its verdict, :mod:`llm_locust.results.confidence`):
 
-- ``invalid``: the stage did not run at its level (``results.validity``);
-- ``fail``: some line's interval lies wholly on the failing side of its threshold;
+- ``invalid`` (:class:`Invalidity`): the run does not hold the step as a measurement: the stage
+  did not run at its level (``results.validity``), the load generator was saturated or stalled
+  over its window (``results.saturation``, :func:`gate`), or it still had too few requests for
+  its SLO lines after running on for them. Neither a pass nor a fail: the search re-runs the
+  level once, then withholds its answer (:func:`withheld_text`);
+- ``fail``: some line's interval lies wholly on the failing side of its threshold, or every
+  request of the step failed (the level is beyond what the server serves);
 - ``pass``: every line's interval lies wholly on the passing side;
 - ``inconclusive``: otherwise; the reason names the first undecided line and what it lacks.
 
@@ -25,16 +30,21 @@ Pure module: no Locust, no network.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from enum import StrEnum
 from typing import Any
 
 from llm_locust.config.slo import SloLine, SloSpec
-from llm_locust.load.search import NOT_PASSED, STOP_REASONS, SearchSpec
+from llm_locust.load.search import NOT_PASSED, STOP_REASONS, SearchSpec, StopReason, Verdict
 from llm_locust.results.confidence import min_samples, min_successes
+from llm_locust.results.saturation import saturated_reason
 
 __all__ = [
     "MAX_WINDOW_STEPS",
+    "Invalidity",
+    "deciding_steps",
     "extension_s",
+    "gate",
     "judge_step",
     "needed_samples",
     "probe_row",
@@ -43,7 +53,24 @@ __all__ = [
     "short_of_samples",
     "show_value",
     "term_results",
+    "withheld_text",
 ]
+
+
+class Invalidity(StrEnum):
+    """Why the run does not hold a step as a measurement, and what to do about it."""
+
+    LEVEL = "level"  # the level was not applied (users not reached, rate not sent)
+    CLIENT = "client"  # the load generator was saturated or stalled over the window
+    SAMPLES = "samples"  # too few requests for the SLO's lines, after running on for them
+
+
+#: What to do, per :class:`Invalidity` (a saturated client's advice is in its reason).
+REMEDY = {
+    Invalidity.LEVEL: "add workers, or run on a quieter host",
+    Invalidity.CLIENT: "",
+    Invalidity.SAMPLES: "lengthen the step (--step-time)",
+}
 
 
 def show_value(name: str, value: float | None) -> str:
@@ -175,8 +202,15 @@ def judge_step(
     flight when it was judged."""
     terms = term_results(spec, entry["slo"])
     verdicts = [t["verdict"] for t in terms]
+    completed, failed = entry.get("completed") or 0, entry.get("failed") or 0
+    invalidity = None
     if entry.get("verdict") == "invalid":
         verdict_, reason = "invalid", entry.get("invalid_reason", "")
+        invalidity = Invalidity.CLIENT if reason.startswith("client saturated") else Invalidity.LEVEL
+    elif failed and not completed:
+        errors = entry.get("errors") or {}
+        most = max(errors.items(), key=lambda kv: kv[1], default=("error", failed))
+        verdict_, reason = "fail", f"every request failed ({failed}; most often {most[0]} x{most[1]})"
     elif "fail" in verdicts:
         broke = min((t for t in terms if t["verdict"] == "fail"), key=_margin_key)
         verdict_, reason = (
@@ -196,8 +230,10 @@ def judge_step(
         "index": entry["index"],
         "label": entry["label"],
         "level": entry["target"],
-        "verdict": verdict_,
+        "verdict": Verdict(verdict_),
         "reason": reason,
+        "invalidity": invalidity,
+        "window": entry.get("window"),
         "extensions": extensions,
         "unsettled": unsettled,
         "requests": slo["requests"],
@@ -217,6 +253,71 @@ def judge_step(
         "client_stalled": entry.get("client_stalled"),
         "terms": terms,
     }
+
+
+def gate(probe: dict[str, Any], client: Mapping[str, Any] | None, step_time_s: float) -> dict[str, Any]:
+    """``probe`` with the run's validity applied: ``invalid`` when the load generator was
+    saturated or stalled over its window (``client``: :func:`~llm_locust.results.saturation.client_block`
+    of the window; ``None`` when no health was measured), or when it is still short of the
+    requests its SLO lines need and may not run on for them any longer. The verdict it had is
+    kept in ``judged_as``."""
+    out = dict(probe)
+    if client is not None:
+        out["client"] = dict(client)
+    if out["verdict"] == Verdict.INVALID:
+        return out
+    if client is not None and client.get("saturated"):
+        out.update(judged_as=out["verdict"], verdict=Verdict.INVALID, invalidity=Invalidity.CLIENT)
+        out["reason"] = saturated_reason(client)
+    elif short_of_samples(out) and sample_extension_s(out, step_time_s) is None:
+        out.update(judged_as=out["verdict"], verdict=Verdict.INVALID, invalidity=Invalidity.SAMPLES)
+        out["reason"] = f"too few requests after {MAX_WINDOW_STEPS:g} step times ({out['reason']})"
+    return out
+
+
+def withheld_text(probes: Sequence[Mapping[str, Any]]) -> str:
+    """The one line of a search that stopped on invalid steps: which level, why, what to do."""
+    last = probes[-1]
+    runs = sum(1 for p in probes if p["level"] == last["level"] and p["verdict"] == Verdict.INVALID)
+    remedy = REMEDY.get(Invalidity(last.get("invalidity") or Invalidity.LEVEL), "")
+    return (
+        f"answer withheld: {last['label']} was invalid {runs} times, so no step above it can be "
+        f"measured on this run: {last['reason']}" + (f"; {remedy}" if remedy else "")
+    )
+
+
+def deciding_steps(result: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The steps a search's answer rests on (the highest pass, the lowest step not shown to pass,
+    the step at the demand), each with whether the run held it valid."""
+    out: list[dict[str, Any]] = []
+    for role, probe in (("capacity", result.get("highest_pass")), ("bound", result.get("upper"))):
+        if probe is not None:
+            out.append(_decider(role, probe))
+    demand = result.get("demand_step")
+    if demand is not None and all(d["index"] != demand["index"] for d in out):
+        out.append(_decider("demand", demand))
+    return out
+
+
+def _decider(role: str, probe: Mapping[str, Any]) -> dict[str, Any]:
+    return {
+        "role": role,
+        "index": probe["index"],
+        "label": probe["label"],
+        "level": probe["level"],
+        "verdict": probe["verdict"],
+        "valid": probe["verdict"] != Verdict.INVALID,
+        "requests": probe.get("requests"),
+        "client_saturated": bool((probe.get("client") or {}).get("saturated")),
+    }
+
+
+def deciders_text(deciders: Sequence[Mapping[str, Any]]) -> str:
+    """``decided by users=32 (pass, valid) and users=64 (fail, valid)``."""
+    if not deciders:
+        return ""
+    shown = [f"{d['label']} ({d['verdict']}, {'valid' if d['valid'] else 'INVALID'})" for d in deciders]
+    return "decided by " + (", ".join(shown[:-1]) + " and " + shown[-1] if len(shown) > 1 else shown[0])
 
 
 def _margin_key(term: dict[str, Any]) -> float:
@@ -239,6 +340,11 @@ def search_result(
     lowest_fail = _lowest(probes, ("fail",))
     passes = [p for p in probes if p["verdict"] == "pass" and (upper is None or p["level"] < upper["level"])]
     highest_pass = max(passes, key=lambda p: p["level"]) if passes else None
+    withheld = stop_reason == StopReason.INVALID
+    if withheld:  # invalid twice: nothing of this run is read as a capacity
+        highest_pass = None
+    valid = [p for p in probes if p["verdict"] != Verdict.INVALID]
+    at_demand = [p for p in valid if spec.demand is not None and p["level"] == spec.level_of_demand()]
     out: dict[str, Any] = {
         "kind": spec.kind,
         "min": spec.minimum,
@@ -252,10 +358,15 @@ def search_result(
         "upper": upper,
         "lowest_fail": lowest_fail,
         "capacity": None if highest_pass is None else highest_pass["level"],
+        "demand": spec.demand,
+        "demand_step": at_demand[-1] if at_demand else None,
         "stop_reason": stop_reason,
         "stop": STOP_REASONS.get(stop_reason or "", "the run ended before the search did"),
         "broke_first": _broke_first(lowest_fail),
+        "withheld": withheld_text(probes) if withheld and probes else None,
+        "invalid_steps": sum(1 for p in probes if p["verdict"] == Verdict.INVALID),
     }
+    out["decided_by"] = [] if withheld else deciding_steps(out)
     out["sentence"] = search_sentence(out)
     return out
 
@@ -308,6 +419,8 @@ def search_sentence(result: dict[str, Any]) -> str:
     """ "capacity 24 users within the SLO (1.89 req/s, 410 output tok/s); 28 users fails:
     e2e_p95 34.6 s misses e2e_p95<=30s; stopped: ..."."""
     kind, best, upper = result["kind"], result["highest_pass"], result["upper"]
+    if result.get("withheld"):
+        return result["withheld"]
     if best is None:
         text = "no search step was shown to meet the SLO"
     else:
@@ -318,7 +431,7 @@ def search_sentence(result: dict[str, Any]) -> str:
     if upper is not None:
         word = "fails" if upper["verdict"] == "fail" else "is inconclusive"
         text += f"; {_level(kind, upper['level'])} {word}: {upper['reason']}"
-    last = result["steps"][-1] if result["steps"] else None
-    if last is not None and last["verdict"] == "invalid":
-        text += f"; {_level(kind, last['level'])} is invalid: {last['reason']}"
+    decided = deciders_text(result.get("decided_by") or ())
+    if decided:
+        text += f"; {decided}"
     return f"{text}; stopped: {result['stop']}"

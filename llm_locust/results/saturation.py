@@ -16,11 +16,16 @@ Rules (the thresholds come from ``benchmarks/yardstick.py``, see benchmarks/READ
   a core or its loop's p90 lateness reached :data:`SATURATED_LAG_P90_S`;
 - a stage is *measured by a saturated client* when, for any one process, at least
   :data:`SATURATED_SHARE` of its intervals inside the stage's window are saturated;
-- such a stage becomes ``invalid`` (:func:`judge_stages`): never a pass, and the capacity
-  search stops there (:func:`llm_locust.results.stages.capacity_verdict`); the run says
-  "client saturated from users=600: timings unreliable, add workers"
-  (:func:`saturation_message`) in the summary (``client_saturated``), the end-of-run text,
-  the warnings and the web UI's stage rows;
+- such a stage becomes ``invalid`` (:func:`judge_stages`): never a pass (a capacity search
+  runs the step again, then withholds its answer: :mod:`llm_locust.load.search`); the run says
+  "client saturated from users=600: timings unreliable; this process used a whole core: add
+  workers" (:func:`saturation_message`) in the summary (``client_saturated``), the end-of-run
+  text, the warnings and the web UI's stage rows;
+- *why* (:class:`Cause`, :func:`advice`): the process itself used a whole core in most of its
+  saturated seconds (``PROCESS``: add workers), or it did not and the host's CPU
+  (``host_cpu``, the share of all its cores busy) was taken by other processes (``HOST``: the
+  machine is overloaded, more workers on it would not help), or the host's CPU is unknown
+  (``LOOP``: the loop ran late while this process was not busy);
 - a request with ``client_stall_s > 0`` is *stalled*: it is counted (completed or failed,
   its tokens) but left out of every latency statistic (:mod:`llm_locust.results.inclusion`),
   ``client_stalled`` says how many and the end-of-run text names them.
@@ -32,6 +37,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
+from enum import StrEnum
 from typing import Any
 
 __all__ = [
@@ -39,10 +45,14 @@ __all__ = [
     "SATURATED_CPU",
     "SATURATED_LAG_P90_S",
     "SATURATED_SHARE",
+    "Cause",
+    "advice",
+    "cause",
     "client_block",
     "interval_saturated",
     "judge_stages",
     "run_saturation",
+    "saturated_reason",
     "saturation_message",
 ]
 
@@ -57,6 +67,27 @@ SATURATED_SHARE = 0.2
 LIVE_SPAN_S = 10.0
 
 Interval = Mapping[str, Any]
+
+
+class Cause(StrEnum):
+    """Why the client ran late."""
+
+    PROCESS = "process"  # this process used a whole core
+    HOST = "host"  # other processes took the host's CPU
+    LOOP = "loop"  # the loop ran late, this process was not busy, the host's CPU is unknown
+
+
+def _own_core(interval: Mapping[str, Any]) -> bool:
+    return (interval.get("cpu") or 0.0) >= SATURATED_CPU
+
+
+def _others(interval: Mapping[str, Any]) -> float | None:
+    """The share of the host's CPU used by other processes in ``interval`` (``None``: unknown)."""
+    host = interval.get("host_cpu")
+    if host is None:
+        return None
+    cores = interval.get("cores") or 1
+    return max(host - (interval.get("cpu") or 0.0) / cores, 0.0)
 
 
 def interval_saturated(interval: Interval) -> bool:
@@ -77,6 +108,8 @@ def client_block(intervals: Iterable[Interval], start: float, end: float) -> dic
     shares = {name: sum(map(interval_saturated, own)) / len(own) for name, own in sorted(by_process.items())}
     saturated = [name for name, share in shares.items() if share >= SATURATED_SHARE]
     lags = sorted(i.get("lag_p90_s") or 0.0 for i in inside)
+    hot = [i for i in inside if interval_saturated(i)]
+    others = [o for o in map(_others, hot) if o is not None]
     return {
         "saturated": bool(saturated),
         "saturated_processes": saturated,
@@ -86,10 +119,47 @@ def client_block(intervals: Iterable[Interval], start: float, end: float) -> dic
         "lag_p90_ms_median": 1e3 * lags[len(lags) // 2] if lags else None,
         "lag_max_ms": max((1e3 * (i.get("lag_max_s") or 0.0) for i in inside), default=None),
         "stall_s": sum(i.get("stall_s") or 0.0 for i in inside),
+        "own_core_intervals": sum(map(_own_core, hot)),
+        "host_others_mean": sum(others) / len(others) if others else None,
+        "host_cores": max((i.get("cores") or 0 for i in inside), default=0) or None,
     }
 
 
-def _why(block: dict[str, Any]) -> str:
+def cause(block: Mapping[str, Any]) -> Cause:
+    """Why a saturated ``block`` was: :class:`Cause` (the process used a whole core in at least
+    half of its saturated seconds, else the host's other processes, if the host was read)."""
+    hot = block.get("saturated_intervals") or 0
+    if hot and 2 * (block.get("own_core_intervals") or 0) >= hot:
+        return Cause.PROCESS
+    return Cause.HOST if block.get("host_others_mean") is not None else Cause.LOOP
+
+
+def advice(block: Mapping[str, Any]) -> str:
+    """What a saturated ``block`` says to do, naming its :func:`cause`."""
+    found = cause(block)
+    cpu = 100 * (block.get("cpu_max") or 0.0)
+    if found is Cause.PROCESS:
+        return f"this process used a whole core (up to {cpu:.0f} %): add workers"
+    if found is Cause.HOST:
+        others = 100 * block["host_others_mean"]
+        cores = block.get("host_cores")
+        of = f"of its {cores} cores" if cores else "of it"
+        return (
+            f"the host is overloaded (other processes used {others:.0f} % {of}, this process up to "
+            f"{cpu:.0f} % of one core): run on a quieter host, or fewer runs at once"
+        )
+    return (
+        f"the event loop ran late while this process used at most {cpu:.0f} % of a core: the host "
+        "is likely overloaded by other processes; run on a quieter host"
+    )
+
+
+def saturated_reason(block: Mapping[str, Any]) -> str:
+    """A stage's (or a search step's) invalid reason when ``block`` is saturated."""
+    return f"client saturated ({_why(block)}): timings unreliable; {advice(block)}"
+
+
+def _why(block: Mapping[str, Any]) -> str:
     """Why a block is saturated: how many of its seconds passed a limit, and by how much (the
     stage's median lag alone can look healthy when a fifth of its seconds did not)."""
     cpu, lag = 100 * SATURATED_CPU, 1e3 * SATURATED_LAG_P90_S
@@ -120,7 +190,7 @@ def judge_stages(stages: Sequence[dict[str, Any]], intervals: Sequence[Interval]
         stage["client"] = block
         if block["saturated"] and stage.get("valid", True):
             stage["valid"] = False
-            stage["invalid_reason"] = f"client saturated ({_why(block)}): timings unreliable, add workers"
+            stage["invalid_reason"] = saturated_reason(block)
             stage["verdict"] = "invalid"
     return saturation_message(stages)
 
@@ -133,9 +203,11 @@ def run_saturation(block: dict[str, Any], staged: str | None) -> str | None:
 
 
 def saturation_message(stages: Sequence[dict[str, Any]]) -> str | None:
-    """ "client saturated from <first saturated stage>: ..." or ``None`` when none was."""
+    """ "client saturated from <first saturated stage>: timings unreliable; <advice>" or ``None``
+    when none was."""
     for stage in stages:
-        if (stage.get("client") or {}).get("saturated"):
+        block = stage.get("client") or {}
+        if block.get("saturated"):
             label = stage.get("label", stage.get("index"))
-            return f"client saturated from {label}: timings unreliable, add workers"
+            return f"client saturated from {label}: timings unreliable; {advice(block)}"
     return None

@@ -36,7 +36,7 @@ from llm_locust.load.search import SearchSpec
 from llm_locust.load.stages import Stage, StageKind
 from llm_locust.results.columns import Columns
 from llm_locust.results.inclusion import FIELDS as INCLUSION_FIELDS
-from llm_locust.results.probe import judge_step, search_result
+from llm_locust.results.probe import gate, judge_step, search_result
 from llm_locust.results.slo import itl_stats_of
 from llm_locust.results.stages import KnownLevels, stage_entry
 from llm_locust.results.writer import SEARCH_FILE
@@ -47,6 +47,7 @@ __all__ = [
     "SEARCH_FILE",
     "SEARCH_FORMAT",
     "RecordedSearch",
+    "align_stages",
     "judge_rows",
     "judged_row",
     "search_log",
@@ -130,6 +131,8 @@ def step_record(
         "level_facts": dict(judged.get("level_facts") or {}),
         "judged_at": judged_at,
         "verdict": judged.get("verdict"),
+        "reason": judged.get("reason"),
+        "client": judged.get("client"),
         "requests": judged.get("requests"),
     }
 
@@ -151,6 +154,8 @@ def search_log(
             "precision": spec.precision,
             "max_steps": spec.max_steps,
             "max_extensions": spec.max_extensions,
+            "demand": spec.demand,
+            "max_reruns": spec.max_reruns,
         },
         "step_time_s": step_time_s,
         "t0": t0,
@@ -176,6 +181,22 @@ def search_stage_entries(
     return out
 
 
+def align_stages(stages: Sequence[dict[str, Any]], probes: Sequence[Mapping[str, Any]]) -> None:
+    """The stage table of a search agrees with its steps: a step the search held invalid (its
+    client saturated over the window, too few requests) is invalid in the table too, with the
+    same reason; a stage the table holds invalid that the search judged otherwise (health that
+    arrived after the judgment) says so in ``search_verdict``."""
+    by_index = {p["index"]: p for p in probes}
+    for stage in stages:
+        probe = by_index.get(stage.get("index"))
+        if probe is None:
+            continue
+        if probe["verdict"] == "invalid" and stage.get("verdict") != "invalid":
+            stage.update(verdict="invalid", valid=False, invalid_reason=probe["reason"])
+        elif stage.get("verdict") == "invalid" and probe["verdict"] != "invalid":
+            stage["search_verdict"] = probe["verdict"]
+
+
 def _stage(data: Mapping[str, Any]) -> Stage:
     fields = {k: v for k, v in data.items() if k in Stage.__dataclass_fields__}
     fields["kind"] = StageKind(fields["kind"])
@@ -197,6 +218,8 @@ class RecordedSearch:
             spec["precision"],
             spec["max_steps"],
             spec["max_extensions"],
+            demand=spec.get("demand"),
+            max_reruns=spec.get("max_reruns", 1),
         )
         self.step_time = float(log["step_time_s"])
         self.stop_reason: str | None = log.get("stop_reason")
@@ -216,6 +239,7 @@ class RecordedSearch:
         levels = KnownLevels({index: step["level_facts"]})
         stage = replace(_stage(step["stage"]), duration_s=step["window_end"] - step["begin"])
         probe = judge_rows(mine, stage, step["begin"], step["window_end"], slo, levels, step)
+        probe = gate(probe, step.get("client"), self.step_time)  # the health the run judged it with
         for key in ("verdict", "requests") if self.compare else ():
             if probe[key] != step[key]:
                 shown = f"{key} {probe[key]!r} rebuilt, {step[key]!r} in the run"

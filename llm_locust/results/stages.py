@@ -22,6 +22,7 @@ from typing import Any, Protocol
 from llm_locust.load.stages import StageKind
 from llm_locust.results.columns import EXCLUSIONS, Columns, Part
 from llm_locust.results.concurrency import littles_law
+from llm_locust.results.saturation import advice
 from llm_locust.results.slo import evaluate, itl_stats_of
 from llm_locust.results.summary import inconclusive_reason, summarize
 from llm_locust.results.validity import rate_validity, users_validity
@@ -160,7 +161,7 @@ def capacity_verdict(stages: list[dict[str, Any]]) -> dict[str, Any]:
         if len(undecided) > 1:
             text += f" and {len(undecided) - 1} more stage(s) above it"
     if stopper is not None and (stopper.get("client") or {}).get("saturated"):
-        text += f"; client saturated from {stopper['label']}: timings unreliable, add workers"
+        text += f"; client saturated from {stopper['label']}: timings unreliable; {advice(stopper['client'])}"
     elif stopper is not None and stopper.get("verdict") == "invalid":
         text += f"; {stopper['label']} did not run at its level ({stopper['invalid_reason']})"
     return {"highest_passing_stage": None if best is None else stages[best]["index"], "capacity": text}

@@ -21,6 +21,7 @@ import numpy as np
 from llm_locust.results.columns import Columns, Part
 from llm_locust.results.concurrency import peak_in_flight
 from llm_locust.results.failures import failure_lines
+from llm_locust.results.headline import Headline, headline
 from llm_locust.results.inclusion import Coverage, covered
 from llm_locust.results.stats import ZERO_GAP_NOTE_SHARE, latency_stats, percentiles
 from llm_locust.results.traffic import traffic_lines
@@ -221,9 +222,18 @@ def format_table(summary: dict[str, Any], title: str = "llm-locust summary") -> 
             f"{summary['p99_send_lag_ms']:.0f} ms): add workers or lower the rate"
         )
     if summary.get("slo"):
-        verdict = "PASS" if summary["slo"]["passed"] else "FAIL"
-        scope = "SLO over the whole run, stages pooled" if summary.get("stages") else "SLO"
-        lines.append(f"{'-' * 20} {scope}: {verdict} {'-' * 20}")
+        judged = headline(summary)
+        assert judged is not None
+        word, reason = judged
+        if summary.get("search"):
+            scope = "SLO, the capacity search's answer"
+        else:
+            scope = "SLO over the whole run, stages pooled" if summary.get("stages") else "SLO"
+        lines.append(f"{'-' * 20} {scope}: {word.upper()} {'-' * 20}")
+        if (reason and word is not Headline.PASS) or summary.get("search"):
+            lines.append(reason)
+        if summary.get("search"):
+            lines.append("every search level pooled (not the answer: each step is judged on its own):")
         for line in summary["slo"]["objectives"]:
             judged = " (inconclusive)" if line.get("verdict") == "inconclusive" else ""
             shown = f"{_objective_value(line)} {'ok' if line['passed'] else 'FAIL'}{judged}"

@@ -9,6 +9,12 @@ logs one line (how long, how many, the most frequent class and message) and stop
 as a signal would: the load stops, users drain, the results and the summary are written
 (``interrupted_by: "every request failed"``), and a headless run exits with
 :data:`FAILING_EXIT`. From the web UI the test stops and the UI stays.
+
+A capacity search is not stopped by it while it runs a level above every level that passed: a
+step where every request failed is a failing step, judged as one, and the search goes on below
+it (a single-slot server that cuts every stream at 2 concurrent has a capacity of 1). It stops
+the search when the failures come at a level that passed before (the server broke) or at the
+lowest level the search may try (:meth:`llm_locust.runtime.search.SearchDriver.failstop_applies`).
 """
 
 from __future__ import annotations
@@ -88,6 +94,10 @@ def install(ext: Any) -> None:
         if ext.tests != tests[0]:  # a new test: a new watch
             tests[0] = ext.tests
             watch.reset()
+        search = getattr(ext, "search", None)
+        if search is not None and not search.failstop_applies():
+            watch.reset()  # a search step's failures are its verdict; the clock starts where they stop it
+            return
         watch.observe(row)
 
     ext.bus.subscribe(observe)

@@ -100,10 +100,15 @@ class Preparer:
     def adopt(self, config: RunConfig, role: Role, source: dict[str, Any], workload: bool = True) -> Prepared:
         """``config``'s plan (the last one if the load options are the same) and workload."""
         last = self._last
-        if last is not None and last.config.load == config.load and last.plan.seed == config.workload.seed:
+        same = last is not None and last.config.load == config.load
+        if (
+            same
+            and last.plan.seed == config.workload.seed
+            and last.config.workload.think == config.workload.think
+        ):
             plan = last.plan
         else:
-            plan = build_load_plan(config.load, config.workload.seed)
+            plan = build_load_plan(config.load, config.workload.seed, thinking=not config.workload.think.none)
         built = None
         if workload and role != Role.MASTER:
             built = self.workloads.build(config.workload, workload_info(config))

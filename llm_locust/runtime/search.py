@@ -36,9 +36,10 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from llm_locust.load.plan import FOREVER
-from llm_locust.load.search import Decision, Probe, SearchSpec, decide
+from llm_locust.load.search import Action, Decision, Phase, Probe, SearchSpec, Verdict, decide
 from llm_locust.results.columns import Columns
-from llm_locust.results.probe import extension_s, probe_row, sample_extension_s, search_result
+from llm_locust.results.probe import extension_s, gate, probe_row, sample_extension_s, search_result
+from llm_locust.results.saturation import client_block
 from llm_locust.results.search_log import (
     KEPT_STAGES,
     judge_rows,
@@ -90,7 +91,7 @@ class SearchDriver:
         self._rows: dict[int, list[dict[str, Any]]] = {}
         self._held: list[dict[str, Any]] = []
         applied = t0 + (RATE_LEAD if spec.kind == "rate" else 0.0)
-        self._begin(Decision("probe", spec.level(spec.minimum), "start"), t0, applied)
+        self._begin(Decision(Action.PROBE, spec.level(spec.minimum), Phase.START), t0, applied)
 
     # -- the plan ----------------------------------------------------------------------
     def _begin(self, decision: Decision, begin: float, applied: float) -> None:
@@ -192,6 +193,8 @@ class SearchDriver:
             self._release()
             return
         decision = decide(self.spec, [Probe(p["level"], p["verdict"], p["extensions"]) for p in self.probes])
+        if probe["verdict"] == Verdict.INVALID:
+            log.warning("llm-locust: search: %s is invalid: %s", probe["label"], probe["reason"])
         log.info(
             "llm-locust: search: %s %s (%d requests%s) -> %s",
             probe["label"],
@@ -200,11 +203,11 @@ class SearchDriver:
             f"; {probe['reason']}" if probe["reason"] else "",
             decision.text,
         )
-        if decision.action == "extend":
+        if decision.action == Action.EXTEND:
             step.extensions += 1
             step.settle_deadline = None
             self._set_end(step, step.window_end + extension_s(probe, self.step_time))
-        elif decision.action == "probe":
+        elif decision.action in (Action.PROBE, Action.RERUN):
             applied = now + (RATE_LEAD if self.spec.kind == "rate" else 0.0)
             self._stage_until(step, applied)
             self._begin(decision, applied, applied)
@@ -228,8 +231,27 @@ class SearchDriver:
         }
         slo = self.run.run_config.slo
         probe = judge_rows(rows, stage, step.begin, step.window_end, slo, self.run.levels, how)
+        probe = gate(probe, self.client(probe), self.step_time)
         self._record(step, probe)
         return probe
+
+    def client(self, probe: dict[str, Any]) -> dict[str, Any] | None:
+        """The load processes' health over the step's measured window (``None``: none measured)."""
+        window = probe.get("window")
+        if not window:
+            return None
+        intervals = self.run.health_intervals(window["start"])
+        return client_block(intervals, window["start"], window["end"]) if intervals else None
+
+    def failstop_applies(self) -> bool:
+        """Does "every request has failed" stop the run now? Not while a step above every level
+        that passed runs (such a step is a failing step, judged as one); yes at a level that
+        passed before (the server broke), or at the lowest level the search may try."""
+        if self.done:
+            return True
+        level = self.steps[-1].level
+        passed = [p["level"] for p in self.probes if p["verdict"] == Verdict.PASS]
+        return level <= self.spec.floor or any(level <= p for p in passed)
 
     def _record(self, step: Step, probe: dict[str, Any] | None = None) -> None:
         """``search.json`` brought up to date: ``step`` as it stands (judged by ``probe``)."""

@@ -73,6 +73,7 @@ function renderAnswer(result) {
   verdict.textContent = result.slo_passed === null ? "No SLO"
     : judged === "inconclusive" ? `SLO: INCONCLUSIVE (point estimate ${result.slo_passed ? "PASS" : "FAIL"})`
     : `SLO: ${judged.toUpperCase()}`;
+  if (result.slo_passed !== null && result.slo_reason) verdict.textContent += `: ${result.slo_reason}`;
   verdict.className = result.slo_passed === null ? "" : judged;
   let text = result.capacity || "";
   if (result.interrupted_by) text += ` (interrupted by ${result.interrupted_by})`;

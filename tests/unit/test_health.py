@@ -95,3 +95,17 @@ def test_a_record_spanning_a_stall_of_the_client_says_how_long(peer: str) -> Non
 
 def test_every_client_shares_the_one_running_monitor() -> None:
     assert monitor() is monitor() and monitor()._timer is not None
+
+
+def test_the_host_cpu_is_read_from_proc_stat(tmp_path) -> None:
+    """The host's busy share between two readings: (user+nice+system+irq+softirq+steal) / all."""
+    from llm_locust.health import host_cpu_times, host_share
+
+    stat = tmp_path / "stat"
+    stat.write_text("cpu  100 0 50 800 50 0 0 0 0 0\ncpu0 1 2 3\n")
+    before = host_cpu_times(str(stat))
+    assert before == (150.0, 1000.0)
+    stat.write_text("cpu  250 0 100 850 50 0 0 0 0 0\n")
+    after = host_cpu_times(str(stat))
+    assert host_share(before, after) == (250 + 100 - 150) / (1250 - 1000)
+    assert host_cpu_times(str(tmp_path / "missing")) is None and host_share(None, after) is None

@@ -11,7 +11,10 @@ from llm_locust.live.exporter import run_gauges
 from llm_locust.live.view import Gauges, RunInfo
 from llm_locust.live.webui import SATURATED_NOW, LiveWebUI
 
-MESSAGE = "client saturated from users=48: timings unreliable, add workers"
+MESSAGE = (
+    "client saturated from users=48: timings unreliable; this process used a whole core (up to 97 %): "
+    "add workers"
+)
 
 
 @dataclass

@@ -7,7 +7,19 @@ from collections.abc import Callable
 
 import pytest
 
-from llm_locust.load.search import Decision, Probe, SearchSpec, bracket, decide, replay, start_near
+from llm_locust.load.search import (
+    Action,
+    Decision,
+    Phase,
+    Probe,
+    SearchSpec,
+    StopReason,
+    Verdict,
+    bracket,
+    decide,
+    replay,
+    start_near,
+)
 
 Judge = Callable[[float, int], str]
 
@@ -153,14 +165,97 @@ def test_an_extension_that_settles_the_verdict_lets_the_search_go_on() -> None:
     assert stop.reason == "precision" and bracket(probes) == (12, 13)
 
 
-def test_an_invalid_step_stops_the_search() -> None:
-    probes = [Probe(1, "pass"), Probe(2, "pass"), Probe(4, "invalid", reason="reached 3 of 4 users")]
-    assert decide(SearchSpec("users", 1), probes) == Decision("stop", reason="invalid")
+def test_an_invalid_step_is_rerun_once_then_the_answer_is_withheld() -> None:
+    spec = SearchSpec("users", 1)
+    probes = [Probe(1, "pass"), Probe(2, "pass"), Probe(4, "invalid", reason="client saturated")]
+    assert decide(spec, probes) == Decision(Action.RERUN, 4, Phase.RERUN)
+    probes.append(Probe(4, "invalid", reason="client saturated"))
+    assert decide(spec, probes) == Decision(Action.STOP, reason=StopReason.INVALID)
+
+
+def test_an_invalid_step_is_neither_a_pass_nor_a_fail() -> None:
+    # invalid at 16, then the rerun at 16 fails: the bracket is (8, 16), as if 16 ran once
+    spec = SearchSpec("users", 1)
+    probes = [Probe(lv, "pass") for lv in (1, 2, 4, 8)] + [Probe(16, "invalid")]
+    assert bracket(probes) == (8, None)
+    probes.append(Probe(16, "fail"))
+    assert bracket(probes) == (8, 16) and decide(spec, probes) == Decision(Action.PROBE, 12, Phase.BISECT)
+    # an invalid step at a level below the bracket does not move it either
+    assert bracket([Probe(8, "pass"), Probe(6, "invalid"), Probe(16, "fail")]) == (8, 16)
+
+
+def test_a_valid_rerun_lets_the_search_go_on_and_reruns_do_not_spend_steps() -> None:
+    def judge(level: float, _ext: int, seen: dict[float, int] = {}) -> str:  # noqa: B006
+        seen[level] = seen.get(level, 0) + 1
+        if level == 8 and seen[level] == 1:
+            return "invalid"  # the first run at 8 saturated the client
+        return "pass" if level <= 10 else "fail"
+
+    spec = SearchSpec("users", 1, max_steps=8)
+    probes, stop = run(spec, judge)
+    assert [(p.level, p.verdict) for p in probes][:6] == [
+        (1, "pass"),
+        (2, "pass"),
+        (4, "pass"),
+        (8, "invalid"),
+        (8, "pass"),
+        (16, "fail"),
+    ]
+    # 8 judged steps besides the invalid one: the limit is not reached by the rerun
+    assert stop.reason == StopReason.PRECISION and bracket(probes) == (10, 11)
+
+
+def test_every_level_invalid_withholds_the_answer_after_one_rerun() -> None:
+    probes, stop = run(SearchSpec("users", 32), lambda level, _ext: "invalid")
+    assert [p.level for p in probes] == [32, 32]
+    assert stop == Decision(Action.STOP, reason=StopReason.INVALID)
+
+
+@pytest.mark.parametrize(
+    ("boundary_at", "demand"), [(49, 50), (50, 50), (51, 50), (45, 50), (57, 50), (6, 5)]
+)
+def test_the_demand_inside_the_bracket_is_measured(boundary_at: int, demand: float) -> None:
+    """The answer at the demand is a judged step whenever the search brackets it."""
+    first = start_near(demand)
+    spec = SearchSpec("users", first, demand=demand)
+    probes, stop = run(spec, boundary(boundary_at))
+    assert stop.reason == StopReason.PRECISION
+    lo, hi = bracket(probes)
+    assert lo is not None and hi is not None and lo <= boundary_at < hi
+    at_demand = [p for p in probes if p.level == demand]
+    assert len(at_demand) == 1, [p.level for p in probes]
+    assert at_demand[0].verdict == ("pass" if demand <= boundary_at else "fail")
+
+
+def test_the_demand_is_probed_as_soon_as_the_bracket_contains_it() -> None:
+    spec = SearchSpec("users", 32, demand=50)
+    probes = [Probe(32, "pass"), Probe(64, "fail")]
+    assert decide(spec, probes) == Decision(Action.PROBE, 50, Phase.DEMAND)
+    # a bracket within the precision around the demand (48-52, 10 %) still measures the demand
+    probes = [Probe(48, "pass"), Probe(52, "fail")]
+    assert decide(spec, probes) == Decision(Action.PROBE, 50, Phase.DEMAND)
+    assert decide(spec, [*probes, Probe(50, "pass")]) == Decision(Action.STOP, reason=StopReason.PRECISION)
+    # without a demand the same bracket is done
+    assert decide(SearchSpec("users", 32), probes).reason == StopReason.PRECISION
+    # a fractional demand of users needs the whole number above it; a rate demand is a rate
+    assert decide(SearchSpec("users", 32, demand=49.5), probes).level == 50
+    rate = SearchSpec("rate", 1.0, demand=2.5)
+    assert decide(rate, [Probe(2, "pass"), Probe(4, "fail")]) == Decision(Action.PROBE, 2.5, Phase.DEMAND)
+
+
+def test_a_step_where_every_request_failed_is_a_failing_step() -> None:
+    """A single-slot server that cuts every stream at 2 concurrent: capacity 1."""
+    spec = SearchSpec("users", 4, demand=4)
+    probes, stop = run(spec, lambda level, _ext: "pass" if level < 2 else "fail")
+    assert [p.level for p in probes] == [4, 2, 1] and stop.reason == StopReason.PRECISION
+    assert bracket(probes) == (1, 2)
 
 
 def test_no_extensions_means_an_inconclusive_step_is_final_at_once() -> None:
     spec = SearchSpec("users", 4, max_extensions=0)
     assert decide(spec, [Probe(4, "inconclusive")]) == Decision("probe", 2, "halve")
+    assert decide(spec, [Probe(4, "inconclusive")]).action is Action.PROBE
+    assert Probe(4, "pass").verdict is Verdict.PASS
 
 
 def test_replay_gives_one_decision_per_step() -> None:

@@ -10,7 +10,10 @@ from llm_locust.results.report import end_of_run_text
 from llm_locust.results.slo import evaluate, parse_slo
 from tests.unit.results.test_stages import T0, closed_loop, levels, row
 
-MESSAGE = "client saturated from users=48: timings unreliable, add workers"
+MESSAGE = (
+    "client saturated from users=48: timings unreliable; this process used a whole core (up to 97 %): "
+    "add workers"
+)
 
 
 def health(start: float, end: float, cpu: float, lag_p90_s: float = 0.001) -> list[dict]:

@@ -134,12 +134,16 @@ def test_capacity_cost_and_the_cheapest_plan_that_meets_the_demand(file: Any) ->
     assert b["cost_per_million_at_demand"] == pytest.approx(20.0 / (at * 3600 / 1e6))
     assert a["cost_per_million_at_demand"] is None  # never extrapolated past the highest pass
     assert (
-        b["verdict"].startswith("meets 50 concurrent: E2E P95 ") and "capacity 55 concurrent" in b["verdict"]
+        b["verdict"].startswith("meets 50 concurrent: E2E P95 ")
+        and f"capacity {56 * 0.98:.1f} concurrent" in b["verdict"]
+    )  # the mean in flight, as the table shows it: one number (not 54.9 there and 55 here)
+    assert a["verdict"].startswith(
+        f"fails 50 concurrent: E2E P95 30.50 s at {25 * 0.98:.1f} concurrent (capacity {24 * 0.98:.1f}"
     )
-    assert a["verdict"].startswith("fails 50 concurrent: E2E P95 30.50 s at 24 concurrent (capacity 24")
     # the demand lies inside C's bracket: 48 users (47.0 in flight) pass, 52 (51.0) fail
     assert c["verdict"] == (
-        "undecided for 50 concurrent: capacity 47 concurrent, and users=52 (above the demand) fails"
+        f"undecided for 50 concurrent: capacity {48 * 0.98:.1f} concurrent, "
+        "and users=52 (above the demand) fails"
     )
 
 
@@ -218,3 +222,45 @@ def test_the_simulator_clock_line_says_when_it_fell_behind() -> None:
         "the simulator fell behind its schedule 3 times (0.90 s of wall time lost"
     )
     assert clock_text({"u": None}) == ("", False)
+
+
+def test_one_number_one_unit_when_the_search_ran_in_the_demand_s_unit(file: Any) -> None:
+    """The table said "capacity 21.9", the verdict "22 concurrent", the progress "22 users"."""
+    steps = [(16, "pass", 20.0), (32, "fail", 35.0), (24, "fail", 31.0), (20, "pass", 28.0),
+             (22, "pass", 29.0), (23, "fail", 30.5)]  # fmt: skip
+    probes = [probe(i, u, v, e) for i, (u, v, e) in enumerate(steps)]
+    found = search_result(SearchSpec("users", 16, demand=50), probes, "precision", 300.0)
+    report = compare_plans(file, {"A": found}, {})
+    a = report["plans"][0]
+    assert a["capacity"] == 22 and a["capacity_unit"] == "concurrency"  # users without think: concurrency
+    assert "capacity 22 concurrent" in a["verdict"] and "at 23 concurrent" in a["verdict"]
+    row = next(line for line in format_comparison(report).splitlines() if line.startswith("A "))
+    assert row.split()[2] == "22"  # not 21.6 (its mean in flight) nor 22.0
+    assert "A: decided by users=22 (pass, valid) and users=23 (fail, valid)" in format_comparison(report)
+
+
+def test_a_withheld_plan_as_cheap_as_the_answer_withholds_the_comparison(file: Any) -> None:
+    from llm_locust.results.probe import search_result as result_of
+
+    invalid = {**probe(1, 64, "pass", 20.0), "verdict": "invalid", "invalidity": "client",
+               "reason": "client saturated (local: 9 of 10 seconds): timings unreliable; the host is overloaded"}  # fmt: skip
+    withheld = result_of(
+        SearchSpec("users", 32),
+        [probe(0, 32, "pass", 20.0), invalid, {**invalid, "index": 2}],
+        "invalid",
+        300.0,
+    )
+    report = compare_plans(file, {**SEARCHES, "A": withheld}, {})
+    a = report["plans"][0]
+    assert a["capacity"] is None and not a["meets"] and a["withheld"].startswith("answer withheld: users=64")
+    assert a["verdict"].startswith("not judged against 50 concurrent: answer withheld")
+    assert report["cheapest"] is None and report["withheld"]  # A ($10/h) is cheaper than B ($20/h)
+    assert report["answer"].startswith("answer withheld: A (as cheap or cheaper)")
+    # as cheap as the plan that meets ($20/h each): it might have been the answer, so none is given
+    tie = compare_plans(file, {**SEARCHES, "C": withheld}, {})
+    assert tie["cheapest"] is None and tie["answer"].startswith("answer withheld: C ")
+    # withheld but dearer than the plan that meets: the answer stands
+    dear_c = file.plans[2].model_copy(update={"gpu_hour_cost": 3.0})
+    dearer_file = file.model_copy(update={"plans": [file.plans[0], file.plans[1], dear_c]})
+    dearer = compare_plans(dearer_file, {**SEARCHES, "C": withheld}, {})
+    assert dearer["cheapest"] == "B" and not dearer["withheld"]

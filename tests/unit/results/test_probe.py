@@ -128,3 +128,87 @@ def test_a_probe_row_for_the_live_table() -> None:
     straddling = probe_row(judged(rows(400, np.concatenate([np.full(360, 1.0), np.linspace(1.9, 2.1, 40)]))))
     assert straddling["verdict"] == "inconclusive" and straddling["term"] == "e2e_p95"
     assert straddling["runs_on"] == 0 and "straddles" in straddling["reason"]
+
+
+def health_block(cpu: float, lag_p90: float, host: float | None = None) -> dict[str, Any]:
+    from llm_locust.results.saturation import client_block
+
+    intervals = []
+    for t in range(60):
+        interval = {"start": T0 + t, "end": T0 + t + 1, "cpu": cpu, "lag_mean_s": lag_p90 / 2,
+                    "lag_p90_s": lag_p90, "lag_max_s": 2 * lag_p90, "stall_s": 0.0, "ticks": 50}  # fmt: skip
+        if host is not None:
+            interval.update(host_cpu=host, cores=2)
+        intervals.append(interval)
+    return client_block(intervals, T0, T0 + 60)
+
+
+def test_a_step_measured_by_a_saturated_client_is_invalid_whatever_it_measured() -> None:
+    """The demo answered "B meets 50 concurrent" from steps the same run called invalid."""
+    from llm_locust.results.probe import gate
+
+    passing = judged(rows(400, np.full(400, 0.5)))
+    assert passing["verdict"] == "pass"
+    busy_host = gate(passing, health_block(0.2, 0.4, host=0.97), 60.0)
+    assert busy_host["verdict"] == "invalid" and busy_host["judged_as"] == "pass"
+    assert busy_host["invalidity"] == "client"
+    assert "the host is overloaded (other processes used 87 % of its 2 cores" in busy_host["reason"]
+    busy_process = gate(passing, health_block(0.97, 0.02, host=0.6), 60.0)
+    assert busy_process["reason"].endswith("this process used a whole core (up to 97 %): add workers")
+    healthy = gate(passing, health_block(0.2, 0.001, host=0.3), 60.0)
+    assert healthy["verdict"] == "pass" and not healthy["client"]["saturated"]
+    assert gate(passing, None, 60.0)["verdict"] == "pass"  # no health measured: nothing to hold against it
+
+
+def test_a_step_still_short_of_requests_after_running_on_is_invalid() -> None:
+    from llm_locust.results.probe import MAX_WINDOW_STEPS, gate
+
+    short = judged(rows(40, np.full(40, 0.5)))  # a P95 from 40 requests
+    assert gate(short, None, 60.0)["verdict"] == "inconclusive"  # it may still run on for them
+    probe = {**short, "window_s": MAX_WINDOW_STEPS * 15.0}  # it has run on for 4 step times of 15 s
+    out = gate(probe, None, 15.0)
+    assert out["verdict"] == "invalid" and out["invalidity"] == "samples"
+    assert out["reason"].startswith("too few requests after 4 step times")
+
+
+def test_a_step_where_every_request_failed_is_a_failing_step() -> None:
+    """A single-slot server cutting every stream at 2 concurrent: the step fails, whatever the SLO."""
+    own = rows(100, np.full(100, 0.5))
+    for r in own:
+        r["outcome"], r["ttft"], r["e2e"] = "server_error", None, None
+    slo = parse_slo("e2e_p95<=2s")  # no success line: before, "0 values give no interval" (inconclusive)
+    stage = SearchStages(SPEC, 0.0, 60.0).stage(100 / 60.0, 60.0, 0.0)
+    entry = stage_entry(stage, T0, T0 + 60, Columns.from_rows(own, itl_stats_of(slo)), slo, None)
+    probe = judge_step(entry, slo)
+    assert probe["verdict"] == "fail"
+    assert probe["reason"] == "every request failed (100; most often server_error x100)"
+
+
+def test_a_search_stopped_on_invalid_steps_withholds_its_answer() -> None:
+    from llm_locust.load.search import StopReason
+
+    ok = judged(rows(400, np.full(400, 0.5)))
+    steps = [
+        {**ok, "index": 0, "label": "rate=4", "level": 4.0},
+        {**ok, "index": 1, "label": "rate=8", "level": 8.0, "verdict": "invalid", "invalidity": "level",
+         "reason": "sent 6.10 of 8.00 req/s scheduled"},
+        {**ok, "index": 2, "label": "rate=8", "level": 8.0, "verdict": "invalid", "invalidity": "level",
+         "reason": "sent 6.00 of 8.00 req/s scheduled"},
+    ]  # fmt: skip
+    result = search_result(SPEC, steps, StopReason.INVALID, 60.0)
+    assert result["capacity"] is None and result["highest_pass"] is None and result["decided_by"] == []
+    assert (
+        result["sentence"]
+        == result["withheld"]
+        == (
+            "answer withheld: rate=8 was invalid 2 times, so no step above it can be measured on this run: "
+            "sent 6.00 of 8.00 req/s scheduled; add workers, or run on a quieter host"
+        )
+    )
+    failing = {**ok, "index": 3, "label": "rate=8", "level": 8.0, "verdict": "fail", "reason": "e2e"}
+    valid = search_result(SPEC, [steps[0], failing], "precision", 60.0)
+    assert [(d["label"], d["role"], d["valid"]) for d in valid["decided_by"]] == [
+        ("rate=4", "capacity", True),
+        ("rate=8", "bound", True),
+    ]
+    assert "decided by rate=4 (pass, valid) and rate=8 (fail, valid)" in valid["sentence"]

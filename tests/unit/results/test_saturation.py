@@ -2,20 +2,34 @@
 
 from __future__ import annotations
 
+import pytest
+
 from llm_locust.results.saturation import (
     SATURATED_CPU,
     SATURATED_LAG_P90_S,
+    Cause,
+    advice,
+    cause,
     client_block,
     interval_saturated,
     judge_stages,
 )
 
 
-def interval(t: float, cpu: float = 0.3, lag_p90: float = 0.001, worker: str | None = None) -> dict:
+def interval(
+    t: float,
+    cpu: float = 0.3,
+    lag_p90: float = 0.001,
+    worker: str | None = None,
+    host: float | None = None,
+    cores: int = 2,
+) -> dict:
     out = {"start": t, "end": t + 1.0, "cpu": cpu, "lag_mean_s": lag_p90 / 2, "lag_p90_s": lag_p90,
            "lag_max_s": lag_p90 * 2, "stall_s": 0.0, "ticks": 50}  # fmt: skip
     if worker:
         out["worker"] = worker
+    if host is not None:
+        out["host_cpu"], out["cores"] = host, cores
     return out
 
 
@@ -48,6 +62,7 @@ def test_only_intervals_inside_the_window_count() -> None:
     assert client_block([], 0.0, 1.0) == {
         "saturated": False, "saturated_processes": [], "intervals": 0, "saturated_intervals": 0,
         "cpu_max": None, "lag_p90_ms_median": None, "lag_max_ms": None, "stall_s": 0,
+        "own_core_intervals": 0, "host_others_mean": None, "host_cores": None,
     }  # fmt: skip
 
 
@@ -72,12 +87,16 @@ def test_a_stage_measured_by_a_saturated_client_becomes_invalid() -> None:
         },
     ]
     message = judge_stages(stages, intervals)
-    assert message == "client saturated from users=600: timings unreliable, add workers"
+    assert message == (
+        "client saturated from users=600: timings unreliable; this process used a whole core (up to 98 %): "
+        "add workers"
+    )
     assert stages[0]["verdict"] == "pass" and stages[0]["valid"] and not stages[0]["client"]["saturated"]
     assert stages[1]["verdict"] == "invalid" and not stages[1]["valid"]
     assert stages[1]["invalid_reason"] == (
         "client saturated (local: 10 of 10 seconds at CPU >= 90 % of a core or event-loop lag p90 >= "
-        "10 ms; CPU up to 98 %; lag up to 60.0 ms): timings unreliable, add workers"
+        "10 ms; CPU up to 98 %; lag up to 60.0 ms): timings unreliable; this process used a whole core "
+        "(up to 98 %): add workers"
     )
     untouched = [{"index": 0, "label": "users=1", "window": {"start": 0.0, "end": 1.0}, "valid": True}]
     assert judge_stages(untouched, []) is None and "client" not in untouched[0]
@@ -93,3 +112,26 @@ def test_the_reason_names_the_seconds_that_passed_a_limit_when_the_median_looks_
     assert stages[0]["verdict"] == "invalid"
     assert "4 of 20 seconds at CPU >= 90 % of a core or event-loop lag p90 >= 10 ms" in reason, reason
     assert "lag up to 50.0 ms" in reason and "CPU up to 30 %" in reason, reason
+
+
+def test_a_busy_process_is_told_apart_from_an_overloaded_host() -> None:
+    """The demo's invalid steps had event-loop lag up to 1 s while the process used 13-28 % of a
+    core: the host was overloaded, and "add workers" was the wrong advice."""
+    own = client_block([interval(t, cpu=0.97, host=0.6) for t in range(10)], 0.0, 10.0)
+    assert own["saturated"] and cause(own) is Cause.PROCESS
+    assert advice(own) == "this process used a whole core (up to 97 %): add workers"
+    # late loop, 20 % of a core, the 2-core host 95 % busy: others used 95 - 20 / 2 = 85 % of it
+    host = client_block([interval(t, cpu=0.2, lag_p90=0.3, host=0.95) for t in range(10)], 0.0, 10.0)
+    assert host["saturated"] and cause(host) is Cause.HOST
+    assert host["host_others_mean"] == pytest.approx(0.95 - 0.2 / 2)
+    assert advice(host) == (
+        "the host is overloaded (other processes used 85 % of its 2 cores, this process up to 20 % of "
+        "one core): run on a quieter host, or fewer runs at once"
+    )
+    # no host reading (health.jsonl of an older run, or no /proc/stat): the loop was late, said so
+    unknown = client_block([interval(t, cpu=0.2, lag_p90=0.3) for t in range(10)], 0.0, 10.0)
+    assert cause(unknown) is Cause.LOOP and "host is likely overloaded" in advice(unknown)
+    stages = [{"index": 0, "label": "users=48", "window": {"start": 0.0, "end": 10.0}, "valid": True}]
+    message = judge_stages(stages, [interval(t, cpu=0.2, lag_p90=0.3, host=0.95) for t in range(10)])
+    assert message is not None and "the host is overloaded (other processes used 85 %" in message
+    assert "add workers" not in message and "add workers" not in stages[0]["invalid_reason"]

@@ -1,0 +1,71 @@
+"""The one-word verdict above a run's lines, and why: it never says more than its lines show.
+
+``PASS`` only when shown to pass: every SLO line's 95 % interval on the passing side (a point
+estimate under the threshold with an interval that straddles it is ``INCONCLUSIVE``); for a
+capacity search, a capacity found (and the demand met, when there is one). ``FAIL`` when a line
+(or the search's step at the demand, or its lowest step) is shown to fail; ``WITHHELD`` when the
+search stopped on invalid steps; otherwise ``INCONCLUSIVE``. The reason names the line or step.
+The end-of-run text, the report and the web UI all show :func:`headline`.
+
+Pure module: no Locust, no network.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from enum import StrEnum
+from typing import Any
+
+__all__ = ["Headline", "headline"]
+
+
+class Headline(StrEnum):
+    PASS = "pass"
+    FAIL = "fail"
+    INCONCLUSIVE = "inconclusive"
+    WITHHELD = "withheld"
+
+
+def headline(summary: Mapping[str, Any]) -> tuple[Headline, str] | None:
+    """(verdict, reason) of a run with an SLO; ``None`` without one. The reason is ``""`` for a pass
+    of the SLO alone."""
+    search = summary.get("search")
+    if search:
+        return _search(search, summary.get("demand"))
+    slo = summary.get("slo")
+    if not slo:
+        return None
+    objectives = slo.get("objectives") or []
+    verdict = slo.get("verdict") or ("pass" if slo.get("passed") else "fail")
+    if verdict == "pass" and slo.get("passed") and objectives:
+        return Headline.PASS, ""
+    failing = next((o for o in objectives if o.get("verdict") == "fail"), None)
+    if failing is not None or (verdict == "fail" and not objectives):
+        return Headline.FAIL, f"{failing['objective']} fails" if failing else "no objective was measured"
+    undecided = next((o for o in objectives if o.get("verdict") != "pass"), None)
+    if undecided is None:
+        return Headline.INCONCLUSIVE, "no objective was measured"
+    note = undecided.get("note") or "its 95 % interval straddles the threshold"
+    return Headline.INCONCLUSIVE, f"{undecided['objective']} is not shown to pass ({note})"
+
+
+def _search(search: Mapping[str, Any], demand: Mapping[str, Any] | None) -> tuple[Headline, str]:
+    if search.get("withheld"):
+        return Headline.WITHHELD, search["withheld"]
+    upper = search.get("upper")
+    if search.get("capacity") is None:
+        word = Headline.FAIL if upper is not None and upper["verdict"] == "fail" else Headline.INCONCLUSIVE
+        why = f": {upper['label']} {upper['verdict']}s ({upper['reason']})" if upper is not None else ""
+        return word, "no search step was shown to meet the SLO" + why.replace(
+            "inconclusives", "is inconclusive"
+        )
+    if search.get("stop_reason") is None:
+        return Headline.INCONCLUSIVE, "the run ended before the search did"
+    best = search["highest_pass"]
+    if demand is not None and not demand.get("meets"):
+        at = search.get("demand_step") or upper
+        shown = at is not None and at["verdict"] == "fail"
+        return (Headline.FAIL if shown else Headline.INCONCLUSIVE), demand.get("text", "")
+    return Headline.PASS, f"{best['label']} is shown to meet the SLO" + (
+        f"; {demand['text']}" if demand is not None else ""
+    )
