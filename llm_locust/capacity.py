@@ -7,7 +7,7 @@ workload, into ``DIR/<plan>/`` (its ``requests.jsonl``, ``summary.json``, ``run.
 same command is not run again, so an interrupted comparison resumes where it stopped. Then it
 compares the plans (:mod:`llm_locust.results.plans`), prints the table and writes
 ``DIR/capacity.json``. The plans are searched one after the other, or up to ``--parallel N`` at
-once (each has its own targets and its own ``llm-locust run``; a stopped comparison stops every
+once (default: one per two cores of this host, :func:`host_parallel`) (each has its own targets and its own ``llm-locust run``; a stopped comparison stops every
 run). Progress is printed as it goes, ``[m:ss] [plan] ...``: each step as the search starts and
 judges it (its verdict and the decision), each plan's capacity when it is done. A search
 without ``search.min`` starts near the demand (:func:`first_level`).
@@ -24,7 +24,7 @@ search its simulators' own clocks are read (``llm_sim_schedule_*`` on ``/metrics
 :func:`sim_clock`): a simulator that fell behind its schedule ran slow, which the progress line
 and ``capacity.json`` (``simulator_clock``, its seconds in deployment time too) say.
 
-Exit codes: 0 some plan meets the demand, 3 none does, 5 the answer is withheld (a plan as cheap
+Exit codes: 0 some plan meets the demand, 3 none does, 6 the answer is withheld (a plan as cheap
 as the answer stopped on a step invalid twice: the load generator saturated, or the host was
 overloaded), 2 a bad plan file or a plan whose target could not be measured (the others are
 still run and compared).
@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -53,13 +54,15 @@ from llm_locust.results.plans import compare_plans, format_comparison, plan_resu
 from llm_locust.results.timescale import deployment_time, scaled
 from llm_locust.sim_target import clock_text, sim_clock, time_scale
 
-__all__ = ["exit_on_sigterm", "first_level", "main", "run_args", "scaled_slo"]
+__all__ = ["exit_on_sigterm", "first_level", "host_parallel", "main", "run_args", "scaled_slo"]
 
 CAPACITY_FILE = "capacity.json"
 ARGS_FILE = "plan-args.json"
 NO_PLAN_MEETS = 3
+#: Cores of the host per plan searched at once (``--parallel``'s default: :func:`host_parallel`).
+CORES_PER_PLAN = 2
 #: A plan as cheap as the answer withheld its own (a step invalid twice): the comparison has none.
-WITHHELD = 5
+WITHHELD = 6
 #: How long a run gets to finish its drain and write its summary when the comparison is stopped.
 STOP_WAIT_S = 60.0
 
@@ -180,9 +183,10 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--parallel",
         type=_positive_int,
-        default=1,
-        help="search up to N plans at once (default 1: one after the other); each plan has its own "
-        "targets and its own load process, so N plans need N times the client's CPU",
+        default=None,
+        help=f"search up to N plans at once (default: one per {CORES_PER_PLAN} cores of this host, so "
+        "one after the other on a 2-core machine); each plan has its own targets and its own load "
+        "process, so N plans need N times the client's CPU",
     )
 
     return parser
@@ -202,7 +206,10 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     scales = {plan.name: time_scale(plan.endpoints[0]) for plan in file.plans}
     progress = Progress()
-    pool = ThreadPoolExecutor(max_workers=args.parallel)
+    parallel = args.parallel or host_parallel(len(file.plans))
+    if args.parallel is None:
+        progress.say("capacity", f"{_plans(parallel)} at once ({_cores()} cores on this host)")
+    pool = ThreadPoolExecutor(max_workers=parallel)
     try:
         futures = [
             pool.submit(_plan, file, root, number, plan, scales[plan.name], progress, args.rerun)
@@ -237,6 +244,27 @@ def _capacity_text(file: PlanFile, plan: Plan, search: dict[str, Any], k: float)
     if result["capacity"] is None:
         return "no level was shown to meet the SLO"
     return f"capacity {amount(file.demand.kind, result['capacity'])}"
+
+
+def host_parallel(plans: int, cores: int | None = None) -> int:
+    """How many plans to search at once on this host: one per :data:`CORES_PER_PLAN` cores (a
+    plan's load process keeps most of a core busy at its highest steps; simulated targets on the
+    same host take the rest), at least 1, at most ``plans``. Plans searched at once on too few
+    cores measure the host's overload, not the deployments: their steps come out invalid."""
+    cores = _cores() if cores is None else cores
+    return max(1, min(plans, cores // CORES_PER_PLAN))
+
+
+def _cores() -> int:
+    """The cores this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+def _plans(n: int) -> str:
+    return "1 plan" if n == 1 else f"{n} plans"
 
 
 def _positive_int(text: str) -> int:

@@ -61,8 +61,9 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--parallel",
         type=int,
-        default=3,
-        help="plans searched at once (default 3; 1: one after the other)",
+        default=None,
+        help="plans searched at once (default: one per 2 cores of this host, so one after the other "
+        "on a 2-core machine: plans searched at once there measure the host's overload)",
     )
     parser.add_argument(
         "--extensions", type=int, default=2, help="runs on of a step whose interval straddles a threshold"
@@ -124,13 +125,14 @@ def main(argv: list[str] | None = None) -> int:
         )
         from llm_locust.capacity import main as capacity
 
-        code = capacity([str(plans), "--results-dir", str(results), "--parallel", str(args.parallel)])
+        parallel = ["--parallel", str(args.parallel)] if args.parallel else []
+        code = capacity([str(plans), "--results-dir", str(results), *parallel])
     finally:
         for proc in sims:
             proc.terminate()
         for proc in sims:
             proc.wait(10)
-    return 0 if code in (0, 3) else code  # 3: no plan meets the demand, which is an answer too
+    return 0 if code in (0, 3) else code  # 3: no plan meets the demand, which is an answer too (5: withheld)
 
 
 def _plan_file(results: Path, urls: dict[str, list[str]], args: argparse.Namespace) -> Path:

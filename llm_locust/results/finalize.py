@@ -52,7 +52,7 @@ __all__ = [
 
 SLO_FAILED_EXIT = 3
 #: A capacity search that withheld its answer: a step was invalid twice (see load/search.py).
-WITHHELD_EXIT = 5
+WITHHELD_EXIT = 6
 #: Locust's own options worth recording next to ours (``-u``, ``-r``, ``-t`` are in the configuration).
 LOCUST_OPTIONS = (
     "headless",

@@ -99,7 +99,10 @@ def test_summarize_rebuilds_the_search_block_from_the_records_and_the_steps(
     assert rebuilt["demand"] == ran["demand"] and ran["demand"]["meets"] is True
 
 
-def test_a_step_too_short_for_its_percentile_is_inconclusive_never_a_pass(tmp_path: Path) -> None:
+def test_a_step_too_short_for_its_percentile_is_never_a_pass(tmp_path: Path) -> None:
+    """Still short of the requests a P99 needs after running on for 4 step times: the run does
+    not hold the step as a measurement (issue 22 §3): invalid, run once more, then the answer
+    withheld (exit 6), never a pass, a fail or a capacity."""
     with running_sim(*ENGINE) as url:
         res = _search(
             url,
@@ -116,13 +119,18 @@ def test_a_step_too_short_for_its_percentile_is_inconclusive_never_a_pass(tmp_pa
             "2s",
             timeout=120.0,
         )
-    assert res.returncode == 3, res.stderr[-3000:]
+    assert res.returncode == 6, res.stderr[-3000:]
     assert "Traceback" not in res.stdout + res.stderr
     search = res.summary["search"]
-    assert [p["level"] for p in search["steps"]] == [4, 2, 1]
-    assert {p["verdict"] for p in search["steps"]} == {"inconclusive"}
+    assert [(p["level"], p["verdict"], p["judged_as"]) for p in search["steps"]] == [
+        (4, "invalid", "inconclusive"),
+        (4, "invalid", "inconclusive"),
+    ]
     assert all(
-        "cannot bound a P99 from above (it needs at least 368)" in p["reason"] for p in search["steps"]
+        p["reason"].startswith("too few requests after 4 step times")
+        and "cannot bound a P99 from above (it needs at least 368)" in p["reason"]
+        for p in search["steps"]
     )
-    assert search["capacity"] is None and search["stop_reason"] == "minimum"
-    assert "no search step was shown to meet the SLO" in res.stdout
+    assert search["capacity"] is None and search["stop_reason"] == "invalid"
+    assert search["withheld"].endswith("lengthen the step (--step-time)")
+    assert f"capacity: {search['withheld']}" in res.stdout

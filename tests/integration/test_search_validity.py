@@ -19,7 +19,7 @@ LIGHT = ("--prompt-tokens", "16", "--max-tokens", "5")
 def test_a_step_invalid_twice_withholds_the_answer(tmp_path: Path) -> None:
     """Users spawned at 0.1/s never reach 16 within the 30 s a step may take to reach its level:
     the step is invalid (neither a pass nor a fail), run once more, invalid again, and the search
-    stops with its answer withheld (exit 5) in one line saying why and what to do."""
+    stops with its answer withheld (exit 6) in one line saying why and what to do."""
     with running_sim("--output-tokens", "5") as url:
         res = run_locust(
             url,
@@ -28,7 +28,7 @@ def test_a_step_invalid_twice_withholds_the_answer(tmp_path: Path) -> None:
             "--slo", "success>=90%",
             results_dir=tmp_path / "r", users=None, run_time=None, timeout=240, spawn_rate=0.1,
         )  # fmt: skip
-    assert res.returncode == 5, res.stdout[-3000:] + res.stderr[-3000:]
+    assert res.returncode == 6, res.stdout[-3000:] + res.stderr[-3000:]
     assert "Traceback" not in res.stdout + res.stderr
     search = res.summary["search"]
     steps = search["steps"]

@@ -109,6 +109,32 @@ def test_search_options_build_a_search_plan() -> None:
 
 
 @pytest.mark.parametrize(
+    ("kind", "demand", "thinking", "level"),
+    [
+        ("users", "concurrency=50", False, 50.0),  # users without think time hold one request each
+        ("users", "concurrency=50", True, None),  # thinking users are not concurrency
+        ("users", "users=400", True, 400.0),
+        ("rate", "rate=2.5", False, 2.5),
+        ("rate", "concurrency=50", False, None),
+        ("users", None, False, None),
+    ],
+)
+def test_the_search_knows_the_demand_in_its_own_unit(
+    kind: str, demand: str | None, thinking: bool, level: float | None
+) -> None:
+    values = {"search": kind, "slo": SLO, **({"demand": demand} if demand else {})}
+    plan = build_load_plan(build_config(values, environ={}).load, thinking=thinking)
+    assert plan.search is not None and plan.search.demand == level
+
+
+def test_plans_searched_at_once_follow_the_host_s_cores() -> None:
+    from llm_locust.capacity import host_parallel
+
+    assert [host_parallel(3, cores) for cores in (1, 2, 3, 4, 6, 8, 64)] == [1, 1, 1, 2, 3, 3, 3]
+    assert host_parallel(1, 64) == 1
+
+
+@pytest.mark.parametrize(
     ("values", "line"),
     [
         ({"search": "users"}, "--search needs an --slo"),

@@ -61,7 +61,7 @@ def test_a_search_that_found_no_capacity_is_no_pass_whatever_the_pooled_lines_sa
     found = {"capacity": 24.0, "highest_pass": step("users=24", "pass"), "upper": step("users=25", "fail"),
              "stop_reason": "precision", "demand_step": None}  # fmt: skip
     assert headline({"slo": pooled, "search": found})[0] is Headline.PASS  # type: ignore[index]
-    TEXT = "does not meet 50 concurrent: capacity 24 concurrent (-52%)"  # noqa: N806
+    TEXT = "does not meet 50 concurrent: capacity 24 concurrent (-52%)"
     below = {"slo": pooled, "search": {**found, "demand_step": step("users=50", "fail")},
              "demand": {"meets": False, "text": TEXT}}  # fmt: skip
     assert headline(below) == (Headline.FAIL, TEXT)
