@@ -361,7 +361,9 @@ def search_result(
         "demand": spec.demand,
         "demand_step": at_demand[-1] if at_demand else None,
         "stop_reason": stop_reason,
-        "stop": STOP_REASONS.get(stop_reason or "", "the run ended before the search did"),
+        "stop": STOP_REASONS[StopReason(stop_reason)]
+        if stop_reason
+        else "the run ended before the search did",
         "broke_first": _broke_first(lowest_fail),
         "withheld": withheld_text(probes) if withheld and probes else None,
         "invalid_steps": sum(1 for p in probes if p["verdict"] == Verdict.INVALID),
@@ -420,7 +422,7 @@ def search_sentence(result: dict[str, Any]) -> str:
     e2e_p95 34.6 s misses e2e_p95<=30s; stopped: ..."."""
     kind, best, upper = result["kind"], result["highest_pass"], result["upper"]
     if result.get("withheld"):
-        return result["withheld"]
+        return str(result["withheld"])
     if best is None:
         text = "no search step was shown to meet the SLO"
     else:

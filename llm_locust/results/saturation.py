@@ -86,8 +86,8 @@ def _others(interval: Mapping[str, Any]) -> float | None:
     host = interval.get("host_cpu")
     if host is None:
         return None
-    cores = interval.get("cores") or 1
-    return max(host - (interval.get("cpu") or 0.0) / cores, 0.0)
+    cores = float(interval.get("cores") or 1)
+    return max(float(host) - float(interval.get("cpu") or 0.0) / cores, 0.0)
 
 
 def interval_saturated(interval: Interval) -> bool:

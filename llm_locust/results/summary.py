@@ -235,8 +235,8 @@ def format_table(summary: dict[str, Any], title: str = "llm-locust summary") -> 
         if summary.get("search"):
             lines.append("every search level pooled (not the answer: each step is judged on its own):")
         for line in summary["slo"]["objectives"]:
-            judged = " (inconclusive)" if line.get("verdict") == "inconclusive" else ""
-            shown = f"{_objective_value(line)} {'ok' if line['passed'] else 'FAIL'}{judged}"
+            undecided = " (inconclusive)" if line.get("verdict") == "inconclusive" else ""
+            shown = f"{_objective_value(line)} {'ok' if line['passed'] else 'FAIL'}{undecided}"
             lines.append(row(f"{line['objective']}", shown))
         lines.append(row("Goodput (req/s):", f"{summary['slo']['goodput_rps']:.2f}"))
     conflicts = summary.get("usage_conflicts") or 0

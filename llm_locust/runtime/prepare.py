@@ -100,9 +100,9 @@ class Preparer:
     def adopt(self, config: RunConfig, role: Role, source: dict[str, Any], workload: bool = True) -> Prepared:
         """``config``'s plan (the last one if the load options are the same) and workload."""
         last = self._last
-        same = last is not None and last.config.load == config.load
         if (
-            same
+            last is not None
+            and last.config.load == config.load
             and last.plan.seed == config.workload.seed
             and last.config.workload.think == config.workload.think
         ):
