@@ -8,9 +8,10 @@ same command is not run again, so an interrupted comparison resumes where it sto
 compares the plans (:mod:`llm_locust.results.plans`), prints the table and writes
 ``DIR/capacity.json``. The plans are searched one after the other, or up to ``--parallel N`` at
 once (default: one per two cores of this host, :func:`host_parallel`; each has its own targets
-and its own ``llm-locust run``; a stopped comparison stops every run). Progress is printed as it goes, ``[m:ss] [plan] ...``: each step as the search starts and
-judges it (its verdict and the decision), each plan's capacity when it is done. A search
-without ``search.min`` starts near the demand (:func:`first_level`).
+and its own ``llm-locust run``; a stopped comparison stops every run). Progress is printed as
+it goes, ``[m:ss] [plan] ...``: each step as the search starts and judges it (its verdict and
+the decision), each plan's capacity when it is done. A search without ``search.min`` starts
+near the demand (:func:`first_level`).
 
 Simulated deployments: a target whose ``GET /version`` says it is ``llm-locust-sim`` with a
 ``speedup`` K runs K times faster than the deployment it models. The run is then given the
