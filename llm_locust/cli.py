@@ -47,7 +47,10 @@ def main(argv: list[str] | None = None) -> int:
 
 def _command(args: list[str]) -> int:
     if not args or args[0] in ("-h", "--help"):
-        print("usage: llm-locust {run,sim,workload,report,summarize,capacity,rejudge,demo} ...\n" + USAGE)
+        print(
+            "usage: llm-locust {run,sim,workload,report,summarize,capacity,rejudge,demo,calibrate,predict}"
+            " ...\n" + USAGE
+        )
         return 0 if args else 2
     if args[0] in ("-V", "--version"):
         from llm_locust import __version__
@@ -83,7 +86,15 @@ def _command(args: list[str]) -> int:
         from llm_locust.demo import main as demo_main
 
         return demo_main(rest)
-    commands = "run, sim, workload, report, summarize, capacity, rejudge, demo"
+    if command == "calibrate":
+        from llm_locust.calibrate import main as calibrate_main
+
+        return calibrate_main(rest)
+    if command == "predict":
+        from llm_locust.predict import main as predict_main
+
+        return predict_main(rest)
+    commands = "run, sim, workload, report, summarize, capacity, rejudge, demo, calibrate, predict"
     _fail(f"unknown command {command!r} (choose from {commands})")
 
 

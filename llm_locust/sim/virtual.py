@@ -15,6 +15,7 @@ Pure module: no network, no real clock.
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -31,6 +32,7 @@ class Outcome:
     ttft: float
     e2e: float
     output_tokens: int
+    prompt_tokens: int = 0
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -50,20 +52,43 @@ def closed_loop(
     draw: Callable[[], tuple[int, int]],
     duration: float,
     warmup: float = 0.0,
+    think: Callable[[], float] | None = None,
+    overhead: float = 0.0,
 ) -> list[Outcome]:
-    """Run ``users`` closed-loop clients for ``duration`` virtual seconds."""
+    """Run ``users`` closed-loop clients for ``duration`` virtual seconds.
+
+    ``think`` draws a user's pause between its last token and its next request (none: it
+    sends at once); ``overhead`` is a fixed time per request outside the engine (a calibrated
+    model's HTTP and tokenizer time): the request reaches the engine that long after it is
+    sent, so it adds to its TTFT and E2E.
+    """
     engine = Engine(config)
     now = 0.0
     first: dict[int, float] = {}
+    pending: list[tuple[float, int, Seq]] = []  # (reaches the engine, order, request)
+    order = 0
 
-    def send() -> None:
+    def send(at: float) -> None:
+        nonlocal order
         prompt, output = draw()
-        engine.add(Seq(prompt_tokens=prompt, output_tokens=output, payload=now))
+        seq = Seq(prompt_tokens=prompt, output_tokens=output, payload=at)
+        if at + overhead <= now:
+            engine.add(seq)
+        else:
+            heapq.heappush(pending, (at + overhead, order, seq))
+            order += 1
 
     for _ in range(users):
-        send()
+        send(0.0)
     out: list[Outcome] = []
-    while now < duration and engine.has_work:
+    while now < duration:
+        while pending and pending[0][0] <= now:
+            engine.add(heapq.heappop(pending)[2])
+        if not engine.has_work:
+            if not pending:
+                break
+            now = pending[0][0]
+            continue
         result = engine.step()
         if result.duration <= 0:
             break  # nothing can be admitted (a request bigger than the free cache)
@@ -73,8 +98,10 @@ def closed_loop(
         for s in result.finished:
             sent = s.payload
             if sent >= warmup:
-                out.append(Outcome(sent, first.pop(id(s)) - sent, now - sent, s.output_tokens))
+                out.append(
+                    Outcome(sent, first.pop(id(s)) - sent, now - sent, s.output_tokens, s.prompt_tokens)
+                )
             else:
                 first.pop(id(s), None)
-            send()
+            send(now + (think() if think else 0.0))
     return out

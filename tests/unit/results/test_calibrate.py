@@ -1,0 +1,107 @@
+"""The engine model fit recovers known parameters from synthetic records.
+
+The records come from the simulator's engine (an additive cost model with parameters the fit is
+not told) on a virtual clock, one run per closed-loop level; the fit must put every true value
+inside its 95 % interval, and say which parameters the records cannot identify.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from llm_locust.results.calibrate import DEFAULTS, Requests, fit
+from llm_locust.sim.engine import EngineConfig
+from llm_locust.sim.virtual import closed_loop
+
+TRUE = {
+    "prefill_per_token": 0.2e-3,
+    "decode_base": 20e-3,
+    "decode_per_seq": 0.5e-3,
+    "decode_per_ctx_token": 0.05e-6,
+}
+OVERHEAD = 0.05
+
+
+def _records(
+    levels: list[int], prompts: tuple[int, int], config: EngineConfig, seconds: float = 600.0
+) -> Requests:
+    parts = []
+    for run, users in enumerate(levels):
+        rng = np.random.default_rng(run)
+
+        def draw(rng: np.random.Generator = rng) -> tuple[int, int]:
+            return int(rng.integers(*prompts)), int(rng.integers(20, 300))
+
+        outs = closed_loop(config, users, draw, seconds, warmup=0.0, overhead=OVERHEAD)
+        n = len(outs)
+        parts.append(
+            Requests(
+                start=np.array([o.sent for o in outs]),
+                ttft=np.array([o.ttft for o in outs]),
+                e2e=np.array([o.e2e for o in outs]),
+                prompt=np.array([float(o.prompt_tokens) for o in outs]),
+                output=np.array([float(o.output_tokens) for o in outs]),
+                level=np.full(n, float(users)),
+                measured=np.array([o.sent >= 60.0 for o in outs]),
+                run=np.full(n, run),
+            )
+        )
+    return Requests.concat(parts)
+
+
+def _config(**changes: float) -> EngineConfig:
+    fields = {"max_num_seqs": 512, "kv_cache_tokens": 10_000_000, **TRUE, **changes}
+    return EngineConfig(**fields)  # type: ignore[arg-type]
+
+
+#: How far the fit may sit from the truth beyond its sampling interval: the fit's documented
+#: approximations (time averages for step averages; a request waits 1.5 steps on average).
+APPROXIMATION = {"decode_base": 0.03, "prefill_per_token": 0.0, "decode_per_seq": 0.35,
+                 "decode_per_ctx_token": 0.35, "overhead": 0.2}  # fmt: skip
+
+
+def test_the_fit_recovers_known_parameters_within_their_intervals() -> None:
+    model = fit(_records([2, 6, 12, 24], (100, 4000), _config()), ["synthetic"], bootstrap=60)
+    for name, truth in {**TRUE, "overhead": OVERHEAD}.items():
+        p = model.params[name]
+        assert p.identified, name
+        slack = APPROXIMATION[name] * truth
+        assert p.low - slack <= truth <= p.high + slack, (name, truth, p)
+        assert p.low <= p.value <= p.high, (name, p)
+    # nothing queued: the batch limits are not identified, and say so
+    assert not model.params["max_num_seqs"].identified
+    assert model.params["max_num_seqs"].value == DEFAULTS["max_num_seqs"]
+    assert any("never reached the batch limit" in n for n in model.notes)
+    assert len(model.draws) > 0
+
+
+def test_one_level_only_fixes_the_batch_terms_and_says_why() -> None:
+    model = fit(_records([8], (100, 4000), _config()), ["one"], bootstrap=20)
+    assert not model.params["decode_per_seq"].identified
+    assert model.params["decode_per_seq"].value == 0.0
+    assert any("one level only" in n for n in model.notes)
+
+
+def test_no_long_prompts_fixes_the_overhead_and_says_why() -> None:
+    model = fit(_records([2, 8], (500, 520), _config()), ["short"], bootstrap=20)
+    assert not model.params["overhead"].identified
+    assert any("no long prompts" in n for n in model.notes)
+
+
+def test_a_batch_limit_that_held_requests_back_is_found() -> None:
+    limit = 8
+    model = fit(_records([4, 16, 24], (100, 2000), _config(max_num_seqs=limit)), ["limited"], bootstrap=20)
+    p = model.params["max_num_seqs"]
+    assert p.identified
+    assert p.value == pytest.approx(limit, abs=1)
+
+
+def test_calibrate_on_a_folder_that_is_no_run_is_one_line_and_exit_2(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    from llm_locust.calibrate import main
+
+    with pytest.raises(SystemExit) as exc:
+        main([str(tmp_path), "-o", str(tmp_path / "m.yaml")])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "RUN_DIR" in err[0] and "not a run folder" in err[0]
