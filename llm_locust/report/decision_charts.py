@@ -93,15 +93,16 @@ def capacity_chart(d: Decision) -> dict[str, Any] | None:
     ]
     option["series"].append(
         {
-            "name": "capacity (highest step that passed)",
+            "name": "capacity (highest pass)",
             "type": "bar",
             "barWidth": "40%",
+            "itemStyle": {"color": VERDICT_COLOR[Verdict.PASS]},  # the legend's; grey bars fall short
             "data": bars,
             "label": {"show": True, "position": "insideTop", "color": "#fff"},
             "markLine": {
                 "symbol": "none",
                 "lineStyle": _DEMAND_LINE,
-                "label": {"formatter": f"demand {d.demand_text}", "position": "insideEndTop"},
+                "label": {"formatter": f"demand {d.demand_text}", "position": "insideStartTop"},
                 "data": [{"yAxis": _r(d.demand), "name": "demand"}],
             },
         }
@@ -114,7 +115,7 @@ def capacity_chart(d: Decision) -> dict[str, Any] | None:
             bracket.append([x, _r(p.capacity), _r(p.capacity), 2])  # nothing above it failed
     option["series"].append(
         {
-            "name": "between the highest pass and the lowest step not shown to pass",
+            "name": "bracket",
             "type": "custom",
             "renderItem": "errorbar",
             "data": bracket,
@@ -134,10 +135,11 @@ def capacity_chart(d: Decision) -> dict[str, Any] | None:
     ]
     option["series"].append(
         {
-            "name": "lowest step not shown to pass",
+            "name": "lowest not passed",
             "type": "scatter",
             "symbol": "triangle",
             "symbolSize": 11,
+            "itemStyle": {"color": VERDICT_COLOR[Verdict.FAIL]},
             "data": upper,
         }
     )

@@ -98,7 +98,7 @@ def test_capacity_writes_a_decision_page_drawn_with_the_runs_numbers(comparison:
     plans = report["plans"]
     assert [p["name"] for p in plans] == ["A", "B", "C"]
     # capacity against the demand: the bar is the capacity, the bracket ends at the lowest step not passed
-    bars = _values(_series(state["capacity"], "capacity (highest step that passed)"))
+    bars = _values(_series(state["capacity"], "capacity (highest pass)"))
     assert bars == [pytest.approx(p["capacity"], abs=1e-3) for p in plans]
     bracket = _values(state["capacity"]["series"][1])
     expected = [
