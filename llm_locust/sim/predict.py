@@ -21,7 +21,7 @@ import numpy as np
 
 from llm_locust.config.engine_model import EngineModel
 from llm_locust.config.slo import SloLine, SloSpec
-from llm_locust.load.search import Probe, SearchSpec, bracket, decide
+from llm_locust.load.search import Probe, SearchSpec, Verdict, bracket, decide
 from llm_locust.sim.engine import EngineConfig
 from llm_locust.sim.virtual import Outcome, closed_loop
 
@@ -102,12 +102,12 @@ def _holds(line: SloLine, series: Mapping[str, np.ndarray]) -> bool:
     return value == value and line.holds(value)
 
 
-def judge(slo: SloSpec, outcomes: Sequence[Outcome]) -> str:
+def judge(slo: SloSpec, outcomes: Sequence[Outcome]) -> Verdict:
     """``pass`` or ``fail`` of a level's outcomes (no request finished: ``fail``)."""
     if not outcomes:
-        return "fail"
+        return Verdict.FAIL
     series = _series(outcomes)
-    return "pass" if all(_holds(line, series) for line in slo) else "fail"
+    return Verdict.PASS if all(_holds(line, series) for line in slo) else Verdict.FAIL
 
 
 def search_capacity(

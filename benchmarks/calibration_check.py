@@ -1,0 +1,209 @@
+"""Calibrate on a ramp, predict, and measure: is ``llm-locust predict`` within 15 % of ``capacity``?
+
+    .venv/bin/python benchmarks/calibration_check.py --deployments all --speedup 10
+
+For each simulated deployment (``llm-locust sim --gpu G --model M --gpus TP``; the calibrator is
+not told these) this:
+
+1. runs a closed-loop ramp of at least four levels on one replica (``llm-locust run --ramp``,
+   chat profile, outputs capped at 512, ``--target-speedup K``);
+2. measures the SLO capacity with ``llm-locust capacity`` for three plans: one replica, two
+   replicas behind round robin, and one replica with twice the chat prompt length (each plan
+   its own simulator process, searched at once with ``--parallel 3``);
+3. fits ``llm-locust calibrate`` on the ramp (and once more with ``--holdout`` at its highest
+   level), and asks ``llm-locust predict`` for the same three plans.
+
+Everything is in deployment seconds. The SLO is ``ttft_p95<=5s,e2e_p95<=30s``. Results go to
+``benchmarks/results/calibration_check.json`` and a table on stdout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+SLO = "ttft_p95<=5s,e2e_p95<=30s"
+#: name: (gpu, model, tp, ramp levels, demand)
+DEPLOYMENTS = {
+    "a100-70b-tp4": ("a100", "70b", 4, [6, 12, 18, 24, 30], 24),
+    "l40s-32b-tp4": ("l40s", "32b", 4, [12, 24, 36, 48, 60], 48),
+    "a100_40gb-32b-tp2": ("a100-40gb", "32b", 2, [4, 8, 12, 16, 20, 24], 16),
+}
+CHAT = {"profile": "chat", "max_tokens": 512}
+LONG = {
+    "input_tokens": "lognormal:mean=2310,std=1800,min=2,max=16000",
+    "output_tokens": "lognormal:mean=211,std=150,min=7,max=512",
+}
+
+
+def _sim(
+    gpu: str, model: str, tp: int, replicas: int, speedup: float
+) -> tuple[subprocess.Popen[str], list[str]]:
+    cmd = [sys.executable, "-m", "llm_locust.sim", "--port", "0", "--gpu", gpu, "--model", model]
+    cmd += ["--gpus", str(tp), "--replicas", str(replicas), "--speedup", f"{speedup:g}", "--seed", "1"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, cwd=REPO)
+    line = proc.stdout.readline() if proc.stdout else ""
+    return proc, line.split(" on ", 1)[1].strip().split(",")
+
+
+def _cli(*args: str, timeout: float = 3600) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "llm_locust.cli", *args],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+def ramp(dep: tuple[Any, ...], folder: Path, args: argparse.Namespace) -> float:
+    gpu, model, tp, levels, _ = dep
+    sim, urls = _sim(gpu, model, tp, 1, args.speedup)
+    t0 = time.monotonic()
+    try:
+        out = _cli(
+            "run", "--host", urls[0], "--headless", "--ramp", ",".join(map(str, levels)),
+            "--step-time", args.ramp_step, "--warmup", args.ramp_warmup, "--workload", "chat",
+            "--max-tokens", "512", "--seed", "1", "--target-speedup", f"{args.speedup:g}",
+            "--results-dir", str(folder), "--overwrite", "--only-summary", "--loglevel", "WARNING",
+        )  # fmt: skip
+    finally:
+        sim.terminate()
+        sim.wait(10)
+    if out.returncode not in (0, 3):
+        raise SystemExit(f"ramp failed: {out.stderr[-1500:]}")
+    return time.monotonic() - t0
+
+
+def measure(dep: tuple[Any, ...], folder: Path, args: argparse.Namespace) -> dict[str, Any]:
+    gpu, model, tp, _, demand = dep
+    sims = {name: _sim(gpu, model, tp, r, args.speedup) for name, r in (("one", 1), ("two", 2), ("long", 1))}
+    results: dict[str, Any] = {}
+    try:
+        for name, workload in (("chat", CHAT), ("long", LONG)):
+            plans = [("one", 1), ("two", 2)] if name == "chat" else [("long", 1)]
+            spec = {
+                "demand": {"concurrency": demand},
+                "slo": SLO,
+                "workload": {**workload, "seed": 1},
+                "search": {"step_time": args.search_step, "warmup": args.search_warmup},
+                "plans": [
+                    {"name": p, "endpoints": sims[p][1], "gpus": tp * r, "gpu": gpu, "model": model}
+                    for p, r in plans
+                ],
+            }
+            results[name] = spec
+        procs = []
+        for name, spec in results.items():
+            (folder / f"{name}.yaml").write_text(json.dumps(spec))
+            cmd = [
+                "capacity",
+                str(folder / f"{name}.yaml"),
+                "--results-dir",
+                str(folder / name),
+                "--parallel",
+                "2",
+            ]
+            run = [sys.executable, "-m", "llm_locust.cli", *cmd]
+            procs.append(
+                subprocess.Popen(run, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+            )
+        logs = [p.communicate(timeout=7200)[0] for p in procs]
+    finally:
+        for proc, _ in sims.values():
+            proc.terminate()
+            proc.wait(10)
+    out: dict[str, Any] = {"logs": logs}
+    for name in results:
+        cap = json.loads((folder / name / "capacity.json").read_text())
+        for plan in cap["plans"]:
+            out[plan["name"]] = {
+                "capacity": plan.get("capacity"),
+                "stop": (plan.get("search") or {}).get("stop_reason"),
+            }
+        out[f"{name}_clock"] = [p.get("simulator_clock") for p in cap["plans"]]
+    return out
+
+
+def predict(model_file: Path, dep: tuple[Any, ...], folder: Path) -> dict[str, Any]:
+    demand = dep[4]
+    out = {}
+    for name, extra in (
+        ("one", ["--max-tokens", "512"]),
+        ("two", ["--max-tokens", "512", "--replicas", "2"]),
+        ("long", ["--input-tokens", LONG["input_tokens"], "--output-tokens", LONG["output_tokens"]]),
+    ):
+        res = _cli("predict", str(model_file), "--slo", SLO, "--demand", str(demand), *extra,
+                   "-o", str(folder / f"predict-{name}.json"))  # fmt: skip
+        if res.returncode not in (0, 3):
+            raise SystemExit(f"predict failed: {res.stderr[-1500:]}")
+        out[name] = json.loads((folder / f"predict-{name}.json").read_text())
+    return out
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--deployments", default="all")
+    parser.add_argument("--speedup", type=float, default=10.0)
+    parser.add_argument("--ramp-step", default="20s", help="wall time per ramp level")
+    parser.add_argument("--ramp-warmup", default="5s")
+    parser.add_argument("--search-step", default="200s", help="deployment time per search step")
+    parser.add_argument("--search-warmup", default="50s")
+    parser.add_argument("--work", default="/tmp/calibration_check")
+    parser.add_argument("--skip-measure", action="store_true", help="reuse the work folder's runs")
+    parser.add_argument("--out", default=str(REPO / "benchmarks/results/calibration_check.json"))
+    args = parser.parse_args()
+    names = list(DEPLOYMENTS) if args.deployments == "all" else args.deployments.split(",")
+    report: dict[str, Any] = {"command": " ".join(sys.argv), "slo": SLO, "deployments": {}}
+    for name in names:
+        dep = DEPLOYMENTS[name]
+        folder = Path(args.work) / name
+        folder.mkdir(parents=True, exist_ok=True)
+        entry: dict[str, Any] = {"gpu": dep[0], "model": dep[1], "tp": dep[2], "ramp": dep[3]}
+        if not args.skip_measure:
+            entry["ramp_wall_s"] = ramp(dep, folder / "ramp", args)
+            t0 = time.monotonic()
+            entry["measured"] = measure(dep, folder, args)
+            entry["measure_wall_s"] = time.monotonic() - t0
+            (folder / "measured.json").write_text(json.dumps(entry["measured"]))
+        else:
+            entry["measured"] = json.loads((folder / "measured.json").read_text())
+        cal = _cli("calibrate", str(folder / "ramp"), "-o", str(folder / "model.yaml"))
+        hold = _cli("calibrate", str(folder / "ramp"), "-o", str(folder / "model-holdout.yaml"),
+                    "--holdout", str(dep[3][-1]))  # fmt: skip
+        entry["calibrate"] = cal.stdout
+        entry["holdout"] = hold.stdout
+        entry["predicted"] = predict(folder / "model.yaml", dep, folder)
+        m, p = entry["measured"], entry["predicted"]
+        rows = []
+        for plan in ("one", "two", "long"):
+            meas, pred = m[plan]["capacity"], p[plan]["capacity"]
+            err = 100 * (pred - meas) / meas if meas else float("nan")
+            rows.append(
+                {
+                    "plan": plan,
+                    "measured": meas,
+                    "predicted": pred,
+                    "interval": p[plan]["interval"],
+                    "error_pct": err,
+                }
+            )
+            print(
+                f"{name:18s} {plan:5s} measured {meas} predicted {pred:g} {p[plan]['interval']} "
+                f"error {err:+.0f}%"
+            )
+        entry["rows"] = rows
+        print(hold.stdout.split("held-out", 1)[-1][:1500], flush=True)
+        report["deployments"][name] = entry
+        Path(args.out).write_text(json.dumps(report, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

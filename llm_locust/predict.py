@@ -1,0 +1,217 @@
+"""``llm-locust predict model.yaml --slo S --demand D``: the SLO capacity of a calibrated model.
+
+Runs the capacity search of ``--search users`` (:mod:`llm_locust.load.search`, the same
+doubling and bisection, from near the demand) on the engine model of ``llm-locust calibrate``
+in virtual time (:mod:`llm_locust.sim.predict`): each step is ``--virtual-seconds`` of a
+closed loop on the model, so the answer takes seconds. ``--replicas N`` is N engines behind
+round robin (the users shared evenly). The workload is a run's: ``--workload`` (a profile),
+or ``--input-tokens``/``--output-tokens`` distributions, outputs capped at ``--max-tokens``;
+``--think-time`` between a user's requests. The interval is the range of the capacities the
+same search finds with ``--draws`` of the model's bootstrap parameter draws (the parameters'
+uncertainty; a level's virtual run is long enough that its own noise is small beside it).
+
+Every line says it is a prediction and from which runs; ``-o FILE`` writes it as JSON
+(``capacity``, ``interval``, the demand's ``verdict``, the model file, the runs). Times are
+deployment seconds. Exit 0 the demand is met, 3 it is not (or not surely), 2 bad input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import numpy as np
+
+from llm_locust.config.demand import Demand, parse_demand
+from llm_locust.config.engine_model import EngineModel, ModelFileError, load_engine_model
+from llm_locust.config.register import OneLineParser
+from llm_locust.config.slo import SloSpec, parse_slo
+from llm_locust.config.think import ThinkTime, parse_think_time
+from llm_locust.load.search import SearchSpec, start_near
+from llm_locust.sim.predict import Horizon, search_capacity, unsupported_lines
+from llm_locust.workload.distributions import SpecError, SyntheticLengths, parse_distribution
+from llm_locust.workload.profiles import load_profile
+
+__all__ = ["main", "predict"]
+
+NOT_MET = 3
+T = TypeVar("T")
+
+
+def _sampler(args: argparse.Namespace) -> Any:
+    if args.input_tokens or args.output_tokens:
+        try:
+            inp = parse_distribution(args.input_tokens or "fixed:512")
+        except SpecError as e:
+            raise ValueError(f"argument --input-tokens: {e}") from None
+        try:
+            out = parse_distribution(args.output_tokens or "fixed:128")
+        except SpecError as e:
+            raise ValueError(f"argument --output-tokens: {e}") from None
+        return SyntheticLengths(inp, out)
+    try:
+        return load_profile(args.workload)
+    except KeyError as e:
+        raise ValueError(f"argument --workload: {e.args[0] if e.args else e}") from None
+
+
+def _make_draw(
+    sampler: Any, max_tokens: int | None, seed: int
+) -> Callable[[int], Callable[[], tuple[int, int]]]:
+    def make(replica: int) -> Callable[[], tuple[int, int]]:
+        rng = np.random.default_rng(seed * 1000 + replica)
+
+        def draw() -> tuple[int, int]:
+            s = sampler.draw(rng)
+            out = s.output_tokens if max_tokens is None else min(s.output_tokens, max_tokens)
+            return int(s.input_tokens), max(1, int(out))
+
+        return draw
+
+    return make
+
+
+def _think(t: ThinkTime | None, seed: int) -> Callable[[], float] | None:
+    if t is None or t.none:
+        return None
+    rng = np.random.default_rng(seed + 7)
+    return lambda: t.draw(rng)
+
+
+def predict(model: EngineModel, slo: SloSpec, demand: Demand, args: argparse.Namespace) -> dict[str, Any]:
+    """The prediction as the JSON ``-o`` writes."""
+    sampler = _sampler(args)
+    think_spec = args.think_time or demand.think
+    think = parse_think_time(think_spec) if think_spec else None
+    minimum = args.search_min or max(1.0, start_near(demand.value))
+    spec = SearchSpec("users", minimum, args.search_max, args.search_precision, args.search_max_steps, 0)
+    horizon = Horizon(args.virtual_seconds, args.virtual_seconds / 6)
+    make = _make_draw(sampler, args.max_tokens, args.seed)
+
+    def one(draw: dict[str, float] | None) -> tuple[float, list[Any]]:
+        return search_capacity(model, slo, spec, make, horizon, args.replicas, _think(think, args.seed), draw)
+
+    capacity, probes = one(None)
+    others = [one(d)[0] for d in model.draws[: args.draws]]
+    low, high = (min([capacity, *others]), max([capacity, *others]))
+    value = demand.value
+    verdict = "meets" if low >= value else "misses" if high < value else "uncertain"
+    return {
+        "kind": "prediction",
+        "capacity": capacity,
+        "unit": "users" if think else "concurrent",
+        "interval": [low, high],
+        "interval_source": f"the same search with {len(others)} bootstrap parameter draws of the model",
+        "demand": demand.to_json(),
+        "verdict": verdict,
+        "slo": slo.to_json(),
+        "replicas": args.replicas,
+        "workload": sampler.describe() | ({"max_tokens": args.max_tokens} if args.max_tokens else {}),
+        "think_time": think.spec() if think else None,
+        "model_file": model.source,
+        "runs": list(model.runs),
+        "steps": [{"level": p.level, "verdict": p.verdict.value} for p in probes],
+        "virtual_seconds_per_step": args.virtual_seconds,
+    }
+
+
+def text(result: dict[str, Any]) -> str:
+    lo, hi = result["interval"]
+    steps = ", ".join(f"{s['level']:g} {s['verdict']}" for s in result["steps"])
+    return "\n".join(
+        [
+            f"PREDICTION (not a measurement) from the engine model {result['model_file']}, "
+            f"calibrated on {', '.join(result['runs']) or 'no recorded runs'}",
+            f"SLO capacity: {result['capacity']:g} {result['unit']} on {result['replicas']} "
+            f"replica{'s' if result['replicas'] > 1 else ''} (range {lo:g}..{hi:g}: "
+            f"{result['interval_source']})",
+            f"demand {Demand.model_validate(result['demand']).text()}: {result['verdict']}",
+            f"search steps (virtual time, {result['virtual_seconds_per_step']:g} s each): {steps}",
+        ]
+    )
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = OneLineParser(prog="llm-locust predict", description=__doc__.split("\n\n")[0])
+    p.add_argument("model", help="the model file of llm-locust calibrate")
+    p.add_argument("--slo", required=True, help="as for a run, e.g. ttft_p95<=5s,e2e_p95<=30s")
+    p.add_argument("--demand", required=True, help="concurrency=N, users=N[,think=T], or N (concurrent)")
+    p.add_argument("--replicas", type=int, default=1, help="engines behind round robin (default 1)")
+    p.add_argument("--workload", default="chat", help="length profile (default chat)")
+    p.add_argument("--input-tokens", default=None, help="input length distribution, as for a run")
+    p.add_argument("--output-tokens", default=None, help="output length distribution, as for a run")
+    p.add_argument("--max-tokens", type=int, default=None, help="cap on output tokens")
+    p.add_argument("--think-time", default=None, help="pause between a user's requests")
+    p.add_argument("--search-min", type=float, default=None, help="first level (default near the demand)")
+    p.add_argument("--search-max", type=float, default=None, help="highest level")
+    p.add_argument("--search-precision", type=float, default=0.10, help="bracket precision (default 0.10)")
+    p.add_argument("--search-max-steps", type=int, default=12, help="step limit (default 12)")
+    p.add_argument("--draws", type=int, default=10, help="parameter draws for the interval (default 10)")
+    p.add_argument("--virtual-seconds", type=float, default=900.0, help="virtual seconds per step (900)")
+    p.add_argument("--seed", type=int, default=0, help="the workload's seed")
+    p.add_argument("-o", "--output", default=None, help="also write the prediction as JSON")
+    return p
+
+
+def _demand(text: str) -> Demand:
+    spec = f"concurrency={text}" if text.replace(".", "", 1).isdigit() else text
+    demand = parse_demand(spec)
+    if demand.kind == "rate":
+        raise ValueError(
+            "a rate demand needs an open-loop search, which predict does not run; give users or concurrency"
+        )
+    return demand
+
+
+def _checked(parser: argparse.ArgumentParser, flag: str, parse: Callable[[], T]) -> T:
+    """``parse()``, or one line naming ``flag`` and exit 2."""
+    try:
+        return parse()
+    except ValueError as e:
+        parser.error(f"argument {flag}: {str(e).removeprefix(flag + ': ')}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    for flag, value, ok in (
+        ("--replicas", args.replicas, args.replicas >= 1),
+        ("--draws", args.draws, args.draws >= 0),
+        ("--virtual-seconds", args.virtual_seconds, args.virtual_seconds > 60),
+        ("--max-tokens", args.max_tokens, args.max_tokens is None or args.max_tokens >= 1),
+    ):
+        if not ok:
+            parser.error(f"argument {flag}: out of range: {value}")
+    try:
+        model = load_engine_model(args.model)
+    except ModelFileError as e:
+        parser.error(f"argument model: {e}")
+    slo = _checked(parser, "--slo", lambda: parse_slo(args.slo))
+    demand = _checked(parser, "--demand", lambda: _demand(args.demand))
+    if args.think_time:
+        _checked(parser, "--think-time", lambda: parse_think_time(args.think_time))
+    _checked(
+        parser,
+        "--search-min",
+        lambda: SearchSpec(
+            "users", args.search_min or 1.0, args.search_max, args.search_precision, args.search_max_steps
+        ),
+    )
+    bad = unsupported_lines(slo)
+    if bad:
+        parser.error(f"argument --slo: a model judges request latencies only, not {', '.join(bad)}")
+    try:
+        result = predict(model, slo, demand, args)
+    except ValueError as e:
+        parser.error(str(e))
+    sys.stdout.write(text(result) + "\n")
+    if args.output:
+        try:
+            Path(args.output).write_text(json.dumps(result, indent=1) + "\n")
+        except OSError as e:
+            parser.error(f"argument -o: cannot write {args.output!r}: {e.strerror or e}")
+    return 0 if result["verdict"] == "meets" else NOT_MET

@@ -1,0 +1,102 @@
+"""``llm-locust predict``: the search on a model file in virtual time, checked level by level."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from llm_locust.config.engine_model import PARAMETERS, EngineModel, Param
+from llm_locust.predict import main
+from llm_locust.sim.engine import EngineConfig
+from llm_locust.sim.virtual import closed_loop
+
+VALUES = {
+    "prefill_per_token": 0.3e-3,
+    "decode_base": 25e-3,
+    "decode_per_seq": 0.4e-3,
+    "decode_per_ctx_token": 0.05e-6,
+    "max_num_seqs": 256,
+    "kv_cache_tokens": 2_000_000,
+    "overhead": 0.05,
+}
+
+
+def _model_file(tmp_path: Path, draws: tuple[dict[str, float], ...] = ()) -> Path:
+    params = {n: Param(v, v, v) for n, v in VALUES.items()}
+    path = tmp_path / "model.yaml"
+    EngineModel(params=params, draws=draws, runs=("run-a",)).dump(path)
+    return path
+
+
+def _passes(users: int, replicas: int = 1) -> bool:
+    """Independently: fixed lengths make the closed loop deterministic; TTFT/E2E P95 by numpy."""
+    cfg = EngineConfig(**{k: v for k, v in VALUES.items() if k != "overhead"}, compute_per_token=0.0)  # type: ignore[arg-type]
+    outs = []
+    for r in range(replicas):
+        share = users // replicas + (1 if r < users % replicas else 0)
+        outs += closed_loop(cfg, share, lambda: (1000, 200), 900.0, 150.0, overhead=VALUES["overhead"])
+    ttft = np.percentile([o.ttft for o in outs], 95)
+    e2e = np.percentile([o.e2e for o in outs], 95)
+    return bool(ttft <= 2.0 and e2e <= 12.0)
+
+
+@pytest.mark.parametrize("replicas", [1, 2])
+def test_the_predicted_capacity_passes_and_the_level_past_its_bracket_fails(
+    tmp_path: Path, replicas: int
+) -> None:
+    out = tmp_path / "p.json"
+    code = main([
+        str(_model_file(tmp_path)), "--slo", "ttft_p95<=2s,e2e_p95<=12s", "--demand", "8",
+        "--input-tokens", "fixed:1000", "--output-tokens", "fixed:200", "--replicas", str(replicas),
+        "--draws", "0", "-o", str(out),
+    ])  # fmt: skip
+    result = json.loads(out.read_text())
+    cap = int(result["capacity"])
+    assert cap >= 1 and _passes(cap, replicas)
+    failed = [s["level"] for s in result["steps"] if s["verdict"] == "fail"]
+    assert failed and not _passes(int(min(failed)), replicas)
+    assert min(failed) - cap <= max(1, 0.1 * cap)
+    assert result["kind"] == "prediction" and result["runs"] == ["run-a"]
+    assert result["verdict"] == ("meets" if cap >= 8 else "misses")
+    assert code == (0 if cap >= 8 else 3)
+
+
+def test_the_interval_comes_from_the_draws(tmp_path: Path) -> None:
+    slow = {"decode_base": 50e-3}
+    out = tmp_path / "p.json"
+    main([
+        str(_model_file(tmp_path, (slow,))), "--slo", "e2e_p95<=12s", "--demand", "8",
+        "--input-tokens", "fixed:1000", "--output-tokens", "fixed:200", "-o", str(out),
+    ])  # fmt: skip
+    result = json.loads(out.read_text())
+    low, high = result["interval"]
+    assert low < result["capacity"] == high
+
+
+@pytest.mark.parametrize(
+    ("args", "flag"),
+    [
+        (["--slo", "e2e_p95<=1s", "--demand", "rate=3"], "--demand"),
+        (["--slo", "kv_cache_usage_max<=90%", "--demand", "4"], "--slo"),
+        (["--slo", "e2e_p95<=1s", "--demand", "4", "--replicas", "0"], "--replicas"),
+    ],
+)
+def test_bad_input_is_one_line_naming_the_flag(tmp_path: Path, capsys, args: list[str], flag: str) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(SystemExit) as exc:
+        main([str(_model_file(tmp_path)), *args])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and flag in err[0], err
+
+
+def test_a_file_that_is_no_model_is_one_line(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    bad = tmp_path / "x.yaml"
+    bad.write_text("a: 1\n")
+    with pytest.raises(SystemExit) as exc:
+        main([str(bad), "--slo", "e2e_p95<=1s", "--demand", "4"])
+    assert exc.value.code == 2
+    assert "not an engine model file" in capsys.readouterr().err
+    assert set(PARAMETERS) == set(VALUES)
