@@ -1,0 +1,103 @@
+"""The extension's wiring (runtime/extension.py), in process: one extension per role on Locust's
+real runners joined by the in-memory channel (tests/unit/runtime/fake_rpc.py).
+
+A worker's finished request goes requests -> idle fold -> outbox -> the wire -> the master's
+inbox -> its search gate -> its bus, and is published there once; the master writes its
+summary only once the test has stopped and every worker's final batch is in.
+"""
+
+from __future__ import annotations
+
+from locust.env import Environment
+
+import time
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from llm_locust.config.role import Role
+from llm_locust.record import RequestRecord
+from llm_locust.runtime.extension import Extension, role_of
+from tests.unit.runtime.fake_rpc import Pair, fleet_of, settle
+
+
+class _Client:
+    """A request that ends at once, 3 tokens streamed."""
+
+    def send(self, body: Any, record: RequestRecord, keep_text: bool = False) -> str:
+        record.wall_start, record.t_sent = time.time(), time.perf_counter()
+        record.t_first_token = record.t_sent + 0.01
+        record.chunk_times = [record.t_first_token, record.t_sent + 0.02, record.t_sent + 0.03]
+        record.t_end, record.completion_tokens = record.t_sent + 0.03, 3
+        return ""
+
+
+def _extensions(pair: Pair) -> tuple[Extension, list[Extension]]:
+    return Extension(pair.master.environment), [Extension(w.environment) for w in pair.workers]
+
+
+def _send(ext: Extension, n: int) -> None:
+    """``n`` requests of a test, through the worker's own request path."""
+    context = SimpleNamespace(staged=False, client=SimpleNamespace(endpoint="chat"))
+    spec = SimpleNamespace(
+        target_input_tokens=None, target_output_tokens=None, session_id=None, turn=None, info=None
+    )
+    for _ in range(n):
+        record = ext.requests.new_record(context, spec)  # type: ignore[arg-type]
+        ext.requests.send(context, _Client(), {}, record)  # type: ignore[arg-type]
+
+
+def test_each_role_gets_its_own_row_path() -> None:
+    local = Environment(user_classes=[])
+    local.create_local_runner()
+    assert role_of(local.runner) is Role.LOCAL
+    ext = Extension(local)
+    assert ext.outbox is None and ext.inbox is None
+    with fleet_of(workers=1) as pair:
+        master, (worker,) = _extensions(pair)
+        assert (master.role, worker.role) == (Role.MASTER, Role.WORKER)
+        assert master.inbox is not None and master.outbox is None
+        assert worker.outbox is not None and worker.inbox is None
+        assert worker.requests.node == pair.workers[0].client_id  # the record ids' prefix
+
+
+def test_a_workers_request_is_published_once_on_the_masters_bus() -> None:
+    with fleet_of(workers=2) as pair:
+        master, workers = _extensions(pair)
+        published: list[dict[str, Any]] = []
+        master.bus.subscribe(published.append)
+        master.bus.open()  # as a test's start opens it
+        for worker, n in zip(workers, (3, 2), strict=True):
+            _send(worker, n)
+            assert worker.bus.published == 0  # a worker publishes nothing itself
+            worker.folder.drain()  # the rows, handed on in the loop's idle time
+            assert worker.outbox is not None
+            worker.outbox.flush()
+        settle()
+        ids = sorted(r["request_id"] for r in published)
+        expected = sorted(f"{pair.workers[w].client_id}-{i}" for w, n in ((0, 3), (1, 2)) for i in range(n))
+        assert ids == expected and master.bus.published == 5
+        assert {r["worker"] for r in published} == {w.client_id for w in pair.workers}
+        assert published[0]["completion_tokens"] == 3 and published[0]["e2e"] == pytest.approx(0.03)
+
+
+def test_the_master_summarises_once_the_test_stopped_and_every_final_batch_is_in() -> None:
+    with fleet_of(workers=2) as pair:
+        master, workers = _extensions(pair)
+        finalized: list[int] = []
+        master.finalize = lambda: finalized.append(1)  # type: ignore[method-assign]
+        master.bus.open()
+        taken: list[dict[str, Any]] = []
+        master.results = SimpleNamespace(stop_time=None, take=taken.append)  # type: ignore[assignment]
+        assert workers[0].outbox is not None and workers[1].outbox is not None
+        workers[0].outbox.stop()  # a final batch before the master's own test stopped
+        settle()
+        assert finalized == []
+        master.results.stop_time = time.time()  # type: ignore[union-attr]
+        workers[1].outbox.add({"request_id": "last"})
+        workers[1].outbox.stop()
+        settle()
+        assert finalized == [1]  # the last final batch, after the stop: the summary now
+        assert [r["request_id"] for r in taken] == ["last"]  # its rows reached the results first
+        assert master.workers_without_final() == []
