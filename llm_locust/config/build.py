@@ -40,6 +40,7 @@ __all__ = [
     "check_environment",
     "config_from_form",
     "config_from_options",
+    "load_warnings",
     "raw_values",
 ]
 
@@ -126,6 +127,21 @@ def build_config(
         return RunConfig.model_validate(data)
     except ValidationError as exc:
         raise ConfigError(describe(exc)) from None
+
+
+def load_warnings(config: RunConfig) -> list[str]:
+    """Options the load model overrules, one line each: ``-u`` with a model that sets the users."""
+    load = config.load
+    if load.num_users is None:
+        return []
+    decides = load.mode if load.mode in ("--ramp", "--matrix") else None
+    if load.search == "users":
+        decides = "--search users"
+    if decides == "--matrix" and (load.matrix is None or load.matrix.axis("users") is None):
+        decides = None
+    if decides is None:
+        return []
+    return [f"-u/--users {load.num_users} is ignored: {decides} decides the number of users of each stage"]
 
 
 def _first_endpoint(endpoints: Any) -> str:

@@ -49,7 +49,7 @@ from llm_locust.config.redact import REDACTED, redact_headers, strip_credentials
 from llm_locust.config.slo import SloSpec, parse_slo
 from llm_locust.config.think import ThinkTime, parse_think_time
 from llm_locust.config.tls import check_tls_options
-from llm_locust.config.units import OptionError, parse_duration, parse_levels, split_list
+from llm_locust.config.units import OptionError, parse_duration, parse_levels, parse_percentiles, split_list
 from llm_locust.config.urls import check_target_url
 
 __all__ = [
@@ -345,6 +345,7 @@ class ResultsConfig(Part):
     results_dir: str | None
     overwrite: bool
     window: Positive | None  # seconds; None: auto (results.windows.auto_window)
+    percentiles: tuple[float, ...]  # --percentiles, ascending, each in (0, 100]
     save_detailed: bool
     target_speedup: Positive
 
@@ -354,6 +355,11 @@ class ResultsConfig(Part):
         if value is None or (isinstance(value, str) and value.strip().lower() in ("", "auto")):
             return None
         return _seconds("--window", positive=True)(value)
+
+    @field_validator("percentiles", mode="before")
+    @classmethod
+    def _percentiles(cls, value: Any) -> Any:
+        return parse_percentiles(value) if isinstance(value, str) else value
 
 
 class ExportConfig(Part):

@@ -270,6 +270,15 @@ _RESULTS = (
         type="duration",
     ),
     _o(
+        "--percentiles",
+        "results",
+        "Latency percentiles reported in summary.json and the end-of-run table, e.g. 50,90,95,99,99.9 "
+        "(keys p99.9_ttft_ms ..., as vllm bench serve --metric-percentiles); 50, 90, 95 and 99 are "
+        "always in summary.json",
+        default="50,90,95,99",
+        type="list",
+    ),
+    _o(
         "--save-detailed",
         "results",
         "Also write vLLM's per-request arrays (input_lens, output_lens, ttfts, itls, errors ...) "

@@ -29,6 +29,7 @@ __all__ = [
     "parse_duration",
     "parse_kind_spec",
     "parse_levels",
+    "parse_percentiles",
     "read_yaml",
     "show",
     "split_list",
@@ -114,6 +115,20 @@ def split_list(text: str | Sequence[Any], flag: str) -> list[str]:
     if not items or any(not x for x in items):
         raise OptionError(flag, text, "expected a comma-separated list")
     return items
+
+
+def parse_percentiles(text: str) -> tuple[float, ...]:
+    """``--percentiles 99.9,50,90`` -> ``(50.0, 90.0, 99.9)``: each in (0, 100], ascending, once."""
+    out: set[float] = set()
+    for item in split_list(text, "--percentiles"):
+        try:
+            q = float(item.rstrip("%"))
+        except ValueError:
+            raise OptionError("--percentiles", text, f"{item!r} is not a number") from None
+        if not 0 < q <= 100:
+            raise OptionError("--percentiles", text, f"{item!r} is not in (0, 100]")
+        out.add(q)
+    return tuple(sorted(out))
 
 
 def parse_levels(text: str | Sequence[Any], kind: str, flag: str) -> list[float]:

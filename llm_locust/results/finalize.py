@@ -84,6 +84,7 @@ class RunFacts:
     peak_users: int = 0
     think_mean_s: float = 0.0  # --think-time's mean
     demand: Demand | None = None
+    percentiles: tuple[float, ...] = ()  # --percentiles (besides the standard ones)
 
 
 def build_summary(cols: Columns, facts: RunFacts) -> dict[str, Any]:
@@ -98,7 +99,9 @@ def build_summary(cols: Columns, facts: RunFacts) -> dict[str, Any]:
         stages = stage_summaries(facts.stages, facts.t0, facts.stop_time, cols, facts.slo, facts.levels)
     windows = None if stages is None else [(s["window"]["start"], s["window"]["end"]) for s in stages]
     span = measured_span(windows, facts.start_time, facts.stop_time)
-    summary = summarize(measured, span["seconds"])
+    summary = summarize(measured, span["seconds"], facts.percentiles)
+    if facts.percentiles:
+        summary["percentiles"] = list(facts.percentiles)
     summary["measured_span"] = span
     summary["records"] = records_block(cols)  # every record: what the live view and exporter count
     excluded = excluded_counts(cols.part())

@@ -102,6 +102,7 @@ def facts_from_run_json(data: Mapping[str, Any], stop_time: float, start_time: f
         detailed=bool(options.get("save_detailed")),
         peak_users=int(config.get("peak_users") or 0),  # as of the last run.json: the end, if it came
         think_mean_s=parse_think_time(options.get("think_time") or 0).mean,
+        percentiles=tuple(float(q) for q in options.get("percentiles") or ()),
     )
 
 

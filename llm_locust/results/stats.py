@@ -43,6 +43,7 @@ __all__ = [
     "ItlValues",
     "latency_stats",
     "percentile",
+    "percentile_key",
     "percentiles",
 ]
 
@@ -93,22 +94,29 @@ def _linear(ordered: list[float], q: float) -> float:
     return float(a + diff * gamma)
 
 
-def _keys(name: str) -> list[str]:
+def percentile_key(q: float, name: str) -> str:
+    """``p99_ttft_ms``, ``p99.9_ttft_ms`` (``vllm bench serve``'s keys: the percentile as written)."""
+    return f"p{q:g}_{name}_ms"
+
+
+def _keys(name: str, qs: Sequence[float]) -> list[str]:
     return [
         f"mean_{name}_ms",
         f"median_{name}_ms",
         f"std_{name}_ms",
-        *(f"p{p}_{name}_ms" for p in PERCENTILES),
+        *(percentile_key(q, name) for q in qs),
     ]
 
 
-def latency_stats(name: str, seconds: np.ndarray) -> dict[str, float | None]:
-    """``mean_X_ms``, ``median_X_ms``, ``std_X_ms``, ``pNN_X_ms``; ``None`` with no data."""
-    keys = _keys(name)
+def latency_stats(
+    name: str, seconds: np.ndarray, qs: Sequence[float] = PERCENTILES
+) -> dict[str, float | None]:
+    """``mean_X_ms``, ``median_X_ms``, ``std_X_ms``, ``pNN_X_ms`` for each of ``qs``; ``None``: no data."""
+    keys = _keys(name, qs)
     if seconds.size == 0:
         return dict.fromkeys(keys)
     ms = seconds * 1000.0
-    values = [float(np.mean(ms)), float(np.median(ms)), float(np.std(ms)), *percentiles(ms, PERCENTILES)]
+    values = [float(np.mean(ms)), float(np.median(ms)), float(np.std(ms)), *percentiles(ms, qs)]
     return dict(zip(keys, values, strict=True))
 
 
@@ -282,16 +290,16 @@ class ItlValues:
             None if hi is None else hist.quantile(min(hi * rank, 1.0)),
         )
 
-    def latency_stats(self, name: str = "itl") -> dict[str, float | None]:
+    def latency_stats(self, name: str = "itl", qs: Sequence[float] = PERCENTILES) -> dict[str, float | None]:
         """:func:`latency_stats` of the pooled gaps: exact, or quantiles from the histogram."""
         if self.exact or not self.count:
-            return latency_stats(name, self.values() if self.count else np.empty(0))
+            return latency_stats(name, self.values() if self.count else np.empty(0), qs)
         n, total, squares, _ = self._moments()
         mean = total / n
         std = math.sqrt(max(squares / n - mean * mean, 0.0))
-        qs = self._histogram().quantiles([0.5, *(p / 100.0 for p in PERCENTILES)])
-        median, *pcts = (None if q is None else q * 1000.0 for q in qs)
-        return dict(zip(_keys(name), [mean * 1000.0, median, std * 1000.0, *pcts], strict=True))
+        found = self._histogram().quantiles([0.5, *(q / 100.0 for q in qs)])
+        median, *pcts = (None if v is None else v * 1000.0 for v in found)
+        return dict(zip(_keys(name, qs), [mean * 1000.0, median, std * 1000.0, *pcts], strict=True))
 
     def zero_share(self) -> float | None:
         """The share (0..1) of gaps of exactly 0 s: events coalesced into one read arrive together,

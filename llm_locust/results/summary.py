@@ -13,7 +13,7 @@ Pure module: no Locust, no network.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -23,7 +23,13 @@ from llm_locust.results.concurrency import peak_in_flight
 from llm_locust.results.failures import failure_lines
 from llm_locust.results.headline import Headline, headline
 from llm_locust.results.inclusion import Coverage, covered
-from llm_locust.results.stats import ZERO_GAP_NOTE_SHARE, latency_stats, percentiles
+from llm_locust.results.stats import (
+    PERCENTILES,
+    ZERO_GAP_NOTE_SHARE,
+    latency_stats,
+    percentile_key,
+    percentiles,
+)
 from llm_locust.results.traffic import traffic_lines
 
 __all__ = [
@@ -57,8 +63,12 @@ def part_of(rows: Part | Columns | Iterable[Mapping[str, Any]]) -> Part:
     return cols.part()
 
 
-def summarize(rows: Part | Columns | Iterable[Mapping[str, Any]], duration: float) -> dict[str, Any]:
-    """The run-level summary over ``rows``; ``duration`` is the wall time they span (s)."""
+def summarize(
+    rows: Part | Columns | Iterable[Mapping[str, Any]], duration: float, qs: Sequence[float] = ()
+) -> dict[str, Any]:
+    """The run-level summary over ``rows``; ``duration`` is the wall time they span (s). TTFT, TPOT,
+    ITL and E2E have the percentiles ``qs`` (``--percentiles``) besides :data:`PERCENTILES`."""
+    every_q = sorted({*PERCENTILES, *qs})
     part = part_of(rows)
     cols, mask = part.cols, part.mask
     counted, ok = part.covered(Coverage.REQUESTS), part.covered(Coverage.COMPLETED)
@@ -86,9 +96,9 @@ def summarize(rows: Part | Columns | Iterable[Mapping[str, Any]], duration: floa
     }
     for field, name in SUMMARY_NAMES.items():
         if field == "itl":
-            out.update(itl.latency_stats(name))
+            out.update(itl.latency_stats(name, every_q))
         else:
-            out.update(latency_stats(name, _known(getattr(cols, field)[timed])))
+            out.update(latency_stats(name, _known(getattr(cols, field)[timed]), every_q))
     out["itl_precision"] = itl.precision()
     out["itl_zero_gap_share"] = itl.zero_share()  # coalesced events: coalesced_chunks_line
     out.update(_traffic(part, ok, timed))
@@ -195,9 +205,9 @@ def format_table(summary: dict[str, Any], title: str = "llm-locust summary") -> 
         ("e2el", "End-to-end latency"),
     ):
         lines.append(f"{'-' * 15} {label} (ms) {'-' * 15}")
-        for stat in ("mean", "median", "p90", "p95", "p99"):
-            value = summary.get(f"{stat}_{name}_ms")
-            lines.append(row(f"{stat.capitalize()} {name.upper()}", "-" if value is None else f"{value:.2f}"))
+        for label_, key in _stat_rows(name, summary.get("percentiles") or PERCENTILES):
+            value = summary.get(key)
+            lines.append(row(f"{label_} {name.upper()}", "-" if value is None else f"{value:.2f}"))
     lines += traffic_lines(summary)
     if summary.get("errors"):
         lines.append(f"{'-' * 20} Failures by class {'-' * 20}")
@@ -252,6 +262,12 @@ def format_table(summary: dict[str, Any], title: str = "llm-locust summary") -> 
         lines.append("note: output tokens of some requests were counted from stream chunks (no usage sent)")
     lines.append("=" * (len(title) + 46))
     return "\n".join(lines)
+
+
+def _stat_rows(name: str, qs: Sequence[float]) -> list[tuple[str, str]]:
+    """The end-of-run table's rows of one latency: mean, median, then each percentile asked for."""
+    rows = [("Mean", f"mean_{name}_ms"), ("Median", f"median_{name}_ms")]
+    return rows + [(f"P{q:g}", percentile_key(q, name)) for q in qs if q != 50]
 
 
 def usage_conflict_line(records: int) -> str:

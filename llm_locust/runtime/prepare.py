@@ -23,7 +23,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from llm_locust.config.build import LOCUST_FLAGS, ConfigError, check_environment, config_from_options
+from llm_locust.config.build import (
+    LOCUST_FLAGS,
+    ConfigError,
+    check_environment,
+    config_from_options,
+    load_warnings,
+)
 from llm_locust.config.model import RunConfig
 from llm_locust.config.options import OPTIONS
 from llm_locust.config.role import Role, role_of_options
@@ -95,6 +101,8 @@ class Preparer:
         self._last = self.adopt(config, role, source)
         if role != Role.WORKER:
             check_results(config, 1)
+            for line in load_warnings(config):
+                sys.stderr.write(f"llm-locust: warning: {line}\n")
         return self._last
 
     def adopt(self, config: RunConfig, role: Role, source: dict[str, Any], workload: bool = True) -> Prepared:

@@ -137,6 +137,7 @@ class TestResults:
             peak_users=self.peak_users,
             think_mean_s=context.config.workload.think.mean,
             demand=context.config.load.demand,
+            percentiles=context.config.results.percentiles,
         )
 
     def finish(

@@ -106,6 +106,7 @@ def _cases(tmp: Path) -> list[tuple[dict[str, str], dict[str, Any]]]:
         "LLM_LOCUST_OVERWRITE": ("true", "results.overwrite", True),
         "LLM_LOCUST_WINDOW": ("10s", "results.window", 10.0),
         "LLM_LOCUST_SAVE_DETAILED": ("true", "results.save_detailed", True),
+        "LLM_LOCUST_PERCENTILES": ("50,99.9", "results.percentiles", [50, 99.9]),
         "LLM_LOCUST_TARGET_SPEEDUP": ("10", "results.target_speedup", 10.0),
         "LLM_LOCUST_PROMETHEUS_PORT": ("9646", "export.prometheus_port", 9646),
         "LLM_LOCUST_PROMETHEUS_HOST": ("0.0.0.0", "export.prometheus_host", "0.0.0.0"),
