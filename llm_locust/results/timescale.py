@@ -64,12 +64,30 @@ _SHOWN = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?) (s|ms)\b")  # "2.80 s", "850 ms"
 _THRESHOLD = re.compile(r"([<>]=?)(\d+(?:\.\d+)?)(s|ms)\b")  # "e2e_p95<=3s" (an SLO line)
 
 
+#: A step's invalid reason opens the client's own health with this; what it says in parentheses
+#: (event-loop lag, seconds) is the load generator's wall clock, never scaled.
+WALL_CLOCK = "client saturated ("
+
+
 def deployment_time(message: str, k: float) -> str:
     """A line of a run at ``k`` x real time with its latencies (``2.80 s``, ``<=3s``) in
-    deployment time (x ``k``); counts and percentages are left as they are."""
+    deployment time (x ``k``); counts and percentages are left as they are, and so is the load
+    generator's own health (:data:`WALL_CLOCK` up to its closing parenthesis)."""
     if k == 1:
         return message
+    at = message.find(WALL_CLOCK)
+    if at >= 0:
+        depth, end = 0, len(message)
+        for i in range(at + len(WALL_CLOCK) - 1, len(message)):
+            depth += {"(": 1, ")": -1}.get(message[i], 0)
+            if depth == 0:
+                end = i + 1
+                break
+        return _scaled(message[:at], k) + message[at:end] + deployment_time(message[end:], k)
+    return _scaled(message, k)
 
+
+def _scaled(message: str, k: float) -> str:
     def seconds(value: str, unit: str) -> float:
         return float(value) * k / (1000.0 if unit == "ms" else 1.0)
 

@@ -193,8 +193,6 @@ class SearchDriver:
             self._release()
             return
         decision = decide(self.spec, [Probe(p["level"], p["verdict"], p["extensions"]) for p in self.probes])
-        if probe["verdict"] == Verdict.INVALID:
-            log.warning("llm-locust: search: %s is invalid: %s", probe["label"], probe["reason"])
         log.info(
             "llm-locust: search: %s %s (%d requests%s) -> %s",
             probe["label"],

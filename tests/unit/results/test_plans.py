@@ -264,3 +264,15 @@ def test_a_withheld_plan_as_cheap_as_the_answer_withholds_the_comparison(file: A
     dearer_file = file.model_copy(update={"plans": [file.plans[0], file.plans[1], dear_c]})
     dearer = compare_plans(dearer_file, {**SEARCHES, "C": withheld}, {})
     assert dearer["cheapest"] == "B" and not dearer["withheld"]
+
+
+def test_the_client_s_own_health_in_a_progress_line_stays_in_wall_clock() -> None:
+    """A 10x demo's progress said "lag up to 6.16 s" for the load generator's 616 ms lag."""
+    line = (
+        "search: users=24 invalid (350 requests; client saturated (local: 5 of 20 seconds at CPU >= 90 % "
+        "of a core or event-loop lag p90 >= 100 ms; lag up to 616.0 ms): timings unreliable; the host is "
+        "overloaded (...)) -> rerun 24; e2e_p95 3.51 s misses e2e_p95<=3s"
+    )
+    shown = deployment_time(line, 10.0)
+    assert "lag p90 >= 100 ms; lag up to 616.0 ms" in shown
+    assert shown.endswith("e2e_p95 35.10 s misses e2e_p95<=30s")
