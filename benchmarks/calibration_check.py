@@ -94,7 +94,14 @@ def measure(dep: tuple[Any, ...], folder: Path, args: argparse.Namespace) -> dic
                 "workload": {**workload, "seed": 1},
                 "search": {"step_time": args.search_step, "warmup": args.search_warmup},
                 "plans": [
-                    {"name": p, "endpoints": sims[p][1], "gpus": tp * r, "gpu": gpu, "model": model}
+                    {
+                        "name": p,
+                        "endpoints": sims[p][1],
+                        "gpus": tp * r,
+                        "gpu": gpu,
+                        "model": model,
+                        "gpu_hour_cost": 2.0,
+                    }
                     for p, r in plans
                 ],
             }
@@ -167,7 +174,8 @@ def main() -> int:
         folder.mkdir(parents=True, exist_ok=True)
         entry: dict[str, Any] = {"gpu": dep[0], "model": dep[1], "tp": dep[2], "ramp": dep[3]}
         if not args.skip_measure:
-            entry["ramp_wall_s"] = ramp(dep, folder / "ramp", args)
+            if not (folder / "ramp" / "summary.json").exists():  # a finished ramp is reused
+                entry["ramp_wall_s"] = ramp(dep, folder / "ramp", args)
             t0 = time.monotonic()
             entry["measured"] = measure(dep, folder, args)
             entry["measure_wall_s"] = time.monotonic() - t0

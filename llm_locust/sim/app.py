@@ -61,6 +61,8 @@ class SimConfig:
     speedup: float = 1.0  # simulated seconds per wall second (reported by /version)
     deployment: Deployment | None = None
     replica: int = 0
+    overhead: float = 0.0  # seconds per request before the engine sees it (a calibrated model's)
+    model_file: str | None = None
 
 
 _RETRY_FAULTS = {
@@ -87,7 +89,7 @@ class SimApp(StreamOwner):
         self.scheduler: FixedScheduler | EngineDriver
         if config.mode == "engine":
             self.engine = Engine(config.engine)
-            self.scheduler = EngineDriver(loop, self.engine, config.drift)
+            self.scheduler = EngineDriver(loop, self.engine, config.drift, config.overhead)
         else:
             self.scheduler = FixedScheduler(loop, config.ttft, config.tpot, config.drift)
         self.caching = self.engine is not None and config.engine.prefix_caching
@@ -161,6 +163,8 @@ class SimApp(StreamOwner):
             "enable_prefix_caching": str(cfg.mode == "engine" and cfg.engine.prefix_caching),
             "kv_cache_tokens": str(cfg.engine.kv_cache_tokens),
         }
+        if cfg.model_file:
+            info["model_file"] = cfg.model_file
         d = cfg.deployment
         if d is not None:
             info.update(gpu=d.gpu.key, gpus=str(d.tp), tp=str(d.tp), model_class=d.model.key, dtype=d.dtype)

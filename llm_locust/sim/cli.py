@@ -164,6 +164,7 @@ def _time_scale(args: argparse.Namespace) -> float:
 def build_config(args: argparse.Namespace) -> SimConfig:
     """Flags (milliseconds) -> config (seconds, time scale applied). Raises ``flags.FlagError``."""
     deployment = flags.resolve(args)
+    model = flags.model_file(args)
     scale = _time_scale(args)
     k = scale / 1000.0
     faults = FaultConfig(
@@ -187,7 +188,7 @@ def build_config(args: argparse.Namespace) -> SimConfig:
         mode=args.mode,
         ttft=args.ttft_ms * k,
         tpot=args.tpot_ms * k,
-        engine=flags.engine_config(args, deployment, scale),
+        engine=flags.engine_config(args, deployment, scale, model),
         output_tokens=args.output_tokens,
         faults=faults,
         seed=args.seed,
@@ -196,6 +197,8 @@ def build_config(args: argparse.Namespace) -> SimConfig:
         drift=drift,
         speedup=1.0 / scale,
         deployment=deployment,
+        overhead=model.overhead() * scale if model is not None else 0.0,
+        model_file=args.model_file,
     )
 
 

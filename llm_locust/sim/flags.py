@@ -23,6 +23,7 @@ import argparse
 import dataclasses
 from typing import Any
 
+from llm_locust.config.engine_model import EngineModel, ModelFileError, load_engine_model
 from llm_locust.sim import argtypes as T
 from llm_locust.sim.deploy import GPUS, MODELS, Assumptions, Deployment, DeploymentError, model_key
 from llm_locust.sim.engine import EngineConfig
@@ -33,6 +34,7 @@ __all__ = [
     "add_deployment_arguments",
     "add_engine_arguments",
     "engine_config",
+    "model_file",
     "resolve",
 ]
 
@@ -146,6 +148,12 @@ def add_deployment_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument(
         "--explain", action="store_true", default=None, help="print the derived engine numbers and exit"
     )
+    g.add_argument(
+        "--model-file",
+        default=None,
+        metavar="FILE",
+        help="engine mode from a model file of llm-locust calibrate (its costs, limits and overhead)",
+    )
 
 
 def _given(args: argparse.Namespace, names: dict[str, Any]) -> list[str]:
@@ -166,6 +174,15 @@ def resolve(args: argparse.Namespace) -> Deployment | None:
     fixed, costs = _given(args, FIXED_DEFAULTS), _given(args, COST_DEFAULTS)
     limits, deploy = _given(args, LIMIT_DEFAULTS), _given(args, DEPLOY_DEFAULTS)
     engine = costs + limits + deploy
+    if getattr(args, "model_file", None) is not None:
+        if args.mode == "fixed":
+            raise FlagError("--model-file", "applies to engine mode only, not --mode fixed")
+        if fixed:
+            raise FlagError(_flag(fixed[0]), "fixed mode only, but --model-file selects engine mode")
+        if costs or deploy:
+            raise FlagError(_flag((costs + deploy)[0]), "is given by --model-file (a calibrated engine)")
+        args.mode = "engine"
+        args.limit_overrides = [n for n in limits if n in ("max_num_seqs", "max_num_batched_tokens")]
     if args.mode is None:
         if fixed and engine:
             raise FlagError(_flag(fixed[0]), f"fixed mode only, but {_flag(engine[0])} selects engine mode")
@@ -232,10 +249,26 @@ def _or(value: Any, default: Any) -> Any:
 _TIMES = ("prefill_per_token", "decode_base", "decode_per_seq", "decode_per_ctx_token", "compute_per_token")
 
 
-def engine_config(args: argparse.Namespace, deployment: Deployment | None, scale: float) -> EngineConfig:
+def model_file(args: argparse.Namespace) -> EngineModel | None:
+    """The calibrated model of ``--model-file``, if given. Raises :class:`FlagError`."""
+    if getattr(args, "model_file", None) is None:
+        return None
+    try:
+        return load_engine_model(args.model_file)
+    except ModelFileError as e:
+        raise FlagError("--model-file", str(e)) from None
+
+
+def engine_config(
+    args: argparse.Namespace, deployment: Deployment | None, scale: float, model: EngineModel | None = None
+) -> EngineConfig:
     """The engine's parameters in seconds, every duration multiplied by ``scale``."""
     caching = not args.no_prefix_caching
-    if deployment is not None:
+    if model is not None:
+        fields = model.engine_fields()
+        fields.update({n: getattr(args, n) for n in getattr(args, "limit_overrides", ())})
+        base = EngineConfig(**fields, block_size=args.block_size, prefix_caching=caching)
+    elif deployment is not None:
         base = deployment.engine_config(prefix_caching=caching)
     else:
         base = EngineConfig(

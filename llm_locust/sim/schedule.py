@@ -104,9 +104,16 @@ class FixedScheduler:
 class EngineDriver:
     """Steps the engine on the event loop and delivers each step's tokens at its end."""
 
-    def __init__(self, loop: asyncio.AbstractEventLoop, engine: Engine, drift: Drift | None = None) -> None:
+    def __init__(
+        self,
+        loop: asyncio.AbstractEventLoop,
+        engine: Engine,
+        drift: Drift | None = None,
+        overhead: float = 0.0,
+    ) -> None:
         self._loop = loop
         self.engine = engine
+        self.overhead = overhead  # a calibrated model's time per request outside the engine
         self.drift = drift or Drift()
         self.t_start = loop.time()
         self._timer: asyncio.TimerHandle | None = None
@@ -124,7 +131,7 @@ class EngineDriver:
             output_tokens=stream.n_tokens,
             payload=stream,
             block_hashes=block_hashes,
-            arrival=stream.t0,
+            arrival=stream.t0 + self.overhead,
         )
         self.engine.add(seq)
         stream.release = lambda: self._release(seq)
