@@ -10,8 +10,8 @@ Pure module: no Locust, no network.
 
 from __future__ import annotations
 
+import argparse
 from enum import Enum
-from typing import Any
 
 __all__ = ["Role", "role_of_options"]
 
@@ -25,7 +25,7 @@ class Role(str, Enum):
         return self.value
 
 
-def role_of_options(options: Any) -> Role:
+def role_of_options(options: argparse.Namespace | None) -> Role:
     """The role the parsed command line asks for (``None``: a local runner)."""
     values = vars(options) if options is not None else {}
     if values.get("worker"):

@@ -165,7 +165,11 @@ def search_log(
 
 
 def search_stage_entries(
-    steps: Sequence[tuple[Stage, float, float | None]], cols: Columns, stop: float, slo: Any, levels: Any
+    steps: Sequence[tuple[Stage, float, float | None]],
+    cols: Columns,
+    stop: float,
+    slo: SloSpec | None,
+    levels: Any,
 ) -> list[dict[str, Any]]:
     """The end-of-run stage table of a search: each step ``(stage, begin, window end)`` over the
     window it was judged on, the step running at the stop up to the stop. Validity counts the
@@ -246,7 +250,9 @@ class RecordedSearch:
                 self.mismatches.append(f"step {index + 1} ({probe['label']}): {shown}")
         return probe
 
-    def stage_entries(self, cols: Columns, stop: float, slo: Any, levels: Any) -> list[dict[str, Any]]:
+    def stage_entries(
+        self, cols: Columns, stop: float, slo: SloSpec | None, levels: Any
+    ) -> list[dict[str, Any]]:
         """Each step's stage as the plan ended up holding it: up to the next step's start (its
         settle ran at its level), the last one as recorded."""
         steps = []

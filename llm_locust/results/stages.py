@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any, Protocol
 
+from llm_locust.config.slo import SloSpec
 from llm_locust.load.stages import StageKind
 from llm_locust.results.columns import EXCLUSIONS, Columns, Part
 from llm_locust.results.concurrency import littles_law
@@ -65,7 +66,7 @@ def stage_summaries(
     t0: float,
     stop: float,
     rows: Columns | Iterable[Mapping[str, Any]],
-    slo: Any,
+    slo: SloSpec | None,
     levels: LevelFacts | None = None,
 ) -> list[dict[str, Any]]:
     """Per stage: its plan, how it ran (levels, validity), the run-level keys over its
@@ -88,7 +89,7 @@ def _facts(stage: Any, levels: LevelFacts | None) -> Mapping[str, Any] | None:
 
 
 def stage_entry(
-    stage: Any, begin: float, end: float, cols: Columns, slo: Any, levels: LevelFacts | None
+    stage: Any, begin: float, end: float, cols: Columns, slo: SloSpec | None, levels: LevelFacts | None
 ) -> dict[str, Any]:
     facts = _facts(stage, levels)
     start = begin + stage.warmup_s

@@ -17,14 +17,15 @@ Each change is said in one log line at ``init`` (:func:`notes`), when Locust's l
 
 from __future__ import annotations
 
+import argparse
 import logging
 import os
 import sys
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 from llm_locust.config.redact import has_credentials, strip_credentials
 from llm_locust.config.role import Role
+from llm_locust.runtime.runners import ConfiguredRun
 
 __all__ = ["LOOPBACK", "apply_binds", "log_notes", "notes", "strip_target_credentials"]
 
@@ -40,7 +41,7 @@ def _given(flag: str, env_var: str, argv: Sequence[str], environ: Mapping[str, s
 
 
 def apply_binds(
-    options: Any,
+    options: argparse.Namespace,
     holds_secret: bool,
     *,
     argv: Sequence[str] | None = None,
@@ -59,7 +60,7 @@ def apply_binds(
         options.master_bind_host = LOOPBACK
 
 
-def strip_target_credentials(options: Any) -> None:
+def strip_target_credentials(options: argparse.Namespace) -> None:
     """Remove ``user:password@`` from ``--host`` in ``options`` (before the configuration is built)."""
     host = getattr(options, "host", None)
     if host and has_credentials(host):
@@ -67,7 +68,7 @@ def strip_target_credentials(options: Any) -> None:
         options.llm_locust_host_credentials = True  # for the note at init
 
 
-def notes(options: Any, holds_secret: bool) -> list[str]:
+def notes(options: argparse.Namespace | None, holds_secret: bool) -> list[str]:
     """The lines that say what :func:`apply_binds` decided (for the log at ``init``)."""
     values = vars(options) if options is not None else {}
     lines = []
@@ -90,7 +91,7 @@ def notes(options: Any, holds_secret: bool) -> list[str]:
     return lines
 
 
-def log_notes(run: Any) -> None:
+def log_notes(run: ConfiguredRun) -> None:
     """At ``init``: one log line per bind or target change (not on workers, which bind nothing)."""
     if run.role == Role.WORKER:
         return

@@ -13,12 +13,17 @@ reaches the master's own checks only, not the workers.
 
 from __future__ import annotations
 
+from locust.env import Environment
+
+import argparse
 import logging
 import os
+from collections.abc import Callable
 from typing import Any
 
 from llm_locust.config.redact import SECRET_OPTIONS
 from llm_locust.config.role import Role
+from llm_locust.runtime.runners import ConfiguredRun
 
 __all__ = ["HELD", "WorkerSecrets", "before_test", "install", "protect_master", "without_secrets"]
 
@@ -59,11 +64,13 @@ def protect_master(runner: Any, held: Any) -> None:
 class WorkerSecrets:
     """A worker's own secret options, put back over the master's :data:`HELD` markers."""
 
-    def __init__(self, options: Any) -> None:
+    def __init__(self, options: argparse.Namespace | None) -> None:
         values = vars(options) if options is not None else {}
         self.own = {dest: values.get(dest) for dest in SECRET_OPTIONS}
 
-    def restore(self, options: Any, has_key: Any) -> None:
+    def restore(
+        self, options: argparse.Namespace | None, has_key: Callable[[argparse.Namespace], bool]
+    ) -> None:
         """Before a test: the worker's own values where the master sent :data:`HELD`.
 
         ``has_key(options)`` tells whether the worker's configuration then has a key (its own
@@ -88,7 +95,7 @@ class WorkerSecrets:
 _ATTRIBUTE = "_llm_locust_worker_secrets"  # a worker's WorkerSecrets, on its environment
 
 
-def install(run: Any) -> None:
+def install(run: ConfiguredRun) -> None:
     """At ``init``: the master's messages lose their secrets; a worker remembers its own."""
     environment = run.environment
     if run.role == Role.MASTER:
@@ -101,12 +108,12 @@ def install(run: Any) -> None:
         setattr(environment, _ATTRIBUTE, WorkerSecrets(environment.parsed_options))
 
 
-def before_test(environment: Any) -> None:
+def before_test(environment: Environment) -> None:
     """At ``test_start`` on a worker, before the configuration is rebuilt from the master's options."""
     secrets = getattr(environment, _ATTRIBUTE, None)
     if secrets is not None:
         secrets.restore(environment.parsed_options, _has_key)
 
 
-def _has_key(options: Any) -> bool:
+def _has_key(options: argparse.Namespace) -> bool:
     return bool(getattr(options, "api_key", None) or os.environ.get("OPENAI_API_KEY"))

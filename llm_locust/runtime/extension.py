@@ -75,7 +75,7 @@ def extension_of(environment: Environment) -> Extension:
     return ext
 
 
-def role_of(runner: Any) -> Role:
+def role_of(runner: locust.runners.Runner | None) -> Role:
     if isinstance(runner, locust.runners.MasterRunner):
         return Role.MASTER
     if isinstance(runner, locust.runners.WorkerRunner):

@@ -23,20 +23,33 @@ import logging
 import time
 from collections import Counter
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 import gevent
 
 from llm_locust.config.role import Role
 from llm_locust.record import CANCELLED, INCOMPLETE, OK
-from llm_locust.runtime.runners import raise_in_main
+from llm_locust.runtime.bus import RecordBus
+from llm_locust.runtime.runners import ConfiguredRun, raise_in_main, runner_of
+from llm_locust.runtime.stopping import Interrupt
 
-__all__ = ["ALL_FAILED_S", "FAILING_EXIT", "FAILING_REASON", "FailureWatch", "install"]
+__all__ = ["ALL_FAILED_S", "FAILING_EXIT", "FAILING_REASON", "FailstopRun", "FailureWatch", "install"]
 
 log = logging.getLogger("llm_locust")
 ALL_FAILED_S = 10.0
 FAILING_EXIT = 4
 FAILING_REASON = "every request failed"
+
+
+class FailstopRun(ConfiguredRun, Protocol):
+    """What the all-failed stop needs of a run (the extension is one): its rows and its test."""
+
+    @property
+    def tests(self) -> int: ...
+    @property
+    def bus(self) -> RecordBus: ...
+    @property
+    def live(self) -> Interrupt: ...
 
 
 class FailureWatch:
@@ -83,7 +96,7 @@ class FailureWatch:
         )
 
 
-def install(ext: Any) -> None:
+def install(ext: FailstopRun) -> None:
     """On the local runner or the master: watch every row of each test."""
     if ext.role == Role.WORKER:
         return
@@ -103,9 +116,9 @@ def install(ext: Any) -> None:
     ext.bus.subscribe(observe)
 
 
-def _stop(ext: Any, line: str) -> None:
+def _stop(ext: FailstopRun, line: str) -> None:
     log.error("llm-locust: %s", line)
-    runner = ext.environment.runner
+    runner = runner_of(ext.environment)
     if not ext.run_config.headless:  # the web UI: this test stops, the UI stays
         gevent.spawn(runner.stop)
         return

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import locust.runners
 from locust.env import Environment
+from locust.rpc import Message
 
 import time
 from collections.abc import Callable
@@ -86,7 +87,7 @@ class Fleet:
         if self.role == Role.MASTER:
             runner_of(self.environment).send_message(PLAN_MESSAGE, {"t0": t0, "workers": workers})
 
-    def _on_plan_message(self, environment: Environment, msg: Any, **_: Any) -> None:
+    def _on_plan_message(self, environment: Environment, msg: Message, **_: object) -> None:
         self._on_plan_start(msg.data["t0"], int(msg.data["workers"]))
         arrivals = self._plan().arrivals
         if isinstance(arrivals, SteppedRates):
@@ -101,13 +102,13 @@ class Fleet:
             data = {"steps": list(steps), "stopped_at": stopped_at}
             runner_of(self.environment).send_message(SEARCH_MESSAGE, data)
 
-    def _on_search_message(self, environment: Environment, msg: Any, **_: Any) -> None:
+    def _on_search_message(self, environment: Environment, msg: Message, **_: object) -> None:
         arrivals = self._plan().arrivals
         if isinstance(arrivals, SteppedRates):
             arrivals.announce(msg.data["steps"], msg.data["stopped_at"])
 
     # -- workers to master -------------------------------------------------------------
-    def _on_worker_message(self, environment: Environment, msg: Any, **_: Any) -> None:
+    def _on_worker_message(self, environment: Environment, msg: Message, **_: object) -> None:
         assert self.inbox is not None
         self.inbox.handle(msg.node_id, msg.data)
         if msg.data.get("final"):
@@ -118,7 +119,7 @@ class Fleet:
         if self.role == Role.WORKER:
             runner_of(self.environment).send_message(STOPPED_MESSAGE, {"at": at, "why": why})
 
-    def _on_stopped_early(self, environment: Environment, msg: Any, **_: Any) -> None:
+    def _on_stopped_early(self, environment: Environment, msg: Message, **_: object) -> None:
         index = master_runner(self.environment).get_worker_index(msg.node_id)
         entry = {"worker": msg.node_id, "index": index, "at": round(float(msg.data["at"]), 3)}
         self.stopped_early.append({**entry, "why": str(msg.data["why"])})

@@ -36,5 +36,5 @@ def install(events: Any) -> None:
     events.spawning_complete.add_listener(_freeze)
 
 
-def _freeze(**_: Any) -> None:
+def _freeze(**_: object) -> None:
     gc.freeze()

@@ -15,8 +15,8 @@ from locust import events as locust_events
 from locust.env import Environment
 from locust.event import Events
 
+import argparse
 import logging
-from typing import Any
 
 import gevent
 
@@ -49,7 +49,7 @@ def install(events: Events | None = None) -> None:
     events.quitting.add_listener(_quitting)
 
 
-def _options(parser: Any, **_: Any) -> None:
+def _options(parser: argparse.ArgumentParser, **_: object) -> None:
     register(parser)
     stopping.mark_default_stop_timeout(parser)
     check_when_parsed(parser)
@@ -79,11 +79,11 @@ def init_extension(environment: Environment) -> Extension:
     return ext
 
 
-def _init(environment: Environment, **_: Any) -> None:
+def _init(environment: Environment, **_: object) -> None:
     init_extension(environment)
 
 
-def _test_start(environment: Environment, **_: Any) -> None:
+def _test_start(environment: Environment, **_: object) -> None:
     channel.before_test(environment)
     try:
         extension_of(environment).on_test_start()
@@ -93,13 +93,13 @@ def _test_start(environment: Environment, **_: Any) -> None:
         gevent.spawn(runner_of(environment).quit)
 
 
-def _test_stopping(environment: Environment, **_: Any) -> None:
+def _test_stopping(environment: Environment, **_: object) -> None:
     extension_of(environment).live.stopping = True
 
 
-def _test_stop(environment: Environment, **_: Any) -> None:
+def _test_stop(environment: Environment, **_: object) -> None:
     extension_of(environment).on_test_stop()
 
 
-def _quitting(environment: Environment, **_: Any) -> None:
+def _quitting(environment: Environment, **_: object) -> None:
     extension_of(environment).on_quitting()

@@ -15,6 +15,8 @@ On the local runner or the master (workers never export: the master has the whol
 
 from __future__ import annotations
 
+from locust.runners import Runner
+
 import logging
 import time
 from dataclasses import dataclass
@@ -72,7 +74,7 @@ class ExtensionView:
         start = now - LIVE_SPAN_S
         return client_block(self.ext.health_intervals(start), start, now)["saturated"]
 
-    def _workers(self, runner: Any) -> int:
+    def _workers(self, runner: Runner | None) -> int:
         if self.role != Role.MASTER:
             return 1
         clients = getattr(runner, "clients", None)

@@ -23,10 +23,10 @@ from typing import Any, Protocol
 
 from llm_locust.client import ClientConfig, shown_host
 from llm_locust.config.build import ConfigError
-from llm_locust.config.model import RequestConfig, RunConfig
+from llm_locust.config.model import RequestConfig
 from llm_locust.config.role import Role
 from llm_locust.preflight import Preflight, fetch_server_info, preflight
-from llm_locust.runtime.runners import ProcessRun
+from llm_locust.runtime.runners import ConfiguredRun
 
 __all__ = ["PreflightRun", "install", "run_preflight", "server_info"]
 
@@ -34,13 +34,10 @@ log = logging.getLogger("llm_locust")
 MakeConfig = Callable[[RequestConfig, str], ClientConfig]
 
 
-class PreflightRun(ProcessRun, Protocol):
+class PreflightRun(ConfiguredRun, Protocol):
     """What the preflight wiring needs of a run (the extension is one); it keeps the last check."""
 
     preflight_result: Preflight | None
-
-    @property
-    def run_config(self) -> RunConfig: ...
 
 
 def run_preflight(config: ClientConfig, replicas: tuple[str, ...] | None = None) -> Preflight:

@@ -18,6 +18,7 @@ is the master) a master; else the local runner.
 
 from __future__ import annotations
 
+import argparse
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -59,7 +60,7 @@ _OURS = tuple(sorted(o.dest for o in OPTIONS))
 _SOURCE_KEYS = tuple(sorted({*_OURS, *LOCUST_FLAGS, "profile"}))
 
 
-def source_of(options: Any, ours_only: bool = False) -> dict[str, Any]:
+def source_of(options: argparse.Namespace | None, ours_only: bool = False) -> dict[str, Any]:
     """The values a configuration depends on, to tell whether the options changed.
 
     ``ours_only``: llm-locust's options alone. A run compares these at each test's start:
@@ -88,7 +89,7 @@ class Preparer:
         self.workloads = WorkloadFactory()  # reads each dataset file once
         self._last: Prepared | None = None
 
-    def prepare(self, options: Any, role: Role) -> Prepared:
+    def prepare(self, options: argparse.Namespace | None, role: Role) -> Prepared:
         """The run Locust's parsed ``options`` describe; the last one again if they are unchanged."""
         source = source_of(options)
         last = self._last
@@ -144,7 +145,7 @@ def workload_info(
     }
 
 
-def salted(config: RunConfig, options: Any) -> RunConfig:
+def salted(config: RunConfig, options: argparse.Namespace | None) -> RunConfig:
     """A test's configuration with its prompt salt: ``--prompt-salt`` as given, else one drawn
     now (each test its own). Written into Locust's ``options``, which a master's spawn messages
     carry to its workers: every worker of the test builds its prompts with the same salt."""
@@ -173,7 +174,7 @@ def check_results(config: RunConfig, test: int) -> None:
         results_dir(config, test)
 
 
-def prepare_or_exit(options: Any, role: Role | None = None) -> Prepared:
+def prepare_or_exit(options: argparse.Namespace | None, role: Role | None = None) -> Prepared:
     """:meth:`Preparer.prepare`; a bad option is one line on stderr and exit code 2."""
     try:
         return PREPARER.prepare(options, role or role_of_options(options))
@@ -183,7 +184,7 @@ def prepare_or_exit(options: Any, role: Role | None = None) -> Prepared:
         raise SystemExit(2) from None
 
 
-def check_when_parsed(parser: Any) -> None:
+def check_when_parsed(parser: argparse.ArgumentParser) -> None:
     """Prepare the run as soon as ``parser`` (Locust's) has parsed the command line."""
     parse = parser.parse_args
 
@@ -194,4 +195,4 @@ def check_when_parsed(parser: Any) -> None:
         apply_binds(options, prepared.config.request.holds_secret())
         return options
 
-    parser.parse_args = parse_and_prepare
+    parser.parse_args = parse_and_prepare  # type: ignore[method-assign]  # Locust's parser, wrapped (pinned by tests)

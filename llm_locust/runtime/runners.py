@@ -14,9 +14,10 @@ from typing import Protocol, cast
 
 import gevent
 
+from llm_locust.config.model import RunConfig
 from llm_locust.config.role import Role
 
-__all__ = ["ProcessRun", "master_runner", "raise_in_main", "runner_of", "worker_runner"]
+__all__ = ["ConfiguredRun", "ProcessRun", "master_runner", "raise_in_main", "runner_of", "worker_runner"]
 
 
 class ProcessRun(Protocol):
@@ -27,6 +28,13 @@ class ProcessRun(Protocol):
     def environment(self) -> Environment: ...
     @property
     def role(self) -> Role: ...
+
+
+class ConfiguredRun(ProcessRun, Protocol):
+    """A run and its current configuration."""
+
+    @property
+    def run_config(self) -> RunConfig: ...
 
 
 def runner_of(environment: Environment) -> locust.runners.Runner:

@@ -32,7 +32,9 @@ from __future__ import annotations
 import locust.runners
 import locust.stats
 from locust.env import Environment
+from locust.rpc import Message
 
+import argparse
 import logging
 import signal
 import time
@@ -88,7 +90,7 @@ class _DefaultZero(float):
     """Locust's ``--stop-timeout`` default (0 s), marked so it can be told from an explicit 0."""
 
 
-def mark_default_stop_timeout(parser: Any) -> None:
+def mark_default_stop_timeout(parser: argparse.ArgumentParser) -> None:
     """On Locust's parser, make ``--stop-timeout``'s default a marked zero."""
     action = getattr(parser, "_option_string_actions", {}).get("--stop-timeout")
     if action is not None:
@@ -164,7 +166,7 @@ def skip_drain(run: StoppingRun) -> None:
 # -- workers ---------------------------------------------------------------------------
 
 
-def on_stop_message(environment: Environment, msg: Any, **_: Any) -> None:
+def on_stop_message(environment: Environment, msg: Message, **_: object) -> None:
     """Worker side of :data:`STOP_MESSAGE`: stop the users (with the drain), or now."""
     runner = runner_of(environment)
     if msg.data and msg.data.get("now"):
@@ -196,7 +198,7 @@ def stop_before_quitting(run: StoppingRun) -> None:
 # -- Locust's own statistics at the end ------------------------------------------------
 
 
-def report_locust_stats(runner: Any) -> None:
+def report_locust_stats(runner: locust.runners.Runner | None) -> None:
     """Worker, at ``test_stop`` (after the drain): send Locust's statistics to the master now.
 
     A worker reports every ``WORKER_REPORT_INTERVAL`` (3 s) and once more only when told to

@@ -30,6 +30,7 @@ from typing import Any
 
 from llm_locust.config.redact import SECRET_OPTIONS, strip_credentials
 from llm_locust.config.urls import target_url_problem
+from llm_locust.runtime.runners import ConfiguredRun
 
 __all__ = ["WebUiGuard", "normal_host", "scrub_page", "scrub_template_args"]
 
@@ -75,7 +76,7 @@ class WebUiGuard:
     results_root: Path
 
     @classmethod
-    def of(cls, run: Any) -> WebUiGuard:
+    def of(cls, run: ConfiguredRun) -> WebUiGuard:
         config = run.run_config
         host = strip_credentials(run.environment.host or config.host or "")
         given = config.results.results_dir
