@@ -1,0 +1,119 @@
+"""The documentation site builds with ``mkdocs build --strict`` (no broken link, no page left out
+of the nav, no missing included file), and its options page lists exactly the options the
+command line takes.
+
+The options page is generated from the option table at build time (``docs/hooks/options_page.py``);
+the oracle here is the real command line's help (``llm-locust run --help``, ``llm-locust workload
+sample --help``), parsed from its text: each group's flags and environment variables must be the
+page's, group by group, in the help's order.
+"""
+
+from __future__ import annotations
+
+import html
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+pytest.importorskip("mkdocs", reason="the docs extra (pip install -e '.[docs]'; make setup installs it)")
+pytest.importorskip("material", reason="the docs extra: mkdocs-material")
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("site")
+    env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
+    res = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "-d", str(out)],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    return out
+
+
+def _help(*args: str) -> str:
+    res = subprocess.run(
+        [sys.executable, "-m", "llm_locust.cli", *args, "--help"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert res.returncode == 0, res.stderr
+    return res.stdout
+
+
+def _help_groups(text: str) -> list[tuple[str, dict[str, str]]]:
+    """``[(group title, {flag: env var})]`` in the help's order."""
+    groups: list[tuple[str, dict[str, str]]] = []
+    entry = ""
+
+    def close() -> None:
+        flag = re.match(r"\s+(?:-\w [A-Z_]+, |-\w, )?(--[\w-]+)", entry)
+        if flag and groups:
+            env = re.search(r"\[env\s+(LLM_LOCUST_\w+)\]", entry)
+            groups[-1][1][flag.group(1)] = env.group(1) if env else ""
+
+    for line in text.split("\n\n", 2)[-1].splitlines():
+        if re.fullmatch(r"\S.*:", line):
+            close()
+            entry = ""
+            groups.append((line[:-1], {}))
+        elif re.match(r"  -", line):
+            close()
+            entry = line
+        else:
+            entry += " " + line.strip()
+    close()
+    return groups
+
+
+def _page_groups(page: str) -> list[tuple[str, dict[str, str]]]:
+    """``[(section title, {flag: env var})]`` from the built options page's tables."""
+    groups = []
+    for section in re.split(r"<h2 ", page)[1:]:
+        title = html.unescape(re.sub(r"<[^>]+>", "", section.split(">", 1)[1].split("</h2>")[0]))
+        rows: dict[str, str] = {}
+        for cells in re.findall(r"<tr>(.*?)</tr>", section, re.S):
+            tds = re.findall(r"<td>(.*?)</td>", cells, re.S)
+            if not tds:
+                continue
+            flags = re.findall(r"<code>(--?[\w-]+)</code>", tds[0])
+            env = re.findall(r"<code>(LLM_LOCUST_\w+)</code>", tds[3])
+            rows[flags[-1]] = env[0] if env else ""
+        groups.append((title.strip("¶ \n"), rows))
+    return groups
+
+
+def test_the_site_builds_strict_and_has_every_page(site: Path) -> None:
+    """Every Markdown page under docs/ became an HTML page (strict mode already refused any page
+    left out of the nav, any broken link or anchor, any missing included file)."""
+    pages = {p.relative_to(ROOT / "docs").with_suffix(".html") for p in (ROOT / "docs").glob("*.md")}
+    assert pages, "no pages under docs/"
+    for page in pages:
+        assert (site / page).is_file(), page
+    assert (site / "options.html").is_file()  # generated, in no file under docs/
+
+
+def test_the_options_page_lists_what_the_command_line_takes(site: Path) -> None:
+    page = _page_groups((site / "options.html").read_text(encoding="utf-8"))
+    run = _help_groups(_help("run"))
+    assert len(run) >= 5, run
+    by_title = {title.lower(): rows for title, rows in page}
+    assert [t.lower() for t, _ in page[: len(run)]] == [t.lower() for t, _ in run]  # same groups, order
+    for title, rows in run:
+        assert by_title[title.lower()] == rows, title  # same flags, same environment variables
+    workload = _help_groups(_help("workload", "sample"))
+    flags = {f for _, rows in workload for f in rows} - {"--help"}
+    listed = {f for _, rows in page for f in rows}
+    assert flags and flags <= listed, flags - listed
