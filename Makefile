@@ -34,7 +34,7 @@ suite = status=0; \
 	$(PYTEST) -m "serial $(1)" || status=$$?; \
 	exit $$status
 
-# The full suite (about 11 minutes on 2 cores, see README). lint-imports checks the import
+# The full suite (its duration on the development machine: benchmarks/README.md). lint-imports checks the import
 # rules of docs/architecture.md (the contracts in pyproject.toml); mypy the types ([tool.mypy]).
 test: setup system-deps
 	$(BIN)/ruff check .

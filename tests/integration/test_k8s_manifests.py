@@ -359,7 +359,7 @@ def test_a_worker_whose_master_is_gone_is_not_retried(rendered: dict[str, list[D
     worker = _component(rendered["headless"], "worker")
     (rule,) = worker["spec"]["podFailurePolicy"]["rules"]
     (container,) = containers(worker)
-    assert rule["action"] == "FailIndex" and rule["onExitCodes"]["values"] == [5]  # README: exit code 5
+    assert rule["action"] == "FailIndex" and rule["onExitCodes"]["values"] == [5]  # docs/distributed.md
     assert rule["onExitCodes"]["containerName"] == container["name"]
 
 
@@ -369,8 +369,8 @@ def _gib(quantity: str) -> float:
 
 
 def test_the_results_volumes_hold_the_documented_requests(rendered: dict[str, list[Doc]]) -> None:
-    """~2.5 KiB a request (the README; 2,445 MiB for 1,000,000 requests in benchmarks/README.md):
-    the PVC holds 4,000,000 of them, the interactive emptyDir 800,000."""
+    """~2.5 KiB a request (docs/results.md, k8s/README.md; 2,445 MiB for 1,000,000 requests in
+    benchmarks/README.md): the PVC holds 4,000,000 of them, the interactive emptyDir 800,000."""
     pvc = by_key(rendered["headless"])[("PersistentVolumeClaim", "llm-locust-results")]
     per_request = 2_445 * 2**20 / 1_000_000  # bytes
     assert _gib(pvc["spec"]["resources"]["requests"]["storage"]) * 2**30 >= 4_000_000 * per_request

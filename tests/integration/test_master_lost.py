@@ -77,12 +77,12 @@ def test_workers_stop_when_their_master_is_killed_and_summarize_rebuilds(tmp_pat
             master.wait(10)
             killed = time.monotonic()
             said = _wait_for(lambda: LOST in worker_log.read_text(), 30, "the worker's log line")
-            assert said - killed < 5.0 + 5.0  # README: within 5 s (a heartbeat's second, a busy host)
+            assert said - killed < 5.0 + 5.0  # docs/distributed.md: 5 s (+ a heartbeat, a busy host)
             time.sleep(2.0)  # the users are killed; their aborted requests reach the simulator
             before = received(url)
             time.sleep(5.0)
             after = received(url)
-            # README: it exits 10 s after it stopped its load (Locust's own timeout is 60 s)
+            # docs/distributed.md: it exits 10 s after it stopped its load (Locust's own timeout is 60 s)
             worker.wait(30)
             exited = time.monotonic()
             assert 5.0 + 10.0 - 1.5 < exited - killed < 5.0 + 10.0 + 8.0, exited - killed

@@ -318,7 +318,7 @@ def test_the_web_ui_start_fails_with_the_cause(sim: str, tmp_path: Path) -> None
         assert started["success"] is True, started
     finally:
         stop_process(proc)
-    expect_exit(proc, 0, (tmp_path / "locust.log").read_text())  # 143 is for headless runs (README)
+    expect_exit(proc, 0, (tmp_path / "locust.log").read_text())  # 143 is for headless runs (docs/running.md)
 
 
 def _wait_for(base: str, seconds: float = 20.0) -> None:

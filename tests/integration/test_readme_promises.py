@@ -1,4 +1,4 @@
-"""What the README promises and no other test ran end to end (issue 17 §5).
+"""What the README and docs/ promise and no other test ran end to end (issue 17 §5).
 
 ``llm-locust run``'s success path with ``--endpoint completions``, ``--csv`` / ``--html`` (the
 three LLM rows and an "Aggregated" row that counts requests only) and a secret ``--header``

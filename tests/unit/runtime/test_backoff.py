@@ -21,7 +21,7 @@ def test_requests_that_never_reach_the_model_back_off_exponentially_up_to_the_ca
 
 
 def test_the_documented_pauses_in_seconds() -> None:
-    """The literal values (README, the module docstring): 0.1 s, doubling, never more than 5 s;
+    """The literal values (docs/running.md, the module docstring): 0.1 s, doubling, never more than 5 s;
     Retry-After honoured up to 60 s. Written out here, not read from the module under test."""
     pacer = Pacer()
     waits = [pacer.pause_after("connect", None, None)[0] for _ in range(12)]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from llm_locust.runtime.failstop import FailureWatch
 
-ALL_FAILED_S = 10.0  # the documented window (README), written here: a changed constant must fail a test
+ALL_FAILED_S = 10.0  # the documented window (docs/running.md), written here: a changed constant fails a test
 
 
 class Clock:
@@ -31,7 +31,7 @@ def test_it_fires_once_when_every_request_failed_for_the_window() -> None:
     assert len(lines) == 1
     expected = "every request has failed for 10 s (5 requests; most often connect: connection refused x5)"
     assert expected in lines[0]
-    assert "exit code 4" in lines[0]  # README: "and exit code 4"
+    assert "exit code 4" in lines[0]  # docs/running.md: "and exit code 4"
     clock.now += 60
     watch.observe(FAIL)
     assert len(lines) == 1

@@ -1,6 +1,6 @@
 """When a worker decides its master is gone, on a fake clock: after 5 s of silence while users run
 (counted on the watch's own clock: a stall of the worker's own is not the master's silence), and
-when it exits (10 s more). The literal seconds of the README, not the module's constants."""
+when it exits (10 s more). The literal seconds of docs/distributed.md, not the module's constants."""
 
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ def test_the_decisions_fall_where_the_readme_says() -> None:
     gone = [t for t, v in verdicts if v is Verdict.GONE]
     assert lost == [105.5]  # more than 5 s of silence
     assert gone[0] == 115.5  # more than 5 + 10 s: the worker exits
-    assert ORPHANED_EXIT == 5  # README: "exit code 5"
+    assert ORPHANED_EXIT == 5  # docs/distributed.md: "exit code 5"
 
 
 def test_a_worker_stalled_6_s_checks_the_master_again_and_carries_on() -> None:
