@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["GROUPS", "RUN_GROUPS", "Option", "env_name", "option"]
+__all__ = ["GROUPS", "RUN_GROUPS", "SECTIONS", "Option", "env_name", "option"]
 
 #: group -> help title, in help order. Each group except ``workload-command`` is one typed part.
 GROUPS = {
@@ -22,6 +22,16 @@ GROUPS = {
 }
 #: The groups of a load test (Locust's parser, ``llm-locust run --help``).
 RUN_GROUPS = ("request", "workload", "load", "slo", "results", "export")
+#: How ``llm-locust run --help`` and the web UI's start form present the run options, in order.
+SECTIONS = ("target and model", "workload", "load model", "SLO and search", "outputs")
+_SECTION_OF_GROUP = {
+    "request": "target and model",
+    "workload": "workload",
+    "load": "load model",
+    "slo": "SLO and search",
+    "results": "outputs",
+    "export": "outputs",
+}
 
 
 def env_name(flag: str) -> str:
@@ -49,6 +59,21 @@ class Option:
     def __post_init__(self) -> None:
         if not self.dest:
             object.__setattr__(self, "dest", self.flag.lstrip("-").replace("-", "_"))
+
+    @property
+    def section(self) -> str:
+        """Its heading in the help and the start form (:data:`SECTIONS`); a search's options
+        sit with the SLO that judges its steps."""
+        if self.group == "load" and (self.dest.startswith("search") or self.dest == "demand"):
+            return "SLO and search"
+        return _SECTION_OF_GROUP.get(self.group, GROUPS.get(self.group, self.group))
+
+    @property
+    def default_text(self) -> str | None:
+        """The default as the help and the form say it; ``None`` when there is none to say."""
+        if self.action != "store" or self.default is None or self.default == "":
+            return None
+        return f"{self.default:g}" if isinstance(self.default, float) else str(self.default)
 
     @property
     def env(self) -> str:

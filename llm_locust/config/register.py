@@ -19,9 +19,10 @@ import os
 from collections.abc import Mapping
 from typing import Any, NoReturn
 
-from llm_locust.config.options import GROUPS, RUN_GROUPS, Option, options_in
+from llm_locust.config.option import SECTIONS
+from llm_locust.config.options import RUN_GROUPS, Option, options_in
 
-__all__ = ["OneLineParser", "help_parser", "is_locust_parser", "register"]
+__all__ = ["OneLineParser", "form_layout", "help_parser", "is_locust_parser", "register", "section_order"]
 
 _TRUE = ("1", "true", "yes", "on")
 
@@ -47,25 +48,38 @@ def register(
     only: tuple[str, ...] | None = None,
 ) -> None:
     """Add every option of ``groups`` (or those of them whose destination is in ``only``) to
-    ``parser``; a flag the parser already has is left alone."""
+    ``parser``; a flag the parser already has is left alone. ``titled``: under the headings
+    of :data:`SECTIONS`, in their order (the start form shows the same)."""
     locust = is_locust_parser(parser)
     env = os.environ if environ is None else environ
-    for group in groups:
-        target = parser.add_argument_group(GROUPS[group]) if titled else parser
-        for opt in options_in(group):
-            if only is not None and opt.dest not in only:
-                continue
-            if opt.flag in getattr(parser, "_option_string_actions", {}):
-                continue
-            flags = [opt.short, opt.flag] if opt.short else [opt.flag]
-            kwargs = _kwargs(opt)
-            if locust:
-                kwargs.update(include_in_web_ui=opt.web_ui, is_secret=opt.secret)
-                if opt.env_var:
-                    kwargs["env_var"] = opt.env
-            else:
-                _plain_env(opt, kwargs, env)
-            target.add_argument(*flags, **kwargs)
+    chosen = [o for group in groups for o in options_in(group) if only is None or o.dest in only]
+    if titled:
+        chosen.sort(key=section_order)
+    headings: dict[str, Any] = {}
+    for opt in chosen:
+        if opt.flag in getattr(parser, "_option_string_actions", {}):
+            continue
+        target = parser
+        if titled:
+            if opt.section not in headings:
+                headings[opt.section] = parser.add_argument_group(opt.section)
+            target = headings[opt.section]
+        flags = [opt.short, opt.flag] if opt.short else [opt.flag]
+        kwargs = _kwargs(opt)
+        if locust:
+            kwargs.update(include_in_web_ui=opt.web_ui, is_secret=opt.secret)
+            if opt.env_var:
+                kwargs["env_var"] = opt.env
+        else:
+            _plain_env(opt, kwargs, env)
+        target.add_argument(*flags, **kwargs)
+
+
+def section_order(opt: Option) -> tuple[int, bool]:
+    """Where ``opt`` goes in the help and the start form: its section's place, the SLO first in
+    its section (then the search it judges)."""
+    rank = SECTIONS.index(opt.section) if opt.section in SECTIONS else len(SECTIONS)
+    return rank, opt.group != "slo"
 
 
 def _kwargs(opt: Option) -> dict[str, Any]:
@@ -115,3 +129,17 @@ def help_parser() -> argparse.ArgumentParser:
     )
     register(parser, RUN_GROUPS, environ={}, titled=True)
     return parser
+
+
+def form_layout() -> dict[str, Any]:
+    """The web UI's start form as ``llm-locust run --help`` lays it out: each section's fields in
+    order, and each field's whole help with its default (``llm_locust/web/form.js`` applies it)."""
+    shown = sorted((o for o in options_in(*RUN_GROUPS) if o.web_ui), key=section_order)
+    sections: dict[str, list[str]] = {}
+    helps: dict[str, str] = {}
+    for opt in shown:
+        sections.setdefault(opt.section, []).append(opt.dest)
+        default = opt.default_text
+        said = default is None or "default" in opt.help.lower()
+        helps[opt.dest] = f"{opt.flag}: {opt.help}" + ("" if said else f" (default: {default})")
+    return {"sections": [{"title": t, "fields": f} for t, f in sections.items()], "help": helps}

@@ -52,6 +52,7 @@ __all__ = [
     "SATURATED_NOW",
     "WEB_DIR",
     "LiveWebUI",
+    "add_to_page",
     "add_web_ui",
     "chart_marks",
     "result_view",
@@ -323,13 +324,20 @@ def _add_tab(web_ui: Any, ui: LiveWebUI) -> None:
         response.set_data(json.dumps(body))
         return response
 
+    # Locust's page gets ``tablink.js``, which makes the tab's chart row a link
+    add_to_page(web_ui, '<script src="llm/static/tablink.js"></script>')
+
+
+def add_to_page(web_ui: Any, tags: str) -> None:
+    """Locust's own page (``/``) gets ``tags`` at the end of its body: after its ``templateArgs``,
+    before its React bundle runs (a module script, run once the page is parsed)."""
+    from flask import request
+
     @web_ui.app.after_request
-    def _add_tab_link(response: Any) -> Any:
-        """Locust's page gets ``tablink.js``, which makes the tab's chart row a link."""
+    def _add(response: Any) -> Any:
         if request.endpoint != "locust.index" or response.status_code != 200 or response.direct_passthrough:
             return response
         html = response.get_data(as_text=True)
-        tag = '<script src="llm/static/tablink.js"></script>'
-        if "</body>" in html and tag not in html:
-            response.set_data(html.replace("</body>", tag + "</body>", 1))
+        if "</body>" in html and tags not in html:
+            response.set_data(html.replace("</body>", tags + "</body>", 1))
         return response

@@ -13,19 +13,22 @@ Locust's own view starts the test. Behind ``--web-login`` the check runs only af
 
 from __future__ import annotations
 
+import json
 import logging
 from typing import TYPE_CHECKING, Any
 
 from llm_locust.config.build import config_from_form
 from llm_locust.config.redact import strip_credentials
+from llm_locust.config.register import form_layout
 from llm_locust.config.role import Role
+from llm_locust.live.webui import WEB_DIR, add_to_page
 from llm_locust.runtime.prepare import CONFIG_ERRORS, check_results
 from llm_locust.runtime.webui_guard import WebUiGuard, scrub_page
 
 if TYPE_CHECKING:
     from llm_locust.runtime.extension import Extension
 
-__all__ = ["SWARM_ENDPOINT", "check_form", "install_form_check", "spawn_rate_as_given"]
+__all__ = ["SWARM_ENDPOINT", "check_form", "form_script", "install_form_check", "spawn_rate_as_given"]
 
 log = logging.getLogger("llm_locust")
 SWARM_ENDPOINT = "locust.swarm"
@@ -87,3 +90,12 @@ def install_form_check(run: Extension) -> None:
         return swarm()
 
     web_ui.app.view_functions[SWARM_ENDPOINT] = web_ui.auth_required_if_enabled(checked_swarm)
+    add_to_page(web_ui, form_script())
+
+
+def form_script() -> str:
+    """The page's ``<script>`` tags that lay out the start form (``web/form.js`` and its data),
+    run before Locust's React bundle reads ``templateArgs``."""
+    data = json.dumps(form_layout()).replace("</", "<\\/")
+    code = (WEB_DIR / "form.js").read_text(encoding="utf-8")
+    return f"<script>window.llmLocustForm = {data};</script><script>{code}</script>"
