@@ -14,7 +14,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from llm_locust.config.options import GROUPS, Option, options_in
+from llm_locust.config.options import GROUPS, RUN_GROUPS, Option, options_in
+from llm_locust.config.register import section_order
 
 PAGE = "options.md"
 
@@ -45,9 +46,8 @@ def _value(opt: Option) -> str:
 
 
 def _default(opt: Option) -> str:
-    if opt.action == "flag" or opt.default is None:
-        return ""
-    return f"`{opt.default}`"
+    text = opt.default_text
+    return f"`{text}`" if text is not None else ""
 
 
 def _row(opt: Option) -> str:
@@ -62,16 +62,23 @@ def _row(opt: Option) -> str:
     return f"| {flags} | {_value(opt)} | {_default(opt)} | {env} | {help_text} |"
 
 
+def _sections() -> dict[str, list[Option]]:
+    """Heading -> options: the run's options under the headings and in the order of
+    ``llm-locust run --help`` (and the start form), then ``llm-locust workload``'s own."""
+    sections: dict[str, list[Option]] = {}
+    for opt in sorted(options_in(*RUN_GROUPS), key=section_order):
+        sections.setdefault(opt.section, []).append(opt)
+    sections[GROUPS["workload-command"]] = list(options_in("workload-command"))
+    return sections
+
+
 def markdown() -> str:
-    """The whole page: one section and table per group of the table, in help order."""
+    """The whole page: one heading and table per section, in help order."""
     parts = [_INTRO]
-    for group, title in GROUPS.items():
-        rows = options_in(group)
-        if not rows:
-            continue
+    for title, rows in _sections().items():
         heading = f"`{title}`" if title.startswith("llm-locust") else title[0].upper() + title[1:]
         parts.append(f"\n## {heading}\n")
-        if group == "workload-command":
+        if title == GROUPS["workload-command"]:
             parts.append(
                 "The options of `llm-locust workload sample|describe|prompts` only (with the "
                 "workload options above); `--host` there is the server for `--tokenizer server`.\n"
