@@ -117,3 +117,27 @@ def test_the_options_page_lists_what_the_command_line_takes(site: Path) -> None:
     flags = {f for _, rows in workload for f in rows} - {"--help"}
     listed = {f for _, rows in page for f in rows}
     assert flags and flags <= listed, flags - listed
+
+
+def _field_tables() -> list[list[str]]:
+    """The first column of each table in docs/results.md's section on requests.jsonl's fields."""
+    text = (ROOT / "docs" / "results.md").read_text(encoding="utf-8")
+    section = text.split("## `requests.jsonl`: the fields of a row", 1)[1].split("\n## ", 1)[0]
+    tables: list[list[str]] = []
+    for block in re.split(r"\n\s*\n", section):
+        rows = [line for line in block.splitlines() if line.startswith("| `")]
+        if rows:
+            tables.append([name for row in rows for name in re.findall(r"`(\w+)`", row.split("|")[1])])
+    return tables
+
+
+def test_the_results_page_lists_every_field_of_a_row() -> None:
+    """The fields table is requests.jsonl's fields, in order (a field added to the row without a
+    line on the page fails here); every optional field it names is one the package writes."""
+    from llm_locust.record import ROW_FIELDS
+
+    fields, optional = _field_tables()
+    assert fields == list(ROW_FIELDS)
+    source = "\n".join(p.read_text(encoding="utf-8") for p in (ROOT / "llm_locust").rglob("*.py"))
+    for name in optional:
+        assert f'"{name}"' in source, name
