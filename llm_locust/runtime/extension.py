@@ -105,6 +105,7 @@ class Extension:
         self.plan: LoadPlan = LoadPlan()
         self.workload: Any = None
         self.cli_spawn_rate: float | None = None  # -r as the command line gave it (None: not given)
+        self.cli_options: dict[str, Any] = {}  # llm-locust's option values as the command line gave them
         self.drain: dict[str, Any] | None = None
         self.run_id = ""
         self.live = LiveState()
@@ -143,6 +144,7 @@ class Extension:
         """Run with a prepared (validated) configuration, its plan and its workload."""
         if not self._adopted:  # the command line's configuration
             self._adopted, self.cli_spawn_rate = True, prepared.config.load.spawn_rate
+            self.cli_options = source_of(self.environment.parsed_options, ours_only=True)
         self.run_config, self.plan = prepared.config, prepared.plan
         if prepared.workload is not None:
             self.workload = prepared.workload

@@ -13,6 +13,8 @@ Locust's own view starts the test. Behind ``--web-login`` the check runs only af
 
 from __future__ import annotations
 
+from locust.runners import STATE_RUNNING, STATE_SPAWNING
+
 import json
 import logging
 from typing import TYPE_CHECKING, Any
@@ -28,7 +30,14 @@ from llm_locust.runtime.webui_guard import WebUiGuard, scrub_page
 if TYPE_CHECKING:
     from llm_locust.runtime.extension import Extension
 
-__all__ = ["SWARM_ENDPOINT", "check_form", "form_script", "install_form_check", "spawn_rate_as_given"]
+__all__ = [
+    "SWARM_ENDPOINT",
+    "check_form",
+    "form_script",
+    "install_form_check",
+    "spawn_rate_as_given",
+    "start_clean",
+]
 
 log = logging.getLogger("llm_locust")
 SWARM_ENDPOINT = "locust.swarm"
@@ -53,8 +62,22 @@ def spawn_rate_as_given(run: Extension, form: dict[str, str]) -> dict[str, str]:
     return form
 
 
+def start_clean(run: Extension) -> None:
+    """A test from the form starts from the command line's llm-locust options, not the previous
+    test's: Locust keeps each form's values in its options, so a field the next form does not
+    send (an API client's POST) would have kept, say, the first test's ``--ramp``. A running
+    test being edited (its user count) keeps its options."""
+    options, runner = run.environment.parsed_options, run.environment.runner
+    if runner is not None and runner.state in (STATE_RUNNING, STATE_SPAWNING):
+        return
+    if options is not None:
+        for key, value in run.cli_options.items():
+            setattr(options, key, value)
+
+
 def check_form(run: Extension, form: dict[str, str]) -> str | None:
     """Validate and adopt the form's configuration; the one-line problem, or ``None``."""
+    start_clean(run)
     try:
         config = config_from_form(run.environment.parsed_options, spawn_rate_as_given(run, form))
         if run.role != Role.WORKER:

@@ -157,21 +157,20 @@ def salted(config: RunConfig, options: argparse.Namespace | None) -> RunConfig:
 
 
 def results_dir(config: RunConfig, test: int) -> Any:
-    """Test ``test``'s results folder (``DIR``, then ``DIR-2``, ...), created; the first was
-    checked (``--overwrite``) when the options were prepared."""
+    """Test ``test``'s results folder, named as given, created. The first test's was checked
+    (``--overwrite``) when the options were prepared, a later test's when its form was: one that
+    holds an earlier test's results is refused there, never renamed."""
     results = config.results
     if not results.results_dir:
         return None
-    directory = results.results_dir if test == 1 else f"{results.results_dir}-{test}"
-    return check_results_dir(directory, results.overwrite or test == 1)
+    return check_results_dir(results.results_dir, results.overwrite or test == 1)
 
 
 def check_results(config: RunConfig, test: int) -> None:
-    """Refuse test ``test``'s results folder before it starts if it cannot take the results."""
-    if test == 1 and config.results.results_dir:
+    """Refuse test ``test``'s results folder before it starts if it cannot take the results
+    (``--overwrite`` lets a test replace the results in it)."""
+    if config.results.results_dir:
         check_results_dir(config.results.results_dir, config.results.overwrite)
-    elif test > 1:
-        results_dir(config, test)
 
 
 def prepare_or_exit(options: argparse.Namespace | None, role: Role | None = None) -> Prepared:

@@ -35,11 +35,12 @@ def test_a_search_from_the_form_grows_its_stages_live(tmp_path: Path) -> None:
                 seen.append(labels)
             time.sleep(0.3)
         summary = wait_for(results / "summary.json", 30)
-        # a second search in the same process: its folder is the next one, and the first keeps its own steps
-        assert post(base, {**fields, **LIGHT, **search, **slo})["success"] is True
-        wait_for(Path(f"{results}-2") / "summary.json", 60)
+        # a second search in the same process, into the folder named in its form; the first keeps its steps
+        second = Path(f"{results}-second")
+        assert post(base, {**fields, **LIGHT, **search, **slo, "results_dir": str(second)})["success"] is True
+        wait_for(second / "summary.json", 60)
     expect_exit(ui.proc, 0, ui.log())  # SIGTERM after the searches ended: 0
-    for folder in (results, Path(f"{results}-2")):  # each search.json is its own test's
+    for folder in (results, second):  # each search.json is its own test's
         run = json.loads((folder / "run.json").read_text())
         assert json.loads((folder / "search.json").read_text())["t0"] == run["t0"], folder
     assert seen[0] == ["users=2"] and ["users=2", "users=4"] in seen, seen  # one stage, then two

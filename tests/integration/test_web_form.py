@@ -99,10 +99,20 @@ def test_tests_started_from_the_form(tmp_path: Path) -> None:
         assert shown["success"] is True, shown
         opened = wait_for(results / "summary.json", 60)
 
-        # then a graded ramp with an SLO, by HTTP POST with the form's fields
+        # then a graded ramp with an SLO, by HTTP POST with the form's fields: into the folder
+        # of the first test it is refused (never renamed), into a folder named anew it starts
         ramp = {**fields, **LIGHT, "ramp": "1,2", "step_time": "2s", "slo": "success>=90%,ttft_p95<=2s"}
-        assert post(base, ramp)["success"] is True
-        graded = wait_for(Path(f"{results}-2") / "summary.json", 60)
+        refused = post(base, {**ramp, "results_dir": str(results)})
+        assert refused["success"] is False
+        assert refused["message"].startswith(f"--results-dir {results}: already holds results (")
+        assert post(base, {**ramp, "results_dir": f"{results}-graded"})["success"] is True
+        graded = wait_for(Path(f"{results}-graded") / "summary.json", 60)
+
+        # a third test whose POST leaves the load model's and the SLO's fields out (as an API
+        # client may): it runs as the command line says (-u), not with the second's --ramp
+        plain = {**LIGHT, "user_count": "1", "spawn_rate": "1", "host": url, "run_time": "2s"}
+        assert post(base, {**plain, "results_dir": f"{results}-plain"})["success"] is True
+        third = wait_for(Path(f"{results}-plain") / "summary.json", 60)
     log = ui.log()
     expect_exit(ui.proc, 0, log)  # SIGTERM after the second test ended: 0
     assert "llm-locust: --request-rate 'abc': not a number" in log
@@ -120,11 +130,15 @@ def test_tests_started_from_the_form(tmp_path: Path) -> None:
     assert None not in salts and salts[0] != salts[1]  # each test of the UI its own prompt salt
     assert [o["name"] for o in graded["slo"]["objectives"]] == ["success", "ttft_p95"]
     assert graded["config"]["options"]["request_rate"] is None  # the form's field, cleared
-    rows = rows_of(Path(f"{results}-2"))
+    rows = rows_of(Path(f"{results}-graded"))
+    assert not Path(f"{results}-2").exists()
     assert {r["stage"] for r in rows} - {None} == {0, 1} and all(r["outcome"] == "ok" for r in rows)
     end = graded["stages"][-1]["window"]["end"]
     assert all(r["start_time"] >= end - 0.5 for r in rows if r["stage"] is None)  # sent as the plan ended
     assert graded["completed"] + graded["failed"] + sum(graded["excluded"].values()) == len(rows)
+    options = third["config"]["options"]
+    assert (options["ramp"], options["step_time"], options["slo"]) == (None, 60.0, None), options
+    assert not third.get("stages") and third.get("slo") is None and third["completed"] > 0
 
 
 def test_a_malformed_host_in_the_form_is_refused(tmp_path: Path) -> None:
