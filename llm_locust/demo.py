@@ -1,4 +1,4 @@
-"""``llm-locust demo``: "4 or 8 GPUs?" answered on simulated deployments, in about 3.5 minutes.
+"""``llm-locust demo``: "4 or 8 GPUs?" answered on simulated deployments, only from valid steps.
 
 Starts three simulated deployments of a 70B-class model (``llm-locust sim``'s roofline model: a
 rehearsal, not a prediction) on free loopback ports:
@@ -7,15 +7,19 @@ rehearsal, not a prediction) on free loopback ports:
 - B: one 8-GPU instance, tensor parallel 8;
 - C: two 4-GPU instances, TP4 each (``--replicas 2``: two URLs, no load balancer),
 
-then runs ``llm-locust capacity`` over them, the three plans at once (``--parallel 3``): a
-capacity search per plan, from 32 users (near the demand), with the ``chat``
-profile for the demand "50 concurrent at peak" and the SLO "success >= 99 %, TTFT P95 <= 5 s,
-E2E P95 <= 30 s", and prints the comparison, the cheapest plan that meets the demand and the
-scaling from A to B and C. The simulators run ``--speedup`` times faster than the deployments
-they model (default 10); the capacity command reads that from their ``/version``, runs the
-search with the SLO and durations divided by it and shows every number in deployment time.
-Measured on a shared 2-core machine: 3 min 9 s, 3 min 17 s and 3 min 39 s
-(``benchmarks/README.md``); one plan after the other (``--parallel 1``) about 10 minutes.
+then runs ``llm-locust capacity`` over them: a capacity search per plan, from 32 users (near the
+demand), with the ``chat`` profile for the demand "50 concurrent at peak" and the SLO "success
+>= 99 %, TTFT P95 <= 5 s, E2E P95 <= 30 s", and prints the comparison, the cheapest plan that
+meets the demand and the scaling from A to B and C. The simulators run ``--speedup`` times
+faster than the deployments they model (default 10); the capacity command reads that from their
+``/version``, runs the search with the SLO and durations divided by it and shows every number in
+deployment time.
+
+Plans are searched at once only where the host has the cores for them (``--parallel``: by
+default one plan per 2 cores, so one after the other on a 2-core machine, about 3 minutes a
+plan), and every answer stands on steps the run holds valid: a step measured by a saturated or
+stalled load generator (a busy process, or an overloaded host) is run once more, then the
+plan's answer is withheld and the demo says why (exit code 6). Measured runs: ``README.md``.
 
 ``--ramp-only`` runs the previous demo instead: one simulator and a graded ramp.
 """

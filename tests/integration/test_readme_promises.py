@@ -11,6 +11,7 @@ from __future__ import annotations
 import csv
 import itertools
 import json
+import os
 from collections import defaultdict
 from pathlib import Path
 
@@ -170,19 +171,38 @@ PLANS = ("A-1x4gpu-tp4", "B-1x8gpu-tp8", "C-2x4gpu-tp4")
 
 
 @pytest.mark.slow
-def test_demo_searches_the_three_plans_at_once_with_progress(tmp_path: Path) -> None:
+def test_demo_searches_the_three_plans_as_the_host_allows_with_progress(tmp_path: Path) -> None:
     """``make demo``'s shape with short steps (30 s of deployment time, 3 s of wall time): the three
-    plans searched at once from 32 users, a progress line per step as it starts and is judged, a
-    folder per plan whose stages are its probes, ``capacity.json``, the simulators' clocks. The
-    answer itself needs the demo's 200 s steps (``benchmarks/README.md``): not asserted here."""
+    plans searched from 32 users, one plan at once per 2 cores of the host (one after the other on
+    a 2-core machine: three at once there measured the host's overload), a progress line per step
+    as it starts and is judged, a folder per plan whose stages are its probes, ``capacity.json``,
+    the simulators' clocks. The answer itself needs the demo's 200 s steps (``README.md``): not
+    asserted here; on a busy host it may be withheld (exit 6), which it then says."""
     results = tmp_path / "demo"
     res = llm_locust_cli("demo", "--step-time", "30s", "--results-dir", str(results), timeout=400)
-    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]  # no plan meeting it is an answer too
-    expect_exit(res, 0)
+    assert res.returncode in (0, 6), (
+        res.stdout[-3000:] + res.stderr[-3000:]
+    )  # no plan meeting it is an answer too
+    if res.returncode == 6:
+        assert "answer: answer withheld: " in res.stdout
+    cores = len(os.sched_getaffinity(0))
+    at_once = max(1, min(len(PLANS), cores // 2))
     lines = res.stdout.splitlines()
-    first_done = min(i for i, line in enumerate(lines) if "] done: " in line)
-    for name in PLANS:  # at once: every plan's first step starts before any plan is done
-        assert any(f"[{name}] search step 1: users=32 (start)" in line for line in lines[:first_done])
+    assert (
+        f"[capacity] {at_once} plan{'s' if at_once > 1 else ''} at once ({cores} cores on this host)"
+        in res.stdout
+    )
+    done = [min(i for i, line in enumerate(lines) if f"[{name}] done: " in line) for name in PLANS]
+    starts = [
+        min(i for i, line in enumerate(lines) if f"[{name}] search step 1: users=32 (start)" in line)
+        for name in PLANS
+    ]
+    for i in range(len(PLANS)):
+        if i >= at_once:  # waits for a plan before it to be done
+            assert starts[i] > min(done[:i]), (i, starts, done)
+        else:  # starts before any plan is done
+            assert starts[i] < min(done), (i, starts, done)
+    for name in PLANS:
         judged = [line for line in lines if f"[{name}] search: users=" in line]
         assert judged and all(" -> " in line for line in judged)  # the verdict and the decision
         summary = json.loads((results / name / "summary.json").read_text())
