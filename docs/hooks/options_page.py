@@ -52,14 +52,13 @@ def _default(opt: Option) -> str:
 
 def _row(opt: Option) -> str:
     flags = f"`{opt.short}`, `{opt.flag}`" if opt.short else f"`{opt.flag}`"
-    env = f"`{opt.env}`" if opt.env_var else ""
-    notes = []
+    notes = [f"Environment: `{opt.env}`."] if opt.env_var else []
     if not opt.web_ui:
-        notes.append("not in the web UI's form")
+        notes.append("Not in the web UI's form.")
     if opt.secret:
-        notes.append("secret")
-    help_text = _cell(opt.help) + (f" ({'; '.join(notes)})" if notes else "")
-    return f"| {flags} | {_value(opt)} | {_default(opt)} | {env} | {help_text} |"
+        notes.append("A secret.")
+    help_text = " ".join([_cell(opt.help).rstrip(".") + ".", *notes])
+    return f"| {flags}<br>{_value(opt)} | {_default(opt)} | {help_text} |"
 
 
 def _sections() -> dict[str, list[Option]]:
@@ -83,8 +82,8 @@ def markdown() -> str:
                 "The options of `llm-locust workload sample|describe|prompts` only (with the "
                 "workload options above); `--host` there is the server for `--tokenizer server`.\n"
             )
-        parts.append("| option | value | default | environment | what it does |")
-        parts.append("|---|---|---|---|---|")
+        parts.append("| option | default | what it does |")
+        parts.append("|---|---|---|")
         parts.extend(_row(opt) for opt in rows)
     return "\n".join(parts) + "\n"
 

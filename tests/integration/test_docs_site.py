@@ -89,7 +89,7 @@ def _page_groups(page: str) -> list[tuple[str, dict[str, str]]]:
             if not tds:
                 continue
             flags = re.findall(r"<code>(--?[\w-]+)</code>", tds[0])
-            env = re.findall(r"<code>(LLM_LOCUST_\w+)</code>", tds[3])
+            env = re.findall(r"<code>(LLM_LOCUST_\w+)</code>", cells)
             rows[flags[-1]] = env[0] if env else ""
         groups.append((title.strip("¶ \n"), rows))
     return groups
