@@ -17,13 +17,18 @@ Pure module: files in, no Locust, no network.
 from __future__ import annotations
 
 import json
-from enum import Enum
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict
 
+from llm_locust.config.demand import parse_demand
+from llm_locust.load.search import Verdict
+from llm_locust.results.capacity import measure
 from llm_locust.results.cost import cost_per_million, per_gpu, tokens_per_user
+
+if TYPE_CHECKING:
+    from llm_locust.config.demand import Demand
 
 __all__ = [
     "CAPACITY_FILE",
@@ -44,13 +49,6 @@ CAPACITY_FILE = "capacity.json"
 
 class DecisionError(ValueError):
     """A capacity folder the page cannot use (one line, naming the file)."""
-
-
-class Verdict(str, Enum):
-    PASS = "pass"
-    FAIL = "fail"
-    INCONCLUSIVE = "inconclusive"
-    INVALID = "invalid"
 
 
 class _Loose(BaseModel):
@@ -120,7 +118,17 @@ class PlanView(_Loose):
     tokens_per_user: float | None = None
     simulator_fell_behind: bool = False
     unmeasured: str | None = None  # re-judged: what the levels measured cannot tell
+    withheld: str | None = None  # the search withheld its answer (a step invalid twice): why
+    decided_by: list[Decider] = []
     steps: list[StepView]
+
+
+class Decider(_Loose):
+    """A step a plan's answer rests on (``capacity``, ``bound``, ``demand``) and whether it was valid."""
+
+    role: str
+    index: int
+    valid: bool = True
 
 
 class Scaling(_Loose):
@@ -142,6 +150,7 @@ class Decision(_Loose):
     plans: list[PlanView]
     scaling: list[Scaling] = []
     not_measured: dict[str, str] = {}
+    withheld: bool = False  # the comparison's answer withheld (a plan as cheap or cheaper has none)
     rejudged: dict[str, Any] | None = None  # llm-locust rejudge: the SLO and demand, the folder read
 
     @property
@@ -168,13 +177,6 @@ def _read(path: Path) -> dict[str, Any]:
     return data
 
 
-def _measure(kind: str, step: dict[str, Any]) -> float | None:
-    """A step's load in the demand's unit (as :func:`llm_locust.results.capacity.measure`)."""
-    key = {"concurrency": "mean_in_flight", "rate": "request_throughput"}.get(kind, "level")
-    value = step.get(key)
-    return None if value is None else float(value)
-
-
 def _latency(step: dict[str, Any], stage: dict[str, Any] | None, metric: str, k: float) -> Latency | None:
     """``metric`` (ttft or e2e) P95 of a step: its SLO line when it has one, else the stage's P95."""
     term = next((t for t in step.get("terms") or () if t.get("name") == f"{metric}_p95"), None)
@@ -199,7 +201,7 @@ def _latency(step: dict[str, Any], stage: dict[str, Any] | None, metric: str, k:
 
 
 def _step(
-    plan: dict[str, Any], step: dict[str, Any], stages: dict[int, dict[str, Any]], kind: str
+    plan: dict[str, Any], step: dict[str, Any], stages: dict[int, dict[str, Any]], demand: Demand
 ) -> StepView:
     k = float(plan.get("time_scale") or 1.0)
     gpus = int(plan["gpus"])
@@ -210,7 +212,7 @@ def _step(
     known: dict[str, Any] = {key: step.get(key) for key in StepView.model_fields if key in step}
     return StepView(
         **known,
-        load=_measure(kind, step),
+        load=measure(demand, step, bool(plan.get("by_level"))),
         tokens_per_user=tokens_per_user(None if not tpot else tpot / 1000.0),
         output_per_gpu=per_gpu(out, gpus),
         cost_per_million=cost_per_million(float(plan["gpu_hour_cost"]), gpus, out),
@@ -229,12 +231,12 @@ def _stages(folder: Path) -> dict[int, dict[str, Any]]:
     return {int(s["index"]): s for s in summary.get("stages") or () if isinstance(s, dict) and "index" in s}
 
 
-def _plan(root: Path, plan: dict[str, Any], kind: str) -> PlanView:
+def _plan(root: Path, plan: dict[str, Any], demand: Demand) -> PlanView:
     folder = Path(str(plan.get("folder") or plan["name"]))
     if not folder.is_dir():  # a capacity folder moved or copied: its plans are beside capacity.json
         folder = root / plan["name"]
     stages = _stages(folder)
-    steps = [_step(plan, s, stages, kind) for s in plan.get("steps") or ()]
+    steps = [_step(plan, s, stages, demand) for s in plan.get("steps") or ()]
     steps.sort(key=lambda s: (s.level, s.index))
     best, upper = plan.get("capacity_step") or {}, plan.get("upper_step") or {}
     clock = plan.get("simulator_clock") or {}
@@ -248,7 +250,7 @@ def _plan(root: Path, plan: dict[str, Any], kind: str) -> PlanView:
         stop=str((plan.get("search") or {}).get("stop") or ""),
         capacity_index=best.get("index"),
         upper_index=upper.get("index"),
-        upper=_measure(kind, upper) if upper else None,
+        upper=measure(demand, upper, bool(plan.get("by_level"))) if upper else None,
         upper_verdict=upper.get("verdict"),
         simulator_fell_behind=bool(clock.get("fell_behind")),
         steps=steps,
@@ -258,23 +260,23 @@ def _plan(root: Path, plan: dict[str, Any], kind: str) -> PlanView:
 def decision_from(report: dict[str, Any], directory: str | Path) -> Decision:
     """The page's model of a ``capacity.json`` content (``directory``: where its plan folders are)."""
     root = Path(directory)
-    demand = report.get("demand") or {}
-    kind = next((k for k in ("concurrency", "rate", "users") if demand.get(k) is not None), "concurrency")
     try:
+        demand = parse_demand(report["demand"])
         return Decision(
             directory=str(root),
-            demand_kind=kind,
-            demand=float(demand[kind]),
-            demand_text=str(report.get("demand_text") or f"{demand[kind]:g} {kind}"),
+            demand_kind=demand.kind,
+            demand=demand.value,
+            demand_text=str(report.get("demand_text") or demand.text()),
             slo=list(report.get("slo") or ()),
             answer=str(report.get("answer") or ""),
             cheapest=report.get("cheapest"),
-            plans=[_plan(root, p, kind) for p in report.get("plans") or ()],
+            plans=[_plan(root, p, demand) for p in report.get("plans") or ()],
             scaling=report.get("scaling") or [],
             not_measured=report.get("not_measured") or {},
+            withheld=bool(report.get("withheld")),
             rejudged=report.get("rejudged"),
         )
-    except (KeyError, TypeError, ValidationError) as exc:
+    except (KeyError, TypeError, ValueError) as exc:
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise DecisionError(f"{root / CAPACITY_FILE}: not a capacity comparison ({first})") from None
 

@@ -66,6 +66,12 @@ def answer_block(d: Decision) -> str:
             f"{_num(p.headroom, '{:+.0%}')}, ${_num(p.cost_per_million_at_demand, '{:.2f}')} per 1M output "
             "tokens at the demand.</p>"
         )
+    elif d.withheld:
+        parts.append(
+            f'<p class="answer withheld">{escape(d.answer[:1].upper() + d.answer[1:])}. A plan as cheap or '
+            "cheaper than any that meets the demand has no valid measurement on this run (its steps "
+            "were invalid: see below); measure again on a quieter host.</p>"
+        )
     else:
         close = max(
             (p for p in d.plans if p.capacity is not None), key=lambda p: p.capacity or 0, default=None
@@ -126,7 +132,7 @@ def plan_table(d: Decision) -> str:
             f"<td>{_num(p.headroom, '{:+.0%}')}</td><td>{_num(p.cost_per_million_at_demand, '{:.2f}')}</td>"
             f"<td>{_num(p.cost_per_million_at_capacity, '{:.2f}')}</td>"
             f"<td>{_num(p.output_throughput_per_gpu)}</td><td>{_num(p.tokens_per_user)}</td>"
-            f"<td>{_badge('pass' if p.meets else 'fail')}</td></tr>"
+            f"<td>{_badge('withheld' if p.withheld else 'pass' if p.meets else 'fail')}</td></tr>"
         )
     return f'<table class="plans">{head}{"".join(rows)}</table>'
 
@@ -167,6 +173,8 @@ def steps_table(d: Decision) -> str:
         for s in p.steps:
             mark = " (capacity)" if s.index == p.capacity_index else ""
             mark += " (lowest not passed)" if s.index == p.upper_index else ""
+            deciders = [x for x in p.decided_by if x.index == s.index]
+            mark += "".join(f" (decides: {x.role}{'' if x.valid else ', INVALID'})" for x in deciders)
             rows.append(_step_row(p, s, mark))
     sources = sorted({lat.source for p in d.plans for s in p.steps for lat in (s.ttft, s.e2e) if lat})
     legend = "".join(f"<li>{escape(x)}</li>" for x in sources)

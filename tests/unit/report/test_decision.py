@@ -135,3 +135,22 @@ def test_report_cli_writes_capacity_html_and_a_bad_file_is_one_line(tmp_path: Pa
     assert exc.value.code == 2 and err.count("\n") == 1 and "capacity.json: not a capacity comparison" in err
     with pytest.raises(DecisionError):
         load_decision(folder)
+
+
+def test_a_withheld_answer_is_said_as_such_and_levels_are_the_load_when_searched_by_level(
+    tmp_path: Path,
+) -> None:
+    folder = _folder(tmp_path)
+    report = json.loads((folder / "capacity.json").read_text())
+    plan = report["plans"][0]
+    plan |= {"by_level": True, "withheld": "answer withheld: users=24 was invalid 2 times", "meets": False}
+    plan["decided_by"] = [{"role": "capacity", "index": 1, "label": "users=16", "valid": True}]
+    report |= {"withheld": True, "answer": "answer withheld: A (as cheap or cheaper) could not be measured"}
+    (folder / "capacity.json").write_text(json.dumps(report))
+    d = load_decision(folder)
+    assert [s.load for s in d.plans[0].steps] == [16, 24, 28, 32]  # the levels, not the means in flight
+    assert d.plans[0].upper == 32 and d.withheld
+    page = build_decision_page(d)
+    assert "Answer withheld: A (as cheap or cheaper)" in page and "No plan meets" not in page
+    assert '<span class="badge withheld">withheld</span>' in page
+    assert "users=16 (capacity) (decides: capacity)" in page
