@@ -9,7 +9,8 @@ not told these) this:
    chat profile, outputs capped at 512, ``--target-speedup K``);
 2. measures the SLO capacity with ``llm-locust capacity`` for three plans: one replica, two
    replicas behind round robin, and one replica with twice the chat prompt length (each plan
-   its own simulator process, searched at once with ``--parallel 3``);
+   its own simulator process, one after the other: the host is shared, and parallel searches
+   saturated the load generator);
 3. fits ``llm-locust calibrate`` on the ramp (and once more with ``--holdout`` at its highest
    level), and asks ``llm-locust predict`` for the same three plans.
 
@@ -81,60 +82,49 @@ def ramp(dep: tuple[Any, ...], folder: Path, args: argparse.Namespace) -> float:
     return time.monotonic() - t0
 
 
-def measure(dep: tuple[Any, ...], folder: Path, args: argparse.Namespace) -> dict[str, Any]:
+def measure(
+    dep: tuple[Any, ...], folder: Path, args: argparse.Namespace, done: dict[str, Any]
+) -> dict[str, Any]:
+    """Each plan's capacity, one plan at a time (the host is shared: parallel searches saturated
+    the client); plans with a capacity in ``done`` are kept."""
     gpu, model, tp, _, demand = dep
-    sims = {name: _sim(gpu, model, tp, r, args.speedup) for name, r in (("one", 1), ("two", 2), ("long", 1))}
-    results: dict[str, Any] = {}
-    try:
-        for name, workload in (("chat", CHAT), ("long", LONG)):
-            plans = [("one", 1), ("two", 2)] if name == "chat" else [("long", 1)]
-            spec = {
-                "demand": {"concurrency": demand},
-                "slo": SLO,
-                "workload": {**workload, "seed": 1},
-                "search": {"step_time": args.search_step, "warmup": args.search_warmup},
-                "plans": [
-                    {
-                        "name": p,
-                        "endpoints": sims[p][1],
-                        "gpus": tp * r,
-                        "gpu": gpu,
-                        "model": model,
-                        "gpu_hour_cost": 2.0,
-                    }
-                    for p, r in plans
-                ],
-            }
-            results[name] = spec
-        procs = []
-        for name, spec in results.items():
-            (folder / f"{name}.yaml").write_text(json.dumps(spec))
-            cmd = [
-                "capacity",
-                str(folder / f"{name}.yaml"),
-                "--results-dir",
-                str(folder / name),
-                "--parallel",
-                "2",
-            ]
-            run = [sys.executable, "-m", "llm_locust.cli", *cmd]
-            procs.append(
-                subprocess.Popen(run, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    out: dict[str, Any] = dict(done)
+    for plan, replicas, workload in (("one", 1, CHAT), ("two", 2, CHAT), ("long", 1, LONG)):
+        if (done.get(plan) or {}).get("capacity") is not None:
+            continue
+        proc, urls = _sim(gpu, model, tp, replicas, args.speedup)
+        spec = {
+            "demand": {"concurrency": demand},
+            "slo": SLO,
+            "workload": {**workload, "seed": 1},
+            "search": {"step_time": args.search_step, "warmup": args.search_warmup},
+            "plans": [
+                {"name": plan, "endpoints": urls, "gpus": tp * replicas, "gpu": gpu, "model": model,
+                 "gpu_hour_cost": 2.0}
+            ],
+        }  # fmt: skip
+        (folder / f"{plan}.yaml").write_text(json.dumps(spec))
+        t0 = time.monotonic()
+        try:
+            res = _cli(
+                "capacity", str(folder / f"{plan}.yaml"), "--results-dir", str(folder / plan), timeout=3600
             )
-        logs = [p.communicate(timeout=7200)[0] for p in procs]
-    finally:
-        for proc, _ in sims.values():
+        finally:
             proc.terminate()
             proc.wait(10)
-    out: dict[str, Any] = {"logs": logs}
-    for name in results:
-        cap = json.loads((folder / name / "capacity.json").read_text())
-        for plan in cap["plans"]:
-            out[plan["name"]] = {
-                "capacity": plan.get("capacity"),
-                "stop": (plan.get("search") or {}).get("stop_reason"),
-            }
-        out[f"{name}_clock"] = [p.get("simulator_clock") for p in cap["plans"]]
+        cap = json.loads((folder / plan / "capacity.json").read_text())["plans"][0]
+        out[plan] = {
+            "capacity": cap.get("capacity"),
+            "verdict": cap.get("verdict"),
+            "steps": [(s.get("level"), s.get("verdict")) for s in cap.get("steps") or ()],
+            "wall_s": time.monotonic() - t0,
+            "log_tail": res.stdout[-600:],
+        }
+        print(
+            f"measured {folder.name} {plan}: {out[plan]['capacity']} ({out[plan]['wall_s']:.0f} s)",
+            flush=True,
+        )
+        (folder / "measured.json").write_text(json.dumps(out))
     return out
 
 
@@ -173,15 +163,14 @@ def main() -> int:
         folder = Path(args.work) / name
         folder.mkdir(parents=True, exist_ok=True)
         entry: dict[str, Any] = {"gpu": dep[0], "model": dep[1], "tp": dep[2], "ramp": dep[3]}
+        measured = folder / "measured.json"
+        done = json.loads(measured.read_text()) if measured.exists() else {}
         if not args.skip_measure:
             if not (folder / "ramp" / "summary.json").exists():  # a finished ramp is reused
                 entry["ramp_wall_s"] = ramp(dep, folder / "ramp", args)
-            t0 = time.monotonic()
-            entry["measured"] = measure(dep, folder, args)
-            entry["measure_wall_s"] = time.monotonic() - t0
-            (folder / "measured.json").write_text(json.dumps(entry["measured"]))
+            entry["measured"] = measure(dep, folder, args, done)
         else:
-            entry["measured"] = json.loads((folder / "measured.json").read_text())
+            entry["measured"] = done
         cal = _cli("calibrate", str(folder / "ramp"), "-o", str(folder / "model.yaml"))
         hold = _cli("calibrate", str(folder / "ramp"), "-o", str(folder / "model-holdout.yaml"),
                     "--holdout", str(dep[3][-1]))  # fmt: skip

@@ -16,12 +16,16 @@ How (a request's send ``s``, first token ``f = s + ttft``, end ``e = s + e2e``; 
    generated so far, linear between ``f`` and ``e``) and ``F_i`` the prompt tokens of the
    requests whose first token fell inside its decode, per step. Non-negative least squares
    (every subset of the terms, the best feasible one). Time averages stand for step averages:
-   on synthetic records from the engine itself this puts ``decode_base`` and
-   ``prefill_per_token`` within 2 % and the per-sequence and per-context terms within about
-   30 % of the truth (the bootstrap interval covers sampling noise, not this approximation).
+   on synthetic records from the engine itself this puts ``decode_base`` within 3 % and the
+   per-sequence and per-context terms within 10 % of the truth beyond their intervals (the
+   bootstrap interval covers sampling noise, not this approximation).
 2. **Prefill and overhead.** An unqueued request waits for the step in progress (half a step
-   on average), then its own prefill step: ``ttft_i - 1.5 x step(s_i) = overhead +
-   prefill_per_token x P_i`` with ``step(s_i)`` the decode step at its send time from 1.
+   on average), then its prefill step: ``ttft_i - 1.5 x step(s_i) = overhead +
+   prefill_per_token x (P_i + Q_i)`` with ``step(s_i)`` the decode step at its send time from
+   1 and ``Q_i`` the prompts of the requests whose first token came in the same step (within
+   0.3 of a step of its own: they were prefilled together). The prefill cost per token is
+   one parameter: the decode fit of 1 is then repeated with its ``F_i`` term fixed at the
+   TTFT fit's ``prefill_per_token``, and the two alternate three times.
    Requests more than 5 steps plus 3 robust deviations above the line are queued and
    left out (one refit).
 3. **Batch limit and KV cache.** If requests queued, the most sequences decoding at once is
@@ -55,6 +59,8 @@ BOOTSTRAP = 200
 DRAWS_KEPT = 20
 #: A request waits for the step in progress (half of one on average), then its prefill step.
 WAIT_STEPS = 1.5
+#: First tokens this close (as a share of a decode step) came out of the same prefill step.
+SAME_STEP = 0.3
 _BLOCK = 256
 
 
@@ -160,19 +166,33 @@ def _fit_once(
     prompt: np.ndarray, rows_t: np.ndarray, free_t: Sequence[int],
 ) -> tuple[_Point, np.ndarray]:  # fmt: skip
     dec = _nnls(xd, tpot, free_d)
-    step0 = dec[0] + dec[1] * (cov.batch0[rows_t] + 1) + dec[2] * cov.context0[rows_t]
-    y = ttft - WAIT_STEPS * step0
-    xt = np.column_stack([np.ones(len(y)), prompt])
-    keep = np.ones(len(y), bool)
-    for _ in range(2):
+    xt = np.column_stack([np.ones(len(ttft)), prompt])
+    keep = np.ones(len(ttft), bool)
+    for _ in range(3):
+        step0 = dec[0] + dec[1] * (cov.batch0[rows_t] + 1) + dec[2] * cov.context0[rows_t]
+        y = ttft - WAIT_STEPS * step0
         coef = _nnls(xt[keep], y[keep], free_t)
         res = y - xt @ coef
         mad = float(np.median(np.abs(res[keep] - np.median(res[keep])))) * 1.4826
-        queued = res > 5 * step0 + 3 * mad
-        if queued.sum() == (~keep).sum():
-            break
-        keep = ~queued
+        keep = ~(res > 5 * step0 + 3 * mad)
+        # one engine parameter: the prefill that delays a first token slows the decoders alike
+        dec = _nnls(xd[:, :3], tpot - coef[1] * xd[:, 3], [c for c in free_d if c < 3])
+        dec = np.append(dec, coef[1])
     return _Point(dec, coef), ~keep
+
+
+def _prefilled_with(r: Requests, target: np.ndarray, eps: np.ndarray) -> np.ndarray:
+    """Each target's prompt plus those of the requests whose first token came in the same step
+    (within ``eps`` of its own): the prefill tokens of the step that produced its first token."""
+    f = r.start + r.ttft
+    out = np.zeros(len(target))
+    for lo in range(0, len(target), _BLOCK):
+        idx = target[lo : lo + _BLOCK]
+        same = (r.run[idx][:, None] == r.run[None, :]) & (
+            np.abs(f[idx][:, None] - f[None, :]) < eps[lo : lo + _BLOCK, None]
+        )
+        out[lo : lo + _BLOCK] = (same * r.prompt[None, :]).sum(1)  # itself included
+    return out
 
 
 def _spread(x: np.ndarray) -> float:
@@ -208,7 +228,9 @@ def fit(r: Requests, runs: Sequence[str], seed: int = 0, bootstrap: int = BOOTST
             f"the batch barely varies (mean {np.mean(b):.1f}), so a step's cost per sequence and per "
             "context token cannot be told from its base: fixed to 0 (decode_base carries them)"
         )
-    prompt_t = r.prompt[target_t]
+    dec0 = _nnls(xd, tpot, free_d)
+    step_t = dec0[0] + dec0[1] * (cov_t.batch0 + 1) + dec0[2] * cov_t.context0
+    prompt_t = _prefilled_with(r, target_t, SAME_STEP * step_t)
     if _spread(prompt_t) < 1.5:
         free_t = [1]
         notes.append(

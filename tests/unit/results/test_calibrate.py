@@ -57,8 +57,8 @@ def _config(**changes: float) -> EngineConfig:
 
 #: How far the fit may sit from the truth beyond its sampling interval: the fit's documented
 #: approximations (time averages for step averages; a request waits 1.5 steps on average).
-APPROXIMATION = {"decode_base": 0.03, "prefill_per_token": 0.0, "decode_per_seq": 0.35,
-                 "decode_per_ctx_token": 0.35, "overhead": 0.2}  # fmt: skip
+APPROXIMATION = {"decode_base": 0.03, "prefill_per_token": 0.0, "decode_per_seq": 0.1,
+                 "decode_per_ctx_token": 0.1, "overhead": 0.05}  # fmt: skip
 
 
 def test_the_fit_recovers_known_parameters_within_their_intervals() -> None:
