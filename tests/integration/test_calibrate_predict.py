@@ -62,7 +62,8 @@ def test_calibrate_then_predict_agrees_with_the_measured_ramp(tmp_path: Path) ->
     slo = f"e2e_p95<={(at8 + at16) / 2:.3f}s"
     pred = llm_locust_cli(
         "predict", str(tmp_path / "m.yaml"), "--slo", slo, "--demand", "8",
-        "--input-tokens", "uniform:100,2000", "--output-tokens", "uniform:20,60", "--draws", "3", "-o", str(tmp_path / "p.json"), timeout=180,
+        "--input-tokens", "uniform:100,2000", "--output-tokens", "uniform:20,60", "--draws", "3",
+        "-o", str(tmp_path / "p.json"), timeout=180,
     )  # fmt: skip
     assert pred.returncode in (0, 3), pred.stderr
     assert pred.stdout.startswith("PREDICTION (not a measurement)") and str(run) in pred.stdout
