@@ -44,7 +44,16 @@ from llm_locust.record import CANCELLED, INCOMPLETE, NOT_FAILED, OK, input_token
 from llm_locust.results.histogram import FixedBucketCounts, LogHistogram
 from llm_locust.results.inclusion import Coverage, row_covers
 
-__all__ = ["LATENCIES", "QUANTILES", "EndpointTotals", "History", "LiveAggregate", "Window", "history_point"]
+__all__ = [
+    "LATENCIES",
+    "QUANTILES",
+    "EndpointTotals",
+    "History",
+    "LiveAggregate",
+    "Window",
+    "history_point",
+    "totals_since",
+]
 
 #: Each latency (its record field, :data:`llm_locust.record.LATENCIES`) -> its catalog metric.
 LATENCIES: dict[str, metrics.MetricSpec] = {
@@ -325,6 +334,18 @@ def _stats(hist: LogHistogram) -> dict[str, Any]:
     return out
 
 
+def totals_since(totals: Mapping[str, Any], base: Mapping[str, Any]) -> dict[str, Any]:
+    """A snapshot's ``totals`` less an earlier snapshot's ``base`` (counts, and dicts of counts)."""
+    out: dict[str, Any] = {}
+    for key, value in totals.items():
+        if isinstance(value, dict):
+            earlier = base.get(key) or {}
+            out[key] = {k: v - earlier.get(k, 0) for k, v in value.items() if v - earlier.get(k, 0)}
+        else:
+            out[key] = value - base.get(key, 0)
+    return out
+
+
 def history_point(snapshot: Mapping[str, Any], gauges: Mapping[str, Any]) -> dict[str, Any]:
     """One compact chart point from a snapshot and the run's gauges (latencies in seconds)."""
     recent = snapshot["recent"]
@@ -350,6 +371,9 @@ class History:
 
     def append(self, point: dict[str, Any]) -> None:
         self._points.append(point)
+
+    def clear(self) -> None:
+        self._points.clear()
 
     def since(self, t: float | None = None) -> list[dict[str, Any]]:
         """Points strictly newer than ``t`` (all of them when ``t`` is None)."""

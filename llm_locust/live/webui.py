@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 import gevent
 
 from llm_locust.live import catalog as metrics
-from llm_locust.live.aggregate import LATENCIES, History, LiveAggregate, history_point
+from llm_locust.live.aggregate import LATENCIES, History, LiveAggregate, history_point, totals_since
 from llm_locust.live.exporter import run_info
 from llm_locust.live.view import RunView
 from llm_locust.results.headline import headline
@@ -85,11 +85,27 @@ class LiveWebUI:
         self.sample_s = sample_s
         self.history = History(maxlen=int(HISTORY_S / sample_s))
         self.last_summary: dict[str, Any] | None = None
+        self.test = 0  # tests started: the page starts its series anew when this changes
+        self._base: dict[str, Any] = {}  # the aggregate's totals when the test started
         self._greenlet: gevent.Greenlet | None = None
+
+    def on_test_start(self) -> None:
+        """A test starts: the previous one's verdict, totals and chart series are not its own."""
+        self.test += 1
+        self.last_summary = None
+        self.history.clear()
+        self._base = self.aggregate.snapshot()["totals"]
 
     def on_finalized(self, summary: dict[str, Any], directory: Path | None) -> None:
         """A test ended: the page shows its result from now on."""
         self.last_summary = summary
+
+    def snapshot(self) -> dict[str, Any]:
+        """The live aggregate's snapshot with the totals of this test alone (the aggregate, like
+        the exporter's counters, counts every test of the process)."""
+        snap = self.aggregate.snapshot()
+        snap["totals"] = totals_since(snap["totals"], self._base)
+        return snap
 
     def gauges(self) -> dict[str, Any]:
         raw = self.view.gauges()
@@ -108,7 +124,7 @@ class LiveWebUI:
         }
 
     def sample(self) -> dict[str, Any]:
-        point = history_point(self.aggregate.snapshot(), self.gauges())
+        point = history_point(self.snapshot(), self.gauges())
         self.history.append(point)
         return point
 
@@ -119,9 +135,10 @@ class LiveWebUI:
                 **run_info(self.view),
                 "role": self.view.role,
                 "state": self.view.state(),
+                "test": self.test,
                 **self.gauges(),
             },
-            "snapshot": self.aggregate.snapshot(),
+            "snapshot": self.snapshot(),
             "history": self.history.since(since),
             "sample_s": self.sample_s,
             "result": result_view(self.last_summary),
@@ -130,24 +147,16 @@ class LiveWebUI:
         }
 
     def table_rows(self) -> list[dict[str, Any]]:
-        """Rows of the "LLM" tab: recent quantiles (ms) per latency, rates, totals, the chart link."""
-        snap = self.aggregate.snapshot()
+        """Rows of the "LLM" tab: quantiles (ms) per latency, rates, totals, the chart link. While a
+        test runs, over the last 30 s; once it ended, the summary's whole-run values (a window of
+        a stopped load only decays to zeros), and its one completed count."""
+        snap = self.snapshot()
         recent = snap["recent"]
         result = result_view(self.last_summary)
         rows = _result_rows(result) if result else []
         if not result and self.view.gauges().client_saturated:
             rows.append({"metric": "Client", "p50": "", "p95": "", "p99": "", "count": SATURATED_NOW})
-        for name in LATENCIES:
-            stats = recent["latency"][name]
-            rows.append(
-                {
-                    "metric": f"{_LABELS[name]} (last {recent['window_s']}s, ms)",
-                    "p50": _ms(stats["p50"]),
-                    "p95": _ms(stats["p95"]),
-                    "p99": _ms(stats["p99"]),
-                    "count": stats["count"],
-                }
-            )
+        rows += _whole_run_rows(self.last_summary or {}) if result else _window_rows(recent)
         blank = {"p50": "", "p95": "", "p99": ""}
         if result:
             tokens, requests, scope = result["output_throughput"], result["request_throughput"], "whole run"
@@ -155,12 +164,9 @@ class LiveWebUI:
             tokens, requests, scope = recent["output_tokens_per_s"], recent["requests_per_s"], "last 30s"
         rows.append({"metric": f"Output tokens/s ({scope})", **blank, "count": round(tokens, 1)})
         rows.append({"metric": f"Requests/s ({scope})", **blank, "count": round(requests, 2)})
+        counts = {k: "-" if v is None else v for k, v in (result or snap["totals"]).items()}
         rows.append(
-            {
-                "metric": "Completed | failed",
-                **blank,
-                "count": f"{snap['totals']['completed']} | {snap['totals']['failed']}",
-            }
+            {"metric": "Completed | failed", **blank, "count": f"{counts['completed']} | {counts['failed']}"}
         )
         rows.append({"metric": CHARTS_LINK_TEXT, **blank, "count": ""})
         return rows
@@ -185,6 +191,48 @@ class LiveWebUI:
 
 def _ms(seconds: float | None) -> float | str:
     return "" if seconds is None else round(seconds * 1000.0, 1)
+
+
+def _window_rows(recent: dict[str, Any]) -> list[dict[str, Any]]:
+    """The tab's latency rows while a test runs: the last 30 s of finished requests."""
+    rows = []
+    for name in LATENCIES:
+        stats = recent["latency"][name]
+        rows.append(
+            {
+                "metric": f"{_LABELS[name]} (last {recent['window_s']}s, ms)",
+                "p50": _ms(stats["p50"]),
+                "p95": _ms(stats["p95"]),
+                "p99": _ms(stats["p99"]),
+                "count": stats["count"],
+            }
+        )
+    return rows
+
+
+#: The tab's rows after a test: summary name -> label (the summary's keys, ``e2el`` for E2E).
+_WHOLE_RUN = {"ttft": "TTFT", "ttft_visible": "TTFT visible", "tpot": "TPOT", "itl": "ITL", "e2el": "E2E"}
+
+
+def _whole_run_rows(summary: dict[str, Any]) -> list[dict[str, Any]]:
+    """The tab's latency rows once a test ended: the summary's whole-run percentiles (ms, as
+    summary.json); a latency the summary has no value for shows blank, never 0."""
+    rows = []
+    for name, label in _WHOLE_RUN.items():
+        values = [summary.get(f"p{q}_{name}_ms") for q in (50, 95, 99)]
+        if name == "ttft_visible" and not summary.get("reasoning"):
+            continue  # not a reasoning model: the same as TTFT
+        shown = ["" if v is None else round(float(v), 1) for v in values]
+        rows.append(
+            {
+                "metric": f"{label} (whole run, ms)",
+                "p50": shown[0],
+                "p95": shown[1],
+                "p99": shown[2],
+                "count": "",
+            }
+        )
+    return rows
 
 
 _RESULT_KEYS = (

@@ -153,6 +153,7 @@ def install_outputs(ext: Extension) -> Outputs | None:
         add_metrics_route(web_ui, exporter)
         outputs.web = LiveWebUI(view, aggregate, server=latest)
         ext.finalized.subscribe(outputs.web.on_finalized)
+        events.test_start.add_listener(lambda **_: outputs.web.on_test_start() if outputs.web else None)
         add_web_ui(web_ui, outputs.web)
         events.quitting.add_listener(lambda **_: outputs.web.stop() if outputs.web else None)
     return outputs

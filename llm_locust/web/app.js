@@ -9,6 +9,7 @@ const LATENCIES = ["ttft", "tpot", "itl", "e2e"];
 const TITLES = { ttft: "Time to first token", tpot: "Time per output token", itl: "Inter-token latency", e2e: "End-to-end latency" };
 const points = [];
 let lastT = null;
+let test = null;  // the server's test number: a new test starts its series, tiles and verdict anew
 let marks = { slo: [], stages: [] };
 const charts = {};
 
@@ -190,6 +191,8 @@ async function poll() {
     const response = await fetch(url, { cache: "no-store" });
     if (response.ok) {
       const data = await response.json();
+      if (test !== null && data.run.test !== test) points.length = 0;  // the server cleared its history too
+      test = data.run.test;
       for (const p of data.history) points.push(p);
       marks = data.marks || marks;
       if (points.length > MAX_POINTS) points.splice(0, points.length - MAX_POINTS);

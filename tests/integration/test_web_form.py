@@ -14,6 +14,7 @@ are checked.
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -56,6 +57,17 @@ def start_in_chromium(base: str, values: dict[str, str]) -> dict[str, Any]:
         page.evaluate(FORM_READY)
         body = page.response_to(lambda: page.evaluate(f"({FILL_AND_START})({json.dumps(values)})"), "/swarm")
     return json.loads(body)
+
+
+def _live_test(base: str, test: int, timeout: float = 20.0) -> dict[str, Any]:
+    """``/llm/stats`` once test number ``test`` has started."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        stats = json.loads(http_get(f"{base}/llm/stats"))
+        if stats["run"]["test"] >= test:
+            return stats
+        time.sleep(0.1)
+    raise AssertionError(f"test {test} did not start in {timeout} s")
 
 
 def max_in_flight(rows: list[dict[str, Any]]) -> int:
@@ -111,7 +123,13 @@ def test_tests_started_from_the_form(tmp_path: Path) -> None:
         # a third test whose POST leaves the load model's and the SLO's fields out (as an API
         # client may): it runs as the command line says (-u), not with the second's --ramp
         plain = {**LIGHT, "user_count": "1", "spawn_rate": "1", "host": url, "run_time": "2s"}
+        graded_live = json.loads(http_get(f"{base}/llm/stats"))
+        assert graded_live["result"]["slo_passed"] is not None and graded_live["history"]
         assert post(base, {**plain, "results_dir": f"{results}-plain"})["success"] is True
+        live = _live_test(base, graded_live["run"]["test"] + 1)
+        # /llm starts clean: no verdict of the second test, none of its chart points
+        assert live["result"] is None
+        assert all(p["t"] > graded_live["history"][-1]["t"] for p in live["history"])
         third = wait_for(Path(f"{results}-plain") / "summary.json", 60)
     log = ui.log()
     expect_exit(ui.proc, 0, log)  # SIGTERM after the second test ended: 0
