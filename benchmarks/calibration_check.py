@@ -30,6 +30,7 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 SLO = "ttft_p95<=5s,e2e_p95<=30s"
+SLO_TTFT, SLO_E2E = 5.0, 30.0
 #: name: (gpu, model, tp, ramp levels, demand)
 DEPLOYMENTS = {
     "a100-70b-tp4": ("a100", "70b", 4, [6, 12, 18, 24, 30], 24),
@@ -82,48 +83,83 @@ def ramp(dep: tuple[Any, ...], folder: Path, args: argparse.Namespace) -> float:
     return time.monotonic() - t0
 
 
+def _levels(predicted: float, replicas: int) -> list[int]:
+    """Closed-loop levels from 0.65x to 1.45x the prediction, about 8 % apart (whole users, a
+    multiple of the replicas so every replica gets the same share)."""
+    out: list[int] = []
+    x = 0.65 * predicted
+    while x <= 1.45 * predicted:
+        level = max(replicas, round(x / replicas) * replicas)
+        if level not in out:
+            out.append(level)
+        x *= 1.08
+    return out
+
+
+def _verdicts(folder: Path, levels: list[int], k: float) -> dict[int, dict[str, Any]]:
+    """Each level's TTFT and E2E P95 in deployment time (x k) and whether the SLO holds."""
+    import numpy as np
+
+    rows = [json.loads(line) for line in (folder / "requests.jsonl").read_text().splitlines()]
+    out = {}
+    for stage, users in enumerate(levels):
+        ok = [r for r in rows if r["stage"] == stage and not r["warmup"] and r["outcome"] == "ok"]
+        failed = sum(1 for r in rows if r["stage"] == stage and not r["warmup"] and r["outcome"] != "ok")
+        if not ok:
+            out[users] = {"requests": 0, "pass": False}
+            continue
+        t95 = float(np.percentile([r["ttft"] * k for r in ok], 95))
+        e95 = float(np.percentile([r["e2e"] * k for r in ok], 95))
+        passed = t95 <= SLO_TTFT and e95 <= SLO_E2E and failed == 0
+        out[users] = {"requests": len(ok), "failed": failed, "ttft_p95": t95, "e2e_p95": e95, "pass": passed}
+    return out
+
+
 def measure(
-    dep: tuple[Any, ...], folder: Path, args: argparse.Namespace, done: dict[str, Any]
+    dep: tuple[Any, ...],
+    folder: Path,
+    args: argparse.Namespace,
+    predicted: dict[str, Any],
+    done: dict[str, Any],
 ) -> dict[str, Any]:
-    """Each plan's capacity, one plan at a time (the host is shared: parallel searches saturated
-    the client); plans with a capacity in ``done`` are kept."""
-    gpu, model, tp, _, demand = dep
+    """Each plan's SLO capacity measured over the wire: a ramp through levels around the
+    prediction, each level judged on its records; the capacity is the highest level that
+    passes with every lower one passing. One plan at a time (the host is shared)."""
+    gpu, model, tp = dep[:3]
     out: dict[str, Any] = dict(done)
     for plan, replicas, workload in (("one", 1, CHAT), ("two", 2, CHAT), ("long", 1, LONG)):
         if (done.get(plan) or {}).get("capacity") is not None:
             continue
+        levels = _levels(predicted[plan]["capacity"], replicas)
         proc, urls = _sim(gpu, model, tp, replicas, args.speedup)
-        spec = {
-            "demand": {"concurrency": demand},
-            "slo": SLO,
-            "workload": {**workload, "seed": 1},
-            "search": {"step_time": args.search_step, "warmup": args.search_warmup},
-            "plans": [
-                {"name": plan, "endpoints": urls, "gpus": tp * replicas, "gpu": gpu, "model": model,
-                 "gpu_hour_cost": 2.0}
-            ],
-        }  # fmt: skip
-        (folder / f"{plan}.yaml").write_text(json.dumps(spec))
+        run = folder / f"measure-{plan}"
+        lengths = ["--workload", "chat", "--max-tokens", "512"] if workload is CHAT else [
+            "--input-tokens", LONG["input_tokens"], "--output-tokens", LONG["output_tokens"]]  # fmt: skip
         t0 = time.monotonic()
         try:
             res = _cli(
-                "capacity", str(folder / f"{plan}.yaml"), "--results-dir", str(folder / plan), timeout=3600
-            )
+                "run", "--host", urls[0], "--endpoints", ",".join(urls), "--balance", "round-robin",
+                "--headless", "--ramp", ",".join(map(str, levels)), "--step-time", args.measure_step,
+                "--warmup", args.ramp_warmup, *lengths, "--seed", "1",
+                "--target-speedup", f"{args.speedup:g}",
+                "--results-dir", str(run), "--overwrite", "--only-summary", "--loglevel", "WARNING",
+            )  # fmt: skip
         finally:
             proc.terminate()
             proc.wait(10)
-        cap = json.loads((folder / plan / "capacity.json").read_text())["plans"][0]
-        out[plan] = {
-            "capacity": cap.get("capacity"),
-            "verdict": cap.get("verdict"),
-            "steps": [(s.get("level"), s.get("verdict")) for s in cap.get("steps") or ()],
-            "wall_s": time.monotonic() - t0,
-            "log_tail": res.stdout[-600:],
-        }
-        print(
-            f"measured {folder.name} {plan}: {out[plan]['capacity']} ({out[plan]['wall_s']:.0f} s)",
-            flush=True,
+        if res.returncode not in (0, 3):
+            raise SystemExit(f"measuring ramp failed: {res.stderr[-1500:]}")
+        by_level = _verdicts(run, levels, args.speedup)
+        cap = 0
+        for users in levels:
+            if not by_level[users]["pass"]:
+                break
+            cap = users
+        out[plan] = {"capacity": cap, "levels": levels, "by_level": by_level, "wall_s": time.monotonic() - t0}
+        out[plan]["note"] = (
+            "below the lowest level" if cap == 0 else "at the highest level" if cap == levels[-1] else ""
         )
+        print(f"measured {folder.name} {plan}: {cap} of {levels} ({out[plan]['wall_s']:.0f} s)", flush=True)
         (folder / "measured.json").write_text(json.dumps(out))
     return out
 
@@ -150,10 +186,9 @@ def main() -> int:
     parser.add_argument("--speedup", type=float, default=10.0)
     parser.add_argument("--ramp-step", default="20s", help="wall time per ramp level")
     parser.add_argument("--ramp-warmup", default="5s")
-    parser.add_argument("--search-step", default="200s", help="deployment time per search step")
-    parser.add_argument("--search-warmup", default="50s")
     parser.add_argument("--work", default="/tmp/calibration_check")
-    parser.add_argument("--skip-measure", action="store_true", help="reuse the work folder's runs")
+    parser.add_argument("--measure-step", default="20s", help="wall time per measured level")
+    parser.add_argument("--fresh", action="store_true", help="measure again what the work folder holds")
     parser.add_argument("--out", default=str(REPO / "benchmarks/results/calibration_check.json"))
     args = parser.parse_args()
     names = list(DEPLOYMENTS) if args.deployments == "all" else args.deployments.split(",")
@@ -164,19 +199,16 @@ def main() -> int:
         folder.mkdir(parents=True, exist_ok=True)
         entry: dict[str, Any] = {"gpu": dep[0], "model": dep[1], "tp": dep[2], "ramp": dep[3]}
         measured = folder / "measured.json"
-        done = json.loads(measured.read_text()) if measured.exists() else {}
-        if not args.skip_measure:
-            if not (folder / "ramp" / "summary.json").exists():  # a finished ramp is reused
-                entry["ramp_wall_s"] = ramp(dep, folder / "ramp", args)
-            entry["measured"] = measure(dep, folder, args, done)
-        else:
-            entry["measured"] = done
+        done = json.loads(measured.read_text()) if measured.exists() and not args.fresh else {}
+        if not (folder / "ramp" / "summary.json").exists():  # a finished ramp is reused
+            entry["ramp_wall_s"] = ramp(dep, folder / "ramp", args)
         cal = _cli("calibrate", str(folder / "ramp"), "-o", str(folder / "model.yaml"))
         hold = _cli("calibrate", str(folder / "ramp"), "-o", str(folder / "model-holdout.yaml"),
                     "--holdout", str(dep[3][-1]))  # fmt: skip
         entry["calibrate"] = cal.stdout
         entry["holdout"] = hold.stdout
         entry["predicted"] = predict(folder / "model.yaml", dep, folder)
+        entry["measured"] = measure(dep, folder, args, entry["predicted"], done)
         m, p = entry["measured"], entry["predicted"]
         rows = []
         for plan in ("one", "two", "long"):
