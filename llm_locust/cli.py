@@ -8,6 +8,8 @@
     llm-locust capacity PLANS.yaml --results-dir DIR  the SLO capacity of each deployment plan, and its cost
     llm-locust rejudge DIR --slo S -o OUT             a run or a comparison judged again, no new load
     llm-locust demo                                   three simulated plans compared: 4 or 8 GPUs?
+    llm-locust calibrate RUN_DIR ... -o model.yaml    the engine model fitted to measured runs
+    llm-locust predict model.yaml --slo S --demand D  the SLO capacity the model predicts (virtual time)
     llm-locust --version                              the installed version
 
 Each subcommand imports only what it needs: ``sim`` must not import Locust (whose gevent
