@@ -2,9 +2,10 @@
 
 Every number of a run (the summary and its stages, a capacity search's steps, the time windows,
 the replicas, visible TTFT and cache hits, the report's charts, ``/llm``, the exporter) counts
-or times the records this module selects, from five facts each record carries
-(:data:`FIELDS`; the columns of :mod:`llm_locust.results.columns` and
-:mod:`llm_locust.results.timeline` hold them as boolean arrays):
+or times the records this module selects, from what each record carries (:data:`FIELDS`: its
+outcome, its ``warmup``, ``rampup`` and ``outside`` marks, its ``client_stall_s``, its stage;
+the columns of :mod:`llm_locust.results.columns` and :mod:`llm_locust.results.timeline` hold
+them as arrays):
 
 =================  =========================================================================
 condition          a record meets it when
