@@ -52,6 +52,7 @@ from llm_locust.faults import (
     failure_from_exception,
     unexpected,
 )
+from llm_locust.http_adapter import install_alive_check
 from llm_locust.load.cancel import CancelPolicy
 from llm_locust.protocol.counts import apply_tokenizer, requested_tokens, settle_counts
 from llm_locust.protocol.encoding import decoding
@@ -162,8 +163,7 @@ class StreamingClient:
         # a closed-loop user's one connection, still draining a body after [DONE] (reader.py)
         self._draining: BodyReader | None = None
         self._one_connection = concurrency == 1
-        # geventhttpclient has no hook for this check; a private attribute, pinned by tests.
-        self._http._connection_pool._is_socket_alive = _socket_alive  # type: ignore[method-assign]
+        install_alive_check(self._http, _socket_alive)  # no public hook: llm_locust/http_adapter.py
         cancel = config.cancel
         self._cancels = cancel.draws() if cancel is not None and cancel.rate > 0 else None
         self._health = health.monitor()  # the loop's stalls, for each record's client_stall_s

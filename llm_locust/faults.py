@@ -16,8 +16,9 @@ import time
 from typing import Any
 
 import gevent
-from geventhttpclient.response import HTTPParseError, HTTPResponse
+from geventhttpclient.response import HTTPParseError
 
+from llm_locust.http_adapter import early_body, response_in_traceback
 from llm_locust.protocol.openai import classify_status, shown_host
 from llm_locust.protocol.stream import Failure, Stream, StreamEvents, cut_message
 from llm_locust.record import RequestRecord
@@ -55,7 +56,7 @@ def early_break(exc: HTTPParseError, record: RequestRecord, stream: Stream) -> N
     half-built response is in the traceback; its status and the body bytes it had parsed
     are treated exactly as a later read would have treated them.
     """
-    response = _response_in(exc)
+    response = response_in_traceback(exc)
     if response is None or not response.headers_complete:
         raise failure_from_exception(exc, "connect") from None
     record.status = response.status_code
@@ -64,22 +65,12 @@ def early_break(exc: HTTPParseError, record: RequestRecord, stream: Stream) -> N
     now = time.perf_counter()
     events = StreamEvents(record, stream)
     try:
-        events.feed(bytes(response._body_buffer), now)
+        events.feed(bytes(early_body(response)), now)
         events.end(now)
     except Failure as failure:
         if failure.outcome != "stream_broken":
             raise
     end_of_transport(record, exc)
-
-
-def _response_in(exc: BaseException) -> HTTPResponse | None:
-    tb = exc.__traceback__
-    while tb is not None:
-        candidate = tb.tb_frame.f_locals.get("self")
-        if isinstance(candidate, HTTPResponse):
-            return candidate
-        tb = tb.tb_next
-    return None
 
 
 def error_text(response: Any) -> str:

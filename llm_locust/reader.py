@@ -46,8 +46,17 @@ from typing import Any
 import gevent
 import gevent.event
 from gevent.hub import Waiter
-from geventhttpclient._parser import HTTPResponseParser
 from geventhttpclient.response import HTTPConnectionClosed
+
+from llm_locust.http_adapter import (
+    divert_body,
+    early_body,
+    parser_feed,
+    plain_recv,
+    response_socket,
+    restore_body,
+    tls_object,
+)
 
 __all__ = ["DONE_GRACE_S", "FIRST_PRIORITY", "PRIORITY", "READ_SIZE", "BodyReader"]
 
@@ -61,7 +70,7 @@ FIRST_PRIORITY, PRIORITY = 2, 0
 _perf_counter = time.perf_counter
 #: llhttp's own feed, without the Python wrapper of ``HTTPResponse.feed`` (which only
 #: special-cases HEAD replies): 1.25 -> 0.47 µs per token with the body hook below.
-_parser_feed = HTTPResponseParser.feed
+_parser_feed = parser_feed  # bound once (llm_locust/http_adapter.py): no call layer per read
 
 
 class BodyReader:
@@ -104,12 +113,12 @@ class BodyReader:
         """Deliver the body to ``sink`` until it ends; raises what reading raised."""
         response = self._response
         done = False
-        if response._body_buffer:  # body bytes that came in with the headers
+        if early_body(response):  # body bytes that came in with the headers
             self.t_last = _perf_counter()
             done = bool(self._take_body())
         if response.message_complete:
             return
-        sock = response._sock
+        sock = response_socket(response)
         if sock is None:
             if done:
                 return
@@ -117,7 +126,7 @@ class BodyReader:
         self._recv = _receiver(sock)
         # llhttp hands each de-framed body piece to ``_on_body``; an instance attribute
         # shadows the method that appends it to a bytearray (one copy less per token)
-        response._on_body = self._pieces.append
+        divert_body(response, self._pieces.append)
         watcher = gevent.get_hub().loop.io(sock.fileno(), 1)
         self._watcher = watcher
         if done:
@@ -156,10 +165,10 @@ class BodyReader:
         if watcher is not None:
             watcher.stop()
             watcher.close()
-            del self._response._on_body
+            restore_body(self._response)
 
     def _take_body(self) -> bool | None:
-        buffer = self._response._body_buffer
+        buffer = early_body(self._response)
         body = bytes(buffer)
         del buffer[:]
         return self._sink(body, self.t_last)  # type: ignore[arg-type]
@@ -271,9 +280,9 @@ class BodyReader:
 
 def _receiver(sock: Any) -> Callable[[int], bytes]:
     """A non-blocking read of the socket: ``b""`` at the end, ``BlockingIOError`` if empty."""
-    sslobj = getattr(sock, "_sslobj", None)
+    sslobj = tls_object(sock)
     if sslobj is None:
-        return sock._sock.recv  # the real socket, which gevent keeps non-blocking
+        return plain_recv(sock)  # the real socket, which gevent keeps non-blocking
     return functools.partial(_read_tls, sslobj)
 
 

@@ -1,0 +1,100 @@
+"""The HTTP stack's private internals (geventhttpclient, gevent's sockets), in one place.
+
+The streaming client (:mod:`llm_locust.client`), the body reader (:mod:`llm_locust.reader`)
+and the failure rules (:mod:`llm_locust.faults`) need more of geventhttpclient than its public
+API gives; every such reach is here, and nowhere else:
+
+- :data:`parser_feed`: llhttp's own feed (``geventhttpclient._parser.HTTPResponseParser.feed``),
+  without ``HTTPResponse.feed``'s Python wrapper; the reader binds it once and calls it per read;
+- :func:`divert_body` / :func:`restore_body`: llhttp hands each de-framed body piece to the
+  response's ``_on_body``; an instance attribute shadows the method that appends it to the
+  response's buffer (one copy less per token);
+- :func:`early_body`: the body bytes parsed together with the headers (``_body_buffer``);
+- :func:`response_socket`, :func:`plain_recv`, :func:`tls_object`: the response's socket and,
+  under gevent's socket, the real one (non-blocking) or the TLS object, read from the hub;
+- :func:`install_alive_check`: the pool's keep-alive check before reusing a connection
+  (``ConnectionPool._is_socket_alive``), replaced by one that does not yield to the hub;
+- :func:`response_in_traceback`: geventhttpclient parses the first read inside ``request()``
+  and keeps the half-built response only in the traceback's frames.
+
+tests/unit/test_http_adapter.py pins each behaviour relied on, and fails naming the installed
+versions and :data:`CHECKED_WITH` when one differs. None of these functions runs per token:
+the reader calls them once per request (``parser_feed`` is bound, not wrapped).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from geventhttpclient._parser import HTTPResponseParser
+from geventhttpclient.response import HTTPResponse
+
+__all__ = [
+    "CHECKED_WITH",
+    "divert_body",
+    "early_body",
+    "install_alive_check",
+    "parser_feed",
+    "plain_recv",
+    "response_in_traceback",
+    "response_socket",
+    "restore_body",
+    "tls_object",
+]
+
+#: The versions whose internals were read and pinned: {package: versions}.
+CHECKED_WITH = {"geventhttpclient": ("2.6.1",), "gevent": ("26.9.0",)}
+
+#: ``parser_feed(response, data)``: feed raw bytes to the response's llhttp parser (``b""``: EOF).
+parser_feed: Callable[[Any, bytes], None] = HTTPResponseParser.feed
+
+
+def early_body(response: Any) -> bytearray:
+    """The body bytes parsed with the headers, not yet taken (the buffer itself: clear it to
+    take them)."""
+    buffer: bytearray = response._body_buffer
+    return buffer
+
+
+def divert_body(response: Any, sink: Callable[[bytes], object]) -> None:
+    """From now on, each body piece llhttp de-frames goes to ``sink`` (not the buffer)."""
+    response._on_body = sink
+
+
+def restore_body(response: Any) -> None:
+    """Undo :func:`divert_body`: body pieces go to the response's buffer again."""
+    del response._on_body
+
+
+def response_socket(response: Any) -> Any:
+    """The socket a response reads from (``None`` once it was released)."""
+    return response._sock
+
+
+def tls_object(sock: Any) -> Any:
+    """The ``ssl.SSLObject`` under a gevent TLS socket (``None`` for a plain socket)."""
+    return getattr(sock, "_sslobj", None)
+
+
+def plain_recv(sock: Any) -> Callable[[int], bytes]:
+    """``recv`` of the real socket under a gevent socket: non-blocking, never yields to the hub."""
+    recv: Callable[[int], bytes] = sock._sock.recv
+    return recv
+
+
+def install_alive_check(http: Any, check: Callable[[Any], bool]) -> None:
+    """Make ``http``'s (an ``HTTPClient``) pool ask ``check(sock)`` before reusing a connection."""
+    http._connection_pool._is_socket_alive = check
+
+
+def response_in_traceback(exc: BaseException) -> HTTPResponse | None:
+    """The response being parsed when ``exc`` was raised inside geventhttpclient (the ``self``
+    of a frame in its traceback), or ``None``."""
+    tb = exc.__traceback__
+    while tb is not None:
+        candidate = tb.tb_frame.f_locals.get("self")
+        if isinstance(candidate, HTTPResponse):
+            return candidate
+        tb = tb.tb_next
+    return None
