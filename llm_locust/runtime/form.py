@@ -24,6 +24,7 @@ from llm_locust.config.redact import strip_credentials
 from llm_locust.config.register import form_layout
 from llm_locust.config.role import Role
 from llm_locust.live.webui import WEB_DIR, add_to_page
+from llm_locust.runtime.locust_adapter import View, wrap_view
 from llm_locust.runtime.prepare import CONFIG_ERRORS, check_results
 from llm_locust.runtime.webui_guard import WebUiGuard, scrub_page
 
@@ -31,7 +32,6 @@ if TYPE_CHECKING:
     from llm_locust.runtime.extension import Extension
 
 __all__ = [
-    "SWARM_ENDPOINT",
     "check_form",
     "form_script",
     "install_form_check",
@@ -40,7 +40,6 @@ __all__ = [
 ]
 
 log = logging.getLogger("llm_locust")
-SWARM_ENDPOINT = "locust.swarm"
 
 
 def spawn_rate_as_given(run: Extension, form: dict[str, str]) -> dict[str, str]:
@@ -92,27 +91,30 @@ def check_form(run: Extension, form: dict[str, str]) -> str | None:
 def install_form_check(run: Extension) -> None:
     """Wrap the web UI's ``/swarm`` view (no web UI, or a worker: nothing to do)."""
     web_ui = getattr(run.environment, "web_ui", None)
-    if web_ui is None or run.role == Role.WORKER or SWARM_ENDPOINT not in web_ui.app.view_functions:
+    if web_ui is None or run.role == Role.WORKER:
         return
     from flask import jsonify, request
 
-    swarm = web_ui.app.view_functions[SWARM_ENDPOINT]
     guard = WebUiGuard.of(run)
+
+    def check(swarm: View) -> View:
+        def checked_swarm() -> Any:
+            form, problem = guard.screen(request.form)
+            if problem is None:
+                request.form = form  # what Locust's own view reads next
+                problem = check_form(run, form.to_dict())
+            else:
+                log.error("llm-locust: %s", problem)
+            if problem is not None:
+                host = strip_credentials(run.environment.host or "")
+                return jsonify({"success": False, "message": problem, "host": host})
+            return swarm()
+
+        return checked_swarm
+
+    if not wrap_view(web_ui, "/swarm", check):  # after the preflight's wrapper: this one runs first
+        return
     scrub_page(web_ui)
-
-    def checked_swarm() -> Any:
-        form, problem = guard.screen(request.form)
-        if problem is None:
-            request.form = form  # what Locust's own view reads next
-            problem = check_form(run, form.to_dict())
-        else:
-            log.error("llm-locust: %s", problem)
-        if problem is not None:
-            host = strip_credentials(run.environment.host or "")
-            return jsonify({"success": False, "message": problem, "host": host})
-        return swarm()
-
-    web_ui.app.view_functions[SWARM_ENDPOINT] = web_ui.auth_required_if_enabled(checked_swarm)
     add_to_page(web_ui, form_script())
 
 

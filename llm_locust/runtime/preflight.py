@@ -26,6 +26,7 @@ from llm_locust.config.build import ConfigError
 from llm_locust.config.model import RequestConfig
 from llm_locust.config.role import Role
 from llm_locust.preflight import Preflight, fetch_server_info, preflight
+from llm_locust.runtime.locust_adapter import View, wrap_view
 from llm_locust.runtime.runners import ConfiguredRun
 
 __all__ = ["PreflightRun", "install", "run_preflight", "server_info"]
@@ -111,17 +112,17 @@ def _gate_web_start(run: PreflightRun, make_config: MakeConfig) -> None:
     first: by the time this check runs, the form's values are the run's configuration.
     """
     web_ui = run.environment.web_ui
-    if web_ui is None or web_ui.app is None:
+    if web_ui is None:
         return
-    app = web_ui.app
-    endpoint = next(rule.endpoint for rule in app.url_map.iter_rules() if rule.rule == "/swarm")
-    start = app.view_functions[endpoint]
 
-    def checked_start(*args: Any, **kwargs: Any) -> Any:
-        refusal = _check_form(run, make_config)
-        return refusal if refusal is not None else start(*args, **kwargs)
+    def gate(start: View) -> View:
+        def checked_start(*args: Any, **kwargs: Any) -> Any:
+            refusal = _check_form(run, make_config)
+            return refusal if refusal is not None else start(*args, **kwargs)
 
-    app.view_functions[endpoint] = web_ui.auth_required_if_enabled(checked_start)
+        return checked_start
+
+    wrap_view(web_ui, "/swarm", gate)
 
 
 def _check_form(run: PreflightRun, make_config: MakeConfig) -> Any:

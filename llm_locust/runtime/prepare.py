@@ -38,6 +38,7 @@ from llm_locust.config.tls import TlsSettings
 from llm_locust.load.plan import LoadPlan, LoadPlanError, build_load_plan
 from llm_locust.results.writer import ResultsDirError, check_results_dir
 from llm_locust.runtime.binds import apply_binds, strip_target_credentials
+from llm_locust.runtime.locust_adapter import after_parse
 from llm_locust.workload.build import WorkloadError, WorkloadFactory
 from llm_locust.workload.prompts import draw_salt
 
@@ -185,13 +186,10 @@ def prepare_or_exit(options: argparse.Namespace | None, role: Role | None = None
 
 def check_when_parsed(parser: argparse.ArgumentParser) -> None:
     """Prepare the run as soon as ``parser`` (Locust's) has parsed the command line."""
-    parse = parser.parse_args
 
-    def parse_and_prepare(*args: Any, **kwargs: Any) -> Any:
-        options = parse(*args, **kwargs)
+    def prepare(options: Any) -> None:
         strip_target_credentials(options)
         prepared = prepare_or_exit(options)
         apply_binds(options, prepared.config.request.holds_secret())
-        return options
 
-    parser.parse_args = parse_and_prepare  # type: ignore[method-assign]  # Locust's parser, wrapped (pinned by tests)
+    after_parse(parser, prepare)  # Locust's parser (llm_locust/runtime/locust_adapter.py)

@@ -43,6 +43,7 @@ from typing import Any, Protocol
 import gevent
 
 from llm_locust.config.role import Role
+from llm_locust.runtime.locust_adapter import send_stats_now, set_option_default
 from llm_locust.runtime.runners import ProcessRun, master_runner, raise_in_main, runner_of
 
 __all__ = [
@@ -92,9 +93,7 @@ class _DefaultZero(float):
 
 def mark_default_stop_timeout(parser: argparse.ArgumentParser) -> None:
     """On Locust's parser, make ``--stop-timeout``'s default a marked zero."""
-    action = getattr(parser, "_option_string_actions", {}).get("--stop-timeout")
-    if action is not None:
-        action.default = _DefaultZero(0.0)
+    set_option_default(parser, "--stop-timeout", _DefaultZero(0.0))
 
 
 def apply_drain(environment: Environment, request_timeout: float) -> dict[str, Any]:
@@ -206,9 +205,7 @@ def report_locust_stats(runner: locust.runners.Runner | None) -> None:
     would be missing from the master's Locust statistics. Sent before the final batch of
     records, so the master has them when it ends the test.
     """
-    send = getattr(runner, "_send_stats", None)  # Locust's own report (the "stats" message)
-    if send is not None:
-        send()
+    send_stats_now(runner)  # Locust's own report (the "stats" message)
 
 
 def let_locust_write_csv(environment: Environment) -> None:

@@ -10,7 +10,6 @@ import _socket
 import socket
 import ssl
 from collections.abc import Callable, Iterator
-from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +33,7 @@ from llm_locust.http_adapter import (
     restore_body,
     tls_object,
 )
+from tests.pins import assert_checked, differs
 from tests.tlscerts import make_certs
 
 HEAD = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
@@ -43,24 +43,12 @@ def chunk(data: bytes) -> bytes:
     return b"%x\r\n%s\r\n" % (len(data), data)
 
 
-def installed() -> str:
-    return ", ".join(f"{name} {version(name)}" for name in CHECKED_WITH)
-
-
 def why(what: str) -> str:
-    return (
-        f"{what}: the internal llm_locust/http_adapter.py relies on differs with {installed()} "
-        f"(checked with {CHECKED_WITH}); read it again and fix the adapter"
-    )
+    return differs(CHECKED_WITH, "llm_locust/http_adapter.py", what)
 
 
 def test_the_installed_versions_are_the_ones_checked() -> None:
-    for name, checked in CHECKED_WITH.items():
-        assert version(name) in checked, (
-            f"{name} {version(name)} is not among the versions llm_locust/http_adapter.py was checked "
-            f"with ({', '.join(checked)}): run tests/unit/test_http_adapter.py; if every pin passes, "
-            f"add {version(name)} to CHECKED_WITH"
-        )
+    assert_checked(CHECKED_WITH, "llm_locust/http_adapter.py", "tests/unit/test_http_adapter.py")
 
 
 def test_the_parser_feeds_the_buffer_or_the_diverted_sink() -> None:

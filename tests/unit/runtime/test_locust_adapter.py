@@ -1,0 +1,135 @@
+"""Pins of Locust's internals that llm_locust/runtime/locust_adapter.py reaches: its parser's
+option table and ``parse_args`` (as Locust's ``main`` calls it), a worker's own statistics
+report, and the web UI's Flask views. A failure names the installed versions and those the
+adapter was checked with: read the internal again, fix the adapter (not its callers), then add
+the version to ``CHECKED_WITH``."""
+
+from __future__ import annotations
+
+import locust.main
+from locust import User, task
+from locust.argument_parser import get_empty_argument_parser, setup_parser_arguments
+from locust.env import Environment
+
+import inspect
+import sys
+from typing import Any
+
+import pytest
+
+from llm_locust.runtime.locust_adapter import (
+    CHECKED_WITH,
+    after_parse,
+    send_stats_now,
+    set_option_default,
+    wrap_view,
+)
+from tests.pins import assert_checked, differs
+from tests.unit.runtime.fake_rpc import fleet_of, settle
+
+
+def why(what: str) -> str:
+    return differs(CHECKED_WITH, "llm_locust/runtime/locust_adapter.py", what)
+
+
+class Idle(User):
+    @task
+    def nothing(self) -> None:
+        pass
+
+
+def test_the_installed_versions_are_the_ones_checked() -> None:
+    assert_checked(
+        CHECKED_WITH, "llm_locust/runtime/locust_adapter.py", "tests/unit/runtime/test_locust_adapter.py"
+    )
+
+
+@pytest.fixture(autouse=True)
+def _argv(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Locust's parser also reads ``sys.argv`` (pytest's own options here)."""
+    monkeypatch.setattr(sys, "argv", ["locust"])
+
+
+def locust_parser() -> Any:
+    parser = get_empty_argument_parser()
+    setup_parser_arguments(parser)
+    return parser
+
+
+def test_an_options_default_is_replaced_on_locusts_parser() -> None:
+    parser = locust_parser()
+    marker = object()
+    assert set_option_default(parser, "--stop-timeout", marker), why("_option_string_actions")
+    assert parser.parse_args(["-f", "x.py"]).stop_timeout is marker, why("an action's default")
+    assert (
+        parser.parse_args(["-f", "x.py", "--stop-timeout", "0"]).stop_timeout == 0
+    )  # given: not the default
+    assert not set_option_default(parser, "--no-such-option", 1)
+
+
+def test_locusts_main_parses_with_the_parser_its_hook_was_given() -> None:
+    """``main`` fires ``init_command_line_parser`` (inside ``get_parser``) and then calls that very
+    object's ``parse_args()``: the instance's method is what runs."""
+    source = inspect.getsource(locust.main.main)
+    made, parsed = source.find("parser = get_parser()"), source.find("options = parser.parse_args()")
+    assert 0 <= made < parsed, why("locust.main.main: get_parser() then parser.parse_args()")
+    assert "init_command_line_parser.fire(parser=parser)" in inspect.getsource(
+        locust.argument_parser.get_parser
+    ), why("get_parser fires init_command_line_parser with its parser")
+    parser = locust_parser()
+    seen: list[Any] = []
+    after_parse(parser, seen.append)
+    options = parser.parse_args(["-f", "x.py", "--stop-timeout", "3"])
+    assert seen == [options] and options.stop_timeout == 3
+
+
+def test_a_workers_statistics_report_reaches_the_master_now() -> None:
+    with fleet_of(workers=1) as pair:
+        reports: list[dict[str, Any]] = []
+        pair.master.environment.events.worker_report.add_listener(
+            lambda client_id, data, **_: reports.append(data)
+        )
+        pair.wire.log.clear()
+        send_stats_now(pair.workers[0])
+        settle()
+        assert (pair.workers[0].client_id, "stats") in pair.wire.log, why("WorkerRunner._send_stats")
+        assert reports and "user_count" in reports[-1], why("the stats message's report")
+        send_stats_now(pair.master)  # a master has no report of its own to send
+        send_stats_now(None)
+
+
+def web_ui(login: bool = False) -> Any:
+    env = Environment(user_classes=[Idle])
+    env.create_local_runner()
+    return env.create_web_ui("127.0.0.1", 0, delayed_start=True, web_login=login)
+
+
+def test_views_wrapped_later_run_first_behind_the_login_check() -> None:
+    ui = web_ui()
+    calls: list[str] = []
+    originals: list[Any] = []
+
+    def inner(view: Any) -> Any:  # installed first (the preflight)
+        originals.append(view)
+        return lambda *a, **k: calls.append("inner") or "refused by inner"
+
+    def outer(view: Any) -> Any:  # installed second (the form check): runs first
+        return lambda *a, **k: calls.append("outer") or view(*a, **k)
+
+    assert wrap_view(ui, "/swarm", inner) and wrap_view(ui, "/swarm", outer), why("the /swarm rule")
+    assert originals[0].__name__ == "swarm", why("Locust's /swarm view")
+    reply = ui.app.test_client().post("/swarm", data={"user_count": "1", "spawn_rate": "1"})
+    assert reply.get_data(as_text=True) == "refused by inner"
+    assert calls == ["outer", "inner"], why("app.view_functions: the view Flask dispatches")
+    assert not wrap_view(ui, "/no-such-page", inner)
+    assert not wrap_view(object(), "/swarm", inner)
+
+
+def test_a_wrapped_view_still_asks_for_the_login_first() -> None:
+    ui = web_ui(login=True)
+    ui.app.secret_key = "a test's"  # what a locustfile with --web-login sets up
+    ui.login_manager.user_loader(lambda user_id: None)  # nobody is logged in
+    calls: list[str] = []
+    wrap_view(ui, "/swarm", lambda view: lambda *a, **k: calls.append("ours") or "ours")
+    reply = ui.app.test_client().post("/swarm", data={"user_count": "1"})
+    assert calls == [] and reply.status_code in (302, 401), why("auth_required_if_enabled")
