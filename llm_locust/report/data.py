@@ -15,10 +15,9 @@ from typing import Any
 
 import numpy as np
 
-from llm_locust.record import NOT_FAILED
 from llm_locust.results.analysis import SERVER_FILE, drift_of, span_of
 from llm_locust.results.columns import read_rows
-from llm_locust.results.inclusion import Coverage, row_covers
+from llm_locust.results.failures import tally_of
 from llm_locust.results.server_series import gauge_series, read_server_metrics
 from llm_locust.results.timeline import Timeline
 from llm_locust.results.timescale import deployment_row, deployment_summary, speedup_of
@@ -26,6 +25,9 @@ from llm_locust.results.windows import auto_window, window_series
 from llm_locust.results.writer import REQUESTS_FILE, SUMMARY_FILE
 
 __all__ = ["ReportError", "RunData", "load_run"]
+
+#: How many messages per failure class the report's table shows.
+REPORT_MESSAGES = 3
 
 
 class ReportError(ValueError):
@@ -97,6 +99,7 @@ def load_run(
     except (OSError, ValueError) as exc:
         raise ReportError(f"{folder}: cannot read {REQUESTS_FILE}: {exc}") from None
     samples = list(read_server_metrics(folder / SERVER_FILE))
+    messages = top_messages(summary, rows)
     speedup = speedup_of(summary)
     if speedup != 1:  # a sped-up simulator: the page in the deployment's time (results/timescale.py)
         summary, rows, samples = _in_deployment_time(summary, rows, samples, speedup)
@@ -125,7 +128,7 @@ def load_run(
         t_end=t_end,
         drift=drift,
         gpus=gpus if gpus is not None else config_gpus,
-        messages=top_messages(rows),
+        messages=messages,
         speedup=speedup,
     )
 
@@ -144,20 +147,16 @@ def _in_deployment_time(
     )
 
 
-def top_messages(rows: list[dict[str, Any]], per_class: int = 3) -> dict[str, list[tuple[str, int]]]:
-    """The most frequent failure messages of each failure class (message, count), of the
-    failures the summary's ``errors`` counts (``Coverage.REQUESTS``: not the warm-up's)."""
-    counts: dict[str, dict[str, int]] = {}
-    for r in rows:
-        outcome = r.get("outcome")
-        if outcome is None or outcome in NOT_FAILED or not row_covers(Coverage.REQUESTS, r):
-            continue
-        by_message = counts.setdefault(outcome, {})
-        message = (r.get("message") or "").strip()[:200]
-        by_message[message] = by_message.get(message, 0) + 1
-    return {
-        k: sorted(v.items(), key=lambda kv: (-kv[1], kv[0]))[:per_class] for k, v in sorted(counts.items())
-    }
+def top_messages(
+    summary: dict[str, Any], rows: list[dict[str, Any]], per_class: int = REPORT_MESSAGES
+) -> dict[str, list[tuple[str, int]]]:
+    """The most frequent failure messages of each failure class (message, count): the summary's
+    ``error_messages`` (:class:`~llm_locust.results.failures.FailureTally`, of the failures its
+    ``errors`` counts), or the same tally of the rows for a summary written without them."""
+    tallied = summary.get("error_messages")
+    if tallied is None:
+        tallied = tally_of(rows).to_summary()["error_messages"]
+    return {outcome: [(str(m), int(n)) for m, n in top[:per_class]] for outcome, top in tallied.items()}
 
 
 def quantile_points(values: np.ndarray, points: int = 200) -> list[list[float]]:
