@@ -32,6 +32,7 @@ from llm_locust.config.register import OneLineParser
 from llm_locust.config.slo import SloSpec, parse_slo
 from llm_locust.config.think import ThinkTime, parse_think_time
 from llm_locust.load.search import SearchSpec, start_near
+from llm_locust.load.stages import StageKind
 from llm_locust.sim.predict import Horizon, search_capacity, unsupported_lines
 from llm_locust.workload.distributions import SpecError, SyntheticLengths, parse_distribution
 from llm_locust.workload.profiles import load_profile
@@ -88,7 +89,9 @@ def predict(model: EngineModel, slo: SloSpec, demand: Demand, args: argparse.Nam
     think_spec = args.think_time or demand.think
     think = parse_think_time(think_spec) if think_spec else None
     minimum = args.search_min or max(1.0, start_near(demand.value))
-    spec = SearchSpec("users", minimum, args.search_max, args.search_precision, args.search_max_steps, 0)
+    spec = SearchSpec(
+        StageKind.USERS, minimum, args.search_max, args.search_precision, args.search_max_steps, 0
+    )
     horizon = Horizon(args.virtual_seconds, args.virtual_seconds / 6)
     make = _make_draw(sampler, args.max_tokens, args.seed)
 
@@ -198,7 +201,11 @@ def main(argv: list[str] | None = None) -> int:
         parser,
         "--search-min",
         lambda: SearchSpec(
-            "users", args.search_min or 1.0, args.search_max, args.search_precision, args.search_max_steps
+            StageKind.USERS,
+            args.search_min or 1.0,
+            args.search_max,
+            args.search_precision,
+            args.search_max_steps,
         ),
     )
     bad = unsupported_lines(slo)

@@ -22,7 +22,7 @@ from llm_locust.config.model import LoadConfig
 from llm_locust.load.arrivals import parse_arrival
 from llm_locust.load.search import SearchSpec, SearchStages
 from llm_locust.load.sources import ArrivalSource, RateArrivals, TraceArrivals
-from llm_locust.load.stages import StagePlan, parse_matrix, parse_ramp, parse_rate_ramp
+from llm_locust.load.stages import StageKind, StagePlan, parse_matrix, parse_ramp, parse_rate_ramp
 from llm_locust.load.stepped import SteppedRates
 from llm_locust.load.traces import Trace, TraceError, load_trace
 
@@ -163,7 +163,7 @@ def _search(load: LoadConfig, seed: int, thinking: bool = False) -> LoadPlan:
     assert load.search is not None
     minimum = load.search_min if load.search_min is not None else 1.0
     spec = SearchSpec(
-        load.search,
+        StageKind(load.search),
         minimum,
         load.search_max,
         load.search_precision,
@@ -173,7 +173,9 @@ def _search(load: LoadConfig, seed: int, thinking: bool = False) -> LoadPlan:
     )
     stages = SearchStages(spec, load.warmup, FOREVER)
     arrivals = (
-        SteppedRates(parse_arrival(load.arrival, 1.0, load.burstiness), seed) if spec.kind == "rate" else None
+        SteppedRates(parse_arrival(load.arrival, 1.0, load.burstiness), seed)
+        if spec.kind is StageKind.RATE
+        else None
     )
     return LoadPlan(stages, arrivals, load.max_concurrency, seed, burst=load.burst, search=spec)
 

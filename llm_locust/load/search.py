@@ -69,7 +69,7 @@ __all__ = [
     "start_near",
 ]
 
-SEARCH_KINDS = ("users", "rate")
+SEARCH_KINDS = tuple(kind.value for kind in StageKind)  # ("users", "rate")
 
 
 class Verdict(StrEnum):
@@ -128,7 +128,7 @@ RATE_FLOOR_DIVISOR = 16
 class SearchSpec:
     """The search's options: its kind, first level, bounds and budget."""
 
-    kind: str
+    kind: StageKind  # a user search steps users (closed loop), a rate search req/s (open loop)
     minimum: float
     maximum: float | None = None
     precision: float = 0.10
@@ -138,11 +138,13 @@ class SearchSpec:
     max_reruns: int = 1  # new steps at the level of an invalid one before the answer is withheld
 
     def __post_init__(self) -> None:
-        if self.kind not in SEARCH_KINDS:
-            raise ValueError(f"search kind must be one of {SEARCH_KINDS}, got {self.kind!r}")
+        try:  # given as its text too ("users", "rate": a summary's search log)
+            object.__setattr__(self, "kind", StageKind(self.kind))
+        except ValueError:
+            raise ValueError(f"search kind must be one of {SEARCH_KINDS}, got {self.kind!r}") from None
         if not (self.minimum > 0 and math.isfinite(self.minimum)):
             raise ValueError("the search's minimum must be a positive number")
-        if self.kind == "users" and self.minimum != int(self.minimum):
+        if self.kind is StageKind.USERS and self.minimum != int(self.minimum):
             raise ValueError("a user search starts at a whole number of users")
         if self.maximum is not None and self.maximum < self.minimum:
             raise ValueError("the search's maximum is below its minimum")
@@ -156,11 +158,11 @@ class SearchSpec:
     @property
     def floor(self) -> float:
         """The lowest level halving may reach."""
-        return 1.0 if self.kind == "users" else self.minimum / RATE_FLOOR_DIVISOR
+        return 1.0 if self.kind is StageKind.USERS else self.minimum / RATE_FLOOR_DIVISOR
 
     def level(self, value: float) -> float:
         """``value`` as a level of this kind: whole users, rates to 4 significant digits."""
-        if self.kind == "users":
+        if self.kind is StageKind.USERS:
             return float(max(int(value), 1))
         return float(f"{value:.4g}")
 
@@ -169,7 +171,7 @@ class SearchSpec:
         if self.demand is None:
             return None
         level = self.level(self.demand)
-        return level + 1 if self.kind == "users" and level < self.demand else level
+        return level + 1 if self.kind is StageKind.USERS and level < self.demand else level
 
 
 @dataclass(frozen=True)
@@ -288,13 +290,13 @@ def _halved(spec: SearchSpec, hi: float) -> float:
 
 
 def _converged(spec: SearchSpec, lo: float, hi: float) -> bool:
-    if spec.kind == "users" and hi - lo <= 1:
+    if spec.kind is StageKind.USERS and hi - lo <= 1:
         return True
     return hi - lo <= spec.precision * lo * (1 + 1e-9)
 
 
 def _midpoint(spec: SearchSpec, lo: float, hi: float) -> float:
-    if spec.kind == "users":
+    if spec.kind is StageKind.USERS:
         return float((int(lo) + int(hi)) // 2)
     return spec.level((lo + hi) / 2)
 
@@ -340,8 +342,8 @@ class SearchStages(StagePlan):
         self, level: float, duration_s: float, warmup_s: float, start_s: float = 0.0, index: int = 0
     ) -> Stage:
         """Search step ``index`` as a stage: ``level`` for ``duration_s``, the first ``warmup_s`` excluded."""
-        kind = StageKind(self.spec.kind)
-        label = f"users={int(level)}" if self.spec.kind == "users" else f"rate={level:g}"
+        kind = self.spec.kind
+        label = f"users={int(level)}" if kind is StageKind.USERS else f"rate={level:g}"
         return Stage(index, kind, level, duration_s, start_s, warmup_s=warmup_s, label=label)
 
     def set(self, stages: Sequence[Stage]) -> None:

@@ -37,6 +37,7 @@ from typing import Any
 
 from llm_locust.load.plan import FOREVER
 from llm_locust.load.search import Action, Decision, Phase, Probe, SearchSpec, Verdict, decide
+from llm_locust.load.stages import StageKind
 from llm_locust.results.columns import Columns
 from llm_locust.results.probe import extension_s, gate, probe_row, sample_extension_s, search_result
 from llm_locust.results.saturation import client_block
@@ -90,7 +91,7 @@ class SearchDriver:
         self.done = False
         self._rows: dict[int, list[dict[str, Any]]] = {}
         self._held: list[dict[str, Any]] = []
-        applied = t0 + (RATE_LEAD if spec.kind == "rate" else 0.0)
+        applied = t0 + (RATE_LEAD if spec.kind is StageKind.RATE else 0.0)
         self._begin(Decision(Action.PROBE, spec.level(spec.minimum), Phase.START), t0, applied)
 
     # -- the plan ----------------------------------------------------------------------
@@ -119,7 +120,7 @@ class SearchDriver:
     def _publish(self) -> None:
         """The run's plan (and its level tracker) follow the stages; workers the rate steps."""
         self.run.plan.stages.set(self.stages)  # SearchStages: the one plan every reader shares
-        if self.spec.kind == "rate":
+        if self.spec.kind is StageKind.RATE:
             self.run.announce_rate_steps(self.rate_steps(), self.stopped_at())
 
     def rate_steps(self) -> list[tuple[float, float]]:
@@ -155,13 +156,13 @@ class SearchDriver:
         return self._load(self.steps[-1])
 
     def _reached(self, step: Step) -> float | None:
-        if self.spec.kind == "rate":
+        if self.spec.kind is StageKind.RATE:
             return step.applied if time.time() >= step.applied else None
         level = self.run.levels.level(step.index) if self.run.levels is not None else None
         return None if level is None else level.reached_at
 
     def _load(self, step: Step) -> tuple[int, float]:
-        if self.spec.kind == "rate":
+        if self.spec.kind is StageKind.RATE:
             dispatchers = max(self.run.worker_count(), 1)
             return dispatchers, float(dispatchers)
         users = int(step.level)
@@ -206,7 +207,7 @@ class SearchDriver:
             step.settle_deadline = None
             self._set_end(step, step.window_end + extension_s(probe, self.step_time))
         elif decision.action in (Action.PROBE, Action.RERUN):
-            applied = now + (RATE_LEAD if self.spec.kind == "rate" else 0.0)
+            applied = now + (RATE_LEAD if self.spec.kind is StageKind.RATE else 0.0)
             self._stage_until(step, applied)
             self._begin(decision, applied, applied)
         else:
