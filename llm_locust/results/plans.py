@@ -14,10 +14,12 @@ A plan **meets** the demand when a step at or above the demand passed; the searc
 demand itself whenever its bracket contains it (:mod:`llm_locust.load.search`), so a demand
 left inside the bracket (a step limit) is undecided, and counted as not met. A plan whose
 search **withheld** its answer (a step invalid twice: :mod:`llm_locust.results.probe`) has no
-capacity; when such a plan is cheaper than the cheapest plan that meets the demand, or none
-meets it, the comparison's answer is withheld too. Each plan lists the steps that decided it
-(``decided_by``) and whether the run held each valid. The cheapest plan is the lowest $/hour
-among those that meet it (ties: the lower cost per 1M tokens at the demand).
+capacity; when such a plan is as cheap as the cheapest plan that meets the demand, or none
+meets it, the comparison's answer is withheld too, unless a valid step of it at or below the
+demand failed (it is then shown not to meet the demand, whatever its capacity). Each plan
+lists the steps that decided it (``decided_by``) and whether the run held each valid. The
+cheapest plan is the lowest $/hour among those that meet it (ties: the lower cost per 1M
+tokens at the demand).
 
 Pure module: no Locust, no network.
 """
@@ -82,6 +84,7 @@ def plan_result(
         "decided_by": deciders,
         "decided_by_valid_steps": bool(deciders) and all(d["valid"] for d in deciders),
         "invalid_steps": sum(1 for p in steps if p["verdict"] == "invalid"),
+        "shown_short": _shown_short(demand, steps, by_level),
         "by_level": by_level,
         "steps": steps,
         "capacity_step": best,
@@ -98,6 +101,15 @@ def plan_result(
     out.update(_at_capacity(plan, best))
     out["verdict"] = verdict_sentence(out, demand, passes)
     return out
+
+
+def _shown_short(demand: Demand, steps: list[dict[str, Any]], by_level: bool) -> bool:
+    """Did a valid step at or below the demand fail? Then the plan does not meet the demand,
+    whatever its withheld capacity is (a level that fails is not carried at a higher one)."""
+    return any(
+        p["verdict"] == "fail" and (measure(demand, p, by_level) or float("inf")) <= demand.value
+        for p in steps
+    )
 
 
 def _search_block(search: dict[str, Any], k: float) -> dict[str, Any]:
@@ -232,7 +244,9 @@ def compare_plans(
         meeting, key=lambda r: (r["dollars_per_hour"], r["cost_per_million_at_demand"] or 0.0), default=None
     )
     price = float("inf") if cheapest is None else cheapest["dollars_per_hour"]
-    blocking = [r for r in results if r["withheld"] and r["dollars_per_hour"] <= price]
+    blocking = [
+        r for r in results if r["withheld"] and r["dollars_per_hour"] <= price and not r["shown_short"]
+    ]
     if blocking:  # a plan as cheap or cheaper has no valid answer: the comparison has none either
         names = ", ".join(r["name"] for r in blocking)
         answer = (

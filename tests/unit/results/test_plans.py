@@ -256,6 +256,14 @@ def test_a_withheld_plan_as_cheap_as_the_answer_withholds_the_comparison(file: A
     assert a["verdict"].startswith("not judged against 50 concurrent: answer withheld")
     assert report["cheapest"] is None and report["withheld"]  # A ($10/h) is cheaper than B ($20/h)
     assert report["answer"].startswith("answer withheld: A (as cheap or cheaper)")
+    # withheld, but a valid step below the demand failed: shown not to meet it, it withholds nothing
+    short = result_of(
+        SearchSpec("users", 32), [probe(0, 32, "fail", 35.0), probe(1, 16, "pass", 20.0), invalid,
+                                  {**invalid, "index": 2}], "invalid", 300.0
+    )  # fmt: skip
+    shown = compare_plans(file, {**SEARCHES, "A": short}, {})
+    assert shown["plans"][0]["withheld"] and shown["plans"][0]["shown_short"]
+    assert shown["cheapest"] == "B" and not shown["withheld"]
     # as cheap as the plan that meets ($20/h each): it might have been the answer, so none is given
     tie = compare_plans(file, {**SEARCHES, "C": withheld}, {})
     assert tie["cheapest"] is None and tie["answer"].startswith("answer withheld: C ")
