@@ -34,6 +34,13 @@ LOAD_OPTIONS: tuple[Option, ...] = (
     ),
     _o("--request-rate", "load", "Open loop: arrivals per second (all workers)", type="float"),
     _o(
+        "--num-requests",
+        "load",
+        "Send exactly N requests (all workers together), then stop once they finished, as vllm bench "
+        "serve --num-prompts; with -u users or a --request-rate (-t, if given, can end it sooner)",
+        type="int",
+    ),
+    _o(
         "--arrival",
         "load",
         "Open-loop arrival process",

@@ -234,6 +234,7 @@ class LoadConfig(Part):
     warmup: NonNegative
     matrix: MatrixSpec | None
     request_rate: Positive | None
+    num_requests: Annotated[int, Field(ge=1)] | None
     arrival: Literal["poisson", "gamma", "constant"]
     burstiness: Positive | None
     max_concurrency: Annotated[int, Field(ge=1)] | None
@@ -304,6 +305,9 @@ class LoadConfig(Part):
         chosen = [flag for flag, name in LOAD_MODELS if getattr(self, name) is not None]
         if len(chosen) > 1:
             raise ValueError(f"{chosen[0]} and {chosen[1]} cannot be combined: choose one load model")
+        if self.num_requests is not None and (self.mode not in (None, "--request-rate") or self.warmup):
+            why = f"not with {self.mode or '--warmup'}: every request it sends counts"
+            raise ValueError(f"--num-requests applies to -u users or a --request-rate, {why}")
         if self.max_concurrency is not None and not self.open_loop:
             raise ValueError(
                 "--max-concurrency applies to open-loop modes (--request-rate, --rate-ramp, --trace)"

@@ -53,6 +53,8 @@ class SpecSource(Protocol):
 
     def next_spec(self, entry: TraceEntry | None = None) -> RequestSpec: ...
 
+    def ticket(self) -> bool: ...
+
 
 def dispatch(context: RunContext, run: OpenLoopRun, user: SpecSource) -> None:
     """Run this worker's share of the open-loop schedule until it ends (or the test stops)."""
@@ -70,8 +72,8 @@ def dispatch(context: RunContext, run: OpenLoopRun, user: SpecSource) -> None:
             delay = t0 + offset - time.time()
             if delay > 0:
                 gevent.sleep(delay)
-            if run.stopping:  # stopped mid-schedule: send nothing new, let the in-flight drain
-                break
+            if run.stopping or not user.ticket():  # stopped mid-schedule, or --num-requests sent:
+                break  # nothing new, let the in-flight drain
             t_intended = time.perf_counter() + (t0 + offset - time.time())
             group.spawn(_send_one, run, user, client, slots, t_intended, entry)
         group.join()

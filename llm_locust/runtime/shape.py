@@ -29,6 +29,7 @@ from llm_locust.config.model import RunConfig
 from llm_locust.load.plan import LoadPlan
 from llm_locust.load.stages import Stage, StageKind
 from llm_locust.runtime.extension import extension_of
+from llm_locust.runtime.quota import quota_of
 
 __all__ = ["LLMShape", "ShapedRun"]
 
@@ -73,6 +74,9 @@ class LLMShape(LoadTestShape):
         if self._fresh:
             self._fresh = False
             self._t0 = run.start_plan(self.get_run_time())
+        quota = quota_of(self.runner.environment)  # type: ignore[union-attr]
+        if quota is not None and quota.reached():  # --num-requests: all N finished
+            return None
         stages = run.plan.stages
         if stages is None:
             return self._common_options(run, self.get_run_time())

@@ -30,6 +30,7 @@ from llm_locust.runtime import openloop
 from llm_locust.runtime.backoff import PacedClient
 from llm_locust.runtime.extension import Extension, extension_of
 from llm_locust.runtime.hooks import install
+from llm_locust.runtime.quota import quota_of
 from llm_locust.runtime.replicas import make_client
 from llm_locust.workload.base import RequestSpec
 
@@ -48,6 +49,7 @@ class LLMUser(FastHttpUser):
     wait_time = constant(0)
     _think = NO_THINK  # --think-time (on_start sets the run's)
     _sent_one = False
+    _quota = None  # --num-requests' tickets (on_start sets the run's)
 
     def on_start(self) -> None:
         self.llm_run: Extension = extension_of(self.environment)
@@ -65,6 +67,11 @@ class LLMUser(FastHttpUser):
         worker = context.worker_index if context is not None else 0
         self._think_rng = np.random.default_rng([config.workload.seed, 7, worker, next(_USERS)])
         self._sent_one = False
+        self._quota = quota_of(self.environment)
+
+    def ticket(self) -> bool:
+        """Whether this process may send one more request (``--num-requests``: its share)."""
+        return self._quota is None or self._quota.take()
 
     def on_stop(self) -> None:
         client = getattr(self, "llm_client", None)
@@ -108,6 +115,9 @@ class LLMUser(FastHttpUser):
             self.pause(self._think.draw(self._think_rng))
             if self.stopping:  # no new request after the pause
                 return
+        if not self.ticket():  # --num-requests: this process sent its share; idle until the stop
+            gevent.sleep(PAUSE_SLICE_S)
+            return
         self._sent_one = True
         source = self.source()
         spec = source.next_request()

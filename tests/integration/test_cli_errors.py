@@ -76,6 +76,7 @@ BAD = [
     ((*RUN, "--ramp", "1", "--request-rate", "2"), False, "--ramp and --request-rate cannot be combined"),
     ((*RUN, "--request-rate", "0"), False, "--request-rate '0': must be above 0"),
     ((*RUN, "--percentiles", "50,999"), False, "--percentiles '50,999': '999' is not in (0, 100]"),
+    ((*RUN, "--num-requests", "0"), False, "--num-requests '0': must be at least 1"),
     ((*RUN, "--max-concurrency", "3"), False, "--max-concurrency applies to open-loop modes"),
     ((*RUN, "--matrix", "users=1;color=red"), False, "--matrix: unknown key 'color'"),
     ((*RUN, "--slo", "tfft_p95<=1s"), False, "--slo: 'tfft_p95<=1s': unknown metric"),

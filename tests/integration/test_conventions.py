@@ -1,16 +1,19 @@
 """Conventions users bring from other tools (issue 27 §4), through real runs against the simulator:
-``--percentiles`` as ``vllm bench serve --metric-percentiles``, ``-u`` beside ``--ramp``."""
+``--percentiles`` as ``vllm bench serve --metric-percentiles``, ``-u`` beside ``--ramp``,
+``--num-requests`` as ``--num-prompts`` (exactly N, distributed too)."""
 
 from __future__ import annotations
 
 import json
 import shutil
+from collections import Counter
 from pathlib import Path
 
 import pytest
 
-from llm_locust.config.build import build_config, load_warnings
-from tests.locustproc import expect_exit, llm_locust_cli, run_locust
+from llm_locust.config.build import ConfigError, build_config, load_warnings
+from llm_locust.runtime.quota import share
+from tests.locustproc import LocustResult, expect_exit, llm_locust_cli, run_distributed, run_locust
 from tests.records import linear_percentile
 from tests.simproc import running_sim
 
@@ -70,3 +73,81 @@ def test_load_warnings_name_the_model_that_decides() -> None:
         "--search users decides the number of users of each stage"
     )
     assert warns(request_rate="2", num_users="3") == []
+
+
+# -- --num-requests N (as vllm bench serve --num-prompts) ------------------------------------------
+
+
+def _exactly(res: LocustResult, n: int) -> None:
+    expect_exit(res, 0)
+    rows = res.rows
+    assert len(rows) == n, len(rows)  # every request of the test, none in flight at the stop
+    assert res.summary["completed"] + res.summary["failed"] == n
+    assert res.summary["incomplete"] == 0 and sum(res.summary["excluded"].values()) == 0
+
+
+@pytest.mark.slow
+def test_num_requests_sends_exactly_n_closed_and_open_loop(tmp_path: Path) -> None:
+    """No -t: the run ends by itself once the N requests finished."""
+    with running_sim(*SIM) as url:
+        closed = run_locust(
+            url, *LIGHT, "--num-requests", "7", results_dir=tmp_path / "c", users=3, run_time=None
+        )
+        opened = run_locust(
+            url,
+            *LIGHT,
+            "--num-requests",
+            "9",
+            "--request-rate",
+            "20",
+            results_dir=tmp_path / "o",
+            users=None,
+            run_time=None,
+            spawn_rate=None,
+        )
+    _exactly(closed, 7)
+    _exactly(opened, 9)
+    assert all(r["send_lag"] is not None for r in opened.rows)  # sent on the arrival schedule
+
+
+@pytest.mark.slow
+def test_num_requests_distributed_the_master_counts(tmp_path: Path) -> None:
+    """Two workers send 5 and 4 of 9 (their shares); the master stops once all 9 reached it."""
+    with running_sim(*SIM) as url:
+        res = run_distributed(
+            url, *LIGHT, "--num-requests", "9", results_dir=tmp_path / "d", workers=2, users=4, run_time="60s"
+        )
+    _exactly(res, 9)
+    by_worker = sorted(Counter(r["worker"] for r in res.rows).values())
+    assert by_worker == [4, 5], by_worker
+    assert res.summary["duration"] < 30  # ended by the count, not by -t
+
+
+APPLIES = "--num-requests applies to -u users or a --request-rate"
+
+
+def test_num_requests_only_where_every_request_counts() -> None:
+    assert build_config({"host": HOST, "num_requests": "5"}).load.num_requests == 5
+    assert build_config({"host": HOST, "num_requests": "5", "request_rate": "2"}).load.num_requests == 5
+    for extra, line in (
+        ({"num_requests": "0"}, "--num-requests '0': must be at least 1"),
+        ({"num_requests": "x"}, "--num-requests 'x': not a whole number"),
+        (
+            {"num_requests": "5", "ramp": "1,2"},
+            f"{APPLIES}, not with --ramp: every request it sends counts",
+        ),
+        (
+            {"num_requests": "5", "warmup": "5s"},
+            f"{APPLIES}, not with --warmup: every request it sends counts",
+        ),
+    ):
+        with pytest.raises(ConfigError) as err:
+            build_config({"host": HOST, **extra})
+        assert str(err.value) == line
+
+
+def test_shares_add_up_to_n() -> None:
+    for n in (1, 7, 9, 100):
+        for workers in (1, 2, 3, 8):
+            parts = [share(n, slot, workers) for slot in range(workers)]
+            assert sum(parts) == n and max(parts) - min(parts) <= 1, (n, workers, parts)

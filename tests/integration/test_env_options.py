@@ -122,6 +122,7 @@ def _cases(tmp: Path) -> list[tuple[dict[str, str], dict[str, Any]]]:
         "LLM_LOCUST_ARRIVAL": ("gamma", "load.arrival", "gamma"),
         "LLM_LOCUST_BURSTINESS": ("0.5", "load.burstiness", 0.5),
         "LLM_LOCUST_MAX_CONCURRENCY": ("8", "load.max_concurrency", 8),
+        "LLM_LOCUST_NUM_REQUESTS": ("50", "load.num_requests", 50),
     }
     rate_ramp = {
         "LLM_LOCUST_RATE_RAMP": ("1,2.5", "load.rate_ramp", [1.0, 2.5]),

@@ -44,7 +44,7 @@ def _row(i: int, itl: list[float]) -> dict:
 
 def test_events_in_one_read_have_zero_gaps_and_the_summary_counts_them(peer: str) -> None:
     """Over a real socket: the peer writes b, c, d in one write; their two gaps are 0 s and
-    the summary's share is 2 of the 4 gaps."""
+    the summary's share counts them (2 of the 4 gaps on a quiet host)."""
     client = StreamingClient(ClientConfig(host=f"{peer}/coalesced", model="m", request_timeout=5.0))
     record = RequestRecord(request_id="c", wall_start=1000.0, t_sent=0.0)
     try:
@@ -55,10 +55,12 @@ def test_events_in_one_read_have_zero_gaps_and_the_summary_counts_them(peer: str
     row = record.to_json()
     gaps = row["itl"]
     assert len(gaps) == 4
-    assert [g == 0.0 for g in gaps] == [False, True, True, False], gaps
+    # c and d came in b's read: 0 s; a and e 20 ms apart (0 too only if a busy host read late)
+    assert gaps[1] == 0.0 and gaps[2] == 0.0, gaps
+    zeros = sum(g == 0.0 for g in gaps)
     summary = summarize([row], 1.0)
-    assert summary["itl_zero_gap_share"] == pytest.approx(2 / 4)
-    assert "50 % of ITL gaps are 0 ms" in end_of_run_text(summary)
+    assert summary["itl_zero_gap_share"] == pytest.approx(zeros / 4)
+    assert f"{zeros * 25} % of ITL gaps are 0 ms" in end_of_run_text(summary)
 
 
 def test_share_is_counted_exactly_in_histogram_mode_too() -> None:

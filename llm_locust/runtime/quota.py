@@ -1,0 +1,75 @@
+"""``--num-requests N``: a test of exactly N requests, as ``vllm bench serve --num-prompts``.
+
+Each load process sends its share of N and no more: worker ``slot`` of ``W`` sends
+``N // W``, one more when ``slot < N % W`` (the open loop's split of its schedule), so the
+processes never ask one another for permission and the total is N exactly. The master (or the
+local runner) counts the records that reach its bus; the shape stops the test once all N are
+there, so none is in flight at the stop and ``requests.jsonl`` holds N. The users and the
+open-loop dispatcher take a ticket before each request; without one they send nothing more.
+Only for runs whose every request is measured (``-u`` users or a ``--request-rate``, no
+``--warmup``: the configuration refuses the others).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from llm_locust.runtime.extension import Extension
+
+__all__ = ["RequestQuota", "install", "quota_of", "share"]
+
+_ATTRIBUTE = "_llm_locust_quota"
+
+
+def share(n: int, slot: int, workers: int) -> int:
+    """Load process ``slot`` of ``workers``' part of ``n`` requests (the parts add up to ``n``)."""
+    workers = max(workers, 1)
+    return n // workers + (1 if slot % workers < n % workers else 0)
+
+
+class RequestQuota:
+    """This process's tickets for the current test, and (master, local) the records counted."""
+
+    def __init__(self, ext: Extension) -> None:
+        self.ext = ext
+        self.n: int | None = None
+        self.left: int | None = None  # None: no --num-requests, no limit
+        self.finished = 0
+
+    def on_test_start(self) -> None:
+        context = self.ext.context  # None: the test did not start (the run said why)
+        self.n, self.left, self.finished = None, None, 0
+        if context is not None and context.config.load.num_requests is not None:
+            self.n = context.config.load.num_requests
+            self.left = share(self.n, context.slot, context.workers)
+
+    def take(self) -> bool:
+        """A ticket for one more request, if this process has one left."""
+        if self.left is None:
+            return True
+        if self.left <= 0:
+            return False
+        self.left -= 1
+        return True
+
+    def count(self, row: dict[str, Any]) -> None:
+        self.finished += 1
+
+    def reached(self) -> bool:
+        """Every one of the N requests has finished and reached this process (master, local)."""
+        return self.n is not None and self.finished >= self.n
+
+
+def install(ext: Extension) -> RequestQuota:
+    """The environment's quota: reset at each test's start (after the extension's own start), fed
+    by the bus on the master and the local runner."""
+    quota = RequestQuota(ext)
+    setattr(ext.environment, _ATTRIBUTE, quota)
+    ext.environment.events.test_start.add_listener(lambda **_: quota.on_test_start())
+    ext.bus.subscribe(quota.count)
+    return quota
+
+
+def quota_of(environment: Any) -> RequestQuota | None:
+    return getattr(environment, _ATTRIBUTE, None)
