@@ -120,5 +120,6 @@ def fleet_of(workers: int = 1, user_classes: list[type] | None = None) -> Iterat
         yield Pair(wire, master, nodes)
     finally:
         rpc.Server, rpc.Client = saved  # type: ignore[misc]
-        for runner in reversed(runners):
+        for runner in reversed(runners):  # nothing of theirs left on the hub for the next test
+            runner.user_greenlets.kill(block=True)
             runner.greenlet.kill(block=True)
