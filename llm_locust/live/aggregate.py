@@ -52,7 +52,6 @@ __all__ = [
     "LiveAggregate",
     "Window",
     "history_point",
-    "totals_since",
 ]
 
 #: Each latency (its record field, :data:`llm_locust.record.LATENCIES`) -> its catalog metric.
@@ -331,18 +330,6 @@ def _stats(hist: LogHistogram) -> dict[str, Any]:
     qs = hist.quantiles(QUANTILES)
     out: dict[str, Any] = {"count": hist.count, "mean": hist.mean}
     out.update({f"p{round(q * 100)}": v for q, v in zip(QUANTILES, qs, strict=True)})
-    return out
-
-
-def totals_since(totals: Mapping[str, Any], base: Mapping[str, Any]) -> dict[str, Any]:
-    """A snapshot's ``totals`` less an earlier snapshot's ``base`` (counts, and dicts of counts)."""
-    out: dict[str, Any] = {}
-    for key, value in totals.items():
-        if isinstance(value, dict):
-            earlier = base.get(key) or {}
-            out[key] = {k: v - earlier.get(k, 0) for k, v in value.items() if v - earlier.get(k, 0)}
-        else:
-            out[key] = value - base.get(key, 0)
     return out
 
 

@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 import gevent
 
 from llm_locust.live import catalog as metrics
-from llm_locust.live.aggregate import LATENCIES, History, LiveAggregate, history_point, totals_since
+from llm_locust.live.aggregate import LATENCIES, History, LiveAggregate, history_point
 from llm_locust.live.exporter import run_info
 from llm_locust.live.view import RunView
 from llm_locust.results.headline import headline
@@ -78,34 +78,37 @@ class LiveWebUI:
         aggregate: LiveAggregate,
         server: Callable[[], Mapping[str, float]] | None = None,
         sample_s: float = SAMPLE_S,
+        fresh: Callable[[], LiveAggregate] | None = None,
     ) -> None:
         self.view = view
-        self.aggregate = aggregate
+        self.aggregate = aggregate  # this test's records (fed by add)
+        self.fresh = fresh  # a new, empty aggregate for each test
         self.server = server  # the target's own gauges (ServerMetrics.latest), if scraped
         self.sample_s = sample_s
         self.history = History(maxlen=int(HISTORY_S / sample_s))
         self.last_summary: dict[str, Any] | None = None
         self.test = 0  # tests started: the page starts its series anew when this changes
-        self._base: dict[str, Any] = {}  # the aggregate's totals when the test started
         self._greenlet: gevent.Greenlet | None = None
 
     def on_test_start(self) -> None:
-        """A test starts: the previous one's verdict, totals and chart series are not its own."""
+        """A test starts: the previous one's verdict, totals, latencies, errors and chart series
+        are not its own (the exporter's aggregate, whose counters must only grow, keeps them)."""
         self.test += 1
         self.last_summary = None
         self.history.clear()
-        self._base = self.aggregate.snapshot()["totals"]
+        if self.fresh is not None:
+            self.aggregate = self.fresh()
+
+    def add(self, row: dict[str, Any]) -> None:
+        """A finished request of the current test (the bus)."""
+        self.aggregate.add(row)
 
     def on_finalized(self, summary: dict[str, Any], directory: Path | None) -> None:
         """A test ended: the page shows its result from now on."""
         self.last_summary = summary
 
     def snapshot(self) -> dict[str, Any]:
-        """The live aggregate's snapshot with the totals of this test alone (the aggregate, like
-        the exporter's counters, counts every test of the process)."""
-        snap = self.aggregate.snapshot()
-        snap["totals"] = totals_since(snap["totals"], self._base)
-        return snap
+        return self.aggregate.snapshot()
 
     def gauges(self) -> dict[str, Any]:
         raw = self.view.gauges()

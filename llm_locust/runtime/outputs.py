@@ -130,7 +130,11 @@ def install_outputs(ext: Extension) -> Outputs | None:
     view = ExtensionView(ext)
     good, thresholds = slo_setup(config.slo)
     endpoints = config.request.endpoints
-    aggregate = LiveAggregate(slo_good=good, thresholds=thresholds, endpoints=endpoints)
+
+    def fresh() -> LiveAggregate:
+        return LiveAggregate(slo_good=good, thresholds=thresholds, endpoints=endpoints)
+
+    aggregate = fresh()
     if endpoints and aggregate.endpoints is None:
         log.info(
             "llm-locust: %d endpoints, more than %d: the exported series carry no endpoint label "
@@ -151,7 +155,8 @@ def install_outputs(ext: Extension) -> Outputs | None:
     web_ui = getattr(ext.environment, "web_ui", None)
     if web_ui is not None:
         add_metrics_route(web_ui, exporter)
-        outputs.web = LiveWebUI(view, aggregate, server=latest)
+        outputs.web = LiveWebUI(view, fresh(), server=latest, fresh=fresh)  # the page: each test its own
+        ext.bus.subscribe(outputs.web.add)
         ext.finalized.subscribe(outputs.web.on_finalized)
         events.test_start.add_listener(lambda **_: outputs.web.on_test_start() if outputs.web else None)
         add_web_ui(web_ui, outputs.web)

@@ -55,20 +55,23 @@ SUMMARY = {
 }
 
 
-def _first_test() -> tuple[Clock, LiveAggregate, LiveWebUI]:
+def _first_test() -> tuple[Clock, LiveWebUI]:
     """A web UI whose first test finished 8 requests and failed 1."""
     clock = Clock()
-    aggregate = LiveAggregate(clock=clock)
-    ui = LiveWebUI(View(), aggregate)  # type: ignore[arg-type]
+
+    def fresh() -> LiveAggregate:
+        return LiveAggregate(clock=clock)
+
+    ui = LiveWebUI(View(), fresh(), fresh=fresh)  # type: ignore[arg-type]
     ui.on_test_start()
     for i in range(8):
-        aggregate.add(_row(i))
-    aggregate.add(_row(8, "http_500"))
-    return clock, aggregate, ui
+        ui.add(_row(i))
+    ui.add(_row(8, "http_500"))
+    return clock, ui
 
 
 def test_a_new_test_starts_with_no_verdict_no_series_and_its_own_totals() -> None:
-    clock, aggregate, ui = _first_test()
+    clock, ui = _first_test()
     ui.sample()
     ui.on_finalized(SUMMARY, None)
     first = ui.stats()
@@ -77,7 +80,7 @@ def test_a_new_test_starts_with_no_verdict_no_series_and_its_own_totals() -> Non
 
     ui.on_test_start()
     clock.t += 10
-    aggregate.add(_row(9))
+    ui.add(_row(9))
     second = ui.stats()
     assert second["result"] is None  # the first test's verdict is gone
     assert second["history"] == []  # and its chart series
@@ -85,10 +88,12 @@ def test_a_new_test_starts_with_no_verdict_no_series_and_its_own_totals() -> Non
     totals = second["snapshot"]["totals"]
     assert (totals["completed"], totals["failed"], totals["requests"]) == (1, 0, {"ok": 1})
     assert ui.sample()["completed"] == 1
+    assert second["snapshot"]["latency"]["ttft"]["count"] == 1  # its own latencies, one request
+    assert second["snapshot"]["errors"] == {}  # the first test's failure is not this one's
 
 
 def test_after_a_run_the_tab_shows_the_summarys_values_and_its_one_completed_count() -> None:
-    clock, _, ui = _first_test()
+    clock, ui = _first_test()
     clock.t += 120  # the load stopped long ago: the 30 s window is empty
     ui.on_finalized(SUMMARY, None)
     rows = {r["metric"]: r for r in ui.table_rows()}
