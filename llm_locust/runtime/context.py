@@ -25,6 +25,7 @@ from llm_locust.load.stages import Stage
 
 if TYPE_CHECKING:  # the client's module is the network; the context only holds its settings
     from llm_locust.client import ClientConfig
+    from llm_locust.workload.build import BuiltWorkload
 
 __all__ = ["RunContext"]
 
@@ -37,7 +38,7 @@ class RunContext:
     role: Role
     plan: LoadPlan
     client: ClientConfig | None  # the HTTP client's settings, the model resolved
-    workload: Any = None
+    workload: BuiltWorkload | None = None
     t0: float | None = None  # the plan's start, wall clock (staged plans)
     workers: int = 1  # processes sharing the open-loop schedule
     slot: int = 0  # this process's index among them

@@ -41,6 +41,7 @@ from llm_locust.load.plan import OPEN_LOOP_LEAD, LoadPlan
 from llm_locust.load.replicas import Balancer
 from llm_locust.load.stages import Stage
 from llm_locust.load.stepped import SteppedRates
+from llm_locust.load.traces import TraceEntry
 from llm_locust.preflight import Preflight
 from llm_locust.record import RequestRecord
 from llm_locust.report.build import report_after_run
@@ -59,6 +60,7 @@ from llm_locust.runtime.search import SearchDriver
 from llm_locust.runtime.session import TestResults
 from llm_locust.runtime.sources import RequestSources, client_config
 from llm_locust.workload.base import RequestSpec
+from llm_locust.workload.build import BuiltWorkload
 from llm_locust.workload.tokenizer import counting_tokenizer
 
 __all__ = ["ATTRIBUTE", "Extension", "LiveState", "extension_of", "role_of"]
@@ -103,7 +105,7 @@ class Extension:
         self.role = role_of(environment.runner)
         self.run_config: RunConfig = config_from_options(None)  # the defaults, until init adopts one
         self.plan: LoadPlan = LoadPlan()
-        self.workload: Any = None
+        self.workload: BuiltWorkload | None = None
         self.cli_spawn_rate: float | None = None  # -r as the command line gave it (None: not given)
         self.cli_options: dict[str, Any] = {}  # llm-locust's option values as the command line gave them
         self.drain: dict[str, Any] | None = None
@@ -349,7 +351,7 @@ class Extension:
         context = self.context
         return None if context is None else context.stage_at(time.time())[0]
 
-    def trace_spec(self, entry: Any) -> RequestSpec:
+    def trace_spec(self, entry: TraceEntry) -> RequestSpec:
         return self.sources.trace_spec(entry)
 
     def new_source(self, stage: Stage | None = None) -> Any:

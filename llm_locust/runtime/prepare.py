@@ -39,7 +39,7 @@ from llm_locust.load.plan import LoadPlan, LoadPlanError, build_load_plan
 from llm_locust.results.writer import ResultsDirError, check_results_dir
 from llm_locust.runtime.binds import apply_binds, strip_target_credentials
 from llm_locust.runtime.locust_adapter import after_parse
-from llm_locust.workload.build import WorkloadError, WorkloadFactory
+from llm_locust.workload.build import BuiltWorkload, WorkloadError, WorkloadFactory
 from llm_locust.workload.prompts import draw_salt
 
 __all__ = [
@@ -80,7 +80,7 @@ class Prepared:
     role: Role
     config: RunConfig
     plan: LoadPlan
-    workload: Any  # None on the master, which sends no requests
+    workload: BuiltWorkload | None  # None on the master, which sends no requests
 
 
 class Preparer:

@@ -18,9 +18,12 @@ from llm_locust.config.model import RequestConfig
 from llm_locust.load.cancel import CancelPolicy
 from llm_locust.load.replicas import Balancer
 from llm_locust.load.stages import Stage
+from llm_locust.load.traces import TraceEntry
 from llm_locust.runtime.context import RunContext
 from llm_locust.runtime.prepare import PREPARER, workload_info
-from llm_locust.workload.base import RequestSpec
+from llm_locust.workload.base import RequestSource, RequestSpec
+from llm_locust.workload.build import BuiltWorkload
+from llm_locust.workload.sampled import SampledWorkload
 
 __all__ = ["RequestSources", "client_config"]
 
@@ -44,7 +47,7 @@ class RequestSources:
         assert context is not None and context.client is not None  # set at the test's start
         return context
 
-    def workload_for(self, stage: Stage | None) -> Any:
+    def workload_for(self, stage: Stage | None) -> BuiltWorkload | None:
         """The workload of a stage: the run's, or a matrix cell's own."""
         context = self._current()
         if stage is None or not stage.overrides():
@@ -56,11 +59,14 @@ class RequestSources:
             self._stage_workloads[stage.index] = PREPARER.workloads.build(cell, info)
         return self._stage_workloads[stage.index]
 
-    def trace_spec(self, entry: Any) -> RequestSpec:
+    def trace_spec(self, entry: TraceEntry) -> RequestSpec:
         """A request with a trace row's input and output lengths."""
         context = self._current()
         self._trace_counter += 1
-        return context.workload.spec_for_lengths(
+        workload = context.workload
+        if not isinstance(workload, SampledWorkload):  # the configuration refuses --trace with --dataset
+            raise TypeError(f"--trace needs a sampled workload, not {type(workload).__name__}")
+        return workload.spec_for_lengths(
             int(entry.input_tokens), int(entry.output_tokens), context.slot, self._trace_counter - 1
         )
 
@@ -73,11 +79,14 @@ class RequestSources:
             self._balancer = Balancer(request.endpoints, request.balance, start)
         return self._balancer
 
-    def new_source(self, stage: Stage | None = None) -> Any:
+    def new_source(self, stage: Stage | None = None) -> RequestSource:
         """A request stream for a new user; its index keeps the stream reproducible."""
         context = self._current()
         self._streams += 1
-        return self.workload_for(stage).source(context.worker_index * 1_000_000 + self._streams - 1)
+        workload = self.workload_for(stage)
+        if workload is None:  # the master builds none: its users are the workers'
+            raise RuntimeError("llm-locust: this process has no workload (a master sends no requests)")
+        return workload.source(context.worker_index * 1_000_000 + self._streams - 1)
 
 
 def client_config(request: RequestConfig, host: str) -> ClientConfig:

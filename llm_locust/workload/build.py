@@ -39,6 +39,9 @@ from llm_locust.workload.replay import DatasetWorkload
 from llm_locust.workload.sampled import SampledWorkload
 from llm_locust.workload.tokenizer import ApproxTokenizer, LengthCalibrator, TokenizerError, load_tokenizer
 
+#: What a workload option builds: lengths sampled (synthetic, profiles) or a dataset replayed.
+BuiltWorkload = SampledWorkload | DatasetWorkload
+
 __all__ = ["WorkloadError", "WorkloadFactory", "build_workload"]
 
 log = logging.getLogger("llm_locust.workload")
@@ -56,7 +59,7 @@ class WorkloadFactory:
     def __init__(self) -> None:
         self._datasets: dict[tuple[str, str, bool], Dataset] = {}
 
-    def build(self, config: WorkloadConfig, server_info: dict[str, Any] | None = None) -> Any:
+    def build(self, config: WorkloadConfig, server_info: dict[str, Any] | None = None) -> BuiltWorkload:
         """The workload ``config`` describes. ``server_info`` may hold ``max_model_len``,
         ``base_url`` (for ``--tokenizer server``) and ``model``."""
         try:
@@ -78,12 +81,14 @@ class WorkloadFactory:
         return self._datasets[key]
 
 
-def build_workload(config: WorkloadConfig, server_info: dict[str, Any] | None = None) -> Any:
+def build_workload(config: WorkloadConfig, server_info: dict[str, Any] | None = None) -> BuiltWorkload:
     """The workload ``config`` describes (a fresh :class:`WorkloadFactory`'s)."""
     return WorkloadFactory().build(config, server_info)
 
 
-def _build(opt: WorkloadConfig, info: dict[str, Any], dataset: Callable[[WorkloadConfig], Dataset]) -> Any:
+def _build(
+    opt: WorkloadConfig, info: dict[str, Any], dataset: Callable[[WorkloadConfig], Dataset]
+) -> BuiltWorkload:
     tokenizer = load_tokenizer(
         opt.tokenizer,
         info.get("base_url"),

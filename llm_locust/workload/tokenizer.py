@@ -268,7 +268,7 @@ def load_tokenizer(
     return HFTokenizer(path)
 
 
-def counting_tokenizer(workload: Any) -> Tokenizer | None:
+def counting_tokenizer(workload: object) -> Tokenizer | None:
     """The model's tokenizer of a built workload (``--tokenizer FILE`` or ``server``), else ``None``.
 
     The approximation is not the model's tokenizer, so it never stands in for ``usage``.
