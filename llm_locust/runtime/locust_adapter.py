@@ -14,7 +14,10 @@ reach for them is here, and nowhere else:
 - :func:`wrap_view`: a web UI view replaced in Flask's ``app.view_functions`` (by the endpoint
   of its URL rule), wrapped again in Locust's login check. Wrappers compose: the one installed
   last runs first (so ``/swarm``: the form check, installed after the preflight, runs before it,
-  and both after the login check).
+  and both after the login check);
+- :func:`after_template_args`: the web UI rebuilds its page's arguments (``template_args``) in
+  ``update_template_args`` at every ``GET /``; the method is replaced on the instance so a
+  change to them (the secrets blanked) follows each rebuild.
 
 tests/unit/runtime/test_locust_adapter.py pins each behaviour relied on, and fails naming the
 installed versions and :data:`CHECKED_WITH` when one differs.
@@ -26,7 +29,14 @@ import argparse
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["CHECKED_WITH", "after_parse", "send_stats_now", "set_option_default", "wrap_view"]
+__all__ = [
+    "CHECKED_WITH",
+    "after_parse",
+    "after_template_args",
+    "send_stats_now",
+    "set_option_default",
+    "wrap_view",
+]
 
 #: The versions whose internals were read and pinned: {package: versions}.
 CHECKED_WITH = {"locust": ("2.47.0",), "flask": ("3.1.3",)}
@@ -72,3 +82,15 @@ def wrap_view(web_ui: Any, rule: str, wrapper: Callable[[View], View]) -> bool:
         return False
     app.view_functions[endpoint] = web_ui.auth_required_if_enabled(wrapper(app.view_functions[endpoint]))
     return True
+
+
+def after_template_args(web_ui: Any, then: Callable[[dict[str, Any]], None]) -> None:
+    """Call ``then(web_ui.template_args)`` now and each time Locust rebuilds them."""
+    update = web_ui.update_template_args
+
+    def update_then() -> None:
+        update()
+        then(web_ui.template_args)
+
+    web_ui.update_template_args = update_then
+    then(web_ui.template_args)

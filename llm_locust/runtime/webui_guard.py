@@ -30,6 +30,7 @@ from typing import Any
 
 from llm_locust.config.redact import SECRET_OPTIONS, strip_credentials
 from llm_locust.config.urls import target_url_problem
+from llm_locust.runtime.locust_adapter import after_template_args
 from llm_locust.runtime.runners import ConfiguredRun
 
 __all__ = ["WebUiGuard", "normal_host", "scrub_page", "scrub_template_args"]
@@ -56,14 +57,7 @@ def scrub_template_args(args: dict[str, Any]) -> None:
 
 def scrub_page(web_ui: Any) -> None:
     """Scrub Locust's page arguments now and each time Locust rebuilds them (every ``GET /``)."""
-    update = web_ui.update_template_args
-
-    def scrubbed_update() -> None:
-        update()
-        scrub_template_args(web_ui.template_args)
-
-    web_ui.update_template_args = scrubbed_update
-    scrub_template_args(web_ui.template_args)
+    after_template_args(web_ui, scrub_template_args)  # llm_locust/runtime/locust_adapter.py
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,7 @@ import pytest
 from llm_locust.runtime.locust_adapter import (
     CHECKED_WITH,
     after_parse,
+    after_template_args,
     send_stats_now,
     set_option_default,
     wrap_view,
@@ -133,3 +134,21 @@ def test_a_wrapped_view_still_asks_for_the_login_first() -> None:
     wrap_view(ui, "/swarm", lambda view: lambda *a, **k: calls.append("ours") or "ours")
     reply = ui.app.test_client().post("/swarm", data={"user_count": "1"})
     assert calls == [] and reply.status_code in (302, 401), why("auth_required_if_enabled")
+
+
+def test_the_page_arguments_are_changed_after_each_rebuild() -> None:
+    ui = web_ui()
+    seen: list[str] = []
+
+    def blank(args: dict[str, Any]) -> None:
+        seen.append(str(args.get("host")))
+        args["host"] = "(blanked)"
+
+    ui.environment.host = "http://user:secret@127.0.0.1:9"
+    after_template_args(ui, blank)
+    assert ui.template_args["host"] == "(blanked)" and len(seen) == 1
+    page = ui.app.test_client().get("/")  # Locust's index view rebuilds them, then renders
+    assert page.status_code == 200, why("GET /")
+    assert seen[-1] == "http://user:secret@127.0.0.1:9" and len(seen) == 2, why("update_template_args")
+    assert ui.template_args["host"] == "(blanked)"
+    assert "user:secret" not in page.get_data(as_text=True), why("the page rendered after the rebuild")
