@@ -59,6 +59,12 @@ def start_in_chromium(base: str, values: dict[str, str]) -> dict[str, Any]:
     return json.loads(body)
 
 
+def page_has(condition: str) -> str:
+    """A promise that resolves once ``condition`` holds in the page (polled every 100 ms)."""
+    look = f"const look = () => ({condition}) ? ok() : setTimeout(look, 100); look();"
+    return f"new Promise(ok => {{ {look} }})"
+
+
 def _live_test(base: str, test: int, timeout: float = 20.0) -> dict[str, Any]:
     """``/llm/stats`` once test number ``test`` has started."""
     deadline = time.monotonic() + timeout
@@ -125,11 +131,22 @@ def test_tests_started_from_the_form(tmp_path: Path) -> None:
         plain = {**LIGHT, "user_count": "1", "spawn_rate": "1", "host": url, "run_time": "2s"}
         graded_live = json.loads(http_get(f"{base}/llm/stats"))
         assert graded_live["result"]["slo_passed"] is not None and graded_live["history"]
-        assert post(base, {**plain, "results_dir": f"{results}-plain"})["success"] is True
-        live = _live_test(base, graded_live["run"]["test"] + 1)
-        # /llm starts clean: no verdict of the second test, none of its chart points
-        assert live["result"] is None
-        assert all(p["t"] > graded_live["history"][-1]["t"] for p in live["history"])
+        last_t = graded_live["history"][-1]["t"]
+        with DevTools(f"{base}/llm") as page:  # the /llm page open across the two tests
+            page.evaluate(page_has("points.length > 0 && !document.getElementById('answer').hidden"))
+            assert post(base, {**plain, "results_dir": f"{results}-plain"})["success"] is True
+            live = _live_test(base, graded_live["run"]["test"] + 1)
+            # /llm starts clean: no verdict of the second test, none of its chart points
+            assert live["result"] is None
+            assert all(p["t"] > last_t for p in live["history"])
+            page.evaluate(page_has(f"test === {live['run']['test']} && points.length > 0"))
+            shown = page.evaluate(
+                "({first: points[0].t, hidden: document.getElementById('answer').hidden, "
+                "verdict: document.getElementById('verdict').textContent})"
+            )
+        # no point of the second test; its SLO verdict gone (the third has no SLO: hidden while it
+        # runs, "No SLO" once it ended)
+        assert shown["first"] > last_t and (shown["hidden"] or shown["verdict"] == "No SLO"), shown
         third = wait_for(Path(f"{results}-plain") / "summary.json", 60)
     log = ui.log()
     expect_exit(ui.proc, 0, log)  # SIGTERM after the second test ended: 0
