@@ -93,6 +93,12 @@ def _tpot_p90(step: dict[str, Any]) -> float:
     return next(t["value"] for t in step["terms"] if t["name"] == "tpot_p90")
 
 
+def _load(plan: dict[str, Any], step: dict[str, Any]) -> float:
+    """A step's load in the demand's unit (concurrency here): its level when the search ran in that
+    unit (users that do not think: capacity.json's by_level), else its mean in flight."""
+    return float(step["level"] if plan.get("by_level") else step["mean_in_flight"])
+
+
 def test_capacity_writes_a_decision_page_drawn_with_the_runs_numbers(comparison: Comparison) -> None:
     report, root = comparison.report, comparison.root
     assert f"capacity.html: {root / 'capacity.html'}" in comparison.stdout
@@ -104,7 +110,7 @@ def test_capacity_writes_a_decision_page_drawn_with_the_runs_numbers(comparison:
     assert bars == [pytest.approx(p["capacity"], abs=1e-3) for p in plans]
     bracket = _values(state["capacity"]["series"][1])
     expected = [
-        [x, p["capacity"], p["upper_step"]["mean_in_flight"]]
+        [x, p["capacity"], _load(p, p["upper_step"])]
         for x, p in enumerate(plans)
         if p["capacity"] is not None and p["upper_step"] is not None
     ]
@@ -131,7 +137,7 @@ def test_capacity_writes_a_decision_page_drawn_with_the_runs_numbers(comparison:
         dollars = plan["gpu_hour_cost"] * plan["gpus"]
         assert cost == [
             [
-                pytest.approx(s["mean_in_flight"], abs=1e-3),
+                pytest.approx(_load(plan, s), abs=1e-3),
                 pytest.approx(dollars / (s["output_throughput"] * 3600 / 1e6), abs=1e-3),
             ]
             for s in valid
