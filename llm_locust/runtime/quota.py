@@ -12,13 +12,20 @@ Only for runs whose every request is measured (``-u`` users or a ``--request-rat
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING, Any
+
+import gevent
+
+from llm_locust.config.role import Role
+from llm_locust.runtime.runners import runner_of
 
 if TYPE_CHECKING:
     from llm_locust.runtime.extension import Extension
 
 __all__ = ["RequestQuota", "install", "quota_of", "share"]
 
+log = logging.getLogger("llm_locust")
 _ATTRIBUTE = "_llm_locust_quota"
 
 
@@ -43,6 +50,19 @@ class RequestQuota:
         if context is not None and context.config.load.num_requests is not None:
             self.n = context.config.load.num_requests
             self.left = share(self.n, context.slot, context.workers)
+            users = context.config.load.num_users or 1
+            if context.role == Role.MASTER and not context.plan.open_loop and users < context.workers:
+                self._refuse(
+                    f"--num-requests: -u {users} users on {context.workers} workers leaves a worker "
+                    "without users, whose share would never be sent: at least one user per worker"
+                )
+
+    def _refuse(self, line: str) -> None:
+        """A test that could not end by its count: one line, exit code 2, no load."""
+        log.error("llm-locust: %s", line)
+        environment = self.ext.environment
+        environment.process_exit_code = 2
+        gevent.spawn(runner_of(environment).quit)
 
     def take(self) -> bool:
         """A ticket for one more request, if this process has one left."""

@@ -123,6 +123,18 @@ def test_num_requests_distributed_the_master_counts(tmp_path: Path) -> None:
     assert res.summary["duration"] < 30  # ended by the count, not by -t
 
 
+@pytest.mark.slow
+def test_num_requests_with_a_worker_without_users_is_refused(tmp_path: Path) -> None:
+    """-u 1 on 2 workers: one worker gets no user and its share would never be sent (the run
+    would never end by its count): one line, exit 2."""
+    with running_sim(*SIM) as url:
+        res = run_distributed(
+            url, *LIGHT, "--num-requests", "4", results_dir=tmp_path / "d", workers=2, users=1, run_time="60s"
+        )
+    expect_exit(res, 2)
+    assert "llm-locust: --num-requests: -u 1 users on 2 workers leaves a worker without users" in res.stderr
+
+
 APPLIES = "--num-requests applies to -u users or a --request-rate"
 
 
