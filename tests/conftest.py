@@ -82,3 +82,27 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     # the order within each kind stays the files' order); with --dist loadscope the modules
     # are handed out in the order of their first test
     items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+
+
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    """The installed versions the adapters were not checked with, said before the tests run.
+
+    ``CHECKED_WITH`` is read from each adapter's source (importing them would import Locust and
+    its monkey-patching into the controller process)."""
+    import ast
+    from pathlib import Path
+
+    from tests.pins import unchecked
+
+    lines: list[str] = []
+    root = Path(__file__).resolve().parent.parent
+    for adapter, pins in (
+        ("llm_locust/http_adapter.py", "tests/unit/test_http_adapter.py"),
+        ("llm_locust/runtime/locust_adapter.py", "tests/unit/runtime/test_locust_adapter.py"),
+    ):
+        for node in ast.parse((root / adapter).read_text()).body:
+            if isinstance(node, ast.Assign) and any(
+                isinstance(t, ast.Name) and t.id == "CHECKED_WITH" for t in node.targets
+            ):
+                lines += unchecked(ast.literal_eval(node.value), adapter, pins)
+    return lines

@@ -104,6 +104,6 @@ def test_the_start_form_is_laid_out_as_the_help(tmp_path: Path) -> None:
     assert fields["requestRate"][0] == "Request Rate"  # the name alone: nothing to cut off
     assert cut == []
     slo_help = fields["slo"][1]
-    assert 'success>=99%,ttft_p95<=5s' in slo_help and "%%" not in text
+    assert "success>=99%,ttft_p95<=5s" in slo_help and "%%" not in text
     assert fields["requestTimeout"][1].endswith("(default: 600)")
     assert fields["searchPrecision"][1].startswith("--search-precision: ")

@@ -25,7 +25,7 @@ from llm_locust.runtime.locust_adapter import (
     set_option_default,
     wrap_view,
 )
-from tests.pins import assert_checked, differs
+from tests.pins import differs
 from tests.unit.runtime.fake_rpc import fleet_of, settle
 
 
@@ -37,12 +37,6 @@ class Idle(User):
     @task
     def nothing(self) -> None:
         pass
-
-
-def test_the_installed_versions_are_the_ones_checked() -> None:
-    assert_checked(
-        CHECKED_WITH, "llm_locust/runtime/locust_adapter.py", "tests/unit/runtime/test_locust_adapter.py"
-    )
 
 
 @pytest.fixture(autouse=True)
