@@ -60,6 +60,7 @@ from llm_locust.protocol.openai import ENDPOINT_PATHS, api_prefix, build_body, c
 from llm_locust.protocol.reasoning import batched_first_message
 from llm_locust.protocol.retry import retry_after_seconds
 from llm_locust.protocol.stream import Cancelled, Failure, Stream, StreamEvents
+from llm_locust.protocol.tools import ToolOffer
 from llm_locust.reader import BodyReader
 from llm_locust.record import CANCELLED, INCOMPLETE, RequestRecord
 
@@ -118,6 +119,7 @@ class ClientConfig:
     insecure: bool = False
     tokenizer: Any = None
     cancel: CancelPolicy | None = None  # --cancel-rate / --cancel-after
+    tools: ToolOffer | None = None  # --tools / --tool-share (llm_locust.protocol.tools)
 
     @property
     def tls(self) -> TlsSettings:
@@ -188,6 +190,7 @@ class StreamingClient:
             self._draining.wait_released()
             self._draining = None
         record.max_tokens = requested_tokens(body)
+        record.tools_offered = "tools" in body
         point = self._cancels.next() if self._cancels is not None else None
         if point is not None and point.chunks is not None:
             stream.cancel_chunks = point.chunks

@@ -11,6 +11,9 @@ definitions live in one place:
 - E2E:  request sent -> last byte of the response.
 - TPOT: (E2E - TTFT) / (completion tokens - 1); undefined (``None``) below 2 tokens.
 - ITL:  each gap between successive content-bearing chunks.
+- Tool calls: ``time_to_first_tool_call`` (sent -> first ``delta.tool_calls``) and
+  ``time_to_tool_args_complete`` (sent -> last argument piece); a tool-call delta is not
+  content (``llm_locust.protocol.tools``).
 
 Pure module: no Locust, no network.
 """
@@ -99,6 +102,11 @@ ROW_FIELDS = (
     "worker",
     "client_stall_s",
     "replica",
+    "tools_offered",
+    "tool_calls",
+    "time_to_first_tool_call",
+    "time_to_tool_args_complete",
+    "tool_args_json_ok",
 )
 
 
@@ -152,6 +160,12 @@ class RequestRecord:
     # above 0 the latencies include a pause of the load generator, not only the server's time.
     client_stall_s: float = 0.0
     replica: str | None = None  # which of --endpoints served it (None: the one --host)
+    # Tool calls (llm_locust.protocol.tools): not content, so not in chunk_times nor TTFT.
+    tools_offered: bool = False
+    tool_calls: int = 0  # distinct calls the stream carried
+    t_first_tool_call: float | None = None  # first delta.tool_calls
+    t_tool_args_done: float | None = None  # last piece of arguments
+    tool_args_json_ok: bool | None = None  # None: no tool call
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -251,6 +265,11 @@ class RequestRecord:
             "worker": self.worker,
             "client_stall_s": self.client_stall_s,
             "replica": self.replica,
+            "tools_offered": self.tools_offered,
+            "tool_calls": self.tool_calls,
+            "time_to_first_tool_call": _since(self.t_first_tool_call, t0),
+            "time_to_tool_args_complete": _since(self.t_tool_args_done, t0),
+            "tool_args_json_ok": self.tool_args_json_ok,
         }
         out.update(self.extra)
         return out
@@ -283,6 +302,10 @@ class RequestRecord:
             t_intended=row.get("intended_offset"),
             t_first_visible=row.get("ttft_visible"),
             reasoning_chunks=row.get("reasoning_chunks") or 0,
+            tools_offered=bool(row.get("tools_offered", False)),
+            tool_calls=row.get("tool_calls") or 0,
+            t_first_tool_call=row.get("time_to_first_tool_call"),
+            t_tool_args_done=row.get("time_to_tool_args_complete"),
             extra=extra,
         )
         return cls(**fields)
@@ -291,7 +314,12 @@ class RequestRecord:
 #: Keys of the JSONL form computed from the marks (not fields, not extra).
 _DERIVED = frozenset(
     ("start_time", "ttft", "tpot", "e2e", "itl", "chunks", "send_lag", "intended_offset", "short_output")
-).union(("ttft_visible", "answer_tokens"))
+).union(("ttft_visible", "answer_tokens", "time_to_first_tool_call", "time_to_tool_args_complete"))
+
+
+def _since(mark: float | None, t0: float) -> float | None:
+    return None if mark is None else mark - t0
+
 
 _ORJSON_OPTIONS = orjson.OPT_NON_STR_KEYS | orjson.OPT_SERIALIZE_NUMPY
 

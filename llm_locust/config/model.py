@@ -49,6 +49,7 @@ from llm_locust.config.redact import REDACTED, redact_headers, strip_credentials
 from llm_locust.config.slo import SloSpec, parse_slo
 from llm_locust.config.think import ThinkTime, parse_think_time
 from llm_locust.config.tls import check_tls_options
+from llm_locust.config.tools import load_tools
 from llm_locust.config.units import OptionError, parse_duration, parse_levels, parse_percentiles, split_list
 from llm_locust.config.urls import check_target_url
 
@@ -96,6 +97,15 @@ class RequestConfig(Part):
     skip_preflight: bool
     cancel_rate: Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)]
     cancel_after: Annotated[CancelAfter, PlainSerializer(str, return_type=str)]
+    tools: str | None = None
+    tool_share: Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)] = 1.0
+
+    @field_validator("tools")
+    @classmethod
+    def _tools(cls, value: str | None) -> str | None:
+        if value:
+            load_tools(value)  # a missing or malformed file is refused before the test starts
+        return value or None
 
     @field_validator("cancel_after", mode="before")
     @classmethod
@@ -156,6 +166,8 @@ class RequestConfig(Part):
     @model_validator(mode="after")
     def _tls(self) -> RequestConfig:
         check_tls_options(self.ca_cert, self.insecure)  # the CA file is read here, once
+        if self.tools and self.endpoint != "chat":
+            raise ValueError(f"--tools {self.tools}: tool calls need --endpoint chat")
         return self
 
     def api_key_value(self) -> str | None:

@@ -92,6 +92,19 @@ _REQUEST = (
         default="first-token",
     ),
     _o(
+        "--tools",
+        "request",
+        "Offer tools with each request: a JSON or YAML file of OpenAI tools definitions, or builtin "
+        "(get_weather, search_docs); records time the streamed tool calls",
+    ),
+    _o(
+        "--tool-share",
+        "request",
+        "Share of requests that offer --tools (0..1, spread evenly)",
+        default=1.0,
+        type="float",
+    ),
+    _o(
         "--ca-cert",
         "request",
         "PEM file of the CA(s) to trust for an https target (a private CA); host names still checked",

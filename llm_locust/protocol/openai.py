@@ -27,6 +27,9 @@ def build_body(config: Any, spec: Any) -> dict[str, Any]:
         body["max_tokens"] = spec.max_tokens
     if config.temperature is not None:
         body["temperature"] = config.temperature
+    tools = getattr(config, "tools", None)  # a ToolOffer (--tools, --tool-share)
+    if tools is not None and config.endpoint == "chat" and tools.next():
+        body["tools"] = tools.definitions
     body.update(spec.extra_body)
     body.update(config.extra_body)
     return body

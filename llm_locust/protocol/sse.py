@@ -9,7 +9,8 @@ Two layers, both pure (no HTTP, no Locust):
   ``{"error": ...}`` payload: llama.cpp's ``error: {...}`` field and ``event: error``.
   Bytes that are not UTF-8 raise :class:`PayloadError`.
 - :func:`parse_chunk` reads one OpenAI ``chat.completion.chunk`` / ``text_completion``
-  payload and says whether it carries generated text, usage, a finish reason or an error.
+  payload and says whether it carries generated text, tool-call pieces, usage, a finish reason
+  or an error.
   Valid JSON of the wrong shape (``"usage": "lots"``, ``"choices": [null]``) raises
   :class:`PayloadError` with the reason, never ``AttributeError``.
 
@@ -53,6 +54,7 @@ class Chunk:
     usage: dict[str, Any] | None = None  # counts checked: absent, or non-negative ints
     finish_reason: str | None = None  # set on any choice: the stream is complete
     error: str | None = None  # an in-stream error object's message
+    tool_calls: list[dict[str, Any]] | None = None  # ``delta.tool_calls`` pieces (llm_locust.protocol.tools)
 
 
 class EventDecoder:
@@ -204,6 +206,9 @@ def parse_chunk(data: str) -> Chunk:
         if text:  # a chunk is reasoning only when all its text is
             chunk.reasoning = reasoning and (chunk.reasoning or not chunk.text)
             chunk.text += text
+        calls = _tool_calls(choice)
+        if calls:
+            chunk.tool_calls = calls if chunk.tool_calls is None else chunk.tool_calls + calls
         reason = choice.get("finish_reason")
         if reason is not None:
             chunk.finish_reason = str(reason)
@@ -238,6 +243,17 @@ def _choice_text(choice: dict[str, Any]) -> tuple[str, bool]:
         if text:
             return text, key != "content"
     return "", False
+
+
+def _tool_calls(choice: dict[str, Any]) -> list[dict[str, Any]] | None:
+    """The choice's ``delta.tool_calls`` pieces (each an object), or ``None``."""
+    delta = choice.get("delta")
+    calls = delta.get("tool_calls") if isinstance(delta, dict) else None
+    if not calls:
+        return None
+    if not isinstance(calls, list) or not all(isinstance(call, dict) for call in calls):
+        raise PayloadError(f"delta.tool_calls is not a list of objects: {_clip(json.dumps(calls))}")
+    return calls
 
 
 def _string(obj: dict[str, Any], key: str, where: str) -> str:

@@ -2,7 +2,8 @@
 
 The client's reader hands every read's bytes to :class:`StreamEvents`, stamped with the time of
 the read; this module turns them into the record's marks (each content chunk's time, the first
-visible token, reasoning chunks) and raises :class:`Failure` (an outcome class and a message)
+visible token, reasoning chunks, tool-call pieces: :mod:`llm_locust.protocol.tools`) and
+raises :class:`Failure` (an outcome class and a message)
 or :class:`Cancelled` (``--cancel-rate``) when the stream says so. A stream is complete only
 with a ``finish_reason``; it ends at ``[DONE]`` even if the HTTP body does not (a server that
 keeps the connection open after it): :meth:`StreamEvents.feed` says so and the reader stops
@@ -19,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from llm_locust.protocol.sse import DONE, EventDecoder, PayloadError, parse_chunk
+from llm_locust.protocol.tools import ToolArgs, note_tool_deltas, settle_tool_args
 from llm_locust.record import RequestRecord
 
 __all__ = [
@@ -52,6 +54,7 @@ class Stream:
     reasoning: list[str] | None = None  # its reasoning part (kept with ``parts``)
     first_visible: str = ""  # the first content chunk's text
     cancel_chunks: int = sys.maxsize  # abandon the request once it has this many chunks
+    tool_args: ToolArgs | None = None  # each tool call's argument pieces, by its index
 
 
 class StreamEvents:
@@ -91,9 +94,11 @@ class StreamEvents:
                 self._events(self.decoder.close(), record.t_end)
         except PayloadError as exc:
             raise Failure("bad_payload", str(exc)) from None
+        if self.stream.tool_args:
+            settle_tool_args(record, self.stream.tool_args)
         if record.finish_reason is None:
             raise Failure("stream_broken", cut_message(record))
-        if not record.chunk_times:
+        if not record.chunk_times and not record.tool_calls:  # a tool call alone is an answer
             raise Failure("empty_response", "stream ended without any generated text")
 
     def _events(self, payloads: Sequence[str], now: float) -> bool:
@@ -117,6 +122,10 @@ class StreamEvents:
                     record.visible_chars += len(chunk.text)
                 if len(self.chunk_times) >= stream.cancel_chunks:
                     raise Cancelled()
+            if chunk.tool_calls:
+                if self.stream.tool_args is None:
+                    self.stream.tool_args = {}
+                note_tool_deltas(self.record, self.stream.tool_args, chunk.tool_calls, now)
             if chunk.usage:
                 self.stream.usage = chunk.usage
             if chunk.finish_reason:

@@ -58,7 +58,10 @@ _TIMED = ("ttft", "tpot", "itl", "e2e")  # SLO terms whose values are latencies
 #: event-loop lag and CPU are the client's wall clock, and validity is judged on them).
 _AS_MEASURED = frozenset({"config", "client"})
 #: A row's latencies and durations (seconds).
-_ROW_SECONDS = ("ttft", "tpot", "e2e", "ttft_visible", "client_stall_s", "send_lag", "intended_offset")
+_ROW_SECONDS = (
+    *("ttft", "tpot", "e2e", "ttft_visible", "client_stall_s", "send_lag", "intended_offset"),
+    *("time_to_first_tool_call", "time_to_tool_args_complete"),
+)
 
 _SHOWN = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?) (s|ms)\b")  # "2.80 s", "850 ms" (show_value)
 _THRESHOLD = re.compile(r"([<>]=?)(\d+(?:\.\d+)?)(s|ms)\b")  # "e2e_p95<=3s" (an SLO line)

@@ -15,10 +15,12 @@ from typing import Any
 from llm_locust.client import ClientConfig
 from llm_locust.config.build import ConfigError
 from llm_locust.config.model import RequestConfig
+from llm_locust.config.tools import load_tools
 from llm_locust.load.cancel import CancelPolicy
 from llm_locust.load.replicas import Balancer
 from llm_locust.load.stages import Stage
 from llm_locust.load.traces import TraceEntry
+from llm_locust.protocol.tools import ToolOffer
 from llm_locust.runtime.context import RunContext
 from llm_locust.runtime.prepare import PREPARER, workload_info
 from llm_locust.workload.base import RequestSource, RequestSpec
@@ -105,4 +107,5 @@ def client_config(request: RequestConfig, host: str) -> ClientConfig:
         ca_cert=request.ca_cert,
         insecure=request.insecure,
         cancel=CancelPolicy(request.cancel_rate, request.cancel_after) if request.cancel_rate > 0 else None,
+        tools=ToolOffer(load_tools(request.tools), request.tool_share) if request.tools else None,
     )

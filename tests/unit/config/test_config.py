@@ -110,6 +110,9 @@ def test_strings_from_anywhere_become_the_same_typed_values() -> None:
             "--profile 'code' is Locust's run label, not the workload: use --workload code",
         ),
         ({"extra_body": "[]"}, "--extra-body '[]': must be a JSON object"),
+        ({"tools": "/no/tools.json"}, "--tools '/no/tools.json': cannot read /no/tools.json"),
+        ({"tools": "builtin", "endpoint": "completions"}, "--tools builtin: tool calls need --endpoint chat"),
+        ({"tool_share": "2"}, "--tool-share '2': must be at most 1"),
     ],
 )
 def test_one_line_naming_flag_and_value(values: dict[str, object], line: str) -> None:
