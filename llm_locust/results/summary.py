@@ -155,6 +155,7 @@ def _traffic(part: Part, ok: np.ndarray, timed: np.ndarray) -> dict[str, Any]:
         out.update(latency_stats(name, seconds))
     blocks = {
         "reasoning": traffic.reasoning_block(ok),
+        "tools": traffic.tools_block(ok),
         "prefix_cache": traffic.cache_block(cols, ok),
         "bursts": traffic.burst_block(cols, part.mask),
     }

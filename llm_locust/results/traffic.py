@@ -8,6 +8,9 @@ successful, measured records of a run or a stage:
   percentiles, where the split came from (``sources``, like ``token_sources``), how many
   first content chunks carried several tokens (``first_chunk_batched``), and which phase
   each latency covers (``phases``);
+- ``tools`` (``--tools``): requests that offered tools, requests answered with a tool call,
+  the calls, the share whose arguments parse as JSON (``args_json_ok_share``), beside the
+  latency keys ``*_time_to_first_tool_call_ms`` and ``*_time_to_tool_args_complete_ms``;
 - ``prefix_cache``: of the requests whose server reported ``cached_tokens``, the share with
   a hit (any cached prompt token), the share of prompt tokens served from the cache, and
   TTFT with and without a hit (``p50_ttft_cache_hit_ms`` / ``..._cache_miss_ms`` beside it);
@@ -55,6 +58,7 @@ def traffic_lines(summary: Mapping[str, Any]) -> list[str]:
                 f"WARNING: {block['first_chunk_batched']} first content chunks carried several tokens: "
                 "TTFT_VISIBLE includes their decode time"
             )
+    lines += _tool_lines(summary)
     bursts = summary.get("bursts")
     if bursts:
         lines.append(f"{'-' * 20} Bursts {'-' * 20}")
@@ -92,6 +96,33 @@ def stage_cache_lines(stages: Sequence[Mapping[str, Any]]) -> list[str]:
             f"TTFT p50 hit {_fmt(hit, '.1f')} ms / miss {_fmt(miss, '.1f')} ms"
         )
     return lines
+
+
+def _tool_lines(summary: Mapping[str, Any]) -> list[str]:
+    """The "Tool calls" section, when some request offered tools (or got a tool call)."""
+    block = summary.get("tools")
+    if not block:
+        return []
+    row = "{:<40}{:>16}".format
+    share = block["args_json_ok_share"]
+    return [
+        f"{'-' * 20} Tool calls {'-' * 20}",
+        row(
+            "Offered tools / answered with a call:",
+            f"{block['requests_offered']} / {block['requests_with_tool_calls']}",
+        ),
+        row(
+            "Tool calls / arguments JSON ok:",
+            f"{block['tool_calls']} / {'-' if share is None else f'{share * 100:.1f}%'}",
+        ),
+        row("First tool call p50 / p99 (ms):", _stat_pair(summary, "time_to_first_tool_call")),
+        row("Arguments complete p50 / p99 (ms):", _stat_pair(summary, "time_to_tool_args_complete")),
+        "a tool-call piece is not content: TTFT and ITL cover text only",
+    ]
+
+
+def _stat_pair(summary: Mapping[str, Any], name: str) -> str:
+    return f"{_fmt(summary.get(f'p50_{name}_ms'))} / {_fmt(summary.get(f'p99_{name}_ms'))}"
 
 
 def _pair(block: Mapping[str, Any], name: str) -> str:

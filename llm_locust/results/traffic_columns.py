@@ -9,7 +9,9 @@ ones), what the summary needs:
 
 - latencies beside TTFT: ``ttft_visible`` (the TTFT where a row has no separate value),
   ``ttft_cache_hit`` / ``ttft_cache_miss``, ``ttft_burst`` / ``ttft_base``;
-- the ``reasoning``, ``prefix_cache`` and ``bursts`` blocks (see :mod:`llm_locust.results.traffic`).
+- ``time_to_first_tool_call`` / ``time_to_tool_args_complete`` of the rows with a tool call;
+- the ``reasoning``, ``tools``, ``prefix_cache`` and ``bursts`` blocks
+  (see :mod:`llm_locust.results.traffic`).
 
 Pure module: numpy, no Locust, no network.
 """
@@ -42,6 +44,9 @@ class TrafficBuilder:
         self.batched_at = array("i")
         self.cached_at, self.cached = array("i"), array("d")
         self.burst_at_row, self.wave, self.wave_time = array("i"), array("i"), array("d")
+        self.offered_at = array("i")
+        self.tool_at, self.tool_calls, self.first_tool = array("i"), array("i"), array("d")
+        self.args_done, self.args_ok = array("d"), array("d")
 
     def add(self, index: int, row: Mapping[str, Any]) -> None:
         get = row.get
@@ -62,6 +67,14 @@ class TrafficBuilder:
         if cached is not None:
             self.cached_at.append(index)
             self.cached.append(cached)
+        if get("tools_offered"):
+            self.offered_at.append(index)
+        if get("tool_calls"):
+            self.tool_at.append(index)
+            self.tool_calls.append(int(get("tool_calls")))
+            self.first_tool.append(_float(get("time_to_first_tool_call")))
+            self.args_done.append(_float(get("time_to_tool_args_complete")))
+            self.args_ok.append(_float(get("tool_args_json_ok")))
         wave = get("burst")
         if wave is not None:
             self.burst_at_row.append(index)
@@ -70,6 +83,10 @@ class TrafficBuilder:
 
     def build(self) -> TrafficColumns:
         return TrafficColumns(self)
+
+
+def _float(value: Any) -> float:
+    return _NAN if value is None else float(value)
 
 
 def _ints(buffer: array[int]) -> np.ndarray:
@@ -92,6 +109,10 @@ class TrafficColumns:
         self.cached_at, self.cached = _ints(built.cached_at), _floats(built.cached)
         self.burst_rows, self.wave = _ints(built.burst_at_row), _ints(built.wave)
         self.wave_time = _floats(built.wave_time)
+        self.offered_at = _ints(built.offered_at)
+        self.tool_at, self.tool_calls = _ints(built.tool_at), _ints(built.tool_calls)
+        self.first_tool, self.args_done = _floats(built.first_tool), _floats(built.args_done)
+        self.args_ok = _floats(built.args_ok)
 
     def latencies(self, cols: Any, ok: np.ndarray) -> dict[str, np.ndarray]:
         """Latency columns (seconds) beside TTFT, of the rows ``ok`` (the rows the TTFT of the
@@ -103,6 +124,10 @@ class TrafficColumns:
             burst = _flag(cols.n, self.burst_rows)
             out["ttft_burst"] = _known(cols.ttft[ok & burst])
             out["ttft_base"] = _known(cols.ttft[ok & ~burst])
+        if self.tool_at.size:
+            timed = ok[self.tool_at]
+            out["time_to_first_tool_call"] = _known(self.first_tool[timed])
+            out["time_to_tool_args_complete"] = _known(self.args_done[timed])
         if self.cached_at.size:
             reporting = _flag(cols.n, self.cached_at)
             hit = _flag(cols.n, self.cached_at[self.cached > 0])
@@ -128,6 +153,20 @@ class TrafficColumns:
         out["first_chunk_batched"] = int(ok[self.batched_at].sum())
         out["phases"] = dict(PHASES)
         return out
+
+    def tools_block(self, ok: np.ndarray) -> dict[str, Any] | None:
+        """Tool calls of the successful rows: how many offered tools, how many were answered
+        with a call, the calls, the share whose arguments parse as JSON; ``None``: no tools."""
+        offered, called = ok[self.offered_at], ok[self.tool_at]
+        if not offered.any() and not called.any():
+            return None
+        verdicts = _known(self.args_ok[called])
+        return {
+            "requests_offered": int(offered.sum()),
+            "requests_with_tool_calls": int(called.sum()),
+            "tool_calls": int(self.tool_calls[called].sum()),
+            "args_json_ok_share": float(verdicts.mean()) if verdicts.size else None,
+        }
 
     def cache_block(self, cols: Any, ok: np.ndarray) -> dict[str, Any] | None:
         """Prefix-cache hits of the successful rows whose server reported ``cached_tokens``."""
