@@ -13,6 +13,10 @@ run. Tests marked ``serial`` depend on the client's own timing (its loop's laten
 spawns users, whether it keeps up: a saturated client makes a stage invalid): ``make test`` runs
 them after the parallel part, alone. The long real runs (``slow``) are handed out first, so the
 workers end together on short tests.
+
+A test whose outcome depends on the host having CPU to spare is marked ``host_timing`` (every
+``serial`` one is too): failing on a busy host it runs once more, then fails as "host too busy:
+..." with the figures (tests/busyhost.py).
 """
 
 from __future__ import annotations
@@ -22,6 +26,8 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+
+pytest_plugins = ("tests.busyhost",)
 
 
 def _strict() -> bool:

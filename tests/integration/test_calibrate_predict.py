@@ -19,7 +19,7 @@ import yaml
 from tests.locustproc import llm_locust_cli
 from tests.simproc import running_sim
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.host_timing]  # the measured ramp's latencies
 
 SIM = (
     "--max-num-seqs",

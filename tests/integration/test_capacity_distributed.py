@@ -11,6 +11,8 @@ from tests.integration.test_capacity_search import ENGINE, LIGHT
 from tests.locustproc import run_distributed
 from tests.simproc import running_sim
 
+pytestmark = pytest.mark.host_timing  # the steps' verdicts need a client that is not saturated
+
 
 def _replayed(search: dict, spec: SearchSpec) -> None:
     steps = search["steps"]

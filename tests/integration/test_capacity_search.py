@@ -21,6 +21,9 @@ from llm_locust.load.search import SearchSpec, replay
 from tests.locustproc import LocustResult, expect_exit, llm_locust_cli, run_locust
 from tests.simproc import running_sim
 
+# steps judged valid or short by their timings, not by a saturated client
+pytestmark = pytest.mark.host_timing
+
 ENGINE = ("--mode", "engine", "--max-num-seqs", "64", "--decode-base-ms", "20", "--decode-ms-per-seq", "40")
 ENGINE += ("--prefill-ms-per-token", "0.01", "--output-tokens", "5")
 LIGHT = ("--prompt-tokens", "16", "--max-tokens", "5")

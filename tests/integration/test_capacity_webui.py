@@ -15,7 +15,7 @@ from tests.locustproc import expect_exit
 from tests.promproc import http_get
 from tests.webproc import form_fields, post, wait_for, web_ui
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.host_timing]  # a search's steps, live
 
 
 def test_a_search_from_the_form_grows_its_stages_live(tmp_path: Path) -> None:

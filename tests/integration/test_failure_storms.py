@@ -20,7 +20,7 @@ import pytest
 from tests.locustproc import expect_exit, run_locust
 from tests.simproc import running_sim
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.host_timing]  # back-off and schedule timings
 LIGHT = ("--prompt-tokens", "8", "--max-tokens", "4", "--skip-preflight", "--model", "llm-locust/sim-8b")
 SIM = ("--ttft-ms", "5", "--tpot-ms", "1", "--output-tokens", "4")
 #: In 4 s a user's pauses of 0.1, 0.2, 0.4, 0.8, 1.6 s (3.1 s) allow 6 requests; the 7th waits 3.2 s more.

@@ -24,6 +24,8 @@ import pytest
 from tests.locustproc import BIN, LOCUSTFILE, REPO, env, expect_exit, llm_locust_cli, run_distributed
 from tests.simproc import running_sim
 
+pytestmark = pytest.mark.host_timing  # stage 0 unsaturated: the client's own CPU
+
 SIM = ("--ttft-ms", "20", "--tpot-ms", "10", "--output-tokens", "20")
 STAGED = (
     "--ramp",

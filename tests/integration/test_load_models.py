@@ -11,6 +11,8 @@ from llm_locust.load.arrivals import ArrivalSchedule, RateStep, gamma, poisson, 
 from tests.locustproc import REPO, expect_exit, run_distributed, run_locust
 from tests.simproc import running_sim
 
+pytestmark = pytest.mark.host_timing  # stage verdicts, arrival rates and lag: the client's own timing
+
 TRACES = REPO.parent / "shared" / "data" / "traces"
 LIGHT = ("--prompt-tokens", "32", "--max-tokens", "8")
 

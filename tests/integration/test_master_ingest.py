@@ -22,6 +22,8 @@ import pytest
 
 from tests.locustproc import BIN, LOCUSTFILE, REPO, env, expect_exit, free_port
 
+pytestmark = pytest.mark.host_timing  # a master that keeps up on an idle host, behind when slowed
+
 SENDER = REPO / "benchmarks" / "master_ingest.py"
 WORKERS, RATE, TOKENS, RUN_S = 4, 100, 1024, 14
 WARNING = "use fewer workers per master or shorter records"

@@ -103,6 +103,7 @@ def test_multi_turn_sessions_carry_their_history(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.host_timing  # a saturated client makes stages invalid
 def test_rate_ramp_runs_each_step_at_its_rate(tmp_path: Path) -> None:
     with running_sim("--ttft-ms", "10", "--tpot-ms", "2", "--output-tokens", "4") as url:
         res = run_locust(
@@ -129,6 +130,7 @@ def _mean_in_flight(rows: list[dict], start: float, end: float) -> float:
 
 
 @pytest.mark.slow
+@pytest.mark.host_timing  # a saturated client makes stages invalid
 def test_ramp_over_two_workers_holds_each_stage_at_its_target(tmp_path: Path) -> None:
     with running_sim("--ttft-ms", "20", "--tpot-ms", "10", "--output-tokens", "20") as url:
         res = run_distributed(
@@ -154,6 +156,7 @@ def test_ramp_over_two_workers_holds_each_stage_at_its_target(tmp_path: Path) ->
 
 
 @pytest.mark.slow
+@pytest.mark.host_timing  # a saturated client makes stages invalid
 def test_demo_runs_a_graded_ramp_and_states_the_capacity(tmp_path: Path) -> None:
     """What ``llm-locust demo --help`` offers, short: it exits 0 and says what the capacity is."""
     results = tmp_path / "demo"
@@ -171,6 +174,7 @@ PLANS = ("A-1x4gpu-tp4", "B-1x8gpu-tp8", "C-2x4gpu-tp4")
 
 
 @pytest.mark.slow
+@pytest.mark.host_timing  # a saturated client makes stages invalid
 def test_demo_searches_the_three_plans_as_the_host_allows_with_progress(tmp_path: Path) -> None:
     """``make demo``'s shape with short steps (30 s of deployment time, 3 s of wall time): the three
     plans searched from 32 users, one plan at once per 2 cores of the host (one after the other on

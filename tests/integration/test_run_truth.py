@@ -17,6 +17,8 @@ import pytest
 from tests.locustproc import expect_exit, run_locust
 from tests.simproc import running_sim
 
+pytestmark = pytest.mark.host_timing  # spawn speed, in-flight counts, valid stages: the client's own speed
+
 #: E2E = 20 ms + 39 x 20 ms = 0.8 s per request.
 FIXED = ("--ttft-ms", "20", "--tpot-ms", "20", "--output-tokens", "40")
 LIGHT = ("--prompt-tokens", "32", "--max-tokens", "40")

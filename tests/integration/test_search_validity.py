@@ -12,6 +12,8 @@ from tests.locustproc import run_locust
 from tests.scripted_server import running_peer
 from tests.simproc import running_sim
 
+pytestmark = pytest.mark.host_timing  # a step's validity: a saturated client makes it invalid
+
 LIGHT = ("--prompt-tokens", "16", "--max-tokens", "5")
 
 

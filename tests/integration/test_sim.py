@@ -235,6 +235,7 @@ def test_fault_stall() -> None:
 # -- timing ----------------------------------------------------------------------------------
 
 
+@pytest.mark.host_timing  # the simulator's timing margins, on a host with CPU to spare
 def test_fixed_mode_timing() -> None:
     with running_sim("--ttft-ms", "200", "--tpot-ms", "20") as url:
         request(url, "POST", "/v1/chat/completions", chat_body(2, stream=True))  # warm-up
@@ -255,6 +256,7 @@ def _read_in_background(sock: socket.socket, ex: Exchange) -> threading.Thread:
     return reader
 
 
+@pytest.mark.host_timing  # the simulator's timing margins, on a host with CPU to spare
 def test_engine_mode_queueing_over_the_wire() -> None:
     """Two run at once (max-num-seqs 2); two more wait in the queue for a whole generation."""
     args = ("--mode", "engine", "--max-num-seqs", "2", "--decode-base-ms", "50", "--decode-ms-per-seq", "0")
@@ -313,6 +315,7 @@ def _stalled_stream(proc: subprocess.Popen[Any], url: str, tokens: int, stall_s:
     return ex
 
 
+@pytest.mark.host_timing  # the simulator's timing margins, on a host with CPU to spare
 def test_engine_clock_catches_up_after_the_host_stalls() -> None:
     """A starved simulator must not slow the simulated GPU down (it matters under --speedup)."""
     proc, url = start_sim(*TEN_MS_STEPS)
@@ -327,6 +330,7 @@ def test_engine_clock_catches_up_after_the_host_stalls() -> None:
         assert stop_sim(proc) == 0
 
 
+@pytest.mark.host_timing  # the simulator's timing margins, on a host with CPU to spare
 def test_the_engine_clock_says_when_it_fell_behind() -> None:
     """The simulator's own clock on /metrics: it kept its schedule through a 150 ms stall; a 600 ms
     one (over the 250 ms it catches up) restarts the schedule, and the wall time lost is counted."""
@@ -343,6 +347,7 @@ def test_the_engine_clock_says_when_it_fell_behind() -> None:
         assert stop_sim(proc) == 0
 
 
+@pytest.mark.host_timing  # the simulator's timing margins, on a host with CPU to spare
 def test_tokenizer_flag_counts_exactly(tmp_path: Any) -> None:
     from tokenizers import Tokenizer, models, pre_tokenizers
 

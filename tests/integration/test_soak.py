@@ -19,6 +19,8 @@ import pytest
 from tests.locustproc import expect_exit, run_locust
 from tests.simproc import start_sim, stop_sim
 
+pytestmark = pytest.mark.host_timing  # a steady server is judged stable only with intact client timings
+
 TIMING = ("--ttft-ms", "200", "--tpot-ms", "20", "--output-tokens", "8")
 E2E_MS_PER_10_MIN = 7 * 10.0 * 10  # 7 token intervals x 10 ms per minute x 10 minutes
 

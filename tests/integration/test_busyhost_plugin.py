@@ -1,0 +1,153 @@
+"""tests/busyhost.py in a real pytest run (a subprocess, with and without xdist): a watched test
+failing while busy loops hold every core is run once more, in a fresh sitting, then fails as
+"host too busy: ..."; the same test on an idle host (played by a limit no host reaches) is a
+plain failure, run once; an unwatched failure is never run again; a pass is a pass."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+
+INNER = """
+import pathlib, time
+import pytest
+
+RUNS = pathlib.Path(__file__).with_name("runs.txt")
+
+
+def count(name):
+    with RUNS.open("a") as runs:
+        runs.write(name + "\\n")
+    return RUNS.read_text().split().count(name)
+
+
+@pytest.fixture(scope="module")
+def built():
+    return count("fixture")
+
+
+@pytest.mark.host_timing
+def test_timing():
+    count("timing")
+    time.sleep(1.0)
+    assert False, "the timing assertion"
+
+
+def test_plain():
+    count("plain")
+    assert False, "a plain assertion"
+
+
+@pytest.mark.serial
+def test_passes_once_its_fixture_is_built_again(built):
+    count("rebuilt")
+    time.sleep(1.0)
+    assert built >= 2, "the first build"
+
+
+@pytest.mark.host_timing
+@pytest.mark.timeout(3)
+def test_no_time_for_a_second_run():
+    count("late")
+    time.sleep(2.0)
+    assert False, "the late assertion"
+
+
+@pytest.mark.host_timing
+def test_passes():
+    count("passes")
+"""
+
+
+@contextmanager
+def busy_loops() -> Iterator[None]:
+    """One loop per core (each bounded to 5 minutes): other processes hold the whole host."""
+    spin = "import time\nend = time.time() + 300\nwhile time.time() < end: pass"
+    loops = [subprocess.Popen([sys.executable, "-c", spin]) for _ in range(os.cpu_count() or 1)]
+    try:
+        yield
+    finally:
+        for loop in loops:
+            loop.kill()
+            loop.wait()
+
+
+def run_inner(
+    tmp_path: Path, *args: str, limit: str | None = None
+) -> tuple[dict[str, ET.Element], Counter[str], str]:
+    (tmp_path / "test_inner.py").write_text(INNER)
+    env = {k: v for k, v in os.environ.items() if k not in ("CI", "BUSYHOST_LIMIT", "PYTEST_ADDOPTS")}
+    env["PYTHONPATH"] = str(REPO)
+    if limit is not None:
+        env["BUSYHOST_LIMIT"] = limit
+    junit = tmp_path / "junit.xml"
+    cmd = [sys.executable, "-m", "pytest", "-p", "tests.busyhost", "-p", "no:cacheprovider", "-rA"]
+    res = subprocess.run(
+        [*cmd, f"--junitxml={junit}", *args, "test_inner.py"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert res.returncode == 1, res.stdout + res.stderr  # some tests failed
+    cases = {c.get("name", ""): c for c in ET.parse(junit).iter("testcase")}
+    return cases, Counter((tmp_path / "runs.txt").read_text().split()), res.stdout
+
+
+def _failure(case: ET.Element) -> str | None:
+    failure = case.find("failure")
+    return None if failure is None else failure.get("message", "")
+
+
+def test_a_failure_on_a_busy_host_runs_again_then_names_the_busy_host(tmp_path: Path) -> None:
+    with busy_loops():
+        cases, runs, out = run_inner(tmp_path)
+    message = _failure(cases["test_timing"])
+    assert message is not None and message.startswith("host too busy: other processes used "), out
+    assert "of the host's" in message and "load average" in message and "failed twice" in message
+    assert message.rstrip().endswith("the timing assertion\nassert False")  # the failure itself follows
+    late = _failure(cases["test_no_time_for_a_second_run"])
+    assert (
+        late is not None
+        and late.startswith("host too busy: ")
+        and "failed with no time left for a second run in its 3-s limit" in late
+    )
+    assert _failure(cases["test_plain"]) == "AssertionError: a plain assertion\nassert False"  # not watched
+    assert _failure(cases["test_passes_once_its_fixture_is_built_again"]) is None  # the rerun built it again
+    assert _failure(cases["test_passes"]) is None
+    assert runs == Counter(timing=2, plain=1, rebuilt=2, fixture=2, late=1, passes=1)
+    assert "run again after failing on a busy host" in out
+    assert "test_passes_once_its_fixture_is_built_again (passed): the first run failed while other" in out
+
+
+def test_under_xdist_the_busy_host_is_named_too(tmp_path: Path) -> None:
+    with busy_loops():
+        cases, runs, out = run_inner(tmp_path, "-n", "2", "--dist", "loadscope")
+    message = _failure(cases["test_timing"])
+    assert message is not None and message.startswith("host too busy: other processes used "), out
+    assert _failure(cases["test_passes_once_its_fixture_is_built_again"]) is None
+    assert runs == Counter(timing=2, plain=1, rebuilt=2, fixture=2, late=1, passes=1)
+    assert "test_passes_once_its_fixture_is_built_again (passed): the first run failed while other" in out
+
+
+def test_the_same_failure_on_an_idle_host_is_a_plain_failure_run_once(tmp_path: Path) -> None:
+    cases, runs, out = run_inner(tmp_path, limit="2")  # no host is that busy: an idle host
+    assert _failure(cases["test_timing"]) == "AssertionError: the timing assertion\nassert False"
+    assert (
+        _failure(cases["test_no_time_for_a_second_run"]) == "AssertionError: the late assertion\nassert False"
+    )
+    assert _failure(cases["test_passes_once_its_fixture_is_built_again"]) == (
+        "AssertionError: the first build\nassert 1 >= 2"
+    )
+    assert _failure(cases["test_passes"]) is None
+    assert runs == Counter(timing=1, plain=1, rebuilt=1, fixture=1, late=1, passes=1)
+    assert "host too busy" not in out and "run again after" not in out
