@@ -140,6 +140,7 @@ class Requests:
             context={},
         )
         stats = environment.stats
-        stats.get("TTFT", REQUEST_TYPE).log(record.ttft * 1000.0, 0)  # type: ignore[operator]
+        if record.ttft is not None:  # a tool-call-only answer has no content token
+            stats.get("TTFT", REQUEST_TYPE).log(record.ttft * 1000.0, 0)
         if record.tpot is not None:
             stats.get("TPOT", REQUEST_TYPE).log(record.tpot * 1000.0, 0)

@@ -8,7 +8,8 @@ Endpoints (vLLM's OpenAI-compatible subset): ``GET /v1/models``, ``POST /v1/chat
 What a generation request asks for (output length, prompt tokens, errors) is decided in
 :mod:`~llm_locust.sim.request`.
 
-Chat requests may get a reasoning phase (:mod:`~llm_locust.sim.reasoning`). In engine mode
+Chat requests may get a reasoning phase (:mod:`~llm_locust.sim.reasoning`), and one that
+offers tools a tool call (:mod:`~llm_locust.sim.tools`). In engine mode
 with prefix caching, the prompt's token ids are cut into block hashes
 (:func:`~llm_locust.sim.kvcache.block_hashes`) for the engine's prefix cache, and the usage
 reports ``prompt_tokens_details.cached_tokens``.
@@ -23,7 +24,7 @@ import os
 import random
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from llm_locust.sim.deploy import Deployment
@@ -37,6 +38,7 @@ from llm_locust.sim.request import GenRequest, HttpError, Limits, bad_request, j
 from llm_locust.sim.schedule import EngineDriver, FixedScheduler
 from llm_locust.sim.stream import Stream, StreamOwner
 from llm_locust.sim.tokens import OUTPUT_WORDS, PromptError, TokenCounter
+from llm_locust.sim.tools import decide_tool_call
 
 __all__ = ["SimApp", "SimConfig"]
 
@@ -57,6 +59,8 @@ class SimConfig:
     seed: int | None = None
     reasoning: ReasoningSpec | None = None
     reasoning_field: str = "reasoning_content"
+    tool_call_rate: float = 0.0  # share of requests offering tools answered with a call
+    tool_args_tokens: int = 24  # the call's arguments, in tokens
     drift: Drift = field(default_factory=Drift)
     speedup: float = 1.0  # simulated seconds per wall second (reported by /version)
     deployment: Deployment | None = None
@@ -233,7 +237,8 @@ class SimApp(StreamOwner):
     def _generate(self, conn: HttpConnection, request: Request, chat: bool) -> None:
         cfg = self.config
         limits = Limits(cfg.model, cfg.max_model_len, cfg.output_tokens)
-        gen = validate(json_body(request), chat, self.counter, limits, with_ids=self.caching)
+        body = json_body(request)
+        gen = validate(body, chat, self.counter, limits, with_ids=self.caching)
         fault = self.config.faults.decide(self.rng, gen.n_tokens)
         if fault is not None:
             self.metrics.fault(fault.kind)
@@ -246,6 +251,17 @@ class SimApp(StreamOwner):
                 conn.respond_json(status, HttpError(status, message, err_type).body(), extra_headers=headers)
                 return
         rid = ("chatcmpl-" if chat else "cmpl-") + f"{self._id_prefix}{next(self._ids):08x}"
+        offset = self.rng.randrange(len(OUTPUT_WORDS))
+        call = None
+        if chat and cfg.tool_call_rate > 0:
+            call = decide_tool_call(
+                body, self.rng, cfg.tool_call_rate, cfg.tool_args_tokens, f"call-{rid}", offset
+            )
+        if call is not None:  # the call replaces the text: its arguments are the output
+            n = cfg.tool_args_tokens
+            gen = replace(
+                gen, n_tokens=min(n, gen.limit), finish_reason="tool_calls" if n <= gen.limit else "length"
+            )
         stream = Stream(
             self,
             conn,
@@ -255,13 +271,14 @@ class SimApp(StreamOwner):
             prompt_tokens=gen.prompt_tokens,
             n_tokens=gen.n_tokens,
             finish_reason=gen.finish_reason,
-            offset=self.rng.randrange(len(OUTPUT_WORDS)),
+            offset=offset,
             fault=fault,
             t0=request.t_received,
             meta=(rid, int(time.time()), self.config.model),
-            n_reasoning=self._reasoning_tokens(gen),
+            n_reasoning=None if call is not None else self._reasoning_tokens(gen),
             cached_tokens=0 if self.caching else None,
             reasoning_field=self.config.reasoning_field,
+            tool_call=call,
         )
         try:
             if isinstance(self.scheduler, EngineDriver):

@@ -97,6 +97,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default="reasoning_content",
         help="delta field of the reasoning tokens (default reasoning_content)",
     )
+    g.add_argument(
+        "--tool-call-rate",
+        type=T.rate,
+        default=0.0,
+        help="chat: answer this share of the requests that offer tools with a tool call (default 0)",
+    )
+    g.add_argument(
+        "--tool-args-tokens",
+        type=T.pos_int,
+        default=24,
+        help="a tool call's arguments in tokens, one streamed piece each (default 24)",
+    )
     flags.add_engine_arguments(parser)
     flags.add_deployment_arguments(parser)
     g = parser.add_argument_group("faults (rates in [0, 1], summing to at most 1)")
@@ -194,6 +206,8 @@ def build_config(args: argparse.Namespace) -> SimConfig:
         seed=args.seed,
         reasoning=args.reasoning_tokens,
         reasoning_field=args.reasoning_field,
+        tool_call_rate=args.tool_call_rate,
+        tool_args_tokens=args.tool_args_tokens,
         drift=drift,
         speedup=1.0 / scale,
         deployment=deployment,

@@ -62,6 +62,7 @@ class GenRequest:
     n_tokens: int
     finish_reason: str
     prompt_ids: list[int] | None = None  # for the prefix cache (engine mode with caching only)
+    limit: int = 0  # the output tokens the request allows (max_tokens, or what fits)
 
 
 def json_body(request: Request) -> dict[str, Any]:
@@ -151,4 +152,5 @@ def validate(
         n_tokens=n_tokens,
         finish_reason="length" if n_tokens >= limit else "stop",
         prompt_ids=ids,
+        limit=limit,
     )

@@ -11,7 +11,8 @@ The wire format follows vLLM's OpenAI server exactly:
   token's chunk carries ``finish_reason``. With a reasoning phase, the first
   ``n_reasoning`` tokens are ``delta: {"reasoning_content": ...}`` chunks (vLLM's reasoning
   parsers; the field name is configurable, newer vLLM says ``reasoning``), and the usage
-  has ``completion_tokens_details.reasoning_tokens``;
+  has ``completion_tokens_details.reasoning_tokens``. A tool call (:mod:`~llm_locust.sim.tools`)
+  streams ``delta.tool_calls`` pieces on the same clock instead of text;
 - completions: one chunk per token with ``choices[0].text``;
 - then, if ``stream_options.include_usage``, a usage chunk with ``"choices": []``, then
   ``data: [DONE]`` and the zero-length chunk ending the chunked body.
@@ -32,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 from llm_locust.sim.faults import FaultPlan
 from llm_locust.sim.http import SSE_HEADERS, HttpConnection, chunk, response_bytes
 from llm_locust.sim.tokens import OUTPUT_WORDS, escaped_word
+from llm_locust.sim.tools import ToolCall
 
 if TYPE_CHECKING:
     from llm_locust.sim.metrics import Metrics
@@ -82,6 +84,7 @@ class Stream:
         "sent",
         "streaming",
         "t0",
+        "tool_call",
     )
 
     def __init__(
@@ -102,6 +105,7 @@ class Stream:
         n_reasoning: int | None = None,  # None: no reasoning phase (and no details in usage)
         cached_tokens: int | None = None,  # None: no prefix caching (and no details in usage)
         reasoning_field: str = "reasoning_content",
+        tool_call: ToolCall | None = None,  # the response is this call, not text (sim/tools.py)
     ) -> None:
         self.owner = owner
         self.conn = conn
@@ -119,6 +123,7 @@ class Stream:
         self._n_reasoning = n_reasoning or 0  # the hot path reads a plain int
         self.cached_tokens = cached_tokens
         self.reasoning_field = reasoning_field
+        self.tool_call = tool_call
         self.sent = 0
         self.live = True
         self.release: Callable[[], None] | None = None  # frees scheduler resources
@@ -199,9 +204,12 @@ class Stream:
             metrics.ttft.observe(now - self.t0)
         last = self.sent >= self.n_tokens
         if self.streaming:
-            word = _WORDS_ESC[(self.offset + i) % _N_WORDS]
-            prefix = self._rprefix if i < self._n_reasoning else self._prefix
-            data = chunk(prefix + word + (self._done_suffix if last else self._suffix))
+            if self.tool_call is not None:
+                data = chunk(self._tool_piece(self.tool_call, i, last))
+            else:
+                word = _WORDS_ESC[(self.offset + i) % _N_WORDS]
+                prefix = self._rprefix if i < self._n_reasoning else self._prefix
+                data = chunk(prefix + word + (self._done_suffix if last else self._suffix))
             if i == 0 and self.chat:
                 data = self._role_chunk() + data
             if last:
@@ -213,6 +221,12 @@ class Stream:
             self._end(now, ok=True)
             return False
         return True
+
+    def _tool_piece(self, call: ToolCall, i: int, last: bool) -> bytes:
+        reason = json.dumps(self.finish_reason) if last else "null"
+        delta = json.dumps(call.delta(i), separators=(",", ":"))
+        choice = f'{{"index":0,"delta":{delta},"logprobs":null,"finish_reason":{reason}}}'
+        return f'data: {self._head_json()}"choices":[{choice}]}}\n\n'.encode()
 
     def cancel(self) -> None:
         """The client went away: the sequence is aborted and its KV freed at once."""
@@ -260,7 +274,9 @@ class Stream:
             message: dict[str, Any] = {"role": "assistant", "content": self._text(r, self.n_tokens)}
             if self.n_reasoning is not None:
                 message[self.reasoning_field] = self._text(0, r)
-            message["tool_calls"] = []
+            message["tool_calls"] = [] if self.tool_call is None else self.tool_call.message(self.n_tokens)
+            if self.tool_call is not None:
+                message["content"] = None
             choice: dict[str, Any] = {"index": 0, "message": message}
         else:
             choice = {"index": 0, "text": self._text(0, self.n_tokens)}
