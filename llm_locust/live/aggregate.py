@@ -61,6 +61,8 @@ LATENCIES: dict[str, metrics.MetricSpec] = {
     "tpot": metrics.TIME_PER_OUTPUT_TOKEN,
     "itl": metrics.INTER_TOKEN_LATENCY,
     "e2e": metrics.E2E_LATENCY,
+    "time_to_first_tool_call": metrics.TIME_TO_FIRST_TOOL_CALL,  # issue 28: tool calls
+    "time_to_tool_args_complete": metrics.TIME_TO_TOOL_ARGS_COMPLETE,
 }
 QUANTILES = (0.5, 0.95, 0.99)
 # Window slots use 1 % relative error: half the memory of the default layout, plenty

@@ -79,7 +79,9 @@ __all__ = [
     "TIME_PER_OUTPUT_TOKEN_BUCKETS",
     "TIME_TO_FIRST_TOKEN",
     "TIME_TO_FIRST_TOKEN_BUCKETS",
+    "TIME_TO_FIRST_TOOL_CALL",
     "TIME_TO_FIRST_VISIBLE_TOKEN",
+    "TIME_TO_TOOL_ARGS_COMPLETE",
     "USERS",
     "WORKERS",
     "MetricSpec",
@@ -216,6 +218,20 @@ TIME_TO_FIRST_VISIBLE_TOKEN = MetricSpec(
     buckets=TIME_TO_FIRST_TOKEN_BUCKETS,
     unit="seconds",
 )
+TIME_TO_FIRST_TOOL_CALL = MetricSpec(
+    f"{PREFIX}time_to_first_tool_call_seconds",
+    "histogram",
+    "Time from sending a request to its first tool-call piece (delta.tool_calls); requests with a tool call.",
+    buckets=TIME_TO_FIRST_TOKEN_BUCKETS,
+    unit="seconds",
+)
+TIME_TO_TOOL_ARGS_COMPLETE = MetricSpec(
+    f"{PREFIX}time_to_tool_args_complete_seconds",
+    "histogram",
+    "Time from sending a request to the last piece of its tool call's arguments.",
+    buckets=E2E_REQUEST_LATENCY_BUCKETS,
+    unit="seconds",
+)
 TIME_PER_OUTPUT_TOKEN = MetricSpec(
     f"{PREFIX}time_per_output_token_seconds",
     "histogram",
@@ -326,6 +342,8 @@ CATALOG: tuple[MetricSpec, ...] = (
     TIME_PER_OUTPUT_TOKEN,
     INTER_TOKEN_LATENCY,
     E2E_LATENCY,
+    TIME_TO_FIRST_TOOL_CALL,
+    TIME_TO_TOOL_ARGS_COMPLETE,
     USERS,
     IN_FLIGHT,
     WORKERS,
@@ -347,7 +365,7 @@ CATALOG_BY_NAME: dict[str, MetricSpec] = {spec.name: spec for spec in CATALOG}
 #: The label that says which of ``--endpoints`` served a request.
 ENDPOINT_LABEL = "endpoint"
 #: The most endpoints that get a series each. Each endpoint multiplies the labelled families
-#: (3 counters, 5 histograms of ~20-25 buckets: about 130 series per endpoint, ~1,000 at 8),
+#: (3 counters, 7 histograms of ~20-25 buckets: about 180 series per endpoint, ~1,400 at 8),
 #: and Prometheus' advice is to keep a label's values under 10; a deployment plan with more
 #: replicas than this sits behind a load balancer anyway (the summary's ``replicas`` block
 #: still breaks every endpoint down).
@@ -362,6 +380,8 @@ ENDPOINT_SERIES: tuple[str, ...] = (
     TIME_PER_OUTPUT_TOKEN.name,
     INTER_TOKEN_LATENCY.name,
     E2E_LATENCY.name,
+    TIME_TO_FIRST_TOOL_CALL.name,
+    TIME_TO_TOOL_ARGS_COMPLETE.name,
 )
 
 

@@ -66,7 +66,12 @@ TAB_KEY = "llm-locust"
 CHARTS_LINK_TEXT = "Charts: open /llm"
 #: The "Client" row while a load process is saturated (the live gauge ``llm_locust_client_saturated``).
 SATURATED_NOW = "saturated now: timings unreliable, add workers"
-_LABELS = {"ttft": "TTFT", "ttft_visible": "TTFT visible", "tpot": "TPOT", "itl": "ITL", "e2e": "E2E"}
+_LABELS = {
+    **{"ttft": "TTFT", "ttft_visible": "TTFT visible", "tpot": "TPOT", "itl": "ITL", "e2e": "E2E"},
+    **{"time_to_first_tool_call": "First tool call", "time_to_tool_args_complete": "Tool args complete"},
+}
+
+_TOOL_LATENCIES = ("time_to_first_tool_call", "time_to_tool_args_complete")
 
 
 class LiveWebUI:
@@ -201,6 +206,8 @@ def _window_rows(recent: dict[str, Any]) -> list[dict[str, Any]]:
     rows = []
     for name in LATENCIES:
         stats = recent["latency"][name]
+        if name in _TOOL_LATENCIES and not stats["count"]:
+            continue  # a run without tool calls: no rows for them
         rows.append(
             {
                 "metric": f"{_LABELS[name]} (last {recent['window_s']}s, ms)",

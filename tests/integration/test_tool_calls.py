@@ -8,6 +8,7 @@ prefill time and the last argument piece ``N - 1`` decode steps later.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -17,6 +18,12 @@ from tests.locustproc import expect_exit, run_locust
 from tests.simproc import running_sim
 
 pytestmark = pytest.mark.slow
+
+
+def _prom(text: str, name: str) -> float:
+    match = re.search(rf"^{re.escape(name)} (\S+)$", text, re.M)
+    assert match, f"{name} not in metrics_final.prom"
+    return float(match.group(1))
 
 
 def _timed(row: dict) -> bool:
@@ -75,6 +82,15 @@ def test_tool_calls_on_the_simulators_schedule(tmp_path: Path) -> None:
     )
     assert block["args_json_ok_share"] == 1.0
     assert "Tool calls" in res.stdout and "First tool call p50 / p99 (ms):" in res.stdout
+    # the exporter's series: every successful, unstalled record (a series counts its warm-up too)
+    series = sum(1 for r in ok if not r.get("client_stall_s"))
+    prom = (tmp_path / "t" / "metrics_final.prom").read_text()
+    assert _prom(prom, "llm_locust_time_to_first_tool_call_seconds_count") == series
+    assert _prom(prom, 'llm_locust_time_to_first_tool_call_seconds_bucket{le="0.08"}') == 0
+    assert _prom(prom, "llm_locust_time_to_tool_args_complete_seconds_count") == series
+    assert _prom(prom, 'llm_locust_time_to_first_tool_call_seconds_bucket{le="0.25"}') == series
+    assert _prom(prom, 'llm_locust_time_to_tool_args_complete_seconds_bucket{le="0.3"}') == series
+    assert _prom(prom, "llm_locust_time_to_first_token_seconds_count") == 0  # no content token
 
 
 def test_a_share_of_requests_offers_tools_and_the_rest_answer_text(tmp_path: Path) -> None:

@@ -37,7 +37,11 @@ VLLM_EQUIVALENTS: dict[str, tuple[str, ...]] = {
     metrics.SERVER_KV_CACHE_USAGE.name: ("vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc"),
 }
 #: Histograms with no vLLM equivalent: vLLM's TTFT is the first token of any kind.
-CLIENT_ONLY = (metrics.TIME_TO_FIRST_VISIBLE_TOKEN.name,)
+CLIENT_ONLY = (
+    metrics.TIME_TO_FIRST_VISIBLE_TOKEN.name,
+    metrics.TIME_TO_FIRST_TOOL_CALL.name,  # vLLM has no tool-call timing
+    metrics.TIME_TO_TOOL_ARGS_COMPLETE.name,
+)
 
 _NAME = re.compile(r"^[a-zA-Z_:][a-zA-Z0-9_:]*$")
 _LABEL = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_]*$")
@@ -59,6 +63,7 @@ def test_catalog_has_every_required_metric() -> None:
         | {"reasoning_tokens_total", "prompt_cached_tokens_total"},
         "histogram": {"time_to_first_token_seconds", "time_per_output_token_seconds"}
         | {"time_to_first_visible_token_seconds"}
+        | {"time_to_first_tool_call_seconds", "time_to_tool_args_complete_seconds"}
         | {"inter_token_latency_seconds", "e2e_request_latency_seconds"},
         "gauge": {"users", "requests_in_flight", "workers", "stage", "target_request_rate", "run_info"}
         | {"client_saturated", "master_backlog_rows", "master_ingest_lag_seconds"}
