@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.locustproc import expect_exit, run_locust
+from tests.locustproc import expect_exit, run_distributed, run_locust
 from tests.simproc import running_sim
 
 pytestmark = pytest.mark.slow
@@ -108,3 +108,23 @@ def test_a_share_of_requests_offers_tools_and_the_rest_answer_text(tmp_path: Pat
     plain = [r for r in ok if not r["tools_offered"]]
     assert all(r["tool_calls"] == 0 and r["ttft"] is not None for r in plain)
     assert res.summary["tools"]["requests_offered"] <= len(offered)
+
+
+def test_tool_calls_distributed_reach_the_masters_summary(tmp_path: Path) -> None:
+    # a master and two workers: each worker offers tools, the rows and the exporter series meet
+    sim = ("--ttft-ms", "60", "--tpot-ms", "5", "--tool-call-rate", "1", "--tool-args-tokens", "9")
+    with running_sim(*sim) as url:
+        res = run_distributed(
+            url, "--prompt-tokens", "32", "--max-tokens", "20", "--tools", "builtin",
+            results_dir=tmp_path / "d", run_time="6s",
+        )  # fmt: skip
+    expect_exit(res, 0)
+    s = res.summary
+    ok = [r for r in res.rows if r["outcome"] == "ok"]
+    assert s["completed"] >= 8 and s["failed"] == 0
+    assert len({r["worker"] for r in ok}) == 2
+    assert all(r["tool_calls"] == 1 and r["tool_args_json_ok"] for r in ok)
+    timed = np.array([r["time_to_tool_args_complete"] for r in ok if _timed(r)]) * 1000
+    assert s["p50_time_to_tool_args_complete_ms"] == pytest.approx(np.percentile(timed, 50))
+    assert abs(np.median(timed) - (60 + 8 * 5)) <= 12
+    assert s["tools"]["requests_with_tool_calls"] == s["completed"]
