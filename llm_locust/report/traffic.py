@@ -1,9 +1,11 @@
-"""The report's "Modern traffic" table: reasoning phases, cancelled requests, prefix-cache hits,
-bursts (issue 16), read from the summary's own keys (:mod:`llm_locust.results.traffic`).
+"""The report's "Modern traffic" table: reasoning phases, tool calls (issue 28), cancelled
+requests, prefix-cache hits, bursts (issue 16), read from the summary's own keys
+(:mod:`llm_locust.results.traffic`).
 
 Every part is shown only when the run has it: visible TTFT and the token split with a
-``reasoning`` block, a cancelled line when some request was cancelled, hit ratios with a
-``prefix_cache`` block (per stage when the stages have one), waves with a ``bursts`` block.
+``reasoning`` block, the tool-call timings with a ``tools`` block, a cancelled line when some
+request was cancelled, hit ratios with a ``prefix_cache`` block (per stage when the stages
+have one), waves with a ``bursts`` block.
 A plain chat run has none of them, and its report no such section (pure; values escaped).
 """
 
@@ -25,13 +27,14 @@ _TOKEN_PCTS = (50, 90, 99)
 def has_traffic(run: RunData) -> bool:
     """Whether the run has anything for the "Modern traffic" table."""
     s = run.summary
-    return bool(s.get("reasoning") or s.get("prefix_cache") or s.get("bursts") or s.get("cancelled"))
+    keys = ("reasoning", "tools", "prefix_cache", "bursts", "cancelled")
+    return any(s.get(key) for key in keys)
 
 
 def traffic_table(run: RunData) -> str:
     """The parts of the table the run has ("" for none)."""
     s = run.summary
-    parts = [_reasoning(s), _cancelled(s), _cache(run), _bursts(s)]
+    parts = [_reasoning(s), _tools(s), _cancelled(s), _cache(run), _bursts(s)]
     return "\n".join(p for p in parts if p)
 
 
@@ -87,6 +90,26 @@ def _reasoning(s: Mapping[str, Any]) -> str:
         table(["latency (ms)", *(f"P{q}" for q in _LATENCY_PCTS)], ttft, "traffic-ttft")
         + table(["tokens per request", "mean", *(f"P{q}" for q in _TOKEN_PCTS)], tokens, "traffic-tokens")
         + note
+    )
+
+
+def _tools(s: Mapping[str, Any]) -> str:
+    """Tool calls (``--tools``): their two timings and how many, from the summary's keys."""
+    block = s.get("tools")
+    if not block:
+        return ""
+    rows = [
+        [escape(label), *(fmt(s.get(f"p{q}_{key}_ms")) for q in _LATENCY_PCTS)]
+        for label, key in (
+            ("first tool call", "time_to_first_tool_call"),
+            ("tool arguments complete", "time_to_tool_args_complete"),
+        )
+    ]
+    return table(["tool calls (ms)", *(f"P{q}" for q in _LATENCY_PCTS)], rows, "traffic-tools") + (
+        f'<p class="muted">offered tools: {fmt(block.get("requests_offered"))}; answered with a tool call: '
+        f"{fmt(block.get('requests_with_tool_calls'))} ({fmt(block.get('tool_calls'))} calls); arguments "
+        f"parse as JSON: {_pct(block.get('args_json_ok_share'))}. A tool-call piece is not content: "
+        "TTFT covers text only</p>"
     )
 
 

@@ -148,3 +148,34 @@ def test_a_plain_chat_run_has_no_modern_traffic(tmp_path: Path) -> None:
     assert "Modern traffic" not in page and "traffic-" not in page
     option = charts.latency_vs_load([run], "ttft")
     assert option is not None and not any("visible" in s["name"] for s in option["series"])
+
+
+def test_tool_calls_in_the_modern_traffic_table(tmp_path: Path) -> None:
+    rows = []
+    for i in range(20):
+        first = 0.1 + 0.005 * i
+        rows.append(
+            {
+                "request_id": str(i), "start_time": T0 + i, "outcome": "ok", "ttft": None, "e2e": first + 0.3,
+                "itl": [], "completion_tokens": 12, "token_source": "usage", "finish_reason": "tool_calls",
+                "tools_offered": True, "tool_calls": 1, "time_to_first_tool_call": first,
+                "time_to_tool_args_complete": first + 0.25, "tool_args_json_ok": i != 7, "warmup": False,
+            }
+        )  # fmt: skip
+    summary = summarize(rows, 20.0)
+    summary["config"] = {"model": "m", "start_time": T0, "stop_time": T0 + 20, "options": {}}
+    folder = tmp_path / "tools"
+    folder.mkdir()
+    (folder / "summary.json").write_text(json.dumps(summary))
+    (folder / "requests.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    page = build_report([load_run(folder)])
+    assert "Modern traffic" in page
+    s = summary
+    assert _rows_of(page, "traffic-tools") == [
+        [label, *(_f(s[f"p{q}_{key}_ms"]) for q in (50, 90, 95, 99))]
+        for label, key in (
+            ("first tool call", "time_to_first_tool_call"),
+            ("tool arguments complete", "time_to_tool_args_complete"),
+        )
+    ]
+    assert "answered with a tool call: 20 (20 calls); arguments parse as JSON: 95.0 %" in page
