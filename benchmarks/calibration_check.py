@@ -49,6 +49,7 @@ def _sim(
 ) -> tuple[subprocess.Popen[str], list[str]]:
     cmd = [sys.executable, "-m", "llm_locust.sim", "--port", "0", "--gpu", gpu, "--model", model]
     cmd += ["--gpus", str(tp), "--replicas", str(replicas), "--speedup", f"{speedup:g}", "--seed", "1"]
+    cmd += ["--max-model-len", "20000"]  # a100-40gb at TP2 holds 22,380 tokens of KV
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, cwd=REPO)
     line = proc.stdout.readline() if proc.stdout else ""
     return proc, line.split(" on ", 1)[1].strip().split(",")

@@ -239,9 +239,14 @@ def fit(r: Requests, runs: Sequence[str], seed: int = 0, bootstrap: int = BOOTST
             " tokens), so a fixed per-request time cannot be told from prefill: fixed to 0"
         )
     ttft_t = r.ttft[target_t]
-    # a level with clearly more users than ever decoded at once was held back by a limit: its
-    # requests queued, so its TTFT says nothing about prefill
-    held = [x for x in levels if x > 1.25 * cov_all.max_running]
+    # a level whose requests typically found clearly fewer sequences decoding than it had users
+    # was held back by a limit (batch slots or KV): its requests queued, so its TTFT says nothing
+    # about prefill
+    level_t = r.level[target_t]
+    held = [
+        x for x in levels
+        if (m := float(np.median(cov_t.running_at_send[level_t == x])) + 1) < 0.8 * x and x - m >= 2
+    ]  # fmt: skip
     free_rows = (
         np.flatnonzero(~np.isin(r.level[target_t], held)) if len(held) < len(levels) else np.arange(len(ct))
     )

@@ -105,3 +105,15 @@ def test_calibrate_on_a_folder_that_is_no_run_is_one_line_and_exit_2(tmp_path, c
     assert exc.value.code == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "RUN_DIR" in err[0] and "not a run folder" in err[0]
+
+
+def test_a_kv_cache_that_held_requests_back_is_found() -> None:
+    # about ten requests fit at once, but as many as fifteen short ones do: the number running
+    # varies, and no level has clearly more users than ever ran at once
+    kv = 12_000
+    model = fit(_records([4, 8, 14, 18], (100, 2000), _config(kv_cache_tokens=kv)), ["kv"], bootstrap=20)
+    p = model.params["kv_cache_tokens"]
+    assert p.identified, model.notes
+    assert 0.85 * kv <= p.value <= kv
+    assert not model.params["max_num_seqs"].identified
+    assert any("waited for KV" in n for n in model.notes)
