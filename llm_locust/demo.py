@@ -19,7 +19,7 @@ Plans are searched at once only where the host has the cores for them (``--paral
 default one plan per 2 cores, so one after the other on a 2-core machine, about 3 minutes a
 plan), and every answer stands on steps the run holds valid: a step measured by a saturated or
 stalled load generator (a busy process, or an overloaded host) is run once more, then the
-plan's answer is withheld and the demo says why (exit code 6). Measured runs: ``README.md``.
+plan's answer is withheld and the demo says why (exit code 6). Measured runs: ``benchmarks/README.md``.
 
 ``--ramp-only`` runs the previous demo instead: one simulator and a graded ramp.
 """

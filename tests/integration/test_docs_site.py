@@ -141,3 +141,18 @@ def test_the_results_page_lists_every_field_of_a_row() -> None:
     source = "\n".join(p.read_text(encoding="utf-8") for p in (ROOT / "llm_locust").rglob("*.py"))
     for name in optional:
         assert f'"{name}"' in source, name
+
+
+def test_the_readme_links_resolve(site: Path) -> None:
+    """Every relative link of the README names a file of the repository, and a link into a docs
+    page with an anchor names a heading of the built page (the README is no page of the site,
+    so mkdocs --strict does not check it)."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    links = re.findall(r"\]\(([^)#\s]+)(?:#([^)\s]+))?\)", text)
+    local = [(path, anchor) for path, anchor in links if not re.match(r"[a-z]+://", path)]
+    assert len(local) >= 10, local  # the README's table of the docs pages
+    for path, anchor in local:
+        assert (ROOT / path).exists(), path
+        if anchor and path.startswith("docs/") and path.endswith(".md"):
+            page = (site / path.removeprefix("docs/")).with_suffix(".html").read_text(encoding="utf-8")
+            assert f'id="{anchor}"' in page, f"{path}#{anchor}"

@@ -180,7 +180,7 @@ def test_demo_searches_the_three_plans_as_the_host_allows_with_progress(tmp_path
     plans searched from 32 users, one plan at once per 2 cores of the host (one after the other on
     a 2-core machine: three at once there measured the host's overload), a progress line per step
     as it starts and is judged, a folder per plan whose stages are its probes, ``capacity.json``,
-    the simulators' clocks. The answer itself needs the demo's 200 s steps (``README.md``): not
+    the simulators' clocks. The answer itself needs the demo's 200 s steps (``docs/capacity.md``): not
     asserted here; on a busy host it may be withheld (exit 6), which it then says."""
     results = tmp_path / "demo"
     res = llm_locust_cli("demo", "--step-time", "30s", "--results-dir", str(results), timeout=400)

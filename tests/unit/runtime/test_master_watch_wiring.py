@@ -2,7 +2,7 @@
 Locust's real master and a worker running users on the in-memory channel (fake_rpc.py); the
 master's greenlets are killed (no more heartbeats). The worker stops its users at once, tells the
 master why, and then exits with code 5. The watch's seconds are shortened here (its decisions on
-the README's seconds are tests/unit/runtime/test_master_watch.py's)."""
+docs/distributed.md's seconds are tests/unit/runtime/test_master_watch.py's)."""
 
 from __future__ import annotations
 
