@@ -226,6 +226,14 @@ def _failed(reports: Sequence[pytest.TestReport]) -> bool:
     return any(r.failed for r in reports)
 
 
+def _why(reports: Sequence[pytest.TestReport]) -> str:
+    """The first failure's message, its first line (the note of a rerun)."""
+    failed = next(r for r in reports if r.failed)
+    crash = getattr(failed.longrepr, "reprcrash", None)
+    text = str(crash.message if crash is not None else failed.longrepr).strip()
+    return f"{failed.when}: {text.splitlines()[0] if text else '?'}"
+
+
 def _name_the_busy_host(reports: Sequence[pytest.TestReport], text: str) -> None:
     for report in reports:
         if not report.failed:
@@ -252,7 +260,7 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
     note = ""
     if verdict is Verdict.RERUN:
         first = describe(seen, cores, _load(), too_busy)
-        note = f"the first run failed while {first}: run once more{_fresh_sitting(item)}"
+        note = f"the first run failed ({_why(reports)}) while {first}: run once more{_fresh_sitting(item)}"
         reports, seen = _attempt(item, nextitem)
         verdict = decide(_failed(reports), seen.others, 2, False, too_busy)
         noted = next((r for r in reports if r.when == "call"), reports[0])
