@@ -14,7 +14,11 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parents[2]
+# its busy loops hold every core: run alone (after the parallel part), so they slow no other test
+pytestmark = pytest.mark.serial
 
 INNER = """
 import pathlib, time
@@ -84,7 +88,8 @@ def run_inner(
     tmp_path: Path, *args: str, limit: str | None = None
 ) -> tuple[dict[str, ET.Element], Counter[str], str]:
     (tmp_path / "test_inner.py").write_text(INNER)
-    env = {k: v for k, v in os.environ.items() if k not in ("CI", "BUSYHOST_LIMIT", "PYTEST_ADDOPTS")}
+    drop = ("CI", "BUSYHOST_LIMIT", "PYTEST_ADDOPTS", "PYTEST_XDIST_", "PYTEST_CURRENT_TEST")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(drop)}
     env["PYTHONPATH"] = str(REPO)
     if limit is not None:
         env["BUSYHOST_LIMIT"] = limit
