@@ -69,9 +69,10 @@ class TrafficBuilder:
             self.cached.append(cached)
         if get("tools_offered"):
             self.offered_at.append(index)
-        if get("tool_calls"):
+        calls = get("tool_calls")
+        if calls:
             self.tool_at.append(index)
-            self.tool_calls.append(int(get("tool_calls")))
+            self.tool_calls.append(int(calls))
             self.first_tool.append(_float(get("time_to_first_tool_call")))
             self.args_done.append(_float(get("time_to_tool_args_complete")))
             self.args_ok.append(_float(get("tool_args_json_ok")))

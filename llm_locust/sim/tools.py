@@ -55,9 +55,11 @@ def decide_tool_call(
     tools = body.get("tools")
     if rate <= 0 or not isinstance(tools, list) or not tools or rng.random() >= rate:
         return None
-    first = tools[0] if isinstance(tools[0], dict) else {}
-    function = first.get("function") if isinstance(first.get("function"), dict) else {}
-    name = function.get("name") if isinstance(function.get("name"), str) else "tool"
+    first: dict[str, Any] = tools[0] if isinstance(tools[0], dict) else {}
+    found = first.get("function")
+    function: dict[str, Any] = found if isinstance(found, dict) else {}
+    given = function.get("name")
+    name = given if isinstance(given, str) else "tool"
     return ToolCall(call_id, name, _pieces(_param(function.get("parameters")), n_args, offset))
 
 
