@@ -62,7 +62,7 @@ class RunView(Protocol):
 
     def search(self) -> dict[str, Any] | None:
         """The capacity search as it goes (``None``: no search): its judged steps as table rows
-        (:func:`llm_locust.results.probe.probe_row`), the step running, and its answer as it
+        (:func:`llm_locust.results.search_result.probe_row`), the step running, and its answer as it
         forms (final once it stopped)."""
         ...
 

@@ -40,7 +40,8 @@ from llm_locust.results.cost import (
     scaling_efficiency,
     tokens_per_user,
 )
-from llm_locust.results.probe import deciders_text, show_value
+from llm_locust.results.probe import show_value
+from llm_locust.results.search_result import deciders_text
 from llm_locust.results.timescale import capacity_time_scale, deployment_time, in_deployment_time
 
 __all__ = ["compare_plans", "deployment_time", "format_comparison", "in_deployment_time", "plan_result"]

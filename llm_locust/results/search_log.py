@@ -36,7 +36,8 @@ from llm_locust.load.search import SearchSpec
 from llm_locust.load.stages import Stage, StageKind
 from llm_locust.results.columns import Columns
 from llm_locust.results.inclusion import FIELDS as INCLUSION_FIELDS
-from llm_locust.results.probe import gate, judge_step, search_result
+from llm_locust.results.probe import gate, judge_step
+from llm_locust.results.search_result import search_result
 from llm_locust.results.slo import itl_stats_of
 from llm_locust.results.stages import KnownLevels, stage_entry
 from llm_locust.results.writer import SEARCH_FILE

@@ -39,7 +39,7 @@ from llm_locust.load.plan import FOREVER
 from llm_locust.load.search import Action, Decision, Phase, Probe, SearchSpec, Verdict, decide
 from llm_locust.load.stages import StageKind
 from llm_locust.results.columns import Columns
-from llm_locust.results.probe import extension_s, gate, probe_row, sample_extension_s, search_result
+from llm_locust.results.probe import extension_s, gate, sample_extension_s
 from llm_locust.results.saturation import client_block
 from llm_locust.results.search_log import (
     KEPT_STAGES,
@@ -49,6 +49,7 @@ from llm_locust.results.search_log import (
     search_stage_entries,
     step_record,
 )
+from llm_locust.results.search_result import probe_row, search_result
 
 __all__ = ["RATE_LEAD", "SEARCH_MESSAGE", "SearchDriver"]
 

@@ -10,7 +10,7 @@ import pytest
 from llm_locust.config.plans import load_plan_file
 from llm_locust.load.search import SearchSpec
 from llm_locust.results.plans import compare_plans, deployment_time, format_comparison, in_deployment_time
-from llm_locust.results.probe import search_result
+from llm_locust.results.search_result import search_result
 
 PLANS = """
 demand: {concurrency: 50}
@@ -240,7 +240,7 @@ def test_one_number_one_unit_when_the_search_ran_in_the_demand_s_unit(file: Any)
 
 
 def test_a_withheld_plan_as_cheap_as_the_answer_withholds_the_comparison(file: Any) -> None:
-    from llm_locust.results.probe import search_result as result_of
+    from llm_locust.results.search_result import search_result as result_of
 
     invalid = {**probe(1, 64, "pass", 20.0), "verdict": "invalid", "invalidity": "client",
                "reason": "client saturated (local): timings unreliable; the host is overloaded"}  # fmt: skip

@@ -9,14 +9,8 @@ import pytest
 
 from llm_locust.load.search import SearchSpec, SearchStages
 from llm_locust.results.columns import Columns
-from llm_locust.results.probe import (
-    extension_s,
-    judge_step,
-    probe_row,
-    sample_extension_s,
-    search_result,
-    short_of_samples,
-)
+from llm_locust.results.probe import extension_s, judge_step, sample_extension_s, short_of_samples
+from llm_locust.results.search_result import probe_row, search_result
 from llm_locust.results.slo import itl_stats_of, parse_slo
 from llm_locust.results.stages import stage_entry
 

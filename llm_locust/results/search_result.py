@@ -1,0 +1,184 @@
+"""A capacity search's result as ``summary.json``, the table and the web UI show it: the bracket
+(highest pass, lowest step not shown to pass), the steps that decided it and whether the run held
+them valid, the stop, the sentence, the live probe table's row, and the one line of an answer
+withheld. Each step is judged in :mod:`llm_locust.results.probe`.
+
+Pure module: no Locust, no network.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from llm_locust.load.search import NOT_PASSED, STOP_REASONS, SearchSpec, StopReason, Verdict
+from llm_locust.results.probe import REMEDY, Invalidity, margin_key
+
+__all__ = [
+    "deciders_text",
+    "deciding_steps",
+    "probe_row",
+    "search_result",
+    "search_sentence",
+    "withheld_text",
+]
+
+
+def withheld_text(probes: Sequence[Mapping[str, Any]]) -> str:
+    """The one line of a search that stopped on invalid steps: which level, why, what to do."""
+    last = probes[-1]
+    runs = sum(1 for p in probes if p["level"] == last["level"] and p["verdict"] == Verdict.INVALID)
+    remedy = REMEDY.get(Invalidity(last.get("invalidity") or Invalidity.LEVEL), "")
+    return (
+        f"answer withheld: {last['label']} was invalid {runs} times, so no step above it can be "
+        f"measured on this run: {last['reason']}" + (f"; {remedy}" if remedy else "")
+    )
+
+
+def deciding_steps(result: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The steps a search's answer rests on (the highest pass, the lowest step not shown to pass,
+    the step at the demand), each with whether the run held it valid."""
+    out: list[dict[str, Any]] = []
+    for role, probe in (("capacity", result.get("highest_pass")), ("bound", result.get("upper"))):
+        if probe is not None:
+            out.append(_decider(role, probe))
+    demand = result.get("demand_step")
+    if demand is not None and all(d["index"] != demand["index"] for d in out):
+        out.append(_decider("demand", demand))
+    return out
+
+
+def _decider(role: str, probe: Mapping[str, Any]) -> dict[str, Any]:
+    return {
+        "role": role,
+        "index": probe["index"],
+        "label": probe["label"],
+        "level": probe["level"],
+        "verdict": probe["verdict"],
+        "valid": probe["verdict"] != Verdict.INVALID,
+        "requests": probe.get("requests"),
+        "client_saturated": bool((probe.get("client") or {}).get("saturated")),
+    }
+
+
+def deciders_text(deciders: Sequence[Mapping[str, Any]]) -> str:
+    """``decided by users=32 (pass, valid) and users=64 (fail, valid)``."""
+    if not deciders:
+        return ""
+    shown = [f"{d['label']} ({d['verdict']}, {'valid' if d['valid'] else 'INVALID'})" for d in deciders]
+    return "decided by " + (", ".join(shown[:-1]) + " and " + shown[-1] if len(shown) > 1 else shown[0])
+
+
+def _lowest(probes: Sequence[dict[str, Any]], verdicts: tuple[str, ...]) -> dict[str, Any] | None:
+    return min((p for p in probes if p["verdict"] in verdicts), key=lambda p: p["level"], default=None)
+
+
+def search_result(
+    spec: SearchSpec, probes: Sequence[dict[str, Any]], stop_reason: str | None, step_time_s: float
+) -> dict[str, Any]:
+    """The ``search`` block of ``summary.json``: the bracket, every probe, the stop reason.
+
+    ``highest_pass``: the highest step shown to pass below ``upper``, the lowest step not shown
+    to pass (a failure or a step that stayed inconclusive); ``lowest_fail``: the lowest failure.
+    """
+    upper = _lowest(probes, NOT_PASSED)
+    lowest_fail = _lowest(probes, ("fail",))
+    passes = [p for p in probes if p["verdict"] == "pass" and (upper is None or p["level"] < upper["level"])]
+    highest_pass = max(passes, key=lambda p: p["level"]) if passes else None
+    withheld = stop_reason == StopReason.INVALID
+    if withheld:  # invalid twice: nothing of this run is read as a capacity
+        highest_pass = None
+    valid = [p for p in probes if p["verdict"] != Verdict.INVALID]
+    at_demand = [p for p in valid if spec.demand is not None and p["level"] == spec.level_of_demand()]
+    out: dict[str, Any] = {
+        "kind": spec.kind,
+        "min": spec.minimum,
+        "max": spec.maximum,
+        "precision": spec.precision,
+        "max_steps": spec.max_steps,
+        "max_extensions": spec.max_extensions,
+        "step_time_s": step_time_s,
+        "steps": list(probes),
+        "highest_pass": highest_pass,
+        "upper": upper,
+        "lowest_fail": lowest_fail,
+        "capacity": None if highest_pass is None else highest_pass["level"],
+        "demand": spec.demand,
+        "demand_step": at_demand[-1] if at_demand else None,
+        "stop_reason": stop_reason,
+        "stop": STOP_REASONS[StopReason(stop_reason)]
+        if stop_reason
+        else "the run ended before the search did",
+        "broke_first": _broke_first(lowest_fail),
+        "withheld": withheld_text(probes) if withheld and probes else None,
+        "invalid_steps": sum(1 for p in probes if p["verdict"] == Verdict.INVALID),
+    }
+    out["decided_by"] = [] if withheld else deciding_steps(out)
+    out["sentence"] = search_sentence(out)
+    return out
+
+
+def probe_row(probe: dict[str, Any]) -> dict[str, Any]:
+    """One row of the live probe table (web UI): level, req/s, TTFT and E2E P95 (s), success
+    ratio, verdict, the SLO term that decided a step not shown to pass and why, and how often the
+    step ran on (for samples, ``runs_on``; straddling, ``extensions``)."""
+    completed, failed = probe.get("completed") or 0, probe.get("failed") or 0
+    term = ""
+    if probe["verdict"] == "fail":
+        term = _broke_first(probe) or ""
+    elif probe["verdict"] == "inconclusive":
+        term = next((t["name"] for t in probe["terms"] if t["verdict"] == "inconclusive"), "")
+    return {
+        "label": probe["label"],
+        "level": probe["level"],
+        "phase": probe.get("phase", ""),
+        "requests": probe["requests"],
+        "request_throughput": probe["request_throughput"],
+        "ttft_p95_s": _seconds(probe.get("p95_ttft_ms")),
+        "e2e_p95_s": _seconds(probe.get("p95_e2el_ms")),
+        "success": completed / (completed + failed) if completed + failed else None,
+        "verdict": probe["verdict"],
+        "term": term,
+        "reason": probe["reason"],
+        "runs_on": probe.get("sample_extensions", 0),
+        "extensions": probe["extensions"],
+    }
+
+
+def _seconds(ms: float | None) -> float | None:
+    return None if ms is None else ms / 1000.0
+
+
+def _broke_first(probe: dict[str, Any] | None) -> str | None:
+    if probe is None:
+        return None
+    failing = [t for t in probe["terms"] if t["verdict"] == "fail"]
+    return min(failing, key=margin_key)["name"] if failing else None
+
+
+def _level(kind: str, level: float) -> str:
+    if kind == "users":
+        return "1 user" if level == 1 else f"{int(level)} users"
+    return f"{level:g} req/s"
+
+
+def search_sentence(result: dict[str, Any]) -> str:
+    """ "capacity 24 users within the SLO (1.89 req/s, 410 output tok/s); 28 users fails:
+    e2e_p95 34.6 s misses e2e_p95<=30s; stopped: ..."."""
+    kind, best, upper = result["kind"], result["highest_pass"], result["upper"]
+    if result.get("withheld"):
+        return str(result["withheld"])
+    if best is None:
+        text = "no search step was shown to meet the SLO"
+    else:
+        text = (
+            f"capacity {_level(kind, best['level'])} within the SLO ({best['request_throughput']:.2f} req/s, "
+            f"{best['output_throughput']:.0f} output tok/s)"
+        )
+    if upper is not None:
+        word = "fails" if upper["verdict"] == "fail" else "is inconclusive"
+        text += f"; {_level(kind, upper['level'])} {word}: {upper['reason']}"
+    decided = deciders_text(result.get("decided_by") or ())
+    if decided:
+        text += f"; {decided}"
+    return f"{text}; stopped: {result['stop']}"
