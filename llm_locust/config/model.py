@@ -17,9 +17,12 @@ The parts, and who reads them:
 
 - :class:`RequestConfig`: the HTTP request and its TLS settings, the preflight (``client.py``);
 - :class:`WorkloadConfig`: what to send (``workload/build.py``);
-- :class:`LoadConfig`: the load plan's inputs, Locust's ``-u``/``-r``/``-t`` included (``load/plan.py``);
+- :class:`LoadConfig` (in :mod:`llm_locust.config.load_config`): the load plan's inputs, Locust's
+  ``-u``/``-r``/``-t`` included (``load/plan.py``);
 - ``RunConfig.slo``: the parsed SLO (:mod:`llm_locust.config.slo`), for the results and the exporter;
 - :class:`ResultsConfig`, :class:`ExportConfig`: the results folder, Prometheus and server metrics.
+
+The base every part shares (frozen, ``extra="forbid"``) and its number types: :mod:`llm_locust.config.part`.
 
 Pure module: no Locust, no network.
 """
@@ -31,7 +34,6 @@ import math
 from typing import Annotated, Any, Literal
 
 from pydantic import (
-    BaseModel,
     ConfigDict,
     Field,
     PlainSerializer,
@@ -40,17 +42,16 @@ from pydantic import (
     model_validator,
 )
 
-from llm_locust.config.burst import BurstSpec, parse_burst
 from llm_locust.config.cancel import CancelAfter, parse_cancel_after
-from llm_locust.config.demand import Demand, parse_demand
-from llm_locust.config.matrix import MatrixSpec, parse_matrix_spec
+from llm_locust.config.load_config import LOAD_MODELS, LoadConfig
 from llm_locust.config.options import WORKLOAD_PROFILES
+from llm_locust.config.part import Finite, NonNegative, Part, Positive, seconds_of
 from llm_locust.config.redact import REDACTED, redact_headers, strip_credentials
 from llm_locust.config.slo import SloSpec, parse_slo
 from llm_locust.config.think import ThinkTime, parse_think_time
 from llm_locust.config.tls import check_tls_options
 from llm_locust.config.tools import load_tools
-from llm_locust.config.units import OptionError, parse_duration, parse_levels, parse_percentiles, split_list
+from llm_locust.config.units import parse_percentiles, split_list
 from llm_locust.config.urls import check_target_url
 
 __all__ = [
@@ -62,25 +63,6 @@ __all__ = [
     "RunConfig",
     "WorkloadConfig",
 ]
-
-Positive = Annotated[float, Field(gt=0, allow_inf_nan=False)]
-NonNegative = Annotated[float, Field(ge=0, allow_inf_nan=False)]
-Finite = Annotated[float, Field(allow_inf_nan=False)]
-#: The load models, in the order their conflicts are reported: (flag, LoadConfig field).
-LOAD_MODELS = (
-    ("--ramp", "ramp"),
-    ("--matrix", "matrix"),
-    ("--request-rate", "request_rate"),
-    ("--rate-ramp", "rate_ramp"),
-    ("--trace", "trace"),
-    ("--search", "search"),
-)
-
-
-class Part(BaseModel):
-    """A frozen part of the configuration; unknown keys are errors."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 
 
 class RequestConfig(Part):
@@ -227,136 +209,6 @@ class WorkloadConfig(Part):
         return WorkloadConfig.model_validate(data)
 
 
-def _seconds(flag: str, positive: bool) -> Any:
-    def parse(value: Any) -> Any:
-        seconds = None if value is None else parse_duration(value, flag)
-        if positive and seconds is not None and seconds <= 0:
-            raise OptionError(flag, value, "must be above 0")
-        return seconds
-
-    return parse
-
-
-class LoadConfig(Part):
-    num_users: Annotated[int, Field(ge=1)] | None
-    spawn_rate: Positive | None
-    run_time: NonNegative | None
-    ramp: tuple[int, ...] | None
-    step_time: Positive
-    warmup: NonNegative
-    matrix: MatrixSpec | None
-    request_rate: Positive | None
-    num_requests: Annotated[int, Field(ge=1)] | None
-    arrival: Literal["poisson", "gamma", "constant"]
-    burstiness: Positive | None
-    max_concurrency: Annotated[int, Field(ge=1)] | None
-    rate_ramp: tuple[Positive, ...] | None
-    trace: str | None
-    trace_format: Literal["auto", "azure", "mooncake"]
-    time_scale: Positive
-    trace_spread: Literal["auto", "even", "random", "none"]
-    trace_slot: Positive | None
-    trace_start: NonNegative | None
-    trace_duration: NonNegative | None
-    trace_limit: Annotated[int, Field(ge=1)] | None
-    burst: Annotated[BurstSpec, PlainSerializer(str, return_type=str)] | None
-
-    @field_validator("burst", mode="before")
-    @classmethod
-    def _burst(cls, value: Any) -> Any:
-        if value is None or isinstance(value, BurstSpec) or not str(value).strip():
-            return value or None
-        return parse_burst(value)
-
-    search: Literal["users", "rate"] | None
-    search_min: Positive | None
-    search_max: Positive | None
-    search_precision: Annotated[float, Field(gt=0, lt=1)]
-    search_max_steps: Annotated[int, Field(ge=1)]
-    search_extensions: Annotated[int, Field(ge=0)]
-    demand: Demand | None
-
-    @field_validator("search_precision", mode="before")
-    @classmethod
-    def _fraction(cls, value: Any) -> Any:
-        if isinstance(value, str) and value.strip().endswith("%"):
-            try:
-                return float(value.strip()[:-1]) / 100
-            except ValueError:
-                raise ValueError("expected a fraction such as 0.1 or a percentage such as 10%") from None
-        return value
-
-    @field_validator("demand", mode="before")
-    @classmethod
-    def _demand(cls, value: Any) -> Any:
-        return parse_demand(value) if isinstance(value, (str, dict)) else value
-
-    @field_validator("ramp", "rate_ramp", mode="before")
-    @classmethod
-    def _levels(cls, value: Any, info: Any) -> Any:
-        if value is None or isinstance(value, tuple):
-            return value
-        ramp = info.field_name == "ramp"
-        levels = parse_levels(value, "users" if ramp else "rate", "--ramp" if ramp else "--rate-ramp")
-        return tuple(int(v) for v in levels) if ramp else tuple(levels)
-
-    @field_validator("run_time", "step_time", "warmup", "trace_start", "trace_duration", mode="before")
-    @classmethod
-    def _durations(cls, value: Any, info: Any) -> Any:
-        name = info.field_name
-        flag = "-t/--run-time" if name == "run_time" else "--" + name.replace("_", "-")
-        return _seconds(flag, positive=name == "step_time")(value)
-
-    @field_validator("matrix", mode="before")
-    @classmethod
-    def _matrix(cls, value: Any) -> Any:
-        return parse_matrix_spec(value) if isinstance(value, (str, dict)) else value
-
-    @model_validator(mode="after")
-    def _one_model(self) -> LoadConfig:
-        chosen = [flag for flag, name in LOAD_MODELS if getattr(self, name) is not None]
-        if len(chosen) > 1:
-            raise ValueError(f"{chosen[0]} and {chosen[1]} cannot be combined: choose one load model")
-        if self.num_requests is not None and (self.mode not in (None, "--request-rate") or self.warmup):
-            why = f"not with {self.mode or '--warmup'}: every request it sends counts"
-            raise ValueError(f"--num-requests applies to -u users or a --request-rate, {why}")
-        if self.max_concurrency is not None and not self.open_loop:
-            raise ValueError(
-                "--max-concurrency applies to open-loop modes (--request-rate, --rate-ramp, --trace)"
-            )
-        self._check_search()
-        return self
-
-    def _check_search(self) -> None:
-        if self.search is None:
-            for flag, value in (("--search-min", self.search_min), ("--search-max", self.search_max)):
-                if value is not None:
-                    raise ValueError(f"{flag} applies to --search users|rate")
-            return
-        low = self.search_min if self.search_min is not None else 1.0
-        if self.search == "users" and (
-            low != int(low) or (self.search_max or 1) != int(self.search_max or 1)
-        ):
-            raise OptionError("--search-min", low, "a user search takes whole numbers of users")
-        if self.search_max is not None and self.search_max < low:
-            raise OptionError("--search-max", self.search_max, f"must be at least --search-min ({low:g})")
-        if self.warmup >= self.step_time:
-            raise OptionError(
-                "--warmup", self.warmup, f"must be shorter than --step-time ({self.step_time:g}s)"
-            )
-
-    @property
-    def mode(self) -> str | None:
-        """The load model's flag (``--ramp``, ...), or ``None`` for Locust's own ``-u/-r/-t``."""
-        return next((flag for flag, name in LOAD_MODELS if getattr(self, name) is not None), None)
-
-    @property
-    def open_loop(self) -> bool:
-        if self.mode in ("--request-rate", "--rate-ramp", "--trace") or self.search == "rate":
-            return True
-        return self.matrix is not None and self.matrix.axis("rate") is not None
-
-
 class ResultsConfig(Part):
     results_dir: str | None
     overwrite: bool
@@ -370,7 +222,7 @@ class ResultsConfig(Part):
     def _window(cls, value: Any) -> Any:
         if value is None or (isinstance(value, str) and value.strip().lower() in ("", "auto")):
             return None
-        return _seconds("--window", positive=True)(value)
+        return seconds_of("--window", positive=True)(value)
 
     @field_validator("percentiles", mode="before")
     @classmethod
