@@ -125,6 +125,8 @@ def _cases(tmp: Path) -> list[tuple[dict[str, str], dict[str, Any]]]:
         "LLM_LOCUST_NUM_REQUESTS": ("50", "load.num_requests", 50),
     }
     rate_ramp = {
+        "LLM_LOCUST_TOOLS": ("builtin", "request.tools", "builtin"),  # chat: not with base's completions
+        "LLM_LOCUST_TOOL_SHARE": ("0.5", "request.tool_share", 0.5),
         "LLM_LOCUST_RATE_RAMP": ("1,2.5", "load.rate_ramp", [1.0, 2.5]),
         "LLM_LOCUST_INSECURE": ("true", "request.insecure", True),  # not with --ca-cert
     }
