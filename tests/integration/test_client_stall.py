@@ -48,7 +48,17 @@ def test_records_in_flight_across_a_sigstop_carry_the_pause(tmp_path: Path) -> N
         assert r["e2e"] > PAUSE_S
         assert PAUSE_S - 0.3 <= r["client_stall_s"] <= r["e2e"], r
         assert r["e2e"] - r["client_stall_s"] < 1.5, r  # what is left is the server's time
-    assert all(r["client_stall_s"] == 0.0 for r in clear)
+    charged = [
+        (
+            round(r["start_time"] - paused_at, 3),
+            round(r["start_time"] - resumed_at, 3),
+            r["e2e"],
+            r["client_stall_s"],
+        )
+        for r in clear
+        if r["client_stall_s"] != 0.0
+    ]  # (start - pause, start - resume, e2e, stall) of a clear record charged with a stall
+    assert not charged, charged
     # the summary counts them, keeps their latencies out of the percentiles, and saw the stall
     summary = json.loads((results / "summary.json").read_text())
     stalled = [r for r in rows if r["client_stall_s"] > 0]
