@@ -82,7 +82,9 @@ def test_the_llm_page_shows_the_probe_table_as_the_search_goes(tmp_path: Path) -
         summary = wait_for(results / "summary.json", 30)
     expect_exit(ui.proc, 0, ui.log())
     steps = summary["search"]["steps"]
-    assert [p["level"] for p in steps] == [2, 4, 8] and summary["search"]["stop_reason"] == "maximum"
+    # a step the run held invalid (a busy host) is run once more at its level: judged levels only
+    judged = [p["level"] for p in steps if p["verdict"] != "invalid"]
+    assert judged == [2, 4, 8] and summary["search"]["stop_reason"] == "maximum", steps
     # while it ran: the table grew a row at a time, the step running named above it
     running = [s for s in seen if s["running"] != "stopped"]
     growing = [len(s["rows"]) for s in running]
