@@ -7,11 +7,14 @@ inside its 95 % interval, and say which parameters the records cannot identify.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import pytest
 
 from llm_locust.results.calibrate import DEFAULTS, Requests, fit
 from llm_locust.sim.engine import EngineConfig
+from llm_locust.sim.predict import Horizon, level_stats
 from llm_locust.sim.virtual import closed_loop
 
 TRUE = {
@@ -117,3 +120,26 @@ def test_a_kv_cache_that_held_requests_back_is_found() -> None:
     assert 0.85 * kv <= p.value <= kv
     assert not model.params["max_num_seqs"].identified
     assert any("waited for KV" in n for n in model.notes)
+
+
+def test_a_server_that_serves_one_request_at_a_time_is_found_from_two_levels() -> None:
+    # llama.cpp's server with --interrupt_requests False: one request at a time, the rest queue
+    # behind it. At 2 users the one sent waits while the other decodes: it was never decoding
+    # beside it, so 2 users ran 1 sequence at once, and the fit must say the limit is 1.
+    model = fit(_records([1, 2], (90, 110), _config(max_num_seqs=1)), ["serial"], bootstrap=20)
+    p = model.params["max_num_seqs"]
+    assert p.identified, model.notes
+    assert p.value == 1
+    # and the model then predicts 3 and 4 users (the queue) as the true engine serves them
+    truth = _records([3, 4], (90, 110), _config(max_num_seqs=1))
+    for users in (3, 4):
+        rng = np.random.default_rng(users)
+
+        def make(_replica: int, rng: np.random.Generator = rng) -> Callable[[], tuple[int, int]]:
+            return lambda: (int(rng.integers(90, 110)), int(rng.integers(20, 300)))
+
+        got = level_stats(model, users, make, Horizon(600.0, 60.0))
+        at = truth.select(truth.measured & (truth.level == users))
+        for name, xs in (("ttft_p50", at.ttft), ("e2e_p50", at.e2e)):
+            want = float(np.median(xs))
+            assert abs(got[name] - want) <= 0.2 * want, (users, name, got[name], want)
