@@ -10,6 +10,7 @@
     llm-locust demo                                   three simulated plans compared: 4 or 8 GPUs?
     llm-locust calibrate RUN_DIR ... -o model.yaml    the engine model fitted to measured runs
     llm-locust predict model.yaml --slo S --demand D  the SLO capacity the model predicts (virtual time)
+    llm-locust schema [summary] [--write]             the JSON Schema of a result file (docs/schemas/)
     llm-locust --version                              the installed version
 
 Each subcommand imports only what it needs: ``sim`` must not import Locust (whose gevent
@@ -50,8 +51,8 @@ def main(argv: list[str] | None = None) -> int:
 def _command(args: list[str]) -> int:
     if not args or args[0] in ("-h", "--help"):
         print(
-            "usage: llm-locust {run,sim,workload,report,summarize,capacity,rejudge,demo,calibrate,predict}"
-            " ...\n" + USAGE
+            "usage: llm-locust {run,sim,workload,report,summarize,capacity,rejudge,demo,calibrate,predict,"
+            "schema} ...\n" + USAGE
         )
         return 0 if args else 2
     if args[0] in ("-V", "--version"):
@@ -96,7 +97,11 @@ def _command(args: list[str]) -> int:
         from llm_locust.predict import main as predict_main
 
         return predict_main(rest)
-    commands = "run, sim, workload, report, summarize, capacity, rejudge, demo, calibrate, predict"
+    if command == "schema":
+        from llm_locust.results.schemas import main as schema_main
+
+        return schema_main(rest)
+    commands = "run, sim, workload, report, summarize, capacity, rejudge, demo, calibrate, predict, schema"
     _fail(f"unknown command {command!r} (choose from {commands})")
 
 

@@ -28,7 +28,7 @@ from llm_locust.config.demand import parse_demand
 from llm_locust.config.register import OneLineParser
 from llm_locust.config.slo import parse_slo
 from llm_locust.results.rejudge import CAPACITY_FILE, RejudgeError, rejudge_capacity, rejudge_run
-from llm_locust.results.writer import REQUESTS_FILE, SUMMARY_FILE, write_json
+from llm_locust.results.writer import REQUESTS_FILE, SUMMARY_FILE, write_summary
 
 __all__ = ["main"]
 
@@ -84,7 +84,7 @@ def _capacity(source: Path, out: Path, slo: Any, demand: Any) -> int:
     report, summaries = rejudge_capacity(source, slo, demand)
     for name, summary in summaries.items():
         (out / name).mkdir(parents=True, exist_ok=True)
-        write_json(out / name / SUMMARY_FILE, summary)
+        write_summary(out / name / SUMMARY_FILE, summary)
     out.mkdir(parents=True, exist_ok=True)
     (out / CAPACITY_FILE).write_text(json.dumps(report, indent=2) + "\n")
     print(format_comparison(report))
@@ -103,7 +103,7 @@ def _run(source: Path, out: Path, slo: Any, demand: Any) -> int:
 
     summary = rejudge_run(source, slo, demand)
     out.mkdir(parents=True, exist_ok=True)
-    write_json(out / SUMMARY_FILE, summary)
+    write_summary(out / SUMMARY_FILE, summary)
     shutil.copyfile(source / REQUESTS_FILE, out / REQUESTS_FILE)
     print(end_of_run_text(summary, f"judged again from {source} without new load: {out / SUMMARY_FILE}"))
     if summary["rejudged"].get("unmeasured"):

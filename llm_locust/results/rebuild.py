@@ -51,7 +51,7 @@ from llm_locust.results.writer import (
     RUN_FILE,
     SEARCH_FILE,
     SUMMARY_FILE,
-    write_json,
+    write_summary,
 )
 
 __all__ = ["RUN_FORMAT", "RebuildError", "facts_from_run_json", "rebuild", "run_json"]
@@ -202,5 +202,5 @@ def rebuild(
     if problem is not None:
         summary["rebuilt"]["problem"] = problem
     if write:
-        write_json(folder / SUMMARY_FILE, summary)
+        write_summary(folder / SUMMARY_FILE, summary)
     return summary

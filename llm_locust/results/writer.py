@@ -18,13 +18,17 @@ end-of-run table can still be computed exactly; the spool is deleted at exit.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import shutil
 import tempfile
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from llm_locust.record import json_line
+from llm_locust.results.summary_model import RunSummary
 
 __all__ = [
     "HEALTH_FILE",
@@ -40,6 +44,7 @@ __all__ = [
     "check_results_dir",
     "space_problem",
     "write_json",
+    "write_summary",
 ]
 
 REQUESTS_FILE = "requests.jsonl"
@@ -48,6 +53,7 @@ RUN_FILE = "run.json"
 SEARCH_FILE = "search.json"
 HEALTH_FILE = "health.jsonl"
 RESULT_FILES = (REQUESTS_FILE, SUMMARY_FILE, RUN_FILE, HEALTH_FILE)
+log = logging.getLogger("llm_locust")
 MIB = 2**20
 #: About what one request's row takes in requests.jsonl: ~0.8 KiB plus ~8 bytes per output token
 #: (2,445 MiB for 1,000,000 requests of 50-400 output tokens, benchmarks/README.md). Sizing only.
@@ -134,7 +140,7 @@ class ResultsWriter:
     def write_summary(self, summary: dict[str, Any]) -> Path | None:
         if self.directory is None:
             return None
-        return write_json(self.directory / SUMMARY_FILE, summary)
+        return write_summary(self.directory / SUMMARY_FILE, summary)
 
     def write_run(self, run: dict[str, Any]) -> Path | None:
         """``run.json``: the run's context (see the module docstring)."""
@@ -155,6 +161,18 @@ class ResultsWriter:
             self._health.close()
         if self.directory is None:
             self.requests_path.unlink(missing_ok=True)
+
+
+def write_summary(path: Path, summary: dict[str, Any]) -> Path:
+    """``summary.json`` through its model (:class:`RunSummary`: ``schema_version``, every typed
+    key checked). A summary its model refuses is still written as computed (a run never loses
+    its summary), with a warning naming the key: the schema tests exist to make that never happen."""
+    try:
+        data = RunSummary.of(summary).to_json()
+    except ValidationError as exc:
+        log.warning("llm-locust: %s does not match its schema (written as computed): %s", path.name, exc)
+        data = summary
+    return write_json(path, data)
 
 
 def write_json(path: Path, data: dict[str, Any]) -> Path:

@@ -1,0 +1,435 @@
+"""The run summary (``summary.json``) as typed models: the run, its stage rows, their blocks.
+
+Why pydantic (v2) and not msgspec: it is already a dependency (the configuration,
+:mod:`llm_locust.config.model`), so no new one, and it validates a file read back (an old
+``summary.json`` loads with defaults) and generates the JSON Schema the project publishes
+(:mod:`llm_locust.results.schemas`, ``docs/schemas/summary.v1.json``) from the same classes.
+
+The latency keys stay ``vllm bench serve``'s flat ones (``mean_ttft_ms``, ``p95_ttft_ms``,
+``p99.9_ttft_ms`` for ``--percentiles 99.9``): real users' scripts read them. In the model
+each latency is one :class:`Latency` (mean, median, std and a ``{q: ms}`` map of its
+percentiles), gathered from the flat keys when a file is read and flattened back when it is
+written, in the same place, so ``summary.ttft.p(95)`` reads what ``p95_ttft_ms`` holds. The
+schema names the flat keys by pattern (``patternProperties``).
+
+A block not typed here yet (``config``, ``search``, ``windows``, ``drift``...) is a JSON
+value (:data:`JsonObject`): typed, never ``Any``. Keys a model does not name are kept as
+they were (``extra="allow"``), so no number a run wrote is ever lost when read back.
+
+Pure module: no Locust, no network.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from typing import Any, ClassVar
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    GetJsonSchemaHandler,
+    JsonValue,
+    SerializerFunctionWrapHandler,
+    model_serializer,
+    model_validator,
+)
+from pydantic.json_schema import JsonSchemaValue
+from pydantic_core import CoreSchema
+
+from llm_locust.load.search import Verdict
+
+__all__ = [
+    "LATENCY_NAMES",
+    "SCHEMA_VERSION",
+    "ClientBlock",
+    "Concurrency",
+    "Excluded",
+    "ItlPrecision",
+    "JsonObject",
+    "Latency",
+    "LittlesLaw",
+    "MeasuredSpan",
+    "RecordsBlock",
+    "RunSummary",
+    "Slo",
+    "SloLine",
+    "StageRow",
+    "Stats",
+    "Window",
+]
+
+#: ``summary.json``'s schema version: raised when a key changes meaning or type, or goes away
+#: (a new optional key keeps it); ``docs/schemas/summary.v<N>.json`` is generated for each.
+SCHEMA_VERSION = 1
+
+JsonObject = dict[str, JsonValue]
+
+#: Every latency the summary states, by its name in the keys (``p95_<name>_ms``).
+LATENCY_NAMES = (
+    "ttft",
+    "tpot",
+    "itl",
+    "e2el",
+    "ttft_visible",
+    "ttft_burst",
+    "ttft_base",
+    "ttft_cache_hit",
+    "ttft_cache_miss",
+    "time_to_first_tool_call",
+    "time_to_tool_args_complete",
+    "ttft_intended",
+    "e2el_intended",
+)
+_NAMES = "|".join(sorted(LATENCY_NAMES, key=len, reverse=True))
+#: A flat latency key: ``mean_ttft_ms``, ``median_ttft_ms``, ``std_ttft_ms``, ``p99.9_ttft_ms``.
+LATENCY_KEY = re.compile(rf"^(?:(mean|median|std)|p(\d+(?:\.\d+)?))_({_NAMES})_ms$")
+
+
+class _Block(BaseModel):
+    """A block of the summary: keys it does not name are kept as they were."""
+
+    model_config = ConfigDict(extra="allow", use_enum_values=False)
+
+
+class Latency(BaseModel):
+    """One latency's statistics in milliseconds; ``None``: no value to compute them from."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    mean: float | None = None
+    median: float | None = None
+    std: float | None = None
+    percentiles: dict[float, float | None] = {}
+
+    def p(self, q: float) -> float | None:
+        """The ``q``-th percentile (ms); ``None`` when not computed or no data."""
+        return self.percentiles.get(float(q))
+
+    def flat(self, name: str) -> dict[str, float | None]:
+        """The vLLM keys of this latency (``mean_<name>_ms``...), in the order they are written."""
+        stated = self.model_fields_set  # a file read back has the keys it had, no more
+        out = {
+            f"{stat}_{name}_ms": getattr(self, stat) for stat in ("mean", "median", "std") if stat in stated
+        }
+        out.update({f"p{q:g}_{name}_ms": v for q, v in self.percentiles.items()})
+        return out
+
+
+def _gather_latencies(data: dict[str, Any]) -> dict[str, Any]:
+    """The flat latency keys of ``data`` folded into one ``{name: Latency fields}`` each."""
+    out: dict[str, Any] = {}
+    found: dict[str, dict[str, Any]] = {}
+    for key, value in data.items():
+        match = LATENCY_KEY.match(key) if isinstance(key, str) else None
+        if match is None:
+            out[key] = value
+            continue
+        stat, q, name = match.groups()
+        if name not in found:
+            found[name] = {"percentiles": {}}
+            out[name] = found[name]  # where its first key was: the order is kept
+        if stat is not None:
+            found[name][stat] = value
+        else:
+            found[name]["percentiles"][float(q)] = value
+    return out
+
+
+class SloLine(_Block):
+    """One objective of ``--slo`` as judged: its measured value (seconds, or a share) and verdict."""
+
+    objective: str
+    name: str = ""
+    kind: str = "request"
+    op: str = "<"
+    threshold: float | None = None
+    measured: float | None = None
+    n: int | None = None
+    passed: bool = False
+    interval: list[float | None] = []
+    verdict: Verdict = Verdict.INCONCLUSIVE
+    note: str | None = None
+
+
+class Slo(_Block):
+    """The ``slo`` block: each objective, the verdict, the goodput."""
+
+    passed: bool = False
+    verdict: Verdict = Verdict.INCONCLUSIVE
+    objectives: list[SloLine] = []
+    requests: int = 0
+    succeeded: int = 0
+    success_rate: float | None = None
+    good_requests: int = 0
+    good_fraction: float | None = None
+    goodput_rps: float = 0.0
+    goodput_output_tokens_per_s: float | None = None
+    duration_s: float | None = None
+
+
+class ItlPrecision(_Block):
+    """How the ITL percentiles were computed: exactly, or from a histogram (its error)."""
+
+    method: str = "exact"
+    gaps: int = 0
+
+
+class Window(_Block):
+    """A span of wall-clock time (Unix seconds)."""
+
+    start: float
+    end: float
+
+
+class LittlesLaw(_Block):
+    """L = λW over a stage: mean in flight against arrival rate x mean E2E."""
+
+    mean_in_flight: float | None = None
+    arrival_rate: float | None = None
+    mean_e2e: float | None = None
+    product: float | None = None
+
+
+class Excluded(_Block):
+    """Records the statistics leave out, by why."""
+
+    incomplete: int = 0
+    warmup: int = 0
+    rampup: int = 0
+    outside: int = 0
+
+
+class ClientBlock(_Block):
+    """The load generator's own health over a span (:mod:`llm_locust.results.saturation`)."""
+
+    saturated: bool = False
+    saturated_processes: list[JsonValue] = []
+    intervals: int = 0
+    saturated_intervals: int = 0
+    cpu_max: float | None = None
+    lag_p90_ms_median: float | None = None
+    lag_max_ms: float | None = None
+    stall_s: float | None = None
+    own_core_intervals: int = 0
+    host_others_mean: float | None = None
+    host_cores: int | None = None
+
+
+class Stats(_Block):
+    """What :func:`~llm_locust.results.summary.summarize` states over some records: counts,
+    rates over the measured span, every latency, the traffic blocks. The run and each stage
+    row are these plus their own keys."""
+
+    completed: int = 0
+    failed: int = 0
+    incomplete: int = 0
+    cancelled: int = 0
+    duration: float = 0.0
+    total_input_tokens: int = 0
+    total_output_tokens: int = 0
+    request_throughput: float = 0.0
+    output_throughput: float = 0.0
+    total_token_throughput: float = 0.0
+    max_concurrent_requests: int = 0
+    ttft: Latency | None = None
+    tpot: Latency | None = None
+    itl: Latency | None = None
+    e2el: Latency | None = None
+    itl_precision: ItlPrecision | None = None
+    itl_zero_gap_share: float | None = None
+    ttft_visible: Latency | None = None
+    ttft_burst: Latency | None = None
+    ttft_base: Latency | None = None
+    ttft_cache_hit: Latency | None = None
+    ttft_cache_miss: Latency | None = None
+    time_to_first_tool_call: Latency | None = None
+    time_to_tool_args_complete: Latency | None = None
+    reasoning: JsonObject | None = None
+    tools: JsonObject | None = None
+    prefix_cache: JsonObject | None = None
+    bursts: JsonObject | None = None
+    # by failure class; vLLM's per-request list under --save-detailed (errors_by_class then)
+    errors: dict[str, int] | list[str] = {}
+    token_sources: dict[str, int] = {}
+    usage_conflicts: int = 0
+    usage_conflict_counts: JsonObject | None = None
+    tpot_undefined: int = 0
+    client_stalled: int = 0
+    # open loop (a send lag recorded)
+    achieved_request_rate: float | None = None
+    waited_for_slot: int | None = None
+    p50_send_lag_ms: float | None = None
+    p99_send_lag_ms: float | None = None
+    max_send_lag_ms: float | None = None
+    ttft_intended: Latency | None = None
+    e2el_intended: Latency | None = None
+
+    _LATENCIES: ClassVar[frozenset[str]] = frozenset(LATENCY_NAMES)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _flat_keys(cls, data: Any) -> Any:
+        """A file's flat vLLM keys (``p95_ttft_ms``...) into one :class:`Latency` each."""
+        return _gather_latencies(data) if isinstance(data, dict) else data
+
+    @model_serializer(mode="wrap")
+    def _flat_out(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """Each :class:`Latency` back into its flat keys, where it stands."""
+        out: dict[str, Any] = {}
+        for key, value in handler(self).items():
+            latency = getattr(self, key, None) if key in self._LATENCIES else None
+            if isinstance(latency, Latency):
+                out.update(latency.flat(key))
+            else:
+                out[key] = value
+        return out
+
+    @classmethod
+    def __get_pydantic_json_schema__(cls, core: CoreSchema, handler: GetJsonSchemaHandler) -> JsonSchemaValue:
+        """The schema of the file: the flat latency keys by pattern, not the model's nesting."""
+        schema = handler.resolve_ref_schema(handler(core))
+        for name in LATENCY_NAMES:
+            schema.get("properties", {}).pop(name, None)
+        number = {"anyOf": [{"type": "number"}, {"type": "null"}]}
+        schema["patternProperties"] = {LATENCY_KEY.pattern: number}
+        return schema
+
+    def latency(self, name: str) -> Latency:
+        """The statistics of latency ``name`` (one of :data:`LATENCY_NAMES`); empty when absent."""
+        value = getattr(self, name) if name in self._LATENCIES else None
+        return value if isinstance(value, Latency) else Latency()
+
+    def ms(self, stat: str, name: str) -> float | None:
+        """``mean``/``median``/``std``/``p95``/``p99.9`` of latency ``name`` (ms), as the key
+        ``<stat>_<name>_ms`` states it; ``None``: not stated."""
+        latency = self.latency(name)
+        if stat in ("mean", "median", "std"):
+            value: float | None = getattr(latency, stat)
+            return value
+        return latency.p(float(stat.removeprefix("p")))
+
+
+class StageRow(Stats):
+    """One stage of the stage table (or one step of a capacity search)."""
+
+    index: int = 0
+    kind: str = "users"
+    target: float = 0.0
+    start_s: float | None = None
+    duration_s: float | None = None
+    spawn_rate: float | None = None
+    warmup_s: float | None = None
+    label: str = ""
+    peak_users: int | None = None
+    sent_rate: float | None = None
+    target_reached_s: float | None = None
+    time_at_target_s: float | None = None
+    excluded: Excluded | None = None
+    span: Window | None = None
+    window: Window | None = None
+    littles_law: LittlesLaw | None = None
+    invalid_reason: str | None = None
+    valid: bool | None = None
+    slo: Slo | None = None
+    verdict: Verdict | None = None
+    client: ClientBlock | None = None
+    drift: JsonObject | None = None
+
+
+class MeasuredSpan(_Block):
+    """The wall time the run's rates are over: its measured windows (not warm-up, not ramp-up)."""
+
+    start: float | None = None
+    end: float | None = None
+    seconds: float = 0.0
+    windows: int = 0
+    test_seconds: float | None = None
+    excluded_s: float | None = None
+    excluded: str | None = None
+
+
+class RecordsBlock(_Block):
+    """Every record of the test, as the live view and the exporter count them."""
+
+    requests: dict[str, int] = {}
+    total: int = 0
+    completed: int = 0
+    failed: int = 0
+    incomplete: int = 0
+    cancelled: int = 0
+    prompt_tokens: int = 0
+    generation_tokens: int = 0
+    reasoning_tokens: int = 0
+    cached_tokens: int = 0
+    timed: int = 0
+
+
+class Concurrency(_Block):
+    """Users, requests in flight and Little's law over the whole test."""
+
+    peak_users: int = 0
+    peak_in_flight: int = 0
+    think_time_mean_s: float | None = None
+    span_s: float | None = None
+    mean_in_flight: float | None = None
+    arrival_rate: float | None = None
+    mean_e2e_s: float | None = None
+    littles_law_product: float | None = None
+
+
+class RunSummary(Stats):
+    """``summary.json``: the run's statistics over its measured records, and its blocks."""
+
+    schema_version: int | None = None  # None: a file written before the schema had a version
+    percentiles: list[float] | None = None
+    measured_span: MeasuredSpan | None = None
+    records: RecordsBlock | None = None
+    excluded: Excluded | None = None
+    warmup_requests: int = 0
+    rampup_requests: int = 0
+    length_accuracy: JsonObject | None = None
+    length_policy: str | None = None
+    slo: Slo | None = None
+    generator_lagging: bool | None = None
+    stages: list[StageRow] | None = None
+    search: JsonObject | None = None
+    capacity: str | None = None
+    highest_passing_stage: int | None = None
+    client: ClientBlock | None = None
+    client_saturated: str | None = None
+    concurrency: Concurrency | None = None
+    demand: JsonObject | None = None
+    replicas: JsonValue = None
+    interrupted: bool = False
+    interrupted_by: str | None = None
+    drain: JsonObject | None = None
+    config: JsonObject = {}
+    error_messages: dict[str, list[list[JsonValue]]] = {}
+    waits: JsonObject = {}
+    window_s: float | None = None
+    windows: list[JsonObject] | None = None
+    drift: JsonObject | None = None
+    errors_by_class: dict[str, int] | None = None
+    rebuilt: JsonObject | None = None
+    rejudged: JsonObject | None = None
+
+    @classmethod
+    def of(cls, data: dict[str, Any]) -> RunSummary:
+        """The model of a summary built as a dict (its numpy scalars made plain JSON first)."""
+        plain = json.loads(json.dumps(data, default=_jsonable))
+        return cls.model_validate({"schema_version": SCHEMA_VERSION, **plain})
+
+    def to_json(self) -> dict[str, Any]:
+        """The keys of ``summary.json``: exactly those the run stated, flat latency keys included."""
+        out: dict[str, Any] = self.model_dump(exclude_unset=True)
+        return out
+
+
+def _jsonable(value: Any) -> Any:
+    if hasattr(value, "tolist"):
+        return value.tolist()
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    return str(value)
