@@ -21,7 +21,7 @@ import logging
 import gevent
 
 from llm_locust.config.register import register
-from llm_locust.runtime import binds, channel, failstop, gc_policy, master_watch, preflight, quota, stopping
+from llm_locust.runtime import binds, channel, failstop, master_watch, pauses, preflight, quota, stopping
 from llm_locust.runtime.extension import ATTRIBUTE, Extension, extension_of
 from llm_locust.runtime.form import install_form_check
 from llm_locust.runtime.outputs import install_outputs
@@ -71,7 +71,7 @@ def init_extension(environment: Environment) -> Extension:
     master_watch.install(ext)
     failstop.install(ext)
     quota.install(ext)  # --num-requests
-    gc_policy.install(environment.events)  # no collector pauses mid-stream
+    pauses.install(environment.events)  # no collector pause, no stop lookup, mid-stream
     install_outputs(ext)
     # the target: headless, exit 2 before any load; web UI, at each start, after the form check
     # (installed next, so its wrapper of /swarm runs first and the preflight sees the form's values)
