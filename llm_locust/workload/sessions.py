@@ -65,6 +65,8 @@ class SessionConfig(Protocol):
 
 
 class SessionSource:
+    keeps_history = True  # the user hands ``observe`` the reply's text: it joins the history
+
     def __init__(self, provider: TurnProvider, index: int, config: SessionConfig) -> None:
         self.p, self.index, self.cfg = provider, index, config
         self.sessions = 0
@@ -79,9 +81,14 @@ class SessionSource:
         self.pending: tuple[dict[str, Any], int] | None = None
         self.session_id = f"{self.index}-{self.sessions}"
         self.sessions += 1
+        self.turns = self._turns()
+
+    def _turns(self) -> int:
+        """How many requests this session may send (the last one ends it)."""
+        return max(self.cfg.multi_turn, 1)
 
     def next_request(self) -> RequestSpec:
-        if self.pending is not None or self.k >= max(self.cfg.multi_turn, 1):
+        if self.pending is not None or self.k >= self.turns:
             self._new_session()
         turn = self.p.turn(self.k)
         if turn is None or (self.k and not self._fits(turn)):
@@ -97,8 +104,16 @@ class SessionSource:
     def _fits(self, turn: Turn) -> bool:
         return bool(self.cfg.guard.fits(self.history_tokens + turn.user_tokens, turn.output_tokens))
 
+    def _message(self, turn: Turn) -> dict[str, Any]:
+        """The message this turn adds to the history: the user's."""
+        return {"role": "user", "content": turn.user}
+
+    def _reply(self, text: str) -> dict[str, Any]:
+        """The server's reply as the history keeps it."""
+        return {"role": "assistant", "content": text}
+
     def _spec(self, turn: Turn) -> RequestSpec:
-        user = {"role": "user", "content": turn.user}
+        user = self._message(turn)
         messages = [*list(self.history), user]
         if self.start.system is not None:
             messages.insert(0, {"role": "system", "content": self.start.system})
@@ -111,8 +126,11 @@ class SessionSource:
             cap=self.cfg.max_tokens_cap,
             session_id=self.session_id,
             turn=self.k,
-            info={**self.start.info, **turn.info},
+            info={**self.start.info, **turn.info, **self._info()},
         )
+
+    def _info(self) -> dict[str, Any]:
+        return {}
 
     def observe(self, spec: RequestSpec, response_text: str, ok: bool) -> None:
         if self.pending is None or spec.session_id != self.session_id or spec.turn != self.k:
@@ -122,7 +140,7 @@ class SessionSource:
         if not ok:
             self.k = 1 << 30  # ends the session
             return
-        self.history += [user, {"role": "assistant", "content": response_text}]
+        self.history += [user, self._reply(response_text)]
         self.history_tokens += user_tokens + approx_count(response_text)
         self.k += 1
 
