@@ -178,14 +178,21 @@ class WorkloadConfig(Part):
     shared_prefixes: Annotated[int, Field(ge=1)]
     shared_prefix_tokens: Annotated[int, Field(ge=1)]
     multi_turn: Annotated[int, Field(ge=0)]
+    agent_steps: str | None
+    tool_latency: NonNegative | str  # seconds, or a distribution's normalised text
     think_time: NonNegative | str  # seconds, or a distribution's normalised text
     strict: bool
 
-    @field_validator("think_time", mode="before")
+    @field_validator("think_time", "tool_latency", mode="before")
     @classmethod
     def _think(cls, value: Any) -> Any:
         think = parse_think_time(value)
         return think.params["value"] if think.kind == "fixed" else think.spec()
+
+    @property
+    def tool_wait(self) -> ThinkTime:
+        """The tool's run time between two turns of an agent (``--tool-latency``)."""
+        return parse_think_time(self.tool_latency)
 
     @property
     def think(self) -> ThinkTime:
@@ -263,6 +270,8 @@ class RunConfig(Part):
             raise ValueError(
                 "--think-time paces closed-loop users; an open-loop run sends on its arrival schedule"
             )
+        if self.workload.agent_steps is not None and self.load.open_loop:
+            raise ValueError("--agent-steps: agents are closed-loop users; an open-loop run has no sessions")
         if self.load.search is not None and self.slo is None:
             raise ValueError("--search needs an --slo to judge its steps by")
         return self

@@ -242,6 +242,20 @@ _WORKLOAD = (
     ),
     _o("--multi-turn", "workload", "Turns per session (0 or 1: single requests)", default=0, type="int"),
     _o(
+        "--agent-steps",
+        "workload",
+        "Agent loops: users are agents; model turns per session, a length distribution such as "
+        "uniform:2,8 (each turn after the first appends the tool call and its result)",
+    ),
+    _o(
+        "--tool-latency",
+        "workload",
+        "Agent loops: how long the tool runs between two model turns: seconds, or a distribution such "
+        "as lognormal:mean=800ms,std=400ms (in no request's latency; in the session's)",
+        default=0.0,
+        type="duration",
+    ),
+    _o(
         "--think-time",
         "workload",
         "Closed loop: how long a user pauses between two requests: seconds, or a distribution such as "

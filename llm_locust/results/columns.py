@@ -35,6 +35,7 @@ import orjson
 from llm_locust.record import CANCELLED, INCOMPLETE, OK
 from llm_locust.results.arrivals import ChunkStore
 from llm_locust.results.inclusion import EXCLUSIONS, Coverage, covered, exclusion, row_covers
+from llm_locust.results.sessions import SessionBuilder
 from llm_locust.results.stats import ItlBudget, ItlPool, ItlValues, percentile
 from llm_locust.results.traffic_columns import TrafficBuilder
 
@@ -124,6 +125,7 @@ class ColumnsBuilder:
         self.pools: dict[tuple[int, str | None], ItlPool] = {}
         self.chunks = ChunkStore()
         self.traffic = TrafficBuilder()  # reasoning, prefix cache, bursts: sparse (issue 16)
+        self.sessions = SessionBuilder()  # rows of a session: sparse (issue 28)
 
     def add(self, row: Mapping[str, Any]) -> None:
         get = row.get
@@ -140,6 +142,7 @@ class ColumnsBuilder:
         self.token_source.add(get("token_source") or "none")
         why = exclusion(row)
         self.traffic.add(index, row)
+        self.sessions.add(index, row)
         self.exclusion.add(why.value if why is not None else "")
         gaps = get("itl") or ()
         for stat, column in self.itl_own.items():
@@ -192,6 +195,7 @@ class Columns:
         self.incomplete = self._is_outcome(INCOMPLETE)
         self.cancelled = self._is_outcome(CANCELLED)  # abandoned by the client: not a failure
         self.traffic = built.traffic.build()
+        self.sessions = built.sessions.build()
         self.measured = self.excluded_as(None)
 
     # -- declared for type checkers (set from _FLOATS and _FLAGS) --

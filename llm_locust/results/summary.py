@@ -23,6 +23,7 @@ from llm_locust.results.concurrency import peak_in_flight
 from llm_locust.results.failures import failure_lines
 from llm_locust.results.headline import Headline, headline
 from llm_locust.results.inclusion import Coverage, covered
+from llm_locust.results.sessions import session_lines
 from llm_locust.results.stats import (
     PERCENTILES,
     ZERO_GAP_NOTE_SHARE,
@@ -102,6 +103,8 @@ def summarize(
     out["itl_precision"] = itl.precision()
     out["itl_zero_gap_share"] = itl.zero_share()  # coalesced events: coalesced_chunks_line
     out.update(_traffic(part, ok, timed))
+    if (sessions := cols.sessions.block(cols, counted, ok, timed, duration)) is not None:
+        out["sessions"] = sessions  # agent loops, conversations: results/sessions.py
     out["errors"] = dict(sorted(Counter(cols.outcome_of(failed)).items()))
     sources = np.asarray(cols.token_source_names, dtype=object)
     out["token_sources"] = dict(sorted(Counter(sources[cols.token_source[ok]].tolist()).items()))
@@ -210,6 +213,7 @@ def format_table(summary: dict[str, Any], title: str = "llm-locust summary") -> 
             value = summary.get(key)
             lines.append(row(f"{label_} {name.upper()}", "-" if value is None else f"{value:.2f}"))
     lines += traffic_lines(summary)
+    lines += session_lines(summary)
     if summary.get("errors"):
         lines.append(f"{'-' * 20} Failures by class {'-' * 20}")
         lines += [row(k, str(v)) for k, v in summary["errors"].items()]

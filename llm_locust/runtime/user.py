@@ -2,7 +2,8 @@
 
 Closed loop: each user sends its next request as soon as the last one finished, or after a
 think time (``--think-time``, drawn from its distribution before every request but the user's
-first, from a seeded stream of the user's own). A user
+first, from a seeded stream of the user's own). An agent (``--agent-steps``) waits for its tool
+(``--tool-latency``) between the turns of a session and thinks only between sessions. A user
 stopped mid-request (end of the run after the drain, a step down, an interrupt) still
 hands its record on, marked ``incomplete`` (see :meth:`Requests.send
 <llm_locust.runtime.requests.Requests.send>`). In an open-loop run the single user of each
@@ -111,7 +112,9 @@ class LLMUser(FastHttpUser):
         if self.stopping:  # nothing new once the stop began; Locust ends the user after the task
             gevent.sleep(PAUSE_SLICE_S)  # (without this a refused request's skipped pause spins)
             return
-        if self._sent_one and not self._think.none:  # think before every request but the first
+        source = self.source()
+        mid_session = getattr(source, "mid_session", False)  # an agent waits for its tool instead
+        if self._sent_one and not self._think.none and not mid_session:  # think before each but the first
             self.pause(self._think.draw(self._think_rng))
             if self.stopping:  # no new request after the pause
                 return
@@ -119,7 +122,6 @@ class LLMUser(FastHttpUser):
             gevent.sleep(PAUSE_SLICE_S)
             return
         self._sent_one = True
-        source = self.source()
         spec = source.next_request()
         record = run.new_record(spec)
         body = build_body(self.llm_client.config, spec)
@@ -128,6 +130,8 @@ class LLMUser(FastHttpUser):
         if record.ok and hasattr(source, "observe_usage"):
             source.observe_usage(spec, record.prompt_tokens)
         self.pause(float(record.extra.get("pause_s") or 0.0))
+        if hasattr(source, "tool_wait"):  # --agent-steps: the tool runs between two turns
+            self.pause(source.tool_wait())
 
     def pause(self, seconds: float) -> None:
         """Wait ``seconds`` before the next request (Retry-After, backoff); less if the test stops."""

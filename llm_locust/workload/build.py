@@ -29,6 +29,7 @@ from typing import Any
 
 from llm_locust.config.model import WorkloadConfig
 from llm_locust.config.tls import TlsSettings
+from llm_locust.workload.agent import AgentLoop
 from llm_locust.workload.datasets import Dataset, DatasetError, count_tokens, load_dataset
 from llm_locust.workload.distributions import Distribution, SpecError, SyntheticLengths, parse_distribution
 from llm_locust.workload.limits import LengthGuard
@@ -105,7 +106,10 @@ def _build(
         "max_tokens_cap": opt.max_tokens,
         "multi_turn": opt.multi_turn,
     }
+    agent = _agent(opt)
     if opt.dataset:
+        if agent is not None:
+            raise WorkloadError("--agent-steps: agent loops draw their lengths; not with --dataset")
         return _dataset(opt, dataset(opt), tokenizer, common, limit)
     if opt.workload and (opt.input_tokens or opt.output_tokens):
         raise WorkloadError("use --workload or --input-tokens/--output-tokens, not both")
@@ -119,7 +123,18 @@ def _build(
     )
     prefix = _prefix(opt, builder, sampler, limit)
     calibrator = LengthCalibrator() if isinstance(tokenizer, ApproxTokenizer) else None
-    return SampledWorkload(name, sampler, builder, prefix=prefix, calibrator=calibrator, **common)
+    return SampledWorkload(
+        name, sampler, builder, prefix=prefix, calibrator=calibrator, agent=agent, **common
+    )
+
+
+def _agent(opt: WorkloadConfig) -> AgentLoop | None:
+    """``--agent-steps`` and ``--tool-latency``; ``None``: users are not agents."""
+    if opt.agent_steps is None:
+        return None
+    if opt.multi_turn > 1:
+        raise WorkloadError("--agent-steps: an agent's session has its own steps; not with --multi-turn")
+    return AgentLoop(_lengths("--agent-steps", opt.agent_steps, None), opt.tool_wait)
 
 
 def _lengths(flag: str, text: str | None, default: int | None) -> Distribution:

@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from llm_locust.workload.agent import AgentLoop, AgentSource
 from llm_locust.workload.base import RequestSpec
 from llm_locust.workload.distributions import LengthSample, LengthSampler
 from llm_locust.workload.limits import LengthGuard
@@ -41,8 +42,11 @@ class SampledWorkload:
     ignore_eos: bool = False
     max_tokens_cap: int | None = None
     multi_turn: int = 0
+    agent: AgentLoop | None = None  # --agent-steps: users are agents
 
     def source(self, index: int) -> Any:
+        if self.agent is not None:
+            return AgentSource(SyntheticTurns(self, index), index, self, self.agent)
         if self.multi_turn > 1:
             return SessionSource(SyntheticTurns(self, index), index, self)
         return LengthSource(self, index)
@@ -82,6 +86,8 @@ class SampledWorkload:
         }
         if self.multi_turn > 1:
             out["multi_turn"] = {"turns": self.multi_turn}
+        if self.agent is not None:
+            out["agent"] = self.agent.describe()
         return out
 
 

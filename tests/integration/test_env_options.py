@@ -131,7 +131,9 @@ def _cases(tmp: Path) -> list[tuple[dict[str, str], dict[str, Any]]]:
         "LLM_LOCUST_INSECURE": ("true", "request.insecure", True),  # not with --ca-cert
     }
     matrix_case = {
-        "LLM_LOCUST_MATRIX": (str(matrix), "load.matrix.axes", [["users", ["1", "2"]], ["input", ["16"]]])
+        "LLM_LOCUST_MATRIX": (str(matrix), "load.matrix.axes", [["users", ["1", "2"]], ["input", ["16"]]]),
+        "LLM_LOCUST_AGENT_STEPS": ("uniform:2,5", "workload.agent_steps", "uniform:2,5"),  # closed loop
+        "LLM_LOCUST_TOOL_LATENCY": ("250ms", "workload.tool_latency", 0.25),
     }
     trace_case = {
         "LLM_LOCUST_TRACE": (str(trace), "load.trace", str(trace)),
