@@ -56,7 +56,14 @@ from llm_locust.http_adapter import install_alive_check
 from llm_locust.load.cancel import CancelPolicy
 from llm_locust.protocol.counts import apply_tokenizer, requested_tokens, settle_counts
 from llm_locust.protocol.encoding import decoding
-from llm_locust.protocol.openai import ENDPOINT_PATHS, api_prefix, build_body, classify_status, shown_host
+from llm_locust.protocol.openai import (
+    ENDPOINT_PATHS,
+    api_prefix,
+    build_body,
+    classify_status,
+    event_parser,
+    shown_host,
+)
 from llm_locust.protocol.reasoning import batched_first_message
 from llm_locust.protocol.retry import retry_after_seconds
 from llm_locust.protocol.stream import Cancelled, Failure, Stream, StreamEvents
@@ -158,6 +165,7 @@ class StreamingClient:
     def __init__(self, config: ClientConfig, concurrency: int = 1) -> None:
         self.config = config
         self._path = api_prefix(config.host) + ENDPOINT_PATHS[config.endpoint]
+        self._parse = event_parser(config.endpoint)
         self._headers = self._request_headers()
         # No per-recv socket timeout: send() bounds the whole request with one
         # gevent.Timeout of the same length, and a socket timeout costs a timer per read.
@@ -241,7 +249,7 @@ class StreamingClient:
                 raise Failure(
                     "bad_payload", f"expected text/event-stream, got {got!r} ({error_text(response)})"
                 )
-            events = StreamEvents(record, stream)
+            events = StreamEvents(record, stream, self._parse)
             sink = decoding(response.get("content-encoding"), events.feed)
             reader = BodyReader(response, sink, started=lambda: bool(record.chunk_times))
             try:

@@ -68,7 +68,7 @@ __all__ = [
 class RequestConfig(Part):
     model: str | None
     api_key: SecretStr | None
-    endpoint: Literal["chat", "completions"]
+    endpoint: Literal["chat", "completions", "responses"]
     temperature: Finite | None
     extra_body: dict[str, Any]
     headers: dict[str, str] = Field(alias="header")

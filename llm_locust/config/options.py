@@ -58,9 +58,10 @@ _REQUEST = (
     _o(
         "--endpoint",
         "request",
-        "chat -> /v1/chat/completions, completions -> /v1/completions",
+        "chat -> /v1/chat/completions, completions -> /v1/completions, responses -> /v1/responses "
+        "(the OpenAI Responses API, streamed events; TTFT at the first output text delta)",
         default="chat",
-        choices=("chat", "completions"),
+        choices=("chat", "completions", "responses"),
     ),
     _o("--temperature", "request", "Sampling temperature", type="float"),
     _o(

@@ -94,8 +94,11 @@ def settle_counts(record: RequestRecord, usage: dict[str, Any] | None) -> None:
 
 
 def prompt_texts(body: dict[str, Any]) -> list[str]:
-    """The text of the prompt as sent: each message's content, or the completion prompt."""
-    messages = body.get("messages")
+    """The text of the prompt as sent: each message's content (chat's ``messages``, the Responses
+    API's ``input``), or the completion prompt."""
+    messages = body.get("messages", body.get("input"))
+    if isinstance(messages, str):  # a Responses ``input`` may be one text
+        return [messages]
     if isinstance(messages, list):
         return [t for m in messages if isinstance(m, dict) for t in _content_texts(m.get("content"))]
     prompt = body.get("prompt")

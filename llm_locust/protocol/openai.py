@@ -5,31 +5,55 @@ Pure module: builds dicts and strings; the client sends them.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlsplit
 
 from llm_locust.config.redact import strip_credentials
+from llm_locust.protocol.responses import parse_response_event
+from llm_locust.protocol.sse import Chunk, parse_chunk
 
-__all__ = ["ENDPOINT_PATHS", "api_prefix", "build_body", "classify_status", "shown_host"]
+__all__ = ["ENDPOINT_PATHS", "api_prefix", "build_body", "classify_status", "event_parser", "shown_host"]
 
-ENDPOINT_PATHS = {"chat": "/v1/chat/completions", "completions": "/v1/completions"}
+ENDPOINT_PATHS = {
+    "chat": "/v1/chat/completions",
+    "completions": "/v1/completions",
+    "responses": "/v1/responses",  # the Responses API (llm_locust.protocol.responses)
+}
+
+
+def event_parser(endpoint: str) -> Callable[[str], Chunk]:
+    """How ``endpoint``'s stream events are read: chat and completions chunks, or the Responses
+    API's typed events."""
+    return parse_response_event if endpoint == "responses" else parse_chunk
 
 
 def build_body(config: Any, spec: Any) -> dict[str, Any]:
     """The JSON body for ``spec`` (a :class:`~llm_locust.workload.RequestSpec`) under ``config``
-    (a :class:`~llm_locust.client.ClientConfig`)."""
-    body: dict[str, Any] = {"model": config.model, "stream": True, "stream_options": {"include_usage": True}}
+    (a :class:`~llm_locust.client.ClientConfig`). The Responses API takes the messages as its
+    ``input``, ``max_output_tokens``, reports usage in every stream and stores nothing."""
+    if config.endpoint == "responses":
+        body: dict[str, Any] = {"model": config.model, "stream": True, "store": False, "input": spec.messages}
+        if spec.max_tokens is not None:
+            body["max_output_tokens"] = spec.max_tokens
+        return _finish(body, config, spec)
+    body = {"model": config.model, "stream": True, "stream_options": {"include_usage": True}}
     if config.endpoint == "chat":
         body["messages"] = spec.messages
     else:
         body["prompt"] = spec.prompt
     if spec.max_tokens is not None:  # the workload applies --max-tokens (its one meaning)
         body["max_tokens"] = spec.max_tokens
-    if config.temperature is not None:
-        body["temperature"] = config.temperature
     tools = getattr(config, "tools", None)  # a ToolOffer (--tools, --tool-share)
     if tools is not None and config.endpoint == "chat" and tools.next():
         body["tools"] = tools.definitions
+    return _finish(body, config, spec)
+
+
+def _finish(body: dict[str, Any], config: Any, spec: Any) -> dict[str, Any]:
+    """The sampling settings and the extra bodies (the request's, then ``--extra-body``)."""
+    if config.temperature is not None:
+        body["temperature"] = config.temperature
     body.update(spec.extra_body)
     body.update(config.extra_body)
     return body

@@ -55,6 +55,7 @@ class Chunk:
     finish_reason: str | None = None  # set on any choice: the stream is complete
     error: str | None = None  # an in-stream error object's message
     tool_calls: list[dict[str, Any]] | None = None  # ``delta.tool_calls`` pieces (llm_locust.protocol.tools)
+    end: bool = False  # the stream's last event (a Responses stream's ``response.completed``)
 
 
 class EventDecoder:

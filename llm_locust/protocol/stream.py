@@ -5,7 +5,8 @@ the read; this module turns them into the record's marks (each content chunk's t
 visible token, reasoning chunks, tool-call pieces: :mod:`llm_locust.protocol.tools`) and
 raises :class:`Failure` (an outcome class and a message)
 or :class:`Cancelled` (``--cancel-rate``) when the stream says so. A stream is complete only
-with a ``finish_reason``; it ends at ``[DONE]`` even if the HTTP body does not (a server that
+with a ``finish_reason``; it ends at ``[DONE]`` (a Responses stream at ``response.completed``:
+:mod:`llm_locust.protocol.responses`) even if the HTTP body does not (a server that
 keeps the connection open after it): :meth:`StreamEvents.feed` says so and the reader stops
 there, the end of the stream timed by the read that brought ``[DONE]``. Pure: no gevent, no
 sockets (the transport stays in :mod:`llm_locust.client`).
@@ -15,11 +16,11 @@ from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from llm_locust.protocol.sse import DONE, EventDecoder, PayloadError, parse_chunk
+from llm_locust.protocol.sse import DONE, Chunk, EventDecoder, PayloadError, parse_chunk
 from llm_locust.protocol.tools import ToolArgs, note_tool_deltas, settle_tool_args
 from llm_locust.record import RequestRecord
 
@@ -60,10 +61,13 @@ class Stream:
 class StreamEvents:
     """The stream's events as the reader delivers them: marks, text, usage, finish."""
 
-    __slots__ = ("chunk_times", "decoder", "done", "parts", "record", "stream")
+    __slots__ = ("chunk_times", "decoder", "done", "parse", "parts", "record", "stream")
 
-    def __init__(self, record: RequestRecord, stream: Stream) -> None:
+    def __init__(
+        self, record: RequestRecord, stream: Stream, parse: Callable[[str], Chunk] = parse_chunk
+    ) -> None:
         self.decoder = EventDecoder()
+        self.parse = parse  # one event's data -> Chunk: chat/completions, or the Responses API's
         self.record = record
         self.stream = stream
         self.chunk_times = record.chunk_times
@@ -106,7 +110,7 @@ class StreamEvents:
             if data == DONE:  # the end of the stream, whether or not the body ends with it
                 self.done = True
                 return True
-            chunk = parse_chunk(data)
+            chunk = self.parse(data)
             if chunk.error:
                 raise Failure("stream_error", chunk.error)
             if chunk.text:
@@ -130,6 +134,9 @@ class StreamEvents:
                 self.stream.usage = chunk.usage
             if chunk.finish_reason:
                 self.record.finish_reason = chunk.finish_reason
+            if chunk.end:  # a Responses stream's last event: its [DONE]
+                self.done = True
+                return True
         return False
 
 

@@ -1,7 +1,8 @@
 """Routing: turns HTTP requests into streams on a token clock.
 
 Endpoints (vLLM's OpenAI-compatible subset): ``GET /v1/models``, ``POST /v1/chat/completions``,
-``POST /v1/completions``, ``POST /tokenize``, ``GET /metrics``, ``GET /health``,
+``POST /v1/completions``, ``POST /v1/responses`` (:mod:`~llm_locust.sim.responses`),
+``POST /tokenize``, ``GET /metrics``, ``GET /health``,
 ``GET /version``. With an API key set, ``/v1/*`` requires ``Authorization: Bearer KEY``
 (like vLLM, the other paths stay open).
 
@@ -35,6 +36,7 @@ from llm_locust.sim.kvcache import block_hashes
 from llm_locust.sim.metrics import Metrics
 from llm_locust.sim.reasoning import ReasoningSpec
 from llm_locust.sim.request import GenRequest, HttpError, Limits, bad_request, json_body, prompt_ids, validate
+from llm_locust.sim.responses import ResponsesStream, as_chat_body
 from llm_locust.sim.schedule import EngineDriver, FixedScheduler
 from llm_locust.sim.stream import Stream, StreamOwner
 from llm_locust.sim.tokens import OUTPUT_WORDS, PromptError, TokenCounter
@@ -120,6 +122,7 @@ class SimApp(StreamOwner):
             ("GET", "/v1/models"): self._models,
             ("POST", "/v1/chat/completions"): self._chat,
             ("POST", "/v1/completions"): self._completions,
+            ("POST", "/v1/responses"): self._responses,
             ("POST", "/tokenize"): self._tokenize,
         }
         self._paths = {path for _, path in self._routes}
@@ -228,16 +231,21 @@ class SimApp(StreamOwner):
     def _completions(self, conn: HttpConnection, request: Request) -> None:
         self._generate(conn, request, chat=False)
 
+    def _responses(self, conn: HttpConnection, request: Request) -> None:
+        self._generate(conn, request, chat=True, responses=True)
+
     def _reasoning_tokens(self, gen: GenRequest) -> int | None:
         spec = self.config.reasoning
         if spec is None or not gen.chat:
             return None
         return spec.draw(self.rng, gen.n_tokens)
 
-    def _generate(self, conn: HttpConnection, request: Request, chat: bool) -> None:
+    def _generate(self, conn: HttpConnection, request: Request, chat: bool, responses: bool = False) -> None:
         cfg = self.config
         limits = Limits(cfg.model, cfg.max_model_len, cfg.output_tokens)
         body = json_body(request)
+        if responses:  # the Responses API: the chat request it amounts to (sim/responses.py)
+            body = as_chat_body(body)
         gen = validate(body, chat, self.counter, limits, with_ids=self.caching)
         fault = self.config.faults.decide(self.rng, gen.n_tokens)
         if fault is not None:
@@ -250,10 +258,11 @@ class SimApp(StreamOwner):
                 headers = () if after is None else (("Retry-After", str(after)),)
                 conn.respond_json(status, HttpError(status, message, err_type).body(), extra_headers=headers)
                 return
-        rid = ("chatcmpl-" if chat else "cmpl-") + f"{self._id_prefix}{next(self._ids):08x}"
+        kind = "resp_" if responses else "chatcmpl-" if chat else "cmpl-"
+        rid = kind + f"{self._id_prefix}{next(self._ids):08x}"
         offset = self.rng.randrange(len(OUTPUT_WORDS))
         call = None
-        if chat and cfg.tool_call_rate > 0:
+        if chat and not responses and cfg.tool_call_rate > 0:
             call = decide_tool_call(
                 body, self.rng, cfg.tool_call_rate, cfg.tool_args_tokens, f"call-{rid}", offset
             )
@@ -262,7 +271,7 @@ class SimApp(StreamOwner):
             gen = replace(
                 gen, n_tokens=min(n, gen.limit), finish_reason="tool_calls" if n <= gen.limit else "length"
             )
-        stream = Stream(
+        stream = (ResponsesStream if responses else Stream)(
             self,
             conn,
             chat=gen.chat,

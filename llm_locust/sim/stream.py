@@ -204,23 +204,27 @@ class Stream:
             metrics.ttft.observe(now - self.t0)
         last = self.sent >= self.n_tokens
         if self.streaming:
-            if self.tool_call is not None:
-                data = chunk(self._tool_piece(self.tool_call, i, last))
-            else:
-                word = _WORDS_ESC[(self.offset + i) % _N_WORDS]
-                prefix = self._rprefix if i < self._n_reasoning else self._prefix
-                data = chunk(prefix + word + (self._done_suffix if last else self._suffix))
-            if i == 0 and self.chat:
-                data = self._role_chunk() + data
-            if last:
-                data += (self._usage_chunk() if self.include_usage else b"") + _END
-            self.conn.write(data)
+            self.conn.write(self._token_bytes(i, last))
         elif last:
             self.conn.write(self._full_response())
         if last:
             self._end(now, ok=True)
             return False
         return True
+
+    def _token_bytes(self, i: int, last: bool) -> bytes:
+        """What the ``i``-th token puts on the wire (the stream's opening and end with it)."""
+        if self.tool_call is not None:
+            data = chunk(self._tool_piece(self.tool_call, i, last))
+        else:
+            word = _WORDS_ESC[(self.offset + i) % _N_WORDS]
+            prefix = self._rprefix if i < self._n_reasoning else self._prefix
+            data = chunk(prefix + word + (self._done_suffix if last else self._suffix))
+        if i == 0 and self.chat:
+            data = self._role_chunk() + data
+        if last:
+            data += (self._usage_chunk() if self.include_usage else b"") + _END
+        return data
 
     def _tool_piece(self, call: ToolCall, i: int, last: bool) -> bytes:
         reason = json.dumps(self.finish_reason) if last else "null"

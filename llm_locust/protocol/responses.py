@@ -1,0 +1,140 @@
+"""The OpenAI Responses API's stream (``POST /v1/responses``, ``--endpoint responses``) read as
+the chat stream is: each event becomes a :class:`~llm_locust.protocol.sse.Chunk`.
+
+The stream is a sequence of typed events (``event: <type>`` and ``data: {"type": <type>, ...}``),
+as OpenAI documents it and vLLM serves it (``vllm/entrypoints/openai/responses``):
+``response.created``, ``response.in_progress``, ``response.output_item.added``,
+``response.content_part.added``, then the output, then the ``.done`` events and one last
+``response.completed`` carrying the whole response and its ``usage``. No ``[DONE]``: the stream
+ends with ``response.completed`` (or ``response.incomplete``, ``response.failed``).
+
+What maps where (the record's fields are the chat stream's):
+
+- ``response.output_text.delta``: content text (``delta``): a content chunk; the first one is the
+  TTFT's mark;
+- ``response.reasoning_text.delta`` and ``response.reasoning_summary_text.delta``: reasoning text
+  (a reasoning chunk, not visible);
+- ``response.output_item.added`` of a ``function_call`` item and
+  ``response.function_call_arguments.delta``: tool-call pieces in the chat shape (``index`` the
+  item's ``output_index``, ``id``, ``function.name``, ``function.arguments``), so
+  :mod:`llm_locust.protocol.tools` times them the same way;
+- ``response.completed``: ``usage`` (``input_tokens`` -> ``prompt_tokens``, ``output_tokens`` ->
+  ``completion_tokens``, ``input_tokens_details.cached_tokens`` and
+  ``output_tokens_details.reasoning_tokens`` under the chat names) and the finish: ``stop``, or
+  ``tool_calls`` when the output holds a function call; ``response.incomplete`` (OpenAI) or a
+  ``response.completed`` whose status is ``incomplete`` (vLLM): ``length`` when
+  ``incomplete_details.reason`` is ``max_output_tokens``, else that reason;
+- ``error`` and ``response.failed``: an in-stream error (its message);
+- every other event (the ``.added``/``.done`` bookkeeping, ``response.created``): nothing.
+
+Pure: no network.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from llm_locust.protocol.sse import Chunk, PayloadError, _clip, _loads, _usage
+
+__all__ = ["END_EVENTS", "parse_response_event", "usage_as_chat"]
+
+#: The events that end a Responses stream (the reader stops there, as at chat's ``[DONE]``).
+END_EVENTS = frozenset({"response.completed", "response.incomplete", "response.failed"})
+_TEXT = "response.output_text.delta"
+_REASONING = frozenset({"response.reasoning_text.delta", "response.reasoning_summary_text.delta"})
+_ARGS = "response.function_call_arguments.delta"
+
+
+def parse_response_event(data: str) -> Chunk:
+    """Interpret one Responses stream event's ``data``. Raises :class:`PayloadError` if
+    malformed. ``Chunk.end`` marks the stream's last event."""
+    obj = _loads(data)
+    if not isinstance(obj, dict):
+        raise PayloadError(f"stream event is not an object: {_clip(data)}")
+    kind = obj.get("type")
+    if kind == _TEXT:
+        return Chunk(text=_delta(obj))
+    if kind in _REASONING:
+        text = _delta(obj)
+        return Chunk(text=text, reasoning=bool(text))
+    if kind == _ARGS:
+        piece = {"index": _index(obj), "function": {"arguments": _delta(obj)}}
+        return Chunk(tool_calls=[piece])
+    if kind == "response.output_item.added":
+        return Chunk(tool_calls=_call_opened(obj))
+    if kind == "error" or (kind is None and "error" in obj):
+        return Chunk(error=_message(obj.get("error") or obj))
+    if kind in END_EVENTS:
+        return _ended(str(kind), obj)
+    return Chunk()
+
+
+def usage_as_chat(usage: Any) -> dict[str, Any] | None:
+    """A Responses ``usage`` under the chat stream's names (the counts checked as chat's are)."""
+    if not usage:
+        return None
+    if not isinstance(usage, dict):
+        raise PayloadError(f"usage is not an object: {_clip(json.dumps(usage))}")
+    chat: dict[str, Any] = {}
+    for ours, theirs in (("prompt_tokens", "input_tokens"), ("completion_tokens", "output_tokens")):
+        if usage.get(theirs) is not None:
+            chat[ours] = usage[theirs]
+    if usage.get("total_tokens") is not None:
+        chat["total_tokens"] = usage["total_tokens"]
+    for ours, theirs in (
+        ("prompt_tokens_details", "input_tokens_details"),
+        ("completion_tokens_details", "output_tokens_details"),
+    ):
+        if isinstance(usage.get(theirs), dict):
+            chat[ours] = usage[theirs]
+    return _usage(chat)
+
+
+def _delta(obj: dict[str, Any]) -> str:
+    delta = obj.get("delta")
+    if delta is None or isinstance(delta, str):
+        return delta or ""
+    raise PayloadError(f"{obj.get('type')}: delta is not a string: {_clip(json.dumps(delta))}")
+
+
+def _index(obj: dict[str, Any]) -> int:
+    index = obj.get("output_index", 0)
+    if not isinstance(index, int) or isinstance(index, bool):
+        raise PayloadError(f"{obj.get('type')}: output_index is not an integer: {_clip(json.dumps(index))}")
+    return index
+
+
+def _call_opened(obj: dict[str, Any]) -> list[dict[str, Any]] | None:
+    """A ``function_call`` item's opening as a chat tool-call piece (its id and name)."""
+    item = obj.get("item")
+    if not isinstance(item, dict) or item.get("type") != "function_call":
+        return None
+    function = {"name": item.get("name") or "", "arguments": item.get("arguments") or ""}
+    return [{"index": _index(obj), "id": item.get("call_id") or item.get("id"), "function": function}]
+
+
+def _ended(kind: str, obj: dict[str, Any]) -> Chunk:
+    response = obj.get("response")
+    if not isinstance(response, dict):
+        raise PayloadError(f"{kind}: response is not an object: {_clip(json.dumps(response))}")
+    chunk = Chunk(usage=usage_as_chat(response.get("usage")), end=True)
+    if kind == "response.failed":
+        chunk.error = _message(response.get("error") or "the response failed")
+    elif kind == "response.incomplete" or response.get("status") == "incomplete":
+        details = response.get("incomplete_details")
+        reason = details.get("reason") if isinstance(details, dict) else None
+        chunk.finish_reason = "length" if reason in (None, "max_output_tokens") else str(reason)
+    else:
+        output = response.get("output")
+        calls = isinstance(output, list) and any(
+            isinstance(item, dict) and item.get("type") == "function_call" for item in output
+        )
+        chunk.finish_reason = "tool_calls" if calls else "stop"
+    return chunk
+
+
+def _message(error: Any) -> str:
+    if isinstance(error, dict):
+        return str(error.get("message") or error)
+    return str(error)

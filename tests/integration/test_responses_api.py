@@ -1,0 +1,55 @@
+"""``--endpoint responses`` against the simulator's ``/v1/responses`` (vLLM's event stream).
+
+A real ``locust`` run against ``llm-locust sim`` in fixed mode: the first token at 100 ms, then
+one every 10 ms, 40 output tokens of which the first 15 are reasoning. The records have the chat
+stream's fields and the numbers follow from those parameters: TTFT 100 ms (the first reasoning
+delta), visible TTFT 100 + 15 x 10 = 250 ms (the first ``response.output_text.delta``), TPOT
+10 ms, the token counts from ``response.completed``'s usage.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.locustproc import expect_exit, run_locust
+from tests.simclient import metric
+from tests.simproc import running_sim
+
+pytestmark = pytest.mark.slow
+
+TTFT_MS, TPOT_MS, OUTPUT, REASONING, PROMPT = 100, 10, 40, 15, 64
+
+
+def test_a_responses_run_times_the_event_stream_as_chat(tmp_path: Path) -> None:
+    sim = ("--ttft-ms", str(TTFT_MS), "--tpot-ms", str(TPOT_MS), "--output-tokens", str(OUTPUT))
+    with running_sim(*sim, "--reasoning-tokens", str(REASONING)) as url:
+        res = run_locust(
+            url,
+            "--endpoint",
+            "responses",
+            "--prompt-tokens",
+            str(PROMPT),
+            "--max-tokens",
+            str(OUTPUT),
+            results_dir=tmp_path / "r",
+            run_time="6s",
+        )
+        served = metric(url, "vllm:request_success_total", finished_reason="length")
+    expect_exit(res, 0)
+    s, rows = res.summary, res.rows
+    ok = [r for r in rows if r["outcome"] == "ok"]
+    assert s["failed"] == 0 and len(ok) == s["completed"] >= 8
+    assert served >= len(ok)  # every record is a request the simulator finished
+    assert abs(s["median_ttft_ms"] - TTFT_MS) <= 10, s["median_ttft_ms"]
+    assert abs(s["median_ttft_visible_ms"] - (TTFT_MS + REASONING * TPOT_MS)) <= 12, s[
+        "median_ttft_visible_ms"
+    ]
+    assert abs(s["median_tpot_ms"] - TPOT_MS) <= 1.5, s["median_tpot_ms"]
+    assert {r["endpoint"] for r in rows} == {"responses"}
+    assert {(r["completion_tokens"], r["token_source"]) for r in ok} == {(OUTPUT, "usage")}
+    assert {(r["reasoning_tokens"], r["answer_tokens"]) for r in ok} == {(REASONING, OUTPUT - REASONING)}
+    assert {r["chunks"] for r in ok} == {OUTPUT} and {r["reasoning_chunks"] for r in ok} == {REASONING}
+    assert {r["finish_reason"] for r in ok} == {"length"}  # max_output_tokens reached: incomplete
+    assert all(r["prompt_token_source"] == "usage" and r["prompt_tokens"] > 0 for r in ok)
