@@ -39,6 +39,7 @@ from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import CoreSchema
 
 from llm_locust.load.search import Verdict
+from llm_locust.results.session_model import SessionsBlock
 
 __all__ = [
     "LATENCY_NAMES",
@@ -250,6 +251,7 @@ class Stats(_Block):
     tools: JsonObject | None = None
     prefix_cache: JsonObject | None = None
     bursts: JsonObject | None = None
+    sessions: SessionsBlock | None = None  # results/sessions.py
     # by failure class; vLLM's per-request list under --save-detailed (errors_by_class then)
     errors: dict[str, int] | list[str] = {}
     token_sources: dict[str, int] = {}

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from llm_locust.results.summary import format_table, summarize
+from llm_locust.results.summary_model import RunSummary
 
 
 def _row(sid: str, turn: int, start: float, e2e: float, ttft: float, **more: object) -> dict:
@@ -63,6 +64,13 @@ def test_completed_sessions_their_time_and_steps() -> None:
     assert steps[1]["p50_ttft_ms"] == pytest.approx(60.0)
     assert steps[0]["requests"] == 8 and steps[2]["requests"] == 6  # the 5xx has no latency
     assert "prefix_cache" not in block
+    typed = RunSummary.of(s).sessions  # the block is a typed field of summary.json's model
+    assert (
+        typed is not None
+        and typed.completed == 6
+        and typed.step_ttft_ms[1].p50_ttft_ms == pytest.approx(60.0)
+    )
+    assert RunSummary.of(s).to_json()["sessions"] == s["sessions"]
     table = format_table(s)
     assert "Completed / started:" in table and "6 / 8" in table
 
