@@ -195,9 +195,10 @@ def _prefilled_with(r: Requests, target: np.ndarray, eps: np.ndarray) -> np.ndar
     return out
 
 
-def _peak_decoding(r: Requests, mask: np.ndarray) -> dict[float, int]:
-    """Per level, the most of its requests decoding (between first token and end) at one moment."""
-    out: dict[float, int] = {}
+def _peak_decoding(r: Requests, mask: np.ndarray) -> dict[float, tuple[int, float]]:
+    """Per level: the most of its requests decoding (between first token and end) at one moment,
+    and the share of the time with any decoding that this peak held."""
+    out: dict[float, tuple[int, float]] = {}
     for run in np.unique(r.run[mask]):
         for level in np.unique(r.level[mask & (r.run == run)]):
             sel = mask & (r.run == run) & (r.level == level)
@@ -207,8 +208,13 @@ def _peak_decoding(r: Requests, mask: np.ndarray) -> dict[float, int]:
             times = np.concatenate([e, f])
             steps = np.concatenate([-np.ones(len(e)), np.ones(len(f))])
             order = np.lexsort((steps, times))
-            top = int(np.max(np.cumsum(steps[order]), initial=0))
-            out[float(level)] = max(out.get(float(level), 0), top)
+            count = np.cumsum(steps[order])
+            span = np.diff(times[order], append=times[order][-1] if len(times) else 0.0)
+            top = int(np.max(count, initial=0))
+            busy = float(np.sum(span[count >= 1]))
+            share = float(np.sum(span[count == top])) / busy if busy > 0 else 0.0
+            if top >= out.get(float(level), (0, 0.0))[0]:
+                out[float(level)] = (top, share)
     return out
 
 
@@ -261,14 +267,15 @@ def fit(r: Requests, runs: Sequence[str], seed: int = 0, bootstrap: int = BOOTST
     # about prefill
     level_t = r.level[target_t]
     # (typically: the median request found under 80 % of the users decoding; or never: no moment of
-    # the level had more than 3/4 of its users decoding at once, as on a server that serves one
-    # request at a time, where 2 users decode 1 sequence: the median alone misses that, as the
-    # one sent finds the other decoding and counts itself as if it joined it)
+    # the level had more than 3/4 of its users decoding at once, and that peak held while anything
+    # decoded, as on a server that serves one request at a time, where 2 users decode 1 sequence:
+    # the median alone misses that, as the one sent finds the other decoding and counts itself as
+    # if it joined it. A peak reached only now and then is users out of the batch between requests.)
     peak = _peak_decoding(r, r.measured & np.isfinite(r.ttft))
     held = [
         x for x in levels
         if ((m := float(np.median(cov_t.running_at_send[level_t == x])) + 1) < 0.8 * x and x - m >= 2)
-        or peak.get(x, x) <= 0.75 * x
+        or (x in peak and peak[x][0] <= 0.75 * x and peak[x][1] >= 0.8)
     ]  # fmt: skip
     free_rows = (
         np.flatnonzero(~np.isin(r.level[target_t], held)) if len(held) < len(levels) else np.arange(len(ct))
