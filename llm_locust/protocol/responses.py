@@ -35,7 +35,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from llm_locust.protocol.sse import Chunk, PayloadError, _clip, _loads, _usage
+from llm_locust.protocol.sse import Chunk, PayloadError, _clip, _usage, load_payload
 
 __all__ = ["END_EVENTS", "parse_response_event", "usage_as_chat"]
 
@@ -49,7 +49,7 @@ _ARGS = "response.function_call_arguments.delta"
 def parse_response_event(data: str) -> Chunk:
     """Interpret one Responses stream event's ``data``. Raises :class:`PayloadError` if
     malformed. ``Chunk.end`` marks the stream's last event."""
-    obj = _loads(data)
+    obj = load_payload(data)
     if not isinstance(obj, dict):
         raise PayloadError(f"stream event is not an object: {_clip(data)}")
     kind = obj.get("type")

@@ -27,7 +27,17 @@ from typing import Any
 
 import orjson
 
-__all__ = ["DONE", "Chunk", "EventDecoder", "PayloadError", "iter_events", "parse_chunk"]
+__all__ = [
+    "DONE",
+    "Chunk",
+    "EventDecoder",
+    "PayloadError",
+    "chunk_of",
+    "content_text",
+    "iter_events",
+    "load_payload",
+    "parse_chunk",
+]
 
 DONE = "[DONE]"
 _COUNTS = ("prompt_tokens", "completion_tokens")
@@ -81,13 +91,17 @@ class EventDecoder:
 
     def feed(self, chunk: bytes) -> list[str]:
         if (
-            chunk[:6] == b"data: "  # the common case: one whole one-line event, LF endings
+            chunk[:6] == b"data: "  # the common case: whole one-line events, LF endings
             and chunk[-2:] == b"\n\n"
-            and chunk.count(b"\n") == 2
             and not (self._rest or self._data or self._kind)
             and b"\r" not in chunk
         ):
-            return [_text(chunk[6:-2])]
+            newlines = chunk.count(b"\n")
+            if newlines == 2:  # one event
+                return [_text(chunk[6:-2])]
+            payloads = chunk[6:-2].split(b"\n\ndata: ")  # several, as a busy reader gets them
+            if newlines == 2 * len(payloads):  # no other line anywhere
+                return _texts(payloads)
         if self._rest:
             if (
                 len(self._rest) >= _LONG_LINE
@@ -160,6 +174,17 @@ def iter_events(chunks: Iterable[bytes]) -> Iterator[str]:
     yield from decoder.close()
 
 
+def _texts(payloads: list[bytes]) -> list[str]:
+    events: list[str] = []
+    try:
+        for raw in payloads:
+            events.append(_text(raw))
+    except PayloadError as exc:
+        exc.events = events  # the events before the bad bytes
+        raise
+    return events
+
+
 def _dispatch(kind: str, data: list[str]) -> str:
     text = data[0] if len(data) == 1 else "\n".join(data)
     return _error_payload(text) if kind == "error" else text
@@ -186,7 +211,30 @@ def _error_payload(text: str) -> str:
 
 def parse_chunk(data: str) -> Chunk:
     """Interpret one payload (not ``[DONE]``). Raises :class:`PayloadError` if malformed."""
-    obj = _loads(data)
+    return chunk_of(load_payload(data), data)
+
+
+def content_text(obj: Any) -> str | None:
+    """The text of the usual chunk, one choice carrying only a content string (no usage, error,
+    tool calls or finish reason): what :func:`chunk_of` would read as ``Chunk(text=...)``, in
+    a third of its time (the hot path: once per token). ``None`` for every other chunk."""
+    if type(obj) is not dict or obj.get("usage") or obj.get("error"):
+        return None
+    choices = obj.get("choices")
+    if type(choices) is not list or len(choices) != 1:
+        return None
+    choice = choices[0]
+    if type(choice) is not dict or choice.get("finish_reason") is not None:
+        return None
+    delta = choice.get("delta")
+    if type(delta) is not dict or delta.get("tool_calls"):
+        return None
+    content = delta.get("content")
+    return content if content and type(content) is str else None
+
+
+def chunk_of(obj: Any, data: str) -> Chunk:
+    """Interpret one decoded payload (``data``: its text, for messages)."""
     if not isinstance(obj, dict):
         raise PayloadError(f"stream chunk is not an object: {_clip(data)}")
     usage = obj.get("usage")
@@ -216,7 +264,7 @@ def parse_chunk(data: str) -> Chunk:
     return chunk
 
 
-def _loads(data: str) -> Any:
+def load_payload(data: str) -> Any:
     """orjson (1.2 µs per chunk less than ``json``); ``json`` for what orjson refuses
     (NaN, integers over 64 bits, lone surrogates), so both accept the same payloads."""
     try:

@@ -20,7 +20,16 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from llm_locust.protocol.sse import DONE, Chunk, EventDecoder, PayloadError, parse_chunk
+from llm_locust.protocol.sse import (
+    DONE,
+    Chunk,
+    EventDecoder,
+    PayloadError,
+    chunk_of,
+    content_text,
+    load_payload,
+    parse_chunk,
+)
 from llm_locust.protocol.tools import ToolArgs, note_tool_deltas, settle_tool_args
 from llm_locust.record import RequestRecord
 
@@ -61,13 +70,14 @@ class Stream:
 class StreamEvents:
     """The stream's events as the reader delivers them: marks, text, usage, finish."""
 
-    __slots__ = ("chunk_times", "decoder", "done", "parse", "parts", "record", "stream")
+    __slots__ = ("chunk_times", "decoder", "done", "parse", "parts", "plain", "record", "stream")
 
     def __init__(
         self, record: RequestRecord, stream: Stream, parse: Callable[[str], Chunk] = parse_chunk
     ) -> None:
         self.decoder = EventDecoder()
         self.parse = parse  # one event's data -> Chunk: chat/completions, or the Responses API's
+        self.plain = parse is parse_chunk  # chat/completions: the usual chunk has a shortcut
         self.record = record
         self.stream = stream
         self.chunk_times = record.chunk_times
@@ -110,34 +120,51 @@ class StreamEvents:
             if data == DONE:  # the end of the stream, whether or not the body ends with it
                 self.done = True
                 return True
-            chunk = self.parse(data)
-            if chunk.error:
-                raise Failure("stream_error", chunk.error)
-            if chunk.text:
-                record, stream = self.record, self.stream
-                self.chunk_times.append(now)
-                if self.parts is not None:
-                    self.parts.append(chunk.text)
-                if chunk.reasoning:
-                    note_reasoning(record, stream, chunk.text)
-                elif record.t_first_visible is None:
-                    note_first_visible(record, stream, chunk.text, now)
-                else:
-                    record.visible_chars += len(chunk.text)
-                if len(self.chunk_times) >= stream.cancel_chunks:
-                    raise Cancelled()
-            if chunk.tool_calls:
-                if self.stream.tool_args is None:
-                    self.stream.tool_args = {}
-                note_tool_deltas(self.record, self.stream.tool_args, chunk.tool_calls, now)
-            if chunk.usage:
-                self.stream.usage = chunk.usage
-            if chunk.finish_reason:
-                self.record.finish_reason = chunk.finish_reason
-            if chunk.end:  # a Responses stream's last event: its [DONE]
+            if self.plain:
+                obj = load_payload(data)
+                text = content_text(obj)  # the usual chunk, read without building a Chunk
+                if text is not None:
+                    self._text(text, False, now)
+                    continue
+                chunk = chunk_of(obj, data)
+            else:
+                chunk = self.parse(data)
+            if self._chunk(chunk, now):
                 self.done = True
                 return True
         return False
+
+    def _text(self, text: str, reasoning: bool, now: float) -> None:
+        """A token-bearing chunk: its time, its text, the first visible token."""
+        record = self.record
+        self.chunk_times.append(now)
+        if self.parts is not None:
+            self.parts.append(text)
+        if reasoning:
+            note_reasoning(record, self.stream, text)
+        elif record.t_first_visible is None:
+            note_first_visible(record, self.stream, text, now)
+        else:
+            record.visible_chars += len(text)
+        if len(self.chunk_times) >= self.stream.cancel_chunks:
+            raise Cancelled()
+
+    def _chunk(self, chunk: Chunk, now: float) -> bool:
+        """Any other chunk (reasoning, tool calls, usage, a finish reason, an error); ``True``
+        at a Responses stream's last event (its ``[DONE]``)."""
+        if chunk.error:
+            raise Failure("stream_error", chunk.error)
+        if chunk.text:
+            self._text(chunk.text, chunk.reasoning, now)
+        if chunk.tool_calls:
+            if self.stream.tool_args is None:
+                self.stream.tool_args = {}
+            note_tool_deltas(self.record, self.stream.tool_args, chunk.tool_calls, now)
+        if chunk.usage:
+            self.stream.usage = chunk.usage
+        if chunk.finish_reason:
+            self.record.finish_reason = chunk.finish_reason
+        return chunk.end
 
 
 def note_reasoning(record: RequestRecord, stream: Stream, text: str) -> None:

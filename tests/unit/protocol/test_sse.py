@@ -9,7 +9,16 @@ import time
 
 import pytest
 
-from llm_locust.protocol.sse import DONE, EventDecoder, PayloadError, iter_events, parse_chunk
+from llm_locust.protocol.sse import (
+    DONE,
+    Chunk,
+    EventDecoder,
+    PayloadError,
+    content_text,
+    iter_events,
+    load_payload,
+    parse_chunk,
+)
 
 
 def splits(raw: bytes, seed: int) -> list[bytes]:
@@ -182,3 +191,65 @@ def test_a_large_event_is_decoded_in_linear_time() -> None:
     quadratic decoder is some 1,000x."""
     small, large = _decode_seconds(512 * 1024), _decode_seconds(16 * 1024 * 1024)
     assert large < 200 * small, (small, large, large / small)
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b"data: a\n\ndata: b\n\ndata: [DONE]\n\n",  # whole events, as a busy reader gets them
+        b"data: a\n\ndata: \n\ndata: c\n\n",  # an empty payload is still an event
+        b"data: a\n\ndata:b\n\n",  # no space after the colon
+        b"data: a\n\n\n\ndata: b\n\n",  # extra blank lines
+        b"data: a\ndata: b\n\ndata: c\n\n",  # multi-line data
+        b"data: a\n\n: keep-alive\n\ndata: b\n\n",  # a comment between
+        b"data: a\n\nevent: error\ndata: {}\n\n",  # a typed event
+        b"data: a\n\nid: 3\ndata: b\n\n",
+    ],
+)
+def test_several_whole_events_in_one_piece_as_if_fed_byte_by_byte(raw: bytes) -> None:
+    """The whole-events shortcut of EventDecoder.feed yields what the general path yields."""
+    one_by_one = EventDecoder()
+    expected = [event for i in range(len(raw)) for event in one_by_one.feed(raw[i : i + 1])]
+    assert EventDecoder().feed(raw) == expected
+
+
+@pytest.mark.parametrize(
+    "obj",
+    [
+        {"choices": [{"delta": {"content": "hi"}, "finish_reason": None}]},
+        {"choices": [{"delta": {"role": "assistant", "content": "hi"}}], "usage": None},
+        {"choices": [{"delta": {"content": "hi", "reasoning_content": "r"}}]},
+        {"choices": [{"delta": {"content": "hi", "tool_calls": []}}], "usage": {}},
+        {"choices": [{"delta": {"content": "hi"}, "finish_reason": "stop"}]},
+        {"choices": [{"delta": {"content": "hi"}, "finish_reason": ""}]},
+        {"choices": [{"delta": {"content": "hi"}}], "usage": {"completion_tokens": 3}},
+        {"choices": [{"delta": {"content": "hi"}}], "error": {"message": "boom"}},
+        {"choices": [{"delta": {"content": "hi", "tool_calls": [{"index": 0}]}}]},
+        {"choices": [{"delta": {"content": "hi"}}, {"delta": {"content": "yo"}}]},
+        {"choices": [{"delta": {"content": ""}}]},
+        {"choices": [{"delta": {"reasoning_content": "r"}}]},
+        {"choices": [{"text": "hi"}]},
+        {"choices": [{"delta": {"content": 5}}]},
+        {"choices": []},
+        {"choices": [None]},
+        {"choices": "x"},
+        {"usage": {"prompt_tokens": 1}},
+        [1, 2],
+    ],
+)
+def test_content_text_is_parse_chunk_of_a_plain_content_chunk(obj: object) -> None:
+    """The hot path's shortcut: text exactly when parse_chunk reads a chunk with that text and
+    nothing else; every other chunk is left to parse_chunk."""
+    data = json.dumps(obj)
+    try:
+        full = parse_chunk(data)
+    except PayloadError:
+        full = None
+    plain = full is not None and full.text != "" and full == Chunk(text=full.text)
+    got = content_text(load_payload(data))
+    assert got is None or (plain and got == full.text)  # None: parse_chunk reads it
+
+
+def test_content_text_reads_the_usual_chunk() -> None:
+    usual = {"id": "c", "choices": [{"index": 0, "delta": {"content": " the"}, "finish_reason": None}]}
+    assert content_text(load_payload(json.dumps(usual))) == " the"
