@@ -9,7 +9,9 @@ against the model. Each parameter is printed and stored with its 95 % bootstrap 
 parameter the runs cannot identify is fixed to a stated default, with one line saying why.
 
 ``--holdout LEVEL`` fits without the records of that level and reports the prediction error
-there (the model's percentile against the measured one, in %).
+there (the model's percentile against the measured one, in %). ``--check RUN_DIR`` (repeatable)
+reports the same error at the levels of runs the fit did not see (calibrated at 1 and 2 users,
+checked at 3 and 4), stored as ``check_error``.
 
 The runs must be closed-loop user levels (``--ramp``, ``--search users``) against one deployment.
 Exit 0; 2 on bad input (one line naming the flag or the folder).
@@ -145,7 +147,9 @@ def _residual_lines(rows: Sequence[dict[str, Any]], title: str) -> list[str]:
     return lines
 
 
-def report(model: EngineModel, holdout_rows: Sequence[dict[str, Any]] = ()) -> str:
+def report(
+    model: EngineModel, holdout_rows: Sequence[dict[str, Any]] = (), check_rows: Sequence[dict[str, Any]] = ()
+) -> str:
     lines = [f"engine model from {len(model.runs)} run(s): {', '.join(model.runs)}"]
     lines.append(
         f"levels (users): {', '.join(f'{x:g}' for x in model.levels)}; deployment seconds; 95 % intervals"
@@ -157,6 +161,8 @@ def report(model: EngineModel, holdout_rows: Sequence[dict[str, Any]] = ()) -> s
         lines += _residual_lines(
             holdout_rows, f"held-out level {model.holdout:g} (measured/predicted, error):"
         )
+    if check_rows:
+        lines += _residual_lines(check_rows, "levels of the --check runs (measured/predicted, error):")
     return "\n".join(lines)
 
 
@@ -167,6 +173,10 @@ def _parser() -> argparse.ArgumentParser:
         "-o", "--output", default="model.yaml", help="the model file to write (default model.yaml)"
     )
     parser.add_argument("--holdout", type=float, default=None, metavar="LEVEL", help="fit without this level")
+    parser.add_argument(
+        "--check", action="append", default=[], metavar="RUN_DIR",
+        help="a run the fit does not see: the prediction error at its levels (repeatable)",
+    )  # fmt: skip
     parser.add_argument("--seed", type=int, default=0, help="the bootstrap's and the model runs' seed")
     parser.add_argument(
         "--virtual-seconds", type=float, default=900.0, help="model run per level (default 900)"
@@ -183,6 +193,10 @@ def main(argv: list[str] | None = None) -> int:
         every = Requests.concat([load_run(Path(d), i) for i, d in enumerate(args.runs)])
     except RunError as e:
         parser.error(f"argument RUN_DIR: {e}")
+    try:
+        checked = [load_run(Path(d), i) for i, d in enumerate(args.check)]
+    except RunError as e:
+        parser.error(f"argument --check: {e}")
     horizon = Horizon(args.virtual_seconds, args.virtual_seconds / 6)
     data, held = every, None
     if args.holdout is not None:
@@ -204,7 +218,11 @@ def main(argv: list[str] | None = None) -> int:
         model = EngineModel(
             **{**model.__dict__, "holdout": args.holdout, "extra": {"holdout_error": holdout_rows}}
         )
-    sys.stdout.write(report(model, holdout_rows) + "\n")
+    check_rows = [row for c in checked for row in residuals(model, c, horizon, args.seed)]
+    if check_rows:
+        extra = {**model.extra, "check_runs": list(args.check), "check_error": check_rows}
+        model = EngineModel(**{**model.__dict__, "extra": extra})
+    sys.stdout.write(report(model, holdout_rows, check_rows) + "\n")
     try:
         model.dump(args.output)
     except OSError as e:

@@ -62,6 +62,8 @@ WAIT_STEPS = 1.5
 #: First tokens this close (as a share of a decode step) came out of the same prefill step.
 SAME_STEP = 0.3
 _BLOCK = 256
+#: Recorded times this close (seconds) are one instant (start + e2e against the next start).
+_SAME_INSTANT = 1e-6
 
 
 class CalibrationError(ValueError):
@@ -141,11 +143,13 @@ def _covariates(r: Requests, target: np.ndarray) -> _Covariates:
         steps = np.maximum(r.output[idx] - 1, 1)
         out["prefill"][lo : lo + _BLOCK] = (inside * r.prompt[None, :]).sum(1) / steps
         s = r.start[idx][:, None]
-        decoding = same & (f[None, :] <= s) & (e[None, :] > s)
+        # one that ended at the send (its user's next request: the same instant, but for the
+        # rounding of the recorded times) was not running beside it
+        decoding = same & (f[None, :] <= s) & (e[None, :] > s + _SAME_INSTANT)
         now = np.where(decoding, r.prompt[None, :] + g * (s - f[None, :]), 0.0)
         out["batch0"][lo : lo + _BLOCK] = decoding.sum(1)
         out["context0"][lo : lo + _BLOCK] = now.sum(1)
-        running = same & (r.start[None, :] <= s) & (e[None, :] > s) & (f[None, :] <= s)
+        running = same & (r.start[None, :] <= s) & (e[None, :] > s + _SAME_INSTANT) & (f[None, :] <= s)
         out["run0"][lo : lo + _BLOCK] = running.sum(1)
         out["res0"][lo : lo + _BLOCK] = (running * (r.prompt + r.output)[None, :]).sum(1)
     return _Covariates(

@@ -7,6 +7,7 @@ inside its 95 % interval, and say which parameters the records cannot identify.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 
 import numpy as np
@@ -143,3 +144,53 @@ def test_a_server_that_serves_one_request_at_a_time_is_found_from_two_levels() -
         for name, xs in (("ttft_p50", at.ttft), ("e2e_p50", at.e2e)):
             want = float(np.median(xs))
             assert abs(got[name] - want) <= 0.2 * want, (users, name, got[name], want)
+
+
+def _run_folder(folder, levels: list[int], config: EngineConfig) -> None:  # type: ignore[no-untyped-def]
+    """A run folder (run.json, requests.jsonl) of closed-loop levels of the engine, one stage each."""
+    folder.mkdir()
+    stages, rows, t0 = [], [], 0.0
+    for index, users in enumerate(levels):
+        stages.append({"index": index, "kind": "users", "target": users})
+        for o in closed_loop(config, users, lambda: (100, 40), 300.0, warmup=30.0):
+            rows.append(
+                {"start_time": t0 + o.sent, "ttft": o.ttft, "e2e": o.e2e, "prompt_tokens": 100,
+                 "completion_tokens": o.output_tokens, "outcome": "ok", "stage": index, "warmup": False}
+            )  # fmt: skip
+        t0 += 400.0
+    (folder / "run.json").write_text(json.dumps({"stages": stages}))
+    (folder / "requests.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+
+def test_check_reports_the_prediction_error_at_the_levels_of_a_run_not_fitted(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    import yaml
+
+    from llm_locust.calibrate import main
+
+    serial = _config(max_num_seqs=1)
+    _run_folder(tmp_path / "low", [1, 2], serial)
+    _run_folder(tmp_path / "high", [3, 4], serial)
+    out = tmp_path / "m.yaml"
+    assert main([str(tmp_path / "low"), "-o", str(out), "--check", str(tmp_path / "high")]) == 0
+    assert "levels of the --check runs (measured/predicted, error):" in capsys.readouterr().out
+    model = yaml.safe_load(out.read_text())
+    assert model["levels"] == [1, 2] and model["check_runs"] == [str(tmp_path / "high")]
+    rows = {row["level"]: row for row in model["check_error"]}
+    assert sorted(rows) == [3, 4]
+    high = [json.loads(x) for x in (tmp_path / "high" / "requests.jsonl").read_text().splitlines()]
+    for level, stage in ((3, 0), (4, 1)):
+        e2e = [r["e2e"] for r in high if r["stage"] == stage]
+        assert rows[level]["e2e_p50"]["measured"] == pytest.approx(float(np.median(e2e)))
+        # a queue of level - 1 requests ahead: within 20 % once the limit of 1 is found
+        assert abs(rows[level]["e2e_p50"]["error_pct"]) <= 20, rows[level]
+
+
+def test_check_on_a_folder_that_is_no_run_is_one_line_and_exit_2(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    from llm_locust.calibrate import main
+
+    _run_folder(tmp_path / "low", [1, 2], _config(max_num_seqs=1))
+    with pytest.raises(SystemExit) as exc:
+        main([str(tmp_path / "low"), "-o", str(tmp_path / "m.yaml"), "--check", str(tmp_path / "nothing")])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--check" in err[0] and "not a run folder" in err[0]
