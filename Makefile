@@ -25,9 +25,10 @@ demo: setup
 # The suite runs in two parts: most tests wait on real processes (runs of 10-60 s, a search's
 # steps), so they run JOBS at a time (pytest-xdist; the tests of one module stay on one worker,
 # so a module-scoped fixture is built once: tests/conftest.py); the few marked `serial` depend on
-# the client's own timing and run after, alone. Both parts always run; -rs shows every skip's reason.
+# the client's own timing and run after, alone. Both parts always run; -rs shows every skip's reason;
+# --durations=30 lists each part's 30 slowest test phases (setup, call, teardown), to see where the time goes.
 JOBS   ?= 3
-PYTEST := $(BIN)/python -m pytest -q -rs -p no:cacheprovider
+PYTEST := $(BIN)/python -m pytest -q -rs -p no:cacheprovider --durations=30
 # $(call suite,MARKS): the parallel part, then the serial part, of the tests selected by MARKS
 suite = status=0; \
 	$(PYTEST) -n $(JOBS) --dist loadscope --no-loadscope-reorder -m "not serial $(1)" || status=$$?; \
