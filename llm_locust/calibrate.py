@@ -31,6 +31,7 @@ import numpy as np
 
 from llm_locust.config.engine_model import PARAMETERS, EngineModel
 from llm_locust.config.register import OneLineParser
+from llm_locust.record import input_tokens_of
 from llm_locust.results.calibrate import CalibrationError, Requests, fit
 from llm_locust.results.columns import read_rows
 from llm_locust.results.timescale import deployment_row, speedup_of
@@ -71,6 +72,10 @@ def load_run(folder: Path, index: int) -> Requests:
         r = deployment_row(raw, k, origin) if k != 1 else raw
         stage = stages.get(r.get("stage", -1))
         values = [r.get(key) for key in ("start_time", "ttft", "e2e", "prompt_tokens", "completion_tokens")]
+        if values[3] is None and isinstance(r.get("target_input_tokens"), (int, float)):
+            # a server that sends no usage (llama-cpp-python's stream), run without a tokenizer:
+            # the workload's target length, as the run's totals count it
+            values[3] = input_tokens_of(r)
         if r.get("outcome") != "ok" or stage is None or not all(isinstance(v, (int, float)) for v in values):
             continue
         for name, v in zip(("start", "ttft", "e2e", "prompt", "output"), values, strict=True):

@@ -146,8 +146,10 @@ def test_a_server_that_serves_one_request_at_a_time_is_found_from_two_levels() -
             assert abs(got[name] - want) <= 0.2 * want, (users, name, got[name], want)
 
 
-def _run_folder(folder, levels: list[int], config: EngineConfig) -> None:  # type: ignore[no-untyped-def]
-    """A run folder (run.json, requests.jsonl) of closed-loop levels of the engine, one stage each."""
+def _run_folder(folder, levels: list[int], config: EngineConfig, usage: bool = True) -> None:  # type: ignore[no-untyped-def]
+    """A run folder (run.json, requests.jsonl) of closed-loop levels of the engine, one stage each;
+    without ``usage`` the rows have no prompt count, only the workload's target (as a run against a
+    server that sends no usage has)."""
     folder.mkdir()
     stages, rows, t0 = [], [], 0.0
     for index, users in enumerate(levels):
@@ -158,6 +160,8 @@ def _run_folder(folder, levels: list[int], config: EngineConfig) -> None:  # typ
                  "completion_tokens": o.output_tokens, "outcome": "ok", "stage": index, "warmup": False}
             )  # fmt: skip
         t0 += 400.0
+    if not usage:
+        rows = [{**r, "prompt_tokens": None, "target_input_tokens": 100} for r in rows]
     (folder / "run.json").write_text(json.dumps({"stages": stages}))
     (folder / "requests.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
 
@@ -168,7 +172,7 @@ def test_check_reports_the_prediction_error_at_the_levels_of_a_run_not_fitted(tm
     from llm_locust.calibrate import main
 
     serial = _config(max_num_seqs=1)
-    _run_folder(tmp_path / "low", [1, 2], serial)
+    _run_folder(tmp_path / "low", [1, 2], serial, usage=False)  # llama-cpp-python sends no usage
     _run_folder(tmp_path / "high", [3, 4], serial)
     out = tmp_path / "m.yaml"
     assert main([str(tmp_path / "low"), "-o", str(out), "--check", str(tmp_path / "high")]) == 0
