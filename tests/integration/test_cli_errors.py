@@ -29,9 +29,7 @@ def _run(*args: str, locust: bool = False, cwd: Path = REPO) -> subprocess.Compl
 @pytest.mark.parametrize(
     "args",
     [
-        ("--help",),
-        ("--version",),
-        ("run", "--help"),
+        ("--help",),  # --version and run --help: the two tests after this one
         ("sim", "--help"),
         ("workload", "--help"),
         ("workload", "sample", "--help"),
@@ -52,13 +50,17 @@ def test_every_help_works(args: tuple[str, ...]) -> None:
 def test_version_names_the_package() -> None:
     from llm_locust import __version__
 
-    assert _run("--version").stdout.strip() == f"llm-locust {__version__}"
+    proc = _run("--version")
+    expect_exit(proc, 0)
+    assert proc.stdout.strip() == f"llm-locust {__version__}"
 
 
 def test_run_help_lists_every_option_with_its_variable() -> None:
     from llm_locust.config.options import RUN_GROUPS, options_in
 
-    text = _run("run", "--help").stdout
+    proc = _run("run", "--help")
+    expect_exit(proc, 0)
+    text = proc.stdout
     for opt in options_in(*RUN_GROUPS):
         assert opt.flag in text and opt.env in text.replace("\n", "").replace(" ", ""), opt.flag
 
@@ -82,7 +84,7 @@ BAD = [
     ((*RUN, "--slo", "tfft_p95<=1s"), False, "--slo: 'tfft_p95<=1s': unknown metric"),
     ((*RUN, "--slo", "missing.yaml"), False, "--slo: cannot read missing.yaml"),
     ((*RUN, "--trace", "missing.csv"), False, "--trace: trace missing.csv: no such file"),
-    ((*RUN, "--dataset", "missing.jsonl"), False, "No such file or directory: 'missing.jsonl'"),
+    # --dataset missing.jsonl: test_a_missing_file_keeps_every_character_of_its_name
     ((*RUN, "--input-tokens", "uniform:10"), False, "--input-tokens: uniform needs max in 'uniform:10'"),
     ((*RUN, "--workload", "nope"), False, "--workload 'nope': unknown profile 'nope'"),
     ((*RUN, "--profile", "code"), False, "--profile 'code' is Locust's run label, not the workload"),
@@ -90,6 +92,7 @@ BAD = [
     ((*RUN, "--request-timeout", "-1"), False, "--request-timeout '-1': must be above 0"),
     ((*RUN, "--temperature", "nan"), False, "--temperature 'nan': must be a finite number"),
     ((*RUN, "--extra-body", "[1]"), False, "--extra-body '[1]': must be a JSON object"),
+    ((*RUN, "--extra-body", "{not json"), False, "--extra-body '{not json': not valid JSON"),
     ((*RUN, "--header", "no-colon"), False, "--header 'no-colon': expected NAME:VALUE"),
     ((*RUN, "--endpoint", "embeddings"), False, "--endpoint"),
     ((*RUN, "--prometheus-port", "70000"), False, "--prometheus-port '70000': must be at most 65535"),
@@ -132,7 +135,10 @@ def test_bad_input_is_one_line_and_exit_2(args: tuple[str, ...], plain: bool, me
 
 
 def test_a_missing_file_keeps_every_character_of_its_name() -> None:
-    line = _run(*RUN, "--dataset", "missing.jsonl").stderr.strip()
+    proc = _run(*RUN, "--dataset", "missing.jsonl")
+    expect_exit(proc, 2)
+    line = proc.stderr.strip()
+    assert len(line.splitlines()) == 1 and "No such file or directory: 'missing.jsonl'" in line, line
     assert line.startswith("llm-locust: error: --dataset: ") and line.endswith("'missing.jsonl'"), line
 
 

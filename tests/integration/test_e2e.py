@@ -180,22 +180,7 @@ def test_html_instead_of_sse_is_bad_payload(tmp_path: Path) -> None:
     assert len(rows) <= 6, len(rows)
 
 
-@pytest.mark.parametrize(
-    ("args", "flag"),
-    [
-        (["--max-tokens", "abc"], "--max-tokens"),
-        (["--request-timeout", "-1"], "--request-timeout"),
-        (["--extra-body", "{not json"], "--extra-body"),
-        (["--endpoint", "embeddings"], "--endpoint"),
-        (["--header", "no-colon"], "--header"),
-    ],
-)
-def test_bad_flag_is_one_line_and_exit_2(args: list[str], flag: str) -> None:
-    res = llm_locust_cli("run", "--host", "http://127.0.0.1:9", "--headless", "-t", "1s", *args)
-    expect_exit(res, 2)
-    lines = res.stderr.strip().splitlines()
-    assert len(lines) == 1, res.stderr
-    assert flag in lines[0]
+# bad flags of `run` (one line, exit 2): test_cli_errors.py's BAD cases, with the exact messages
 
 
 def test_results_dir_with_results_is_refused(tmp_path: Path) -> None:
