@@ -33,7 +33,8 @@ _START_TIMEOUT_S = 30.0
 
 
 class BurstRun(Protocol):
-    """What the dispatcher needs of the run (the extension)."""
+    """What the dispatcher needs of the run (the node's front half,
+    :class:`~llm_locust.runtime.front.LoadFront`)."""
 
     @property
     def stopping(self) -> bool: ...

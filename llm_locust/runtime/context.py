@@ -6,8 +6,8 @@ the master or local runner, sent to the workers), how many workers share the ope
 schedule and which one this is, the HTTP client's settings (the model resolved), the
 workload, and what the server said about itself. Everything a request needs to know about
 its test comes from here; what changes while a test runs (the stage the shape is in, the
-requests in flight, whether the load is stopping) is the extension's live state
-(:mod:`llm_locust.runtime.extension`), changed only by the runtime.
+requests in flight, whether the load is stopping) is the node's :class:`LiveState`
+(:mod:`llm_locust.runtime.node`), changed only by the runtime.
 
 Pure module: no Locust, no network.
 """
@@ -27,7 +27,7 @@ if TYPE_CHECKING:  # the client's module is the network; the context only holds 
     from llm_locust.client import ClientConfig
     from llm_locust.workload.build import BuiltWorkload
 
-__all__ = ["RunContext"]
+__all__ = ["LiveState", "RunContext"]
 
 
 @dataclass(frozen=True)
@@ -59,3 +59,15 @@ class RunContext:
         if stage is None:
             return None, False
         return stage, stage.in_warmup(in_stage)
+
+
+@dataclass
+class LiveState:
+    """What changes while a test runs; changed by the runtime only."""
+
+    stage: Stage | None = None  # the stage the shape is in (master, local)
+    stopping: bool = False  # the load is stopping: send nothing new
+    interrupted: str | None = None  # the signal that stopped the run
+    interrupt_exit_code: int | None = None
+    pending_t0: float | None = None  # the next test's plan start (the shape, or the master)
+    pending_workers: int = 1

@@ -27,7 +27,6 @@ from typing import Any, Protocol
 
 import gevent
 
-from llm_locust.config.role import Role
 from llm_locust.record import CANCELLED, INCOMPLETE, OK
 from llm_locust.runtime.bus import RecordBus
 from llm_locust.runtime.runners import ConfiguredRun, raise_in_main, runner_of
@@ -42,7 +41,7 @@ FAILING_REASON = "every request failed"
 
 
 class FailstopRun(ConfiguredRun, Protocol):
-    """What the all-failed stop needs of a run (the extension is one): its rows and its test."""
+    """What the all-failed stop needs of a node that keeps results: its rows and its test."""
 
     @property
     def tests(self) -> int: ...
@@ -98,8 +97,6 @@ class FailureWatch:
 
 def install(ext: FailstopRun) -> None:
     """On the local runner or the master: watch every row of each test."""
-    if ext.role == Role.WORKER:
-        return
     watch = FailureWatch(lambda line: _stop(ext, line))
     tests = [ext.tests]
 

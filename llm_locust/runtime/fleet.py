@@ -57,12 +57,16 @@ class Fleet:
         self,
         environment: Environment,
         role: Role,
-        requests: Requests,
+        requests: Requests | None,
         plan: Callable[[], LoadPlan],
-        on_plan_start: PlanStart,
-        deliver: Callable[[dict[str, Any]], None],
-        on_final_batch: Callable[[], None],
+        *,
+        on_plan_start: PlanStart = lambda t0, workers: None,
+        deliver: Callable[[dict[str, Any]], None] = lambda row: None,
+        on_final_batch: Callable[[], None] = lambda: None,
     ) -> None:
+        """``requests``: this process's, where it sends (a worker, the local runner); a worker
+        hears the plan's start (``on_plan_start``), a master delivers its workers' rows
+        (``deliver``) and hears each final batch (``on_final_batch``)."""
         self.environment, self.role, self.requests = environment, role, requests
         self._plan, self._on_plan_start, self._on_final_batch = plan, on_plan_start, on_final_batch
         self.outbox: distributed.Outbox | None = None  # a worker's records to the master
@@ -71,6 +75,7 @@ class Fleet:
         self.stopped_early: list[dict[str, Any]] = []  # the master's: since the last summary
         runner = runner_of(environment)
         if role == Role.WORKER:
+            assert requests is not None
             self.outbox = distributed.Outbox(
                 runner.send_message, in_flight=lambda: requests.in_flight, oldest=requests.oldest
             )
@@ -144,10 +149,14 @@ class Fleet:
         known: a worker has not reported since ``when``)."""
         if self.inbox is not None:
             return self.inbox.in_flight_before(when, self._alive())
+        assert self.requests is not None
         return self.requests.in_flight_before(when)
 
     def total_in_flight(self) -> int:
-        return self.inbox.total_in_flight() if self.inbox is not None else self.requests.in_flight
+        if self.inbox is not None:
+            return self.inbox.total_in_flight()
+        assert self.requests is not None
+        return self.requests.in_flight
 
     def record_health(self, results: Any, start: float) -> None:
         """Write the load processes' health intervals into ``results`` (``health.jsonl``) as they

@@ -17,21 +17,20 @@ from locust.runners import STATE_RUNNING, STATE_SPAWNING
 
 import json
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from llm_locust.config.build import config_from_form
+from llm_locust.config.model import RunConfig
 from llm_locust.config.redact import strip_credentials
 from llm_locust.config.register import form_layout
-from llm_locust.config.role import Role
 from llm_locust.live.webui import WEB_DIR, add_to_page
 from llm_locust.runtime.locust_adapter import View, wrap_view
 from llm_locust.runtime.prepare import CONFIG_ERRORS, check_results
+from llm_locust.runtime.runners import ConfiguredRun
 from llm_locust.runtime.webui_guard import WebUiGuard, scrub_page
 
-if TYPE_CHECKING:
-    from llm_locust.runtime.extension import Extension
-
 __all__ = [
+    "FormRun",
     "check_form",
     "form_script",
     "install_form_check",
@@ -42,7 +41,20 @@ __all__ = [
 log = logging.getLogger("llm_locust")
 
 
-def spawn_rate_as_given(run: Extension, form: dict[str, str]) -> dict[str, str]:
+class FormRun(ConfiguredRun, Protocol):
+    """What the form check needs of the node where the web UI runs (the master, the local runner)."""
+
+    @property
+    def cli_spawn_rate(self) -> float | None: ...
+    @property
+    def cli_options(self) -> dict[str, Any]: ...
+    @property
+    def tests(self) -> int: ...
+
+    def configure(self, config: RunConfig, *, from_form: bool = False, workload: bool = True) -> None: ...
+
+
+def spawn_rate_as_given(run: FormRun, form: dict[str, str]) -> dict[str, str]:
     """Tell an explicit spawn rate in the form from the one Locust filled in.
 
     Locust's form always sends a spawn rate: the command line's ``-r``, or 1 when none was
@@ -61,7 +73,7 @@ def spawn_rate_as_given(run: Extension, form: dict[str, str]) -> dict[str, str]:
     return form
 
 
-def start_clean(run: Extension) -> None:
+def start_clean(run: FormRun) -> None:
     """A test from the form starts from the command line's llm-locust options, not the previous
     test's: Locust keeps each form's values in its options, so a field the next form does not
     send (an API client's POST) would have kept, say, the first test's ``--ramp``. A running
@@ -74,13 +86,12 @@ def start_clean(run: Extension) -> None:
             setattr(options, key, value)
 
 
-def check_form(run: Extension, form: dict[str, str]) -> str | None:
+def check_form(run: FormRun, form: dict[str, str]) -> str | None:
     """Validate and adopt the form's configuration; the one-line problem, or ``None``."""
     start_clean(run)
     try:
         config = config_from_form(run.environment.parsed_options, spawn_rate_as_given(run, form))
-        if run.role != Role.WORKER:
-            check_results(config, run.tests + 1)
+        check_results(config, run.tests + 1)
         run.configure(config, from_form=True)
     except CONFIG_ERRORS as exc:
         log.error("llm-locust: %s", exc)
@@ -88,10 +99,10 @@ def check_form(run: Extension, form: dict[str, str]) -> str | None:
     return None
 
 
-def install_form_check(run: Extension) -> None:
-    """Wrap the web UI's ``/swarm`` view (no web UI, or a worker: nothing to do)."""
+def install_form_check(run: FormRun) -> None:
+    """Wrap the web UI's ``/swarm`` view (no web UI: nothing to do)."""
     web_ui = getattr(run.environment, "web_ui", None)
-    if web_ui is None or run.role == Role.WORKER:
+    if web_ui is None:
         return
     from flask import jsonify, request
 

@@ -5,7 +5,7 @@ of :class:`~llm_locust.runtime.user.LLMUser` does it for ``locust.events``, befo
 its parser), so every option of the table (:mod:`llm_locust.config.options`) is on the command
 line, in the web UI's form and in ``LLM_LOCUST_*`` variables, and the run is prepared the
 moment the command line is parsed (:mod:`llm_locust.runtime.prepare`). At ``init`` the
-environment gets its :class:`~llm_locust.runtime.extension.Extension`; every other listener
+environment gets the node of its role (:mod:`llm_locust.runtime.nodes`); every other listener
 hands the event to it.
 """
 
@@ -22,14 +22,16 @@ import gevent
 
 from llm_locust.config.register import register
 from llm_locust.runtime import binds, channel, failstop, master_watch, pauses, preflight, quota, stopping
-from llm_locust.runtime.extension import ATTRIBUTE, Extension, extension_of
 from llm_locust.runtime.form import install_form_check
+from llm_locust.runtime.node import ATTRIBUTE, Node, node_of
+from llm_locust.runtime.nodes import WorkerNode, make_node
 from llm_locust.runtime.outputs import install_outputs
 from llm_locust.runtime.prepare import CONFIG_ERRORS, check_when_parsed, prepare_or_exit
 from llm_locust.runtime.runners import runner_of
+from llm_locust.runtime.sink import SinkNode
 from llm_locust.runtime.sources import client_config
 
-__all__ = ["init_extension", "install"]
+__all__ = ["init_node", "install"]
 
 log = logging.getLogger("llm_locust")
 _MARK = "_llm_locust_listeners"  # set on an Events object once our listeners are on it
@@ -55,39 +57,45 @@ def _options(parser: argparse.ArgumentParser, **_: object) -> None:
     check_when_parsed(parser)
 
 
-def init_extension(environment: Environment) -> Extension:
-    """The environment's extension, made and wired (the ``init`` listener's work)."""
-    ext = Extension(environment)
-    setattr(environment, ATTRIBUTE, ext)
+def init_node(environment: Environment) -> Node:
+    """The environment's node, made for its role and wired (the ``init`` listener's work)."""
+    node = make_node(environment)
+    setattr(environment, ATTRIBUTE, node)
     options = environment.parsed_options
-    ext.adopt(prepare_or_exit(options, ext.role))
+    node.adopt(prepare_or_exit(options, node.role))
     if options is not None:
-        ext.drain = stopping.apply_drain(environment, ext.run_config.request.request_timeout)
-    stopping.install_signal_handlers(ext)
-    binds.log_notes(ext)
-    channel.install(ext)
+        node.drain = stopping.apply_drain(environment, node.run_config.request.request_timeout)
+    sink = node if isinstance(node, SinkNode) else None  # the master, the local runner
+    if sink is not None:
+        stopping.install_signal_handlers(sink)
+    binds.log_notes(node)
+    channel.install(node)
     # added after the runner's own listeners, so it runs before them (quitting fires reversed)
-    environment.events.quitting.add_listener(lambda **_: stopping.stop_before_quitting(ext))
-    master_watch.install(ext)
-    failstop.install(ext)
-    quota.install(ext)  # --num-requests
+    environment.events.quitting.add_listener(lambda **_: stopping.stop_before_quitting(environment))
+    if isinstance(node, WorkerNode):
+        master_watch.install(node)
+    if sink is not None:
+        failstop.install(sink)
+    quota.install(node, sink.bus if sink is not None else None)  # --num-requests
     pauses.install(environment.events)  # no collector pause, no stop lookup, mid-stream
-    install_outputs(ext)
-    # the target: headless, exit 2 before any load; web UI, at each start, after the form check
-    # (installed next, so its wrapper of /swarm runs first and the preflight sees the form's values)
-    preflight.install(ext, client_config)
-    install_form_check(ext)
-    return ext
+    if sink is not None:
+        install_outputs(sink)
+        # the target: headless, exit 2 before any load; web UI, at each start, after the form
+        # check (installed next, so its wrapper of /swarm runs first and the preflight sees the
+        # form's values)
+        preflight.install(sink, client_config)
+        install_form_check(sink)
+    return node
 
 
 def _init(environment: Environment, **_: object) -> None:
-    init_extension(environment)
+    init_node(environment)
 
 
 def _test_start(environment: Environment, **_: object) -> None:
     channel.before_test(environment)
     try:
-        extension_of(environment).on_test_start()
+        node_of(environment).on_test_start()
     except CONFIG_ERRORS as exc:
         log.error("llm-locust: %s", exc)
         environment.process_exit_code = 2
@@ -95,12 +103,12 @@ def _test_start(environment: Environment, **_: object) -> None:
 
 
 def _test_stopping(environment: Environment, **_: object) -> None:
-    extension_of(environment).live.stopping = True
+    node_of(environment).live.stopping = True
 
 
 def _test_stop(environment: Environment, **_: object) -> None:
-    extension_of(environment).on_test_stop()
+    node_of(environment).on_test_stop()
 
 
 def _quitting(environment: Environment, **_: object) -> None:
-    extension_of(environment).on_quitting()
+    node_of(environment).on_quitting()

@@ -25,15 +25,12 @@ from __future__ import annotations
 import enum
 import logging
 import time
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import gevent
 
-from llm_locust.config.role import Role
-from llm_locust.runtime.runners import runner_of
-
-if TYPE_CHECKING:
-    from llm_locust.runtime.extension import Extension
+from llm_locust.runtime.context import LiveState
+from llm_locust.runtime.runners import ProcessRun, runner_of
 
 __all__ = [
     "CHECK_S",
@@ -42,6 +39,7 @@ __all__ = [
     "ORPHANED_EXIT",
     "MasterWatch",
     "Verdict",
+    "WatchedRun",
     "install",
     "stop_now",
 ]
@@ -108,13 +106,27 @@ class MasterWatch:
         return Verdict.ALIVE
 
 
-def install(ext: Extension) -> None:
+class StoppedEarly(Protocol):
+    """How a worker tells its master it stopped its load on its own (the node's fleet)."""
+
+    def tell_stopped_early(self, at: float, why: str) -> None: ...
+
+
+class WatchedRun(ProcessRun, Protocol):
+    """What the watch needs of a worker's node."""
+
+    @property
+    def live(self) -> LiveState: ...
+    @property
+    def fleet(self) -> StoppedEarly: ...
+
+
+def install(ext: WatchedRun) -> None:
     """On a worker, watch the master's heartbeats for as long as the process runs."""
-    if ext.role == Role.WORKER:
-        gevent.spawn(_watch, ext)
+    gevent.spawn(_watch, ext)
 
 
-def _watch(ext: Extension) -> None:
+def _watch(ext: WatchedRun) -> None:
     runner, watch = runner_of(ext.environment), MasterWatch()
     while True:
         gevent.sleep(CHECK_S)
@@ -156,7 +168,7 @@ def _watch(ext: Extension) -> None:
             return
 
 
-def stop_now(ext: Extension) -> None:
+def stop_now(ext: WatchedRun) -> None:
     """Stop the users at once (no drain) and the test."""
     runner = runner_of(ext.environment)
     ext.live.stopping = True

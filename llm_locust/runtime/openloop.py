@@ -34,7 +34,8 @@ _UNBOUNDED = 4096  # connection pool size without a ceiling
 
 
 class OpenLoopRun(Protocol):
-    """What the dispatcher needs of the run (the extension)."""
+    """What the dispatcher needs of the run (the node's front half,
+    :class:`~llm_locust.runtime.front.LoadFront`)."""
 
     @property
     def stopping(self) -> bool: ...

@@ -27,23 +27,23 @@ from llm_locust.config.redact import strip_credentials
 from llm_locust.config.role import Role
 from llm_locust.live import catalog as metrics
 from llm_locust.live.aggregate import LiveAggregate
-from llm_locust.live.exporter import Exporter, add_metrics_route, new_run_id, slo_setup
+from llm_locust.live.exporter import Exporter, add_metrics_route, slo_setup
 from llm_locust.live.server_metrics import ServerMetrics
 from llm_locust.live.view import Gauges, RunInfo
 from llm_locust.live.webui import LiveWebUI, add_web_ui, chart_marks
 from llm_locust.load.stages import StageKind
 from llm_locust.results.saturation import LIVE_SPAN_S, client_block
-from llm_locust.runtime.extension import Extension
+from llm_locust.runtime.sink import SinkNode
 
-__all__ = ["ExtensionView", "Outputs", "install_outputs"]
+__all__ = ["NodeView", "Outputs", "install_outputs"]
 
 log = logging.getLogger("llm_locust")
 
 
-class ExtensionView:
-    """The run as the live outputs read it (:class:`~llm_locust.live.view.RunView`)."""
+class NodeView:
+    """The node as the live outputs read it (:class:`~llm_locust.live.view.RunView`); read only."""
 
-    def __init__(self, ext: Extension) -> None:
+    def __init__(self, ext: SinkNode) -> None:
         self.ext = ext
         self.role = ext.role
 
@@ -54,7 +54,7 @@ class ExtensionView:
         rate = stage.target if stage is not None and stage.kind is StageKind.RATE else 0.0
         return Gauges(
             users=int(getattr(runner, "user_count", 0) or 0),
-            in_flight=ext.total_in_flight(),
+            in_flight=ext.fleet.total_in_flight(),
             workers=self._workers(runner),
             stage=stage.index if stage is not None else -1,
             stage_label=stage.label if stage is not None else "",
@@ -64,7 +64,7 @@ class ExtensionView:
         )
 
     def _ingest(self) -> dict[str, float]:
-        inbox = getattr(self.ext, "inbox", None)  # a master's (tests build views of plain objects)
+        inbox = self.ext.fleet.inbox  # a master's
         if inbox is None:
             return {}
         return {"master_backlog_rows": inbox.ingest.rows_behind, "master_ingest_lag_s": inbox.ingest.lag_s}
@@ -72,7 +72,7 @@ class ExtensionView:
     def _client_saturated(self) -> bool:
         now = time.time()
         start = now - LIVE_SPAN_S
-        return client_block(self.ext.health_intervals(start), start, now)["saturated"]
+        return client_block(self.ext.fleet.health_intervals(start), start, now)["saturated"]
 
     def _workers(self, runner: Runner | None) -> int:
         if self.role != Role.MASTER:
@@ -120,14 +120,10 @@ class Outputs:
     web: LiveWebUI | None = None
 
 
-def install_outputs(ext: Extension) -> Outputs | None:
-    """The live outputs of the extension's run (``None`` on a worker); call from ``init``."""
-    if ext.role == Role.WORKER:
-        return None
+def install_outputs(ext: SinkNode) -> Outputs:
+    """The live outputs of the node's run (the master's, the local runner's); call from ``init``."""
     config = ext.run_config
-    if not ext.run_id:
-        ext.run_id = new_run_id()
-    view = ExtensionView(ext)
+    view = NodeView(ext)
     good, thresholds = slo_setup(config.slo)
     endpoints = config.request.endpoints
 
@@ -164,7 +160,7 @@ def install_outputs(ext: Extension) -> Outputs | None:
     return outputs
 
 
-def _server_metrics(ext: Extension, view: ExtensionView) -> ServerMetrics | None:
+def _server_metrics(ext: SinkNode, view: NodeView) -> ServerMetrics | None:
     export = ext.run_config.export
     if not export.server_metrics:
         return None

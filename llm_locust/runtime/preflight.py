@@ -24,7 +24,6 @@ from typing import Any, Protocol
 from llm_locust.client import ClientConfig, shown_host
 from llm_locust.config.build import ConfigError
 from llm_locust.config.model import RequestConfig
-from llm_locust.config.role import Role
 from llm_locust.preflight import Preflight, fetch_server_info, preflight
 from llm_locust.runtime.locust_adapter import View, wrap_view
 from llm_locust.runtime.runners import ConfiguredRun
@@ -36,7 +35,8 @@ MakeConfig = Callable[[RequestConfig, str], ClientConfig]
 
 
 class PreflightRun(ConfiguredRun, Protocol):
-    """What the preflight wiring needs of a run (the extension is one); it keeps the last check."""
+    """What the preflight wiring needs of a run (the master's or the local runner's node); it
+    keeps the last check."""
 
     preflight_result: Preflight | None
 
@@ -60,10 +60,11 @@ def run_preflight(config: ClientConfig, replicas: tuple[str, ...] | None = None)
 
 
 def install(run: PreflightRun, make_config: MakeConfig) -> None:
-    """At ``init``: check now (headless) or at every start from the web UI."""
+    """At ``init`` on the master or the local runner: check now (headless) or at every start from
+    the web UI (workers never check: the master did, once)."""
     environment = run.environment
     options = environment.parsed_options
-    if options is None or run.role == Role.WORKER:
+    if options is None:
         return
     request = run.run_config.request
     if options.headless or getattr(options, "autostart", False):

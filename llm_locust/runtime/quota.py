@@ -13,17 +13,16 @@ Only for runs whose every request is measured (``-u`` users or a ``--request-rat
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import gevent
 
 from llm_locust.config.role import Role
-from llm_locust.runtime.runners import runner_of
+from llm_locust.runtime.bus import RecordBus
+from llm_locust.runtime.context import RunContext
+from llm_locust.runtime.runners import ProcessRun, runner_of
 
-if TYPE_CHECKING:
-    from llm_locust.runtime.extension import Extension
-
-__all__ = ["RequestQuota", "install", "quota_of", "share"]
+__all__ = ["QuotaRun", "RequestQuota", "install", "quota_of", "share"]
 
 log = logging.getLogger("llm_locust")
 _ATTRIBUTE = "_llm_locust_quota"
@@ -35,10 +34,17 @@ def share(n: int, slot: int, workers: int) -> int:
     return n // workers + (1 if slot % workers < n % workers else 0)
 
 
+class QuotaRun(ProcessRun, Protocol):
+    """What the quota reads of a node: its process and the current test's context."""
+
+    @property
+    def context(self) -> RunContext | None: ...
+
+
 class RequestQuota:
     """This process's tickets for the current test, and (master, local) the records counted."""
 
-    def __init__(self, ext: Extension) -> None:
+    def __init__(self, ext: QuotaRun) -> None:
         self.ext = ext
         self.n: int | None = None
         self.left: int | None = None  # None: no --num-requests, no limit
@@ -81,13 +87,14 @@ class RequestQuota:
         return self.n is not None and self.finished >= self.n
 
 
-def install(ext: Extension) -> RequestQuota:
-    """The environment's quota: reset at each test's start (after the extension's own start), fed
-    by the bus on the master and the local runner."""
+def install(ext: QuotaRun, bus: RecordBus | None) -> RequestQuota:
+    """The environment's quota: reset at each test's start (after the node's own start), fed by
+    ``bus``, the node's where it keeps results (the master, the local runner)."""
     quota = RequestQuota(ext)
     setattr(ext.environment, _ATTRIBUTE, quota)
     ext.environment.events.test_start.add_listener(lambda **_: quota.on_test_start())
-    ext.bus.subscribe(quota.count)
+    if bus is not None:
+        bus.subscribe(quota.count)
     return quota
 
 

@@ -22,7 +22,7 @@ __all__ = ["ConfiguredRun", "ProcessRun", "master_runner", "raise_in_main", "run
 
 class ProcessRun(Protocol):
     """A run as its helpers see it at the least: Locust's environment and the process's role
-    (the extension is one; each helper's own Protocol adds what it needs)."""
+    (every node is one; each helper's own Protocol adds what it needs)."""
 
     @property
     def environment(self) -> Environment: ...

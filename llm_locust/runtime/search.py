@@ -33,10 +33,12 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Protocol
 
-from llm_locust.load.plan import FOREVER
-from llm_locust.load.search import Action, Decision, Phase, Probe, SearchSpec, Verdict, decide
+from llm_locust.config.model import RunConfig
+from llm_locust.load.levels import LevelTracker
+from llm_locust.load.plan import FOREVER, LoadPlan
+from llm_locust.load.search import Action, Decision, Phase, Probe, SearchSpec, SearchStages, Verdict, decide
 from llm_locust.load.stages import StageKind
 from llm_locust.results.columns import Columns
 from llm_locust.results.probe import extension_s, gate, sample_extension_s
@@ -51,12 +53,43 @@ from llm_locust.results.search_log import (
 )
 from llm_locust.results.search_result import probe_row, search_result
 
-__all__ = ["RATE_LEAD", "SEARCH_MESSAGE", "SearchDriver"]
+__all__ = ["RATE_LEAD", "SEARCH_MESSAGE", "SearchDriver", "SearchFleet", "SearchRun"]
 
 log = logging.getLogger("llm_locust")
 SEARCH_MESSAGE = "llm_locust_search"
 #: A new rate takes effect this long after the master announces it.
 RATE_LEAD = 0.5
+
+
+class SearchFleet(Protocol):
+    """What the driver asks of every process (the node's fleet)."""
+
+    def worker_count(self) -> int: ...
+
+    def in_flight_before(self, when: float) -> int | None: ...
+
+    def health_intervals(self, start: float | None = None) -> list[dict[str, Any]]: ...
+
+    def announce_rate_steps(self, steps: list[Any], stopped_at: float | None) -> None: ...
+
+
+class SearchRun(Protocol):
+    """What the driver needs of the node where the shape runs (the master, the local runner)."""
+
+    @property
+    def plan(self) -> LoadPlan: ...
+    @property
+    def run_config(self) -> RunConfig: ...
+    @property
+    def cli_spawn_rate(self) -> float | None: ...
+    @property
+    def levels(self) -> LevelTracker | None: ...
+    @property
+    def fleet(self) -> SearchFleet: ...
+
+    def write_search(self, log: dict[str, Any]) -> None: ...
+
+    def deliver(self, row: dict[str, Any]) -> None: ...
 
 
 @dataclass
@@ -78,7 +111,7 @@ class Step:
 class SearchDriver:
     """Drives one search over one test; the run hands it every record and every shape tick."""
 
-    def __init__(self, run: Any, spec: SearchSpec, t0: float) -> None:
+    def __init__(self, run: SearchRun, spec: SearchSpec, t0: float) -> None:
         load = run.run_config.load
         self.run, self.spec, self.t0 = run, spec, t0
         self.step_time, self.warmup = load.step_time, load.warmup
@@ -96,12 +129,18 @@ class SearchDriver:
         self._begin(Decision(Action.PROBE, spec.level(spec.minimum), Phase.START), t0, applied)
 
     # -- the plan ----------------------------------------------------------------------
+    def _plan(self) -> SearchStages:
+        """The run's stage plan: a search's, which grows as the search decides."""
+        stages = self.run.plan.stages
+        assert isinstance(stages, SearchStages)
+        return stages
+
     def _begin(self, decision: Decision, begin: float, applied: float) -> None:
         assert decision.level is not None
         index = len(self.steps)
         self.steps.append(Step(index, decision.level, decision.phase, begin, applied))
         warmup = self.warmup + (applied - begin)
-        plan = self.run.plan.stages
+        plan = self._plan()
         self.stages.append(plan.stage(decision.level, FOREVER, warmup, begin - self.t0, index))
         self._publish()
         self._record(self.steps[-1])
@@ -120,9 +159,9 @@ class SearchDriver:
 
     def _publish(self) -> None:
         """The run's plan (and its level tracker) follow the stages; workers the rate steps."""
-        self.run.plan.stages.set(self.stages)  # SearchStages: the one plan every reader shares
+        self._plan().set(self.stages)  # SearchStages: the one plan every reader shares
         if self.spec.kind is StageKind.RATE:
-            self.run.announce_rate_steps(self.rate_steps(), self.stopped_at())
+            self.run.fleet.announce_rate_steps(self.rate_steps(), self.stopped_at())
 
     def rate_steps(self) -> list[tuple[float, float]]:
         """``(applies at, rate)`` of every step, as offsets from ``t0`` (the workers' clock too)."""
@@ -149,7 +188,8 @@ class SearchDriver:
         if step.window_end is not None and now >= step.window_end and step.settle_deadline is None:
             step.settle_deadline = now + self.settle_limit
         if step.settle_deadline is not None:
-            unsettled = self.run.in_flight_before(step.window_end)
+            assert step.window_end is not None  # a settle begins once the window has closed
+            unsettled = self.run.fleet.in_flight_before(step.window_end)
             if unsettled == 0 or now >= step.settle_deadline:
                 self._judge(step, now, unsettled or 0)
                 if self.done:
@@ -164,7 +204,7 @@ class SearchDriver:
 
     def _load(self, step: Step) -> tuple[int, float]:
         if self.spec.kind is StageKind.RATE:
-            dispatchers = max(self.run.worker_count(), 1)
+            dispatchers = max(self.run.fleet.worker_count(), 1)
             return dispatchers, float(dispatchers)
         users = int(step.level)
         if self.spawn_rate is not None:
@@ -230,6 +270,7 @@ class SearchDriver:
             "sample_extensions": step.sample_extensions,
         }
         slo = self.run.run_config.slo
+        assert slo is not None  # the configuration refuses a search without an SLO
         probe = judge_rows(rows, stage, step.begin, step.window_end, slo, self.run.levels, how)
         probe = gate(probe, self.client(probe), self.step_time)
         self._record(step, probe)
@@ -240,7 +281,7 @@ class SearchDriver:
         window = probe.get("window")
         if not window:
             return None
-        intervals = self.run.health_intervals(window["start"])
+        intervals = self.run.fleet.health_intervals(window["start"])
         return client_block(intervals, window["start"], window["end"]) if intervals else None
 
     def failstop_applies(self) -> bool:
@@ -270,7 +311,7 @@ class SearchDriver:
         sent = row["start_time"]
         if not self.done and step.window_end is not None and sent >= step.window_end:
             return False
-        stage, in_stage = self.run.plan.stages.stage_at(max(sent - self.t0, 0.0))
+        stage, in_stage = self._plan().stage_at(max(sent - self.t0, 0.0))
         warmup = stage is not None and stage.in_warmup(in_stage)
         if stage is not None:
             end = self.steps[stage.index].window_end

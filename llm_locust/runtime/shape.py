@@ -14,7 +14,7 @@ the command line or the web UI's start form). With one, it walks the
 
 The shape runs only on the master (or the local runner). At its first tick it fixes the
 plan's start ``t0`` and sends it to the workers, which derive everything else from it. It
-reads and moves the run through :class:`ShapedRun`.
+reads and moves the node through :class:`ShapedRun`.
 """
 
 from __future__ import annotations
@@ -23,37 +23,48 @@ from locust import LoadTestShape
 
 import logging
 import time
-from typing import Any, Protocol
+from typing import Protocol
 
 from llm_locust.config.model import RunConfig
 from llm_locust.load.plan import LoadPlan
 from llm_locust.load.stages import Stage, StageKind
-from llm_locust.runtime.extension import extension_of
 from llm_locust.runtime.quota import quota_of
+from llm_locust.runtime.search import SearchDriver
+from llm_locust.runtime.sink import sink_of
 
 __all__ = ["LLMShape", "ShapedRun"]
 
 log = logging.getLogger("llm_locust")
 
 
-class ShapedRun(Protocol):
-    """What the shape needs of the run (the extension)."""
-
-    plan: LoadPlan
-    run_config: RunConfig
-    search: Any  # the capacity search's driver, or None
-
-    def start_plan(self, lead_in: float) -> float: ...
-
-    def enter_stage(self, stage: Stage) -> bool: ...
+class ShapedFleet(Protocol):
+    """What the shape asks of every process: how many send, and their requests in flight."""
 
     def worker_count(self) -> int: ...
 
     def total_in_flight(self) -> int: ...
 
 
+class ShapedRun(Protocol):
+    """What the shape needs of the node where it runs (the master, the local runner)."""
+
+    @property
+    def plan(self) -> LoadPlan: ...
+    @property
+    def run_config(self) -> RunConfig: ...
+    @property
+    def search(self) -> SearchDriver | None: ...
+    @property
+    def fleet(self) -> ShapedFleet: ...
+
+    def start_plan(self, lead_in: float) -> float: ...
+
+    def enter_stage(self, stage: Stage) -> bool: ...
+
+
 def _run_of(shape: LoadTestShape) -> ShapedRun:
-    return extension_of(shape.runner.environment)  # type: ignore[union-attr]
+    assert shape.runner is not None
+    return sink_of(shape.runner.environment)
 
 
 class LLMShape(LoadTestShape):
@@ -90,7 +101,7 @@ class LLMShape(LoadTestShape):
         if stage.kind is StageKind.USERS:
             users = int(stage.target)
             return users, float(stage.spawn_rate or max(users, 1))
-        dispatchers = max(run.worker_count(), 1)
+        dispatchers = max(run.fleet.worker_count(), 1)
         return dispatchers, float(dispatchers)
 
     def _search(self, run: ShapedRun) -> tuple[int, float] | None:
@@ -98,6 +109,7 @@ class LLMShape(LoadTestShape):
         load = run.run_config.load
         if load.run_time and self.get_run_time() > load.run_time:
             return self._drain(run)
+        assert run.search is not None
         answer = run.search.tick()
         if run.plan.stages is not None:  # a search's SearchStages, always
             run.enter_stage(run.plan.stages[-1])  # (the driver logs each step)
@@ -105,7 +117,7 @@ class LLMShape(LoadTestShape):
 
     def _drain(self, run: ShapedRun) -> tuple[int, float] | None:
         """Open loop: after the last arrival, keep going until the requests in flight finish."""
-        if not (run.plan.open_loop and run.total_in_flight() > 0):
+        if not (run.plan.open_loop and run.fleet.total_in_flight() > 0):
             return None
         if self._drain_until is None:
             self._drain_until = time.time() + run.run_config.request.request_timeout

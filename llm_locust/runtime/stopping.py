@@ -69,22 +69,29 @@ _RUNNING = (locust.runners.STATE_SPAWNING, locust.runners.STATE_RUNNING)
 
 
 class Interrupt(Protocol):
-    """The signal that stopped the run, and the exit code it asks for (set once)."""
+    """Whether the load is stopping, the signal that stopped the run, and the exit code it asks
+    for (set once)."""
 
+    stopping: bool
     interrupted: str | None
     interrupt_exit_code: int | None
 
 
-class StoppingRun(ProcessRun, Protocol):
-    """What stopping needs of a run (the extension is one): its process, role and test."""
+class Finals(Protocol):
+    """The workers whose final batch of records has not arrived (the master's fleet)."""
 
-    @property
-    def stopping(self) -> bool: ...
+    def workers_without_final(self) -> list[str]: ...
+
+
+class StoppingRun(ProcessRun, Protocol):
+    """What stopping needs of a node that keeps results (the master, the local runner)."""
+
     @property
     def results(self) -> object | None: ...
     @property
     def live(self) -> Interrupt: ...
-    def workers_without_final(self) -> list[str]: ...
+    @property
+    def fleet(self) -> Finals: ...
 
 
 class _DefaultZero(float):
@@ -114,9 +121,9 @@ def apply_drain(environment: Environment, request_timeout: float) -> dict[str, A
 
 
 def install_signal_handlers(run: StoppingRun) -> None:
-    """SIGTERM and SIGINT on a headless local or master process (see the module docstring)."""
-    options = run.environment.parsed_options
-    if run.role == Role.WORKER or not getattr(options, "headless", False):
+    """SIGTERM and SIGINT on a headless local or master process (see the module docstring);
+    a worker stops when its master tells it to."""
+    if not getattr(run.environment.parsed_options, "headless", False):
         return
     for sig in (signal.SIGTERM, signal.SIGINT):
         gevent.signal_handler(sig, _on_signal, run, sig)
@@ -125,7 +132,7 @@ def install_signal_handlers(run: StoppingRun) -> None:
 def _on_signal(run: StoppingRun, sig: int) -> None:
     name = signal.Signals(sig).name
     runner = runner_of(run.environment)
-    if run.stopping:  # already stopping (the plan ended, or a first signal): cut the drain short
+    if run.live.stopping:  # already stopping (the plan ended, or a first signal): cut the drain short
         _mark(run, name, sig)
         log.warning("llm-locust: %s while stopping: requests still in flight are recorded incomplete", name)
         skip_drain(run)
@@ -180,16 +187,16 @@ def collect_final_batches(run: StoppingRun) -> None:
     if any(c.state in _RUNNING or c.user_count > 0 for c in runner.clients.values()):
         runner.send_message(STOP_MESSAGE, {"now": False})
     deadline = time.monotonic() + run.environment.stop_timeout + FINAL_BATCH_MARGIN_S
-    while run.workers_without_final() and time.monotonic() < deadline:
+    while run.fleet.workers_without_final() and time.monotonic() < deadline:
         gevent.sleep(0.1)
-    missing = run.workers_without_final()
+    missing = run.fleet.workers_without_final()
     if missing:
         log.warning("llm-locust: no final records from worker(s) %s after the drain", missing)
 
 
-def stop_before_quitting(run: StoppingRun) -> None:
+def stop_before_quitting(environment: Environment) -> None:
     """A process shut down mid-test by Locust's own handler: stop the load (drain) first."""
-    runner = run.environment.runner
+    runner = environment.runner
     if runner is not None and runner.state in _RUNNING:
         runner.stop()
 

@@ -29,8 +29,9 @@ from llm_locust.config.think import NO_THINK
 from llm_locust.load.traces import TraceEntry
 from llm_locust.runtime import openloop
 from llm_locust.runtime.backoff import PacedClient
-from llm_locust.runtime.extension import Extension, extension_of
+from llm_locust.runtime.front import LoadFront
 from llm_locust.runtime.hooks import install
+from llm_locust.runtime.node import front_of
 from llm_locust.runtime.quota import quota_of
 from llm_locust.runtime.replicas import make_client
 from llm_locust.workload.base import RequestSpec
@@ -53,20 +54,18 @@ class LLMUser(FastHttpUser):
     _quota = None  # --num-requests' tickets (on_start sets the run's)
 
     def on_start(self) -> None:
-        self.llm_run: Extension = extension_of(self.environment)
+        self.llm_run: LoadFront = front_of(self.environment)
         self._sources: dict[int | None, Any] = {}
+        self.llm_client: Any = None
+        self.paced: PacedClient | None = None
         context = self.llm_run.context  # None: the test did not start (the run said why)
-        client = context.client if context is not None else None
-        self.llm_client: Any = (
-            None
-            if client is None
-            else make_client(client, self.llm_run.balancer(), self.llm_run.run_config.request.balance_scope)
-        )
-        self.paced = PacedClient(self.llm_client) if self.llm_client is not None else None
-        config = self.llm_run.run_config
+        if context is None or context.client is None:
+            return  # generate() stops the user
+        config = context.config
+        self.llm_client = make_client(context.client, self.llm_run.balancer(), config.request.balance_scope)
+        self.paced = PacedClient(self.llm_client)
         self._think = config.workload.think
-        worker = context.worker_index if context is not None else 0
-        self._think_rng = np.random.default_rng([config.workload.seed, 7, worker, next(_USERS)])
+        self._think_rng = np.random.default_rng([config.workload.seed, 7, context.worker_index, next(_USERS)])
         self._sent_one = False
         self._quota = quota_of(self.environment)
 

@@ -21,8 +21,8 @@ from llm_locust.live import catalog as metrics
 from llm_locust.live.aggregate import LiveAggregate
 from llm_locust.live.exporter import LLMCollector, run_gauges, run_info
 from llm_locust.load.stages import Stage, StageKind
-from llm_locust.runtime.extension import LiveState
-from llm_locust.runtime.outputs import ExtensionView
+from llm_locust.runtime.context import LiveState
+from llm_locust.runtime.outputs import NodeView
 from tests.dashboard import spec_for_series
 from tests.locustproc import expect_exit, processes
 from tests.promproc import free_port, http_get, start_locust, stop_process, write_locustfile
@@ -30,8 +30,8 @@ from tests.simproc import running_sim
 from tests.unit.live.test_aggregate import failed_row, ok_row
 
 
-def fake_run(role: str = "local", stage: Stage | None = None, health: tuple = ()) -> ExtensionView:
-    """The runtime's view of a run, over a stand-in for the extension (``health``: its
+def fake_run(role: str = "local", stage: Stage | None = None, health: tuple = ()) -> NodeView:
+    """The runtime's view of a run, over a stand-in for the node (``health``: its
     load processes' health intervals)."""
     runner = SimpleNamespace(user_count=7, clients={}, state="running")
     environment = SimpleNamespace(runner=runner, host="http://127.0.0.1:9", parsed_options=None)
@@ -42,11 +42,12 @@ def fake_run(role: str = "local", stage: Stage | None = None, health: tuple = ()
         run_config=build_config({}),
         run_id="r1",
         live=LiveState(stage=stage),
-        total_in_flight=lambda: 3,
         search=None,
-        health_intervals=lambda start=None: list(health),
+        fleet=SimpleNamespace(
+            inbox=None, total_in_flight=lambda: 3, health_intervals=lambda start=None: list(health)
+        ),
     )
-    return ExtensionView(ext)  # type: ignore[arg-type]
+    return NodeView(ext)  # type: ignore[arg-type]
 
 
 def registry_for(agg: LiveAggregate, run: Any, server: Any = None) -> CollectorRegistry:
@@ -359,7 +360,7 @@ def test_the_master_gauges_read_its_ingest_watch() -> None:
     registry = registry_for(LiveAggregate(), run)
     assert registry.get_sample_value("llm_locust_master_backlog_rows") == 0  # no inbox: local
     inbox = Inbox(lambda row: None)
-    run.ext.inbox = inbox  # type: ignore[attr-defined]
+    run.ext.fleet.inbox = inbox  # type: ignore[attr-defined]
     for t in range(20):  # 100 rows a second; from t = 10 each batch applied 0.5 s later than the last
         inbox.ingest.observe("w1", 1000.0 + t, 100, 1000.0 + t + 0.5 * max(0, t - 10))
     lag = registry.get_sample_value("llm_locust_master_ingest_lag_seconds")

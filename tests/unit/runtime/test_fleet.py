@@ -36,10 +36,10 @@ class Node:
             runner.environment,
             role,
             self.requests,
-            lambda: self.plan,
-            lambda t0, workers: self.plan_starts.append((t0, workers)),
-            self.delivered.append,
-            self._final,
+            lambda: self.plan,  # type: ignore[arg-type,return-value]
+            on_plan_start=lambda t0, workers: self.plan_starts.append((t0, workers)),
+            deliver=self.delivered.append,
+            on_final_batch=self._final,
         )
 
     def _row(self, row: dict[str, Any]) -> None:

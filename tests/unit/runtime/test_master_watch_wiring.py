@@ -17,8 +17,8 @@ import gevent
 import pytest
 
 from llm_locust.runtime import master_watch
-from llm_locust.runtime.extension import Extension
 from llm_locust.runtime.fleet import STOPPED_MESSAGE
+from llm_locust.runtime.nodes import WorkerNode
 from tests.unit.runtime.fake_rpc import Pair, fleet_of, settle
 
 SILENCE_S, EXIT_AFTER_S = 0.4, 0.6
@@ -40,7 +40,7 @@ def test_a_worker_that_loses_its_master_stops_its_users_says_why_and_exits(
     monkeypatch.setattr(master_watch, "MasterWatch", watch)
     with fleet_of(workers=1, user_classes=[Streaming]) as pair:
         (worker,) = pair.workers
-        ext = Extension(worker.environment)
+        ext = WorkerNode(worker.environment)
         pair.master.start(2, spawn_rate=100)
         deadline = time.monotonic() + 5
         while worker.user_count < 2 and time.monotonic() < deadline:

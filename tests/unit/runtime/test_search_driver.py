@@ -40,6 +40,7 @@ class FakeRun:
         self.searches: list[dict[str, Any]] = []
         self.written: list[dict[str, Any]] = []
         self.driver: SearchDriver | None = None
+        self.fleet = self  # the fake fleet's questions are this object's methods
 
     def in_flight_before(self, when: float) -> int | None:
         return self.unsettled

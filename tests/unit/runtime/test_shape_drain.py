@@ -12,7 +12,8 @@ import time
 import pytest
 
 from llm_locust.config.register import register
-from llm_locust.runtime.extension import ATTRIBUTE, Extension
+from llm_locust.runtime.node import ATTRIBUTE
+from llm_locust.runtime.nodes import MasterNode, WorkerNode
 from llm_locust.runtime.prepare import prepare_or_exit
 from llm_locust.runtime.shape import LLMShape
 from tests.unit.runtime.fake_rpc import fleet_of, settle
@@ -32,10 +33,10 @@ def test_the_shape_drains_while_the_workers_have_requests_in_flight(monkeypatch:
     )
     with fleet_of(workers=2) as pair:
         pair.master.environment.parsed_options = options
-        master = Extension(pair.master.environment)
+        master = MasterNode(pair.master.environment)
         master.adopt(prepare_or_exit(options, master.role))
         setattr(pair.master.environment, ATTRIBUTE, master)
-        workers = [Extension(w.environment) for w in pair.workers]
+        workers = [WorkerNode(w.environment) for w in pair.workers]
         assert master.plan.open_loop and master.plan.stages is not None
         shape = Shape()
         shape.runner = pair.master
@@ -43,13 +44,12 @@ def test_the_shape_drains_while_the_workers_have_requests_in_flight(monkeypatch:
 
         def report(*in_flight: int) -> None:
             for ext, n in zip(workers, in_flight, strict=True):
-                ext.requests.in_flight = n
-                assert ext.outbox is not None
+                ext.front.requests.in_flight = n
                 ext.outbox.flush()
             settle()
 
         report(3, 1)
-        assert master.total_in_flight() == 4
+        assert master.fleet.total_in_flight() == 4
         assert shape.tick() == (pair.master.user_count, 1.0)  # keeps the dispatchers on
         report(0, 1)
         assert shape.tick() == (pair.master.user_count, 1.0)  # one still streams

@@ -48,38 +48,19 @@ class _Run:
     """The master's run, as stopping sees it (a StoppingRun)."""
 
     def __init__(self, pair: Pair, fleet: Fleet) -> None:
-        self.environment, self.role, self._fleet = pair.master.environment, Role.MASTER, fleet
-        self.stopping, self.results = True, object()
-        self.live = SimpleNamespace(interrupted=None, interrupt_exit_code=None)
-
-    def workers_without_final(self) -> list[str]:
-        return self._fleet.workers_without_final()
+        self.environment, self.role, self.fleet = pair.master.environment, Role.MASTER, fleet
+        self.results = object()
+        self.live = SimpleNamespace(stopping=True, interrupted=None, interrupt_exit_code=None)
 
 
 def _wire(pair: Pair, delivered: list[dict[str, Any]], ship_final: bool = True) -> Fleet:
     """The master's fleet, and each worker's, as the extension builds them: the worker ships what
     is left, marked final, at its ``test_stop``."""
     env = pair.master.environment
-    master = Fleet(
-        env,
-        Role.MASTER,
-        Requests(env, delivered.append, "m"),
-        lambda: None,
-        None,
-        delivered.append,
-        lambda: None,
-    )  # type: ignore[arg-type]
+    master = Fleet(env, Role.MASTER, None, lambda: None, deliver=delivered.append)  # type: ignore[arg-type,return-value]
     for worker in pair.workers:
         wenv = worker.environment
-        fleet = Fleet(
-            wenv,
-            Role.WORKER,
-            Requests(wenv, lambda row: None, "w"),
-            lambda: None,
-            None,
-            lambda r: None,
-            lambda: None,
-        )  # type: ignore[arg-type]
+        fleet = Fleet(wenv, Role.WORKER, Requests(wenv, lambda row: None, "w"), lambda: None)  # type: ignore[arg-type,return-value]
         StreamingUser.outbox = fleet.outbox
         if ship_final:
             wenv.events.test_stop.add_listener(lambda environment, _f=fleet, **_: _f.outbox.stop())

@@ -17,8 +17,8 @@ import pytest
 from llm_locust.config.register import register
 from llm_locust.preflight import Preflight
 from llm_locust.runtime import preflight
-from llm_locust.runtime.extension import Extension
 from llm_locust.runtime.form import install_form_check
+from llm_locust.runtime.nodes import LocalNode
 from llm_locust.runtime.prepare import prepare_or_exit
 from llm_locust.runtime.sources import client_config
 
@@ -32,7 +32,7 @@ class Idle(User):
 
 
 @pytest.fixture
-def gated(monkeypatch: pytest.MonkeyPatch) -> tuple[Extension, list[Any]]:
+def gated(monkeypatch: pytest.MonkeyPatch) -> tuple[LocalNode, list[Any]]:
     """A local run with the web UI, its /swarm gated as at ``init``; the preflight checks recorded
     (and failed, so Locust's own view never starts a test here)."""
     monkeypatch.setattr(sys, "argv", ["locust"])
@@ -43,7 +43,7 @@ def gated(monkeypatch: pytest.MonkeyPatch) -> tuple[Extension, list[Any]]:
     environment = Environment(user_classes=[Idle], parsed_options=options, host=TARGET)
     environment.create_local_runner()
     environment.create_web_ui("127.0.0.1", 0, delayed_start=True)
-    ext = Extension(environment)
+    ext = LocalNode(environment)
     ext.adopt(prepare_or_exit(options, ext.role))
     checked: list[Any] = []
 
@@ -52,12 +52,12 @@ def gated(monkeypatch: pytest.MonkeyPatch) -> tuple[Extension, list[Any]]:
         return Preflight(target=config.host, ok=False, cause="the target is down (test)")
 
     monkeypatch.setattr(preflight, "run_preflight", fake_preflight)
-    preflight.install(ext, client_config)  # in init_extension's order: the preflight first
+    preflight.install(ext, client_config)  # in init_node's order: the preflight first
     install_form_check(ext)
     return ext, checked
 
 
-def swarm(ext: Extension, **fields: str) -> Any:
+def swarm(ext: LocalNode, **fields: str) -> Any:
     assert ext.environment.web_ui is not None
     client = ext.environment.web_ui.app.test_client()
     return client.post(
@@ -73,7 +73,7 @@ def swarm(ext: Extension, **fields: str) -> Any:
     ],
 )
 def test_the_form_gate_refuses_before_the_target_is_checked(
-    gated: tuple[Extension, list[Any]], fields: dict[str, str], said: str
+    gated: tuple[LocalNode, list[Any]], fields: dict[str, str], said: str
 ) -> None:
     ext, checked = gated
     answer = swarm(ext, **fields)
@@ -83,7 +83,7 @@ def test_the_form_gate_refuses_before_the_target_is_checked(
 
 
 def test_the_target_is_checked_with_the_forms_values_then_refused_in_one_line(
-    gated: tuple[Extension, list[Any]],
+    gated: tuple[LocalNode, list[Any]],
 ) -> None:
     ext, checked = gated
     answer = swarm(ext, max_tokens="77")

@@ -1,5 +1,5 @@
-"""The extension's wiring (runtime/extension.py), in process: one extension per role on Locust's
-real runners joined by the in-memory channel (tests/unit/runtime/fake_rpc.py).
+"""The nodes' wiring (runtime/nodes.py), in process: one node per role on Locust's real runners
+joined by the in-memory channel (tests/unit/runtime/fake_rpc.py).
 
 A worker's finished request goes requests -> idle fold -> outbox -> the wire -> the master's
 inbox -> its search gate -> its bus, and is published there once; the master writes its
@@ -18,7 +18,9 @@ import pytest
 
 from llm_locust.config.role import Role
 from llm_locust.record import RequestRecord
-from llm_locust.runtime.extension import Extension, role_of
+from llm_locust.runtime.front import LoadFront
+from llm_locust.runtime.node import role_of
+from llm_locust.runtime.nodes import LocalNode, MasterNode, WorkerNode, make_node
 from tests.unit.runtime.fake_rpc import Pair, fleet_of, settle
 
 
@@ -33,46 +35,49 @@ class _Client:
         return ""
 
 
-def _extensions(pair: Pair) -> tuple[Extension, list[Extension]]:
-    return Extension(pair.master.environment), [Extension(w.environment) for w in pair.workers]
+def _nodes(pair: Pair) -> tuple[MasterNode, list[WorkerNode]]:
+    master, workers = make_node(pair.master.environment), [make_node(w.environment) for w in pair.workers]
+    assert isinstance(master, MasterNode) and all(isinstance(w, WorkerNode) for w in workers)
+    return master, workers  # type: ignore[return-value]
 
 
-def _send(ext: Extension, n: int) -> None:
+def _send(front: LoadFront, n: int) -> None:
     """``n`` requests of a test, through the worker's own request path."""
     context = SimpleNamespace(staged=False, client=SimpleNamespace(endpoint="chat"))
     spec = SimpleNamespace(
         target_input_tokens=None, target_output_tokens=None, session_id=None, turn=None, info=None
     )
     for _ in range(n):
-        record = ext.requests.new_record(context, spec)  # type: ignore[arg-type]
-        ext.requests.send(context, _Client(), {}, record)  # type: ignore[arg-type]
+        record = front.requests.new_record(context, spec)  # type: ignore[arg-type]
+        front.requests.send(context, _Client(), {}, record)  # type: ignore[arg-type]
 
 
 def test_each_role_gets_its_own_row_path() -> None:
     local = Environment(user_classes=[])
     local.create_local_runner()
     assert role_of(local.runner) is Role.LOCAL
-    ext = Extension(local)
-    assert ext.outbox is None and ext.inbox is None
+    node = make_node(local)
+    assert isinstance(node, LocalNode) and node.role is Role.LOCAL
+    assert node.front is not None and node.fleet.outbox is None and node.fleet.inbox is None
+    assert node.front.requests.deliver == node.deliver  # its rows into its own sinks
     with fleet_of(workers=1) as pair:
-        master, (worker,) = _extensions(pair)
+        master, (worker,) = _nodes(pair)
         assert (master.role, worker.role) == (Role.MASTER, Role.WORKER)
-        assert master.inbox is not None and master.outbox is None
-        assert worker.outbox is not None and worker.inbox is None
-        assert worker.requests.node == pair.workers[0].client_id  # the record ids' prefix
+        assert master.inbox is master.fleet.inbox and master.fleet.outbox is None and master.front is None
+        assert worker.outbox is worker.fleet.outbox and worker.fleet.inbox is None
+        assert not hasattr(worker, "bus") and not hasattr(worker, "results")  # a worker keeps no results
+        assert worker.front.requests.node == pair.workers[0].client_id  # the record ids' prefix
 
 
 def test_a_workers_request_is_published_once_on_the_masters_bus() -> None:
     with fleet_of(workers=2) as pair:
-        master, workers = _extensions(pair)
+        master, workers = _nodes(pair)
         published: list[dict[str, Any]] = []
         master.bus.subscribe(published.append)
         master.bus.open()  # as a test's start opens it
         for worker, n in zip(workers, (3, 2), strict=True):
-            _send(worker, n)
-            assert worker.bus.published == 0  # a worker publishes nothing itself
-            worker.folder.drain()  # the rows, handed on in the loop's idle time
-            assert worker.outbox is not None
+            _send(worker.front, n)
+            worker.front.folder.drain()  # the rows, handed on in the loop's idle time
             worker.outbox.flush()
         settle()
         ids = sorted(r["request_id"] for r in published)
@@ -84,13 +89,12 @@ def test_a_workers_request_is_published_once_on_the_masters_bus() -> None:
 
 def test_the_master_summarises_once_the_test_stopped_and_every_final_batch_is_in() -> None:
     with fleet_of(workers=2) as pair:
-        master, workers = _extensions(pair)
+        master, workers = _nodes(pair)
         finalized: list[int] = []
         master.finalize = lambda: finalized.append(1)  # type: ignore[method-assign]
         master.bus.open()
         taken: list[dict[str, Any]] = []
         master.results = SimpleNamespace(stop_time=None, take=taken.append)  # type: ignore[assignment]
-        assert workers[0].outbox is not None and workers[1].outbox is not None
         workers[0].outbox.stop()  # a final batch before the master's own test stopped
         settle()
         assert finalized == []
@@ -100,4 +104,4 @@ def test_the_master_summarises_once_the_test_stopped_and_every_final_batch_is_in
         settle()
         assert finalized == [1]  # the last final batch, after the stop: the summary now
         assert [r["request_id"] for r in taken] == ["last"]  # its rows reached the results first
-        assert master.workers_without_final() == []
+        assert master.fleet.workers_without_final() == []

@@ -1,0 +1,126 @@
+"""The three nodes, one per role, as Locust has one runner per role; :func:`make_node` picks one.
+
+- :class:`WorkerNode`: requests -> fold -> outbox (its front half, :mod:`llm_locust.runtime.front`);
+  the plan's start and a rate search's steps come from the master.
+- :class:`MasterNode`: inbox -> search gate -> bus -> results and live aggregates (its sinks,
+  :mod:`llm_locust.runtime.sink`); at the stop it waits for every worker's final batch.
+- :class:`LocalNode`: the worker's front half with the master's sinks.
+"""
+
+from __future__ import annotations
+
+from locust.env import Environment
+
+from typing import Any
+
+from llm_locust.config.role import Role
+from llm_locust.runtime import stopping
+from llm_locust.runtime.context import RunContext
+from llm_locust.runtime.fleet import Fleet
+from llm_locust.runtime.front import LoadFront, Row
+from llm_locust.runtime.node import Node, role_of
+from llm_locust.runtime.runners import worker_runner
+from llm_locust.runtime.sink import SinkNode
+
+__all__ = ["LocalNode", "MasterNode", "WorkerNode", "make_node"]
+
+
+def make_node(environment: Environment) -> Node:
+    """The node of the role of the runner Locust made (``init``)."""
+    role = role_of(environment.runner)
+    if role is Role.MASTER:
+        return MasterNode(environment)
+    if role is Role.WORKER:
+        return WorkerNode(environment)
+    return LocalNode(environment)
+
+
+class WorkerNode(Node):
+    """A worker: sends its share of the load; its rows go to the master."""
+
+    role = Role.WORKER
+    front: LoadFront
+
+    def __init__(self, environment: Environment) -> None:
+        super().__init__(environment)
+        node_id = worker_runner(environment).client_id
+        self.front = LoadFront(environment, node_id, self._to_outbox, lambda: self.context, self.live)
+        self.fleet = Fleet(
+            environment, self.role, self.front.requests, lambda: self.plan, on_plan_start=self._plan_start
+        )
+        assert self.fleet.outbox is not None
+        self.outbox = self.fleet.outbox
+
+    def _to_outbox(self, row: Row) -> None:
+        self.outbox.add(row)
+
+    def _plan_start(self, t0: float, workers: int) -> None:
+        """The master fixed the next test's plan start and how many workers share it."""
+        self.live.pending_t0, self.live.pending_workers = t0, workers
+
+    def _started(self, context: RunContext) -> None:
+        self.front.start(context)
+        self.outbox.start()
+
+    def on_test_stop(self) -> None:
+        self.front.finish(float(self.environment.stop_timeout or 0))  # its records go out too
+        stopping.report_locust_stats(self.environment.runner)  # before the final batch
+        self.outbox.stop()
+
+
+class MasterNode(SinkNode):
+    """The master: its workers' rows into its results; it sends no request itself."""
+
+    role = Role.MASTER
+
+    def __init__(self, environment: Environment) -> None:
+        super().__init__(environment)
+        self.fleet = Fleet(
+            environment,
+            self.role,
+            None,
+            lambda: self.plan,
+            deliver=self.deliver,
+            on_final_batch=self._final_batch,
+        )
+        assert self.fleet.inbox is not None
+        self.inbox = self.fleet.inbox
+
+    def _started(self, context: RunContext) -> None:
+        self.inbox.reset()
+        self._open_results(context)
+
+    def _final_batch(self) -> None:
+        """A worker's final batch arrived: the summary once the test stopped and none is missing."""
+        stopped = self.results is not None and self.results.stop_time is not None
+        if stopped and not self.fleet.workers_without_final():
+            self.finalize()
+
+    def _await_workers(self) -> None:
+        stopping.collect_final_batches(self)  # bounded by the drain
+
+    def _summary_extra(self) -> dict[str, Any]:
+        return {"workers_without_final_batch": self.fleet.workers_without_final()}
+
+
+class LocalNode(SinkNode):
+    """The local runner: the worker's front half with the master's sinks."""
+
+    role = Role.LOCAL
+    front: LoadFront
+
+    def __init__(self, environment: Environment) -> None:
+        super().__init__(environment)
+        self.front = LoadFront(environment, "local", self.deliver, lambda: self.context, self.live)
+        self.fleet = Fleet(environment, self.role, self.front.requests, lambda: self.plan)
+
+    def _started(self, context: RunContext) -> None:
+        self.front.start(context)
+        self._open_results(context)
+
+    def _drain_rows(self) -> None:
+        self.front.folder.drain()
+
+    def on_test_stop(self) -> None:
+        self.front.finish(float(self.environment.stop_timeout or 0))
+        super().on_test_stop()
