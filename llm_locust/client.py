@@ -127,6 +127,7 @@ class ClientConfig:
     tokenizer: Any = None
     cancel: CancelPolicy | None = None  # --cancel-rate / --cancel-after
     tools: ToolOffer | None = None  # --tools / --tool-share (llm_locust.protocol.tools)
+    session_header: str | None = None  # --session-header: the request's session id in this header
 
     @property
     def tls(self) -> TlsSettings:
@@ -187,6 +188,13 @@ class StreamingClient:
 
     def close(self) -> None:
         self._http.close()
+
+    def _headers_for(self, record: RequestRecord) -> dict[str, str]:
+        """The request's headers: the run's, and its session id under ``--session-header``."""
+        name = self.config.session_header
+        if name is None or record.session_id is None:
+            return self._headers
+        return {**self._headers, name: record.session_id}
 
     def send(self, body: dict[str, Any], record: RequestRecord, keep_text: bool = False) -> str:
         """Send ``body``, stream the reply into ``record``; returns the text if ``keep_text``."""
@@ -274,7 +282,7 @@ class StreamingClient:
         """
         for attempt in (1, 2):
             try:
-                return self._http.request("POST", self._path, body=payload, headers=self._headers)
+                return self._http.request("POST", self._path, body=payload, headers=self._headers_for(record))
             except HTTPConnectionClosed as exc:
                 if attempt == 2:
                     raise failure_from_exception(exc, "connect") from None

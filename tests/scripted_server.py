@@ -8,7 +8,8 @@ list of (bytes to send, seconds to wait after) followed by a clean close or an a
 ``/<scenario>/v1/models`` and ``/<scenario>/tokenize`` (or ``/extras/tokenize``) answer
 from :data:`MODELS` and :func:`tokenize_reply`, so one peer also plays the servers that
 preflight and ``--tokenizer server`` meet; ``GET /<scenario>/count`` says how many
-completions that scenario was asked for, over how many connections. Scenario ``strict``
+completions that scenario was asked for, over how many connections, and ``GET
+/<scenario>/headers`` the header lines of its last completion request. Scenario ``strict``
 answers 404 for a model its list does not have; ``keepalive`` serves one request after the
 other on one connection; ``single_slot`` plays a server with one slot (llama.cpp with
 ``--parallel 1`` as seen): five tokens 50 ms apart, every stream in flight cut (RST) as soon as
@@ -253,6 +254,7 @@ def _pieces(text: str) -> list[str]:
 
 _REQUESTS: Counter[str] = Counter()
 _CONNECTIONS: Counter[str] = Counter()
+_HEADERS: dict[str, list[str]] = {}  # scenario -> its last completion request's header lines
 _LOCK = threading.Lock()
 _SLOT: list[threading.Event] = []  # single_slot: the streams in flight
 
@@ -299,8 +301,11 @@ class Handler(socketserver.BaseRequestHandler):
             _json_reply(sock, 404 if reply is None else 200, reply or {"detail": "Not Found"})
         elif path.endswith("/count"):
             _json_reply(sock, 200, {"requests": _REQUESTS[scenario], "connections": _CONNECTIONS[scenario]})
+        elif path.endswith("/headers"):
+            _json_reply(sock, 200, {"headers": _HEADERS.get(scenario, [])})
         else:
             with _LOCK:
+                _HEADERS[scenario] = head.decode("latin-1").split("\r\n")[1:]
                 _REQUESTS[scenario] += 1
                 _CONNECTIONS[scenario] += first
             if scenario == "strict" and json.loads(rest or b"{}").get("model") not in ("m", "m2"):

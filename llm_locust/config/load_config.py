@@ -52,6 +52,7 @@ class LoadConfig(Part):
     trace_start: NonNegative | None
     trace_duration: NonNegative | None
     trace_limit: Annotated[int, Field(ge=1)] | None
+    trace_block_tokens: Annotated[int, Field(ge=1)]
     burst: Annotated[BurstSpec, PlainSerializer(str, return_type=str)] | None
 
     @field_validator("burst", mode="before")

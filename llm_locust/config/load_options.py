@@ -91,6 +91,13 @@ LOAD_OPTIONS: tuple[Option, ...] = (
     _o("--trace-duration", "load", "Replay only this much of the trace, e.g. 5m", type="duration"),
     _o("--trace-limit", "load", "Replay at most this many requests", type="int"),
     _o(
+        "--trace-block-tokens",
+        "load",
+        "Trace replay: tokens per hash_ids block (Mooncake: 512); equal ids get equal text",
+        default=512,
+        type="int",
+    ),
+    _o(
         "--search",
         "load",
         "SLO capacity search, users or rate: double from --search-min until a step fails --slo, "

@@ -81,6 +81,7 @@ class RequestConfig(Part):
     cancel_after: Annotated[CancelAfter, PlainSerializer(str, return_type=str)]
     tools: str | None = None
     tool_share: Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)] = 1.0
+    session_header: Annotated[str, Field(pattern=r"^[A-Za-z0-9!#$%&'*+.^_`|~-]+$")] | None = None
 
     @field_validator("tools")
     @classmethod
@@ -272,6 +273,8 @@ class RunConfig(Part):
             )
         if self.workload.agent_steps is not None and self.load.open_loop:
             raise ValueError("--agent-steps: agents are closed-loop users; an open-loop run has no sessions")
+        if self.workload.agent_steps is not None and self.request.endpoint != "chat":
+            raise ValueError("--agent-steps: agent loops send tool messages; they need --endpoint chat")
         if self.load.search is not None and self.slo is None:
             raise ValueError("--search needs an --slo to judge its steps by")
         return self

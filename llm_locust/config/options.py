@@ -72,6 +72,12 @@ _REQUEST = (
     ),
     _o("--header", "request", "Extra HTTP header K:V (repeatable)", action="append", web_ui=False),
     _o(
+        "--session-header",
+        "request",
+        "Send each request's session id (agent, conversation, trace session) in this HTTP header, "
+        "e.g. X-Session-Id, for routers that keep a session on one replica",
+    ),
+    _o(
         "--request-timeout",
         "request",
         "Seconds before a request counts as a timeout",

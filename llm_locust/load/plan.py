@@ -24,6 +24,7 @@ from llm_locust.load.search import SearchSpec, SearchStages
 from llm_locust.load.sources import ArrivalSource, RateArrivals, TraceArrivals
 from llm_locust.load.stages import StageKind, StagePlan, parse_matrix, parse_ramp, parse_rate_ramp
 from llm_locust.load.stepped import SteppedRates
+from llm_locust.load.trace_reuse import with_sessions
 from llm_locust.load.traces import Trace, TraceError, load_trace
 
 __all__ = [
@@ -129,9 +130,10 @@ def _request_rate(load: LoadConfig, seed: int) -> Stages:
 
 
 def _replay(load: LoadConfig, seed: int) -> Stages:
-    trace = _trace(load, seed)
+    trace, reuse = with_sessions(_trace(load, seed), load.trace_block_tokens)
     duration = max(trace.duration_s, 1e-3)
-    return parse_rate_ramp([len(trace.entries) / duration], duration, load.warmup), TraceArrivals(trace)
+    stages = parse_rate_ramp([len(trace.entries) / duration], duration, load.warmup)
+    return stages, TraceArrivals(trace, reuse)
 
 
 def _rates(load: LoadConfig, stages: StagePlan, seed: int) -> RateArrivals:

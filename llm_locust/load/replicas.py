@@ -11,13 +11,16 @@ vLLM instances, no router in front). A :class:`Balancer` per process decides:
 
 ``--balance-scope request`` picks for every request; ``user`` picks once when a user starts and
 keeps the replica for the user's life (connection affinity, as a sticky session would), so
-"in flight" then counts users.
+"in flight" then counts users. A request of a session (an agent's, a conversation's, a replayed
+trace session's) goes to its session's replica whatever the policy (:meth:`Balancer.acquire_for`),
+so its prefix stays in one replica's cache.
 
 Pure module: no Locust, no network.
 """
 
 from __future__ import annotations
 
+import zlib
 from collections.abc import Sequence
 
 __all__ = ["BALANCE_POLICIES", "BALANCE_SCOPES", "Balancer"]
@@ -52,6 +55,14 @@ class Balancer:
     def acquire(self) -> int:
         """:meth:`pick` a replica and count it in flight until :meth:`release`."""
         choice = self.pick()
+        self.in_flight[choice] += 1
+        return choice
+
+    def acquire_for(self, session: str) -> int:
+        """The replica of a session: the same for every request of ``session`` in every process
+        (its CRC-32 modulo the replicas), counted picked and in flight until :meth:`release`."""
+        choice = zlib.crc32(session.encode("utf-8")) % len(self.replicas)
+        self.picked[choice] += 1
         self.in_flight[choice] += 1
         return choice
 

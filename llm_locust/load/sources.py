@@ -20,6 +20,7 @@ from typing import Any, Protocol
 
 from llm_locust.load.arrivals import ArrivalProcess, ArrivalSchedule, RateStep, split_for_worker
 from llm_locust.load.stages import StagePlan
+from llm_locust.load.trace_reuse import PrefixReuse
 from llm_locust.load.traces import Trace, TraceEntry
 
 __all__ = ["Arrival", "ArrivalSource", "RateArrivals", "TraceArrivals"]
@@ -63,15 +64,27 @@ class RateArrivals:
 
 @dataclass(frozen=True)
 class TraceArrivals:
-    """The rows of a trace at their (spread, sliced, time-scaled) offsets, round robin over workers."""
+    """The rows of a trace at their (spread, sliced, time-scaled) offsets, shared out over the
+    workers: whole sessions when the rows have them (a session's requests on one worker, session
+    ``s`` on worker ``s % count``), else round robin."""
 
     trace: Trace
+    reuse: PrefixReuse | None = None  # hash_ids: the trace's sessions and hit ceiling
 
     def for_worker(self, index: int, count: int) -> Iterator[Arrival]:
         if not 0 <= index < count:
             raise ValueError(f"worker index {index} outside 0..{count - 1}")
-        for entry in self.trace.entries[index::count]:
+        entries = self.trace.entries
+        mine: Iterator[TraceEntry]
+        if self.reuse is not None:
+            mine = (e for e in entries if e.session is not None and e.session % count == index)
+        else:
+            mine = iter(entries[index::count])
+        for entry in mine:
             yield entry.offset_s, entry
 
     def describe(self) -> dict[str, Any]:
-        return {"trace": self.trace.describe()}
+        trace = self.trace.describe()
+        if self.reuse is not None:
+            trace["prefix_reuse"] = self.reuse.describe()
+        return {"trace": trace}

@@ -70,6 +70,7 @@ class TraceEntry:
     input_tokens: int
     output_tokens: int
     hash_ids: tuple[int, ...] | None = None
+    session: int | None = None  # the prefix-sharing session it belongs to (load/trace_reuse.py)
 
 
 @dataclass

@@ -8,7 +8,8 @@
 - ``demand``: capacity against ``--demand`` in its unit (see :mod:`llm_locust.results.plans`),
   from a search's probes or a ramp's stages: the capacity, the headroom, whether it is met.
 - ``replicas``: per replica of ``--endpoints``, its share of the requests, errors, TTFT and E2E
-  percentiles, so skew between replicas shows.
+  percentiles, so skew between replicas shows; when the servers report ``cached_tokens``, each
+  replica's prefix-cache ``token_hit_ratio`` (cached / prompt tokens of its successes).
 
 Pure module: no Locust, no network.
 """
@@ -181,6 +182,12 @@ def replica_block(rows: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
             values = np.array([r[key] for r in timed if r.get(key) is not None], dtype=float) * 1000.0
             for p in (50, 95, 99):
                 entry[f"p{p}_{name}_ms"] = float(np.percentile(values, p)) if values.size else None
+        reporting = [r for r in ok if r.get("cached_tokens") is not None]
+        if reporting:  # the replica's own prefix cache: its cached share of prompt tokens
+            prompt = sum(int(r.get("prompt_tokens") or 0) for r in reporting)
+            cached = sum(int(r["cached_tokens"]) for r in reporting)
+            entry["cached_tokens"], entry["prompt_tokens"] = cached, prompt
+            entry["token_hit_ratio"] = cached / prompt if prompt else None
         out[replica] = entry
     return out
 

@@ -87,27 +87,32 @@ class SessionColumns:
     def block(
         self, cols: Any, counted: np.ndarray, ok: np.ndarray, timed: np.ndarray, duration: float
     ) -> dict[str, Any] | None:
-        """The ``sessions`` block over the rows ``counted`` (``None``: no session row counted)."""
+        """The ``sessions`` block over the rows ``counted`` (``None``: no session row counted). A
+        session is started when one of its requests is counted, completed when every request it
+        sent is counted and successful (one outside the window leaves it incomplete)."""
         keep = counted[self.at]
         if not keep.any():
             return None
-        at, code, turn, steps = self.at[keep], self.code[keep], self.turn[keep], self.steps[keep]
-        row_ok = ok[at]
-        start, end = cols.start[at], cols.start[at] + cols.e2e[at]
-        ids, inverse = np.unique(code, return_inverse=True)
+        good = keep & ok[self.at]
+        ids, inverse = np.unique(self.code, return_inverse=True)
         n = ids.size
         count = np.bincount(inverse, minlength=n)
-        all_ok = np.bincount(inverse, weights=row_ok, minlength=n) == count
+        started = np.bincount(inverse, weights=keep, minlength=n) > 0
         planned = np.full(n, -1)
-        np.maximum.at(planned, inverse, steps)
-        done = all_ok & ((planned < 0) | (count == planned))
+        np.maximum.at(planned, inverse, self.steps)
+        done = (np.bincount(inverse, weights=good, minlength=n) == count) & (
+            (planned < 0) | (count == planned)
+        )
+        start = cols.start[self.at]
+        end = np.nan_to_num(start + cols.e2e[self.at], nan=-np.inf)
         first, last = np.full(n, np.inf), np.full(n, -np.inf)
         np.minimum.at(first, inverse, start)
-        np.maximum.at(last, inverse, np.where(np.isnan(end), -np.inf, end))
+        np.maximum.at(last, inverse, end)
         completed = int(done.sum())
         waits = self.wait[keep]
+        at, turn = self.at[keep], self.turn[keep]
         out: dict[str, Any] = {
-            "started": int(n),
+            "started": int(started.sum()),
             "completed": completed,
             "sessions_per_s": completed / max(duration, 1e-9),
             **_pcts((last - first)[done], "session_e2e_s"),
@@ -115,7 +120,7 @@ class SessionColumns:
             "mean_tool_wait_s": float(np.nanmean(waits)) if (~np.isnan(waits)).any() else None,
             "step_ttft_ms": self._step_ttft(cols, at, turn, timed),
         }
-        cache = self._cache(cols, at, self.cached[keep], inverse, row_ok, n)
+        cache = self._cache(cols, at, self.cached[keep], inverse[keep], ok[at], n)
         if cache is not None:
             out["prefix_cache"] = cache
         return out

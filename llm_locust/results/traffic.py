@@ -80,7 +80,16 @@ def traffic_lines(summary: Mapping[str, Any]) -> list[str]:
         lines.append(row("Hit ratio (requests / tokens):", _ratios(cache)))
         hit, miss = summary.get("p50_ttft_cache_hit_ms"), summary.get("p50_ttft_cache_miss_ms")
         lines.append(row("TTFT p50 hit / miss (ms):", f"{_fmt(hit)} / {_fmt(miss)}"))
+    reuse = _trace_reuse(summary)
+    if reuse:  # a trace replayed prefix-exact: the most an unbounded cache could have served
+        lines.append(row("Trace hit ceiling (tokens):", f"{reuse['hit_ceiling'] * 100:.1f}%"))
     return lines
+
+
+def _trace_reuse(summary: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """The replayed trace's prefix reuse (``config.load_model.trace.prefix_reuse``), if any."""
+    model = (summary.get("config") or {}).get("load_model") or {}
+    return (model.get("trace") or {}).get("prefix_reuse")
 
 
 def stage_cache_lines(stages: Sequence[Mapping[str, Any]]) -> list[str]:

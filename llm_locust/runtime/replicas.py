@@ -38,7 +38,12 @@ class ReplicaClients:
         return self._clients[index]
 
     def send(self, body: dict[str, Any], record: RequestRecord, keep_text: bool = False) -> str:
-        index = self._mine if self._mine is not None else self.balancer.acquire()
+        if self._mine is not None:
+            index = self._mine
+        elif record.session_id is not None:  # a session stays on one replica (its prefix cache)
+            index = self.balancer.acquire_for(record.session_id)
+        else:
+            index = self.balancer.acquire()
         record.replica = self.balancer.replicas[index]
         try:
             return self._client(index).send(body, record, keep_text=keep_text)

@@ -25,6 +25,7 @@ from llm_locust.runtime.context import RunContext
 from llm_locust.runtime.prepare import PREPARER, workload_info
 from llm_locust.workload.base import RequestSource, RequestSpec
 from llm_locust.workload.build import BuiltWorkload
+from llm_locust.workload.datasets import LengthRow
 from llm_locust.workload.sampled import SampledWorkload
 
 __all__ = ["RequestSources", "client_config"]
@@ -68,6 +69,9 @@ class RequestSources:
         workload = context.workload
         if not isinstance(workload, SampledWorkload):  # the configuration refuses --trace with --dataset
             raise TypeError(f"--trace needs a sampled workload, not {type(workload).__name__}")
+        if entry.hash_ids:  # prefix-exact: the trace's blocks, its sessions (load/trace_reuse.py)
+            row = LengthRow(int(entry.input_tokens), int(entry.output_tokens), entry.hash_ids)
+            return workload.spec_for_blocks(row, context.config.load.trace_block_tokens, entry.session)
         return workload.spec_for_lengths(
             int(entry.input_tokens), int(entry.output_tokens), context.slot, self._trace_counter - 1
         )
@@ -108,4 +112,5 @@ def client_config(request: RequestConfig, host: str) -> ClientConfig:
         insecure=request.insecure,
         cancel=CancelPolicy(request.cancel_rate, request.cancel_after) if request.cancel_rate > 0 else None,
         tools=ToolOffer(load_tools(request.tools), request.tool_share) if request.tools else None,
+        session_header=request.session_header,
     )

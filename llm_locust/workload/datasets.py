@@ -287,16 +287,22 @@ def popular_ids(rows: list[LengthRow], share: float = 0.01) -> frozenset[int]:
 
 
 def mooncake_text(
-    row: LengthRow, builder: PromptBuilder, salt: int, shared: frozenset[int], block_tokens: int = 512
+    row: LengthRow,
+    builder: PromptBuilder,
+    salt: int,
+    shared: frozenset[int] | None,
+    block_tokens: int = 512,
 ) -> str:
-    """Text of exactly ``row.input_tokens`` tokens whose blocks follow ``row.hash_ids``."""
+    """Text of exactly ``row.input_tokens`` tokens whose blocks follow ``row.hash_ids``; ids not
+    in ``shared`` are salted per stream (``shared=None``: every id shared, a trace replayed
+    prefix-exact)."""
     hashes = row.hash_ids or (-1,)
     parts, left = [], row.input_tokens
     for i, h in enumerate(hashes):
         n = min(block_tokens, left) if i < len(hashes) - 1 else left
         if n <= 0:
             break
-        key = h if h in shared else (h ^ (salt << 40)) + (1 << 62)
+        key = h if shared is None or h in shared else (h ^ (salt << 40)) + (1 << 62)
         parts.append(builder.block(key, n, first=i == 0))
         left -= n
     return "".join(parts)

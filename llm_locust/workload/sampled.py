@@ -19,6 +19,7 @@ import numpy as np
 
 from llm_locust.workload.agent import AgentLoop, AgentSource
 from llm_locust.workload.base import RequestSpec
+from llm_locust.workload.datasets import LengthRow, mooncake_text
 from llm_locust.workload.distributions import LengthSample, LengthSampler
 from llm_locust.workload.limits import LengthGuard
 from llm_locust.workload.prefix import BlockPrefix, NoPrefix, SharedPrefix
@@ -70,6 +71,20 @@ class SampledWorkload:
             ignore_eos=self.ignore_eos,
             cap=self.max_tokens_cap,
             info={"written_tokens": written},
+        )
+
+    def spec_for_blocks(self, lengths: LengthRow, block_tokens: int, session: int | None) -> RequestSpec:
+        """A trace row replayed prefix-exact: each ``hash_ids`` block gets one text, the same in
+        every stream and worker (no nonce), so the server's prefix cache sees the trace's reuse."""
+        text = mooncake_text(lengths, self.builder, 0, None, block_tokens)
+        return make_spec(
+            [{"role": "user", "content": text}],
+            lengths.input_tokens,
+            lengths.output_tokens,
+            ignore_eos=self.ignore_eos,
+            cap=self.max_tokens_cap,
+            session_id=None if session is None else f"trace-{session}",
+            info={"blocks": len(lengths.hash_ids)},
         )
 
     def describe(self) -> dict[str, Any]:

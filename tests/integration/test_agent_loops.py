@@ -123,6 +123,7 @@ def test_a_multi_turn_session_resends_the_servers_replies(tmp_path: Path) -> Non
         (("--agent-steps", "uniform:5,2"), "--agent-steps"),
         (("--agent-steps", "fixed:3", "--tool-latency", "soon"), "--tool-latency"),
         (("--agent-steps", "fixed:3", "--request-rate", "2"), "--agent-steps"),
+        (("--agent-steps", "fixed:3", "--endpoint", "completions"), "--agent-steps"),
     ],
 )
 def test_bad_agent_options_exit_2_in_one_line(args: tuple[str, ...], message: str) -> None:

@@ -96,6 +96,7 @@ def _cases(tmp: Path) -> list[tuple[dict[str, str], dict[str, Any]]]:
         "LLM_LOCUST_ENDPOINTS": ("http://a:1,http://b:2", "request.endpoints", ["http://a:1", "http://b:2"]),
         "LLM_LOCUST_BALANCE": ("least-in-flight", "request.balance", "least-in-flight"),
         "LLM_LOCUST_BALANCE_SCOPE": ("user", "request.balance_scope", "user"),
+        "LLM_LOCUST_SESSION_HEADER": ("X-Session-Id", "request.session_header", "X-Session-Id"),
         "LLM_LOCUST_DEMAND": ("concurrency=50", "load.demand.concurrency", 50.0),
         "LLM_LOCUST_STRICT": ("true", "workload.strict", True),
         "LLM_LOCUST_RAMP": ("1,5,10", "load.ramp", [1, 5, 10]),
@@ -144,6 +145,7 @@ def _cases(tmp: Path) -> list[tuple[dict[str, str], dict[str, Any]]]:
         "LLM_LOCUST_TRACE_START": ("1m", "load.trace_start", 60.0),
         "LLM_LOCUST_TRACE_DURATION": ("5m", "load.trace_duration", 300.0),
         "LLM_LOCUST_TRACE_LIMIT": ("100", "load.trace_limit", 100),
+        "LLM_LOCUST_TRACE_BLOCK_TOKENS": ("64", "load.trace_block_tokens", 64),
     }
     search_case = {
         "LLM_LOCUST_SLO": ("success>=99%,ttft_p95<=5s", "slo", ["success>=99%", "ttft_p95<=5s"]),

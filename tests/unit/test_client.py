@@ -476,3 +476,24 @@ def test_a_coding_that_cannot_be_decoded_is_named(peer: str) -> None:
 def requests_seen(peer: str, scenario: str) -> dict[str, int]:
     with urllib.request.urlopen(f"{peer}/{scenario}/count", timeout=5) as reply:
         return dict(json.loads(reply.read()))
+
+
+def _headers_seen(peer: str, scenario: str) -> dict[str, str]:
+    with urllib.request.urlopen(f"{peer}/{scenario}/headers", timeout=5) as reply:
+        lines = json.load(reply)["headers"]
+    return {name.strip().lower(): value.strip() for name, _, value in (line.partition(":") for line in lines)}
+
+
+def test_session_header_carries_the_requests_session_id(peer: str) -> None:
+    # --session-header NAME: a router sees each request's session (agent, conversation, trace
+    # session) in that header; a request of no session sends none
+    client = StreamingClient(ClientConfig(host=f"{peer}/sess", model="m", session_header="X-Session-Id"))
+    try:
+        record = RequestRecord(request_id="a", wall_start=0.0, t_sent=0.0, session_id="trace-7")
+        client.send({"model": "m", "messages": [], "stream": True}, record)
+        assert record.ok and _headers_seen(peer, "sess").get("x-session-id") == "trace-7"
+        plain = RequestRecord(request_id="b", wall_start=0.0, t_sent=0.0)
+        client.send({"model": "m", "messages": [], "stream": True}, plain)
+        assert plain.ok and "x-session-id" not in _headers_seen(peer, "sess")
+    finally:
+        client.close()
