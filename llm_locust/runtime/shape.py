@@ -85,6 +85,9 @@ class LLMShape(LoadTestShape):
         if self._fresh:
             self._fresh = False
             self._t0 = run.start_plan(self.get_run_time())
+            reuse = getattr(run.plan.arrivals, "reuse", None)  # a trace replayed prefix-exact
+            if reuse is not None:
+                log.info("llm-locust: %s", reuse.sentence())
         quota = quota_of(self.runner.environment)  # type: ignore[union-attr]
         if quota is not None and quota.reached():  # --num-requests: all N finished
             return None

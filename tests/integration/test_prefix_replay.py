@@ -72,6 +72,7 @@ def test_mooncake_replay_hits_the_traces_ceiling_on_the_simulators_cache(tmp_pat
     assert s["prefix_cache"]["token_hit_ratio"] == pytest.approx(measured)
     assert abs(measured - expected) <= 0.02, (measured, expected)
     assert f"{expected * 100:.1f}%" in res.stdout and "Trace hit ceiling (tokens):" in res.stdout
+    assert f"cache-hit ceiling {expected:.1%}" in res.stderr  # said at the start too
 
 
 def _session_trace(path: Path, sessions: int, turns: int, block: int) -> list[dict]:
