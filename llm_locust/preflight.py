@@ -21,6 +21,18 @@ The result (:class:`Preflight`) is either a refusal with one line naming the cau
 what was learned plus warnings: a model missing from the list that the server answered
 anyway, an unknown context limit, a list the server would not give. Nothing waits longer
 than ``--request-timeout`` (the listing at most 10 s, the test request at most 60 s).
+
+When a run calls it (the node where results are kept, :mod:`llm_locust.runtime.sink`):
+
+- headless (or ``--autostart``): at ``init``, before the runner starts. A refusal is one line on
+  stderr and exit code 2; no request of the load is sent. With ``--endpoints`` every replica is
+  checked (:func:`run_preflight`), and a refusal names it. Workers never check (the master did).
+- web UI: each ``POST /swarm`` (after Locust's login and the form's check, in the one wrapper of
+  :mod:`llm_locust.runtime.form`) checks the target the form names; a refusal is the form's error
+  message and nothing starts.
+- ``test_start``: :func:`server_facts` reuses what the check learned (no second
+  ``GET /v1/models``), or asks for it when the check was skipped (``--skip-preflight``,
+  workers), and refuses to start without a model: a run never sends ``"model": null``.
 """
 
 from __future__ import annotations
@@ -45,6 +57,7 @@ from llm_locust.client import (
     http_client,
     shown_host,
 )
+from llm_locust.config.build import ConfigError
 from llm_locust.protocol.retry import RETRY_STATUSES, retry_after_seconds
 from llm_locust.record import RequestRecord
 from llm_locust.workload.base import RequestSpec
@@ -58,6 +71,8 @@ __all__ = [
     "preflight",
     "reach_reason",
     "retry_wait",
+    "run_preflight",
+    "server_facts",
 ]
 
 log = logging.getLogger("llm_locust")
@@ -338,3 +353,43 @@ def _test_failure(record: RequestRecord, target: str, model: str, listing: Model
 def _listed(models: tuple[str, ...], limit: int = 10) -> str:
     shown = ", ".join(models[:limit])
     return shown + (f" (and {len(models) - limit} more)" if len(models) > limit else "")
+
+
+def run_preflight(config: ClientConfig, replicas: tuple[str, ...] | None = None) -> Preflight:
+    """Check the target (each of ``replicas`` when given: the first refusal, naming its replica,
+    or the first's result) and log what was learned (warnings as warnings)."""
+    if replicas:
+        results = [run_preflight(replace(config, host=url)) for url in replicas]
+        refused = next((r for r in results if not r.ok), None)
+        if refused is not None and len(replicas) > 1:
+            return replace(refused, cause=f"replica {refused.target}: {refused.cause}")
+        return refused or results[0]
+    result = preflight(config)
+    if result.ok:
+        head, *warnings = result.report()
+        log.info("llm-locust: %s", head)
+        for line in warnings:
+            log.warning("llm-locust: preflight: %s", line)
+    return result
+
+
+def server_facts(checked: Preflight | None, config: ClientConfig) -> dict[str, Any]:
+    """The target's facts for a test's start: ``checked``'s when it checked this target (and
+    model), else asked now; fills ``config.model`` or raises :class:`ConfigError`."""
+    same = (
+        checked is not None
+        and checked.ok
+        and checked.target == shown_host(config.host)
+        and config.model in (None, checked.model)
+    )
+    if same and checked is not None:
+        info = checked.server_info()
+    else:
+        info = fetch_server_info(config)
+        if "error" in info:
+            log.warning("llm-locust: %s", info["error"])
+    if config.model is None:
+        config.model = info.get("model")
+    if config.model is None:
+        raise ConfigError(f"no model to request ({info.get('error', 'none listed')}); pass --model NAME")
+    return info

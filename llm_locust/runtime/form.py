@@ -1,4 +1,4 @@
-"""The web UI's start form, checked by the typed configuration before Locust starts a test.
+"""The web UI's start form, checked by the typed configuration, then its target, before Locust starts a test.
 
 Locust copies the form's fields into its parsed options as it finds them: a field whose
 option defaults to ``None`` stays a string (``request_rate="4"``, which later divided an
@@ -7,8 +7,10 @@ Locust's view: an HTTP 500 with a traceback). So ``/swarm`` is wrapped: the form
 are laid over the current options and built into a :class:`~llm_locust.config.model.RunConfig`
 with the same code and the same one-line messages as the command line. A bad value answers
 ``{"success": false, "message": "<flag> '<value>': <reason>"}`` (and the same line in the
-log) and starts nothing; a good one is adopted by the run (its plan, its workload) and
-Locust's own view starts the test. Behind ``--web-login`` the check runs only after login.
+log) and starts nothing; a good one is adopted by the run (its plan, its workload), then the
+target the form names is checked with its values (:mod:`llm_locust.preflight`; a refusal is the
+form's message), and Locust's own view starts the test. One wrapper of ``/swarm`` does both, in
+that order; behind ``--web-login`` it runs only after login.
 """
 
 from __future__ import annotations
@@ -52,6 +54,8 @@ class FormRun(ConfiguredRun, Protocol):
     def tests(self) -> int: ...
 
     def configure(self, config: RunConfig, *, from_form: bool = False, workload: bool = True) -> None: ...
+
+    def check_start(self, host: str) -> str | None: ...
 
 
 def spawn_rate_as_given(run: FormRun, form: dict[str, str]) -> dict[str, str]:
@@ -107,6 +111,8 @@ def install_form_check(run: FormRun) -> None:
     from flask import jsonify, request
 
     guard = WebUiGuard.of(run)
+    options = run.environment.parsed_options  # --autostart: the target was checked at init
+    check_target = options is not None and not options.headless and not getattr(options, "autostart", False)
 
     def check(swarm: View) -> View:
         def checked_swarm() -> Any:
@@ -119,11 +125,16 @@ def install_form_check(run: FormRun) -> None:
             if problem is not None:
                 host = strip_credentials(run.environment.host or "")
                 return jsonify({"success": False, "message": problem, "host": host})
+            if check_target:  # then the target the form names, with the form's values
+                host = request.form.get("host") or run.environment.host or ""
+                refusal = run.check_start(host)
+                if refusal is not None:
+                    return jsonify({"success": False, "message": refusal, "host": host})
             return swarm()
 
         return checked_swarm
 
-    if not wrap_view(web_ui, "/swarm", check):  # after the preflight's wrapper: this one runs first
+    if not wrap_view(web_ui, "/swarm", check):
         return
     scrub_page(web_ui)
     add_to_page(web_ui, form_script())

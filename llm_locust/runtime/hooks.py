@@ -21,7 +21,7 @@ import logging
 import gevent
 
 from llm_locust.config.register import register
-from llm_locust.runtime import binds, channel, failstop, master_watch, pauses, preflight, quota, stopping
+from llm_locust.runtime import binds, channel, failstop, master_watch, pauses, quota, stopping
 from llm_locust.runtime.form import install_form_check
 from llm_locust.runtime.node import ATTRIBUTE, Node, node_of
 from llm_locust.runtime.nodes import WorkerNode, make_node
@@ -29,7 +29,6 @@ from llm_locust.runtime.outputs import install_outputs
 from llm_locust.runtime.prepare import CONFIG_ERRORS, check_when_parsed, prepare_or_exit
 from llm_locust.runtime.runners import runner_of
 from llm_locust.runtime.sink import SinkNode
-from llm_locust.runtime.sources import client_config
 
 __all__ = ["init_node", "install"]
 
@@ -80,10 +79,7 @@ def init_node(environment: Environment) -> Node:
     pauses.install(environment.events)  # no collector pause, no stop lookup, mid-stream
     if sink is not None:
         install_outputs(sink)
-        # the target: headless, exit 2 before any load; web UI, at each start, after the form
-        # check (installed next, so its wrapper of /swarm runs first and the preflight sees the
-        # form's values)
-        preflight.install(sink, client_config)
+        sink.check_target()  # headless: exit 2 before any load (the web UI's: at each start)
         install_form_check(sink)
     return node
 

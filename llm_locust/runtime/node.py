@@ -37,8 +37,7 @@ from llm_locust.config.build import config_from_options
 from llm_locust.config.model import RunConfig
 from llm_locust.config.role import Role
 from llm_locust.load.plan import LoadPlan
-from llm_locust.preflight import Preflight
-from llm_locust.runtime import preflight
+from llm_locust.preflight import Preflight, server_facts
 from llm_locust.runtime.context import LiveState, RunContext
 from llm_locust.runtime.prepare import PREPARER, Prepared, source_of
 from llm_locust.runtime.sources import client_config
@@ -136,7 +135,7 @@ class Node:
         self.live.stopping = False
         self.context = None  # set once the start succeeded: users of a failed start send nothing
         client = client_config(run_config.request, self.environment.host or run_config.host)
-        server = preflight.server_info(self, client)  # never a null model
+        server = server_facts(self.preflight_result, client)  # never a null model
         workload = self._workload(run_config, client, server)
         index = max(getattr(self.environment.runner, "worker_index", 0), 0)
         workers = max(self.live.pending_workers, 1)

@@ -9,7 +9,9 @@ the end-of-run text, the exit code, then ``finalized(summary, directory)`` (how 
 without losing requests in flight: :mod:`llm_locust.runtime.stopping`).
 
 The load shape runs here, so the plan's start ``t0`` is fixed here (:meth:`SinkNode.start_plan`)
-and announced to the workers by the fleet.
+and announced to the workers by the fleet; and the target is checked here before any load
+(:mod:`llm_locust.preflight`: at ``init`` headless, :meth:`SinkNode.check_target`; at each start
+from the web UI's form, :meth:`SinkNode.check_start`).
 """
 
 from __future__ import annotations
@@ -17,11 +19,14 @@ from __future__ import annotations
 from locust.env import Environment
 
 import logging
+import sys
 import time
 from typing import Any
 
 import gevent
 
+from llm_locust import preflight
+from llm_locust.config.build import ConfigError
 from llm_locust.config.model import RunConfig
 from llm_locust.live.exporter import new_run_id
 from llm_locust.load.levels import LevelTracker
@@ -40,8 +45,11 @@ from llm_locust.runtime.node import Node, node_of
 from llm_locust.runtime.prepare import results_dir, salted
 from llm_locust.runtime.search import SearchDriver
 from llm_locust.runtime.session import TestResults
+from llm_locust.runtime.sources import client_config
 
 __all__ = ["SinkNode", "sink_of"]
+
+log = logging.getLogger("llm_locust")
 
 
 def sink_of(environment: Environment) -> SinkNode:
@@ -84,6 +92,41 @@ class SinkNode(Node):
 
     def _drain_rows(self) -> None:
         """Every finished request's row of this process onto the bus now (the local runner's)."""
+
+    # -- the target, before any load ----------------------------------------------------
+    def check_target(self) -> None:
+        """At ``init``, headless (or ``--autostart``): check the target now; a refusal is one line
+        on stderr and exit code 2."""
+        options, request = self.environment.parsed_options, self.run_config.request
+        if options is None or not (options.headless or getattr(options, "autostart", False)):
+            return
+        if request.skip_preflight:
+            return
+        try:
+            config = client_config(request, self.environment.host or self.run_config.host)
+        except ConfigError:
+            return  # reported by the run's own option checks
+        result = self.preflight_result = preflight.run_preflight(config, request.endpoints)
+        if not result.ok:
+            sys.stderr.write(f"llm-locust: error: {result.cause}\n")
+            sys.stderr.flush()
+            raise SystemExit(2)
+
+    def check_start(self, host: str) -> str | None:
+        """A start from the web UI's form (its values adopted): the target it names, checked; the
+        one-line refusal, or ``None``."""
+        request = self.run_config.request
+        if request.skip_preflight:
+            return None
+        try:
+            config = client_config(request, host)
+        except ConfigError as exc:
+            return str(exc)
+        result = self.preflight_result = preflight.run_preflight(config, request.endpoints)
+        if result.ok:
+            return None
+        log.error("llm-locust: preflight: %s", result.cause)
+        return f"preflight: {result.cause}"
 
     # -- a test ----------------------------------------------------------------------
     def _test_config(self, config: RunConfig) -> RunConfig:

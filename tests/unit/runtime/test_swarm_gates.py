@@ -1,7 +1,7 @@
-"""The web UI's ``/swarm``, wrapped twice (runtime/form.py, runtime/preflight.py), in process:
-Locust's own web UI (not served: Flask's test client) on a local runner with the extension as
-``init`` wires it. The order matters: the form's values are checked and adopted first, then the
-target is checked with them, then Locust's view starts the test."""
+"""The web UI's ``/swarm``, wrapped once (runtime/form.py), in process: Locust's own web UI (not
+served: Flask's test client) on a local runner's node as ``init`` wires it. The order matters:
+the form's values are checked and adopted first, then the target is checked with them
+(llm_locust/preflight.py, called by the node), then Locust's view starts the test."""
 
 from __future__ import annotations
 
@@ -14,13 +14,12 @@ from typing import Any
 
 import pytest
 
+from llm_locust import preflight
 from llm_locust.config.register import register
 from llm_locust.preflight import Preflight
-from llm_locust.runtime import preflight
 from llm_locust.runtime.form import install_form_check
 from llm_locust.runtime.nodes import LocalNode
 from llm_locust.runtime.prepare import prepare_or_exit
-from llm_locust.runtime.sources import client_config
 
 TARGET = "http://127.0.0.1:9"
 
@@ -52,7 +51,8 @@ def gated(monkeypatch: pytest.MonkeyPatch) -> tuple[LocalNode, list[Any]]:
         return Preflight(target=config.host, ok=False, cause="the target is down (test)")
 
     monkeypatch.setattr(preflight, "run_preflight", fake_preflight)
-    preflight.install(ext, client_config)  # in init_node's order: the preflight first
+    ext.check_target()  # as init_node does: nothing at init with a web UI (no --autostart)
+    assert checked == []
     install_form_check(ext)
     return ext, checked
 
