@@ -8,7 +8,10 @@ same command is not run again, so an interrupted comparison resumes where it sto
 compares the plans (:mod:`llm_locust.results.plans`), prints the table and writes
 ``DIR/capacity.json``. The plans are searched one after the other, or up to ``--parallel N`` at
 once (default: one per two cores of this host, :func:`host_parallel`; each has its own targets
-and its own ``llm-locust run``; a stopped comparison stops every run). Progress is printed as
+and its own ``llm-locust run``; a stopped comparison stops every run). Each plan's load runs in
+one process, or with ``--workers N`` on a Locust master with N local worker processes, the plan
+folder's files the same (:mod:`llm_locust.capacity_host`: how plans share this host's cores; the
+Kubernetes way, a Job per plan, is in docs/kubernetes.md). Progress is printed as
 it goes, ``[m:ss] [plan] ...``: each step as the search starts and judges it (its verdict and
 the decision), each plan's capacity when it is done. A search without ``search.min`` starts
 near the demand (:func:`first_level`).
@@ -35,16 +38,23 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import signal
-import subprocess
 import sys
-import threading
-import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from llm_locust.capacity_host import (
+    CORES_PER_PLAN,
+    STOP_WAIT_S,
+    Progress,
+    cores,
+    host_parallel,
+    master_port_args,
+    oversubscribed,
+    positive_int,
+    worker_args,
+)
 from llm_locust.config.plans import Plan, PlanFile, PlanFileError, load_plan_file
 from llm_locust.config.register import OneLineParser
 from llm_locust.config.slo import scaled_slo
@@ -60,12 +70,8 @@ __all__ = ["exit_on_sigterm", "first_level", "host_parallel", "main", "run_args"
 CAPACITY_FILE = "capacity.json"
 ARGS_FILE = "plan-args.json"
 NO_PLAN_MEETS = 3
-#: Cores of the host per plan searched at once (``--parallel``'s default: :func:`host_parallel`).
-CORES_PER_PLAN = 2
 #: A plan as cheap as the answer withheld its own (a step invalid twice): the comparison has none.
 WITHHELD = 6
-#: How long a run gets to finish its drain and write its summary when the comparison is stopped.
-STOP_WAIT_S = 60.0
 
 
 def _flag(args: list[str], flag: str, value: Any) -> None:
@@ -73,8 +79,9 @@ def _flag(args: list[str], flag: str, value: Any) -> None:
         args += [flag, str(value)]
 
 
-def run_args(file: PlanFile, plan: Plan, folder: Path, k: float) -> list[str]:
-    """The ``llm-locust run`` arguments of ``plan`` (durations and thresholds divided by ``k``)."""
+def run_args(file: PlanFile, plan: Plan, folder: Path, k: float, workers: int | None = None) -> list[str]:
+    """The ``llm-locust run`` arguments of ``plan`` (durations and thresholds divided by ``k``), in
+    one load process or on a master with ``workers`` local workers (its port is chosen at launch)."""
     search, workload, demand = file.search, file.workload, file.demand
     args = ["--host", plan.endpoints[0], "--endpoints", ",".join(plan.endpoints), "--headless"]
     args += ["--search", search.kind, "--slo", scaled_slo(file.slo, k)]
@@ -103,6 +110,7 @@ def run_args(file: PlanFile, plan: Plan, folder: Path, k: float) -> list[str]:
     _flag(args, "--model", plan.model)
     if k != 1:  # the folder's report in deployment time; its summary says the factor
         args += ["--target-speedup", f"{k:g}"]
+    args += worker_args(workers)
     return [*args, "--results-dir", str(folder), "--overwrite", "--only-summary", "--loglevel", "INFO"]
 
 
@@ -149,6 +157,8 @@ def _run(name: str, folder: Path, args: list[str], progress: Progress, k: float 
     folder.mkdir(parents=True, exist_ok=True)
     (folder / ARGS_FILE).write_text(json.dumps(args) + "\n")
     cmd = [sys.executable, "-m", "llm_locust.cli", "run", *args]
+    if "--processes" in args:  # a master of its own: a free port, not part of the saved command
+        cmd += master_port_args()
     error = ""
     with open(folder / "run.log", "w", encoding="utf-8") as log:
         proc = progress.start(cmd)
@@ -183,13 +193,22 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--rerun", action="store_true", help="run every plan again, finished or not")
     parser.add_argument(
         "--parallel",
-        type=_positive_int,
+        type=positive_int,
         default=None,
-        help=f"search up to N plans at once (default: one per {CORES_PER_PLAN} cores of this host, so "
-        "one after the other on a 2-core machine); each plan has its own targets and its own load "
-        "process, so N plans need N times the client's CPU",
+        help=f"search up to N plans at once (default: one per {CORES_PER_PLAN} cores per load process "
+        "of a plan, so one after the other on a 2-core machine); each plan has its own targets and "
+        "its own load processes, so N plans need N times the client's CPU",
     )
-
+    parser.add_argument(
+        "--workers",
+        type=positive_int,
+        default=None,
+        help="run each plan's load on a Locust master with N local worker processes (default: one "
+        "load process per plan); at most this host's cores. With --parallel P the host runs P x N "
+        "load processes: --parallel's default shrinks to one plan per 2 x N cores, an explicit P x N "
+        "above the cores is warned about. Beyond one host: a Job per plan on Kubernetes "
+        "(docs/kubernetes.md)",
+    )
     return parser
 
 
@@ -205,16 +224,27 @@ def main(argv: list[str] | None = None) -> int:
     if root.exists() and not root.is_dir():
         sys.stderr.write(f"llm-locust capacity: error: --results-dir {root}: exists and is not a directory\n")
         return 2
+    host_cores = cores()
+    if args.workers is not None and args.workers > host_cores:
+        sys.stderr.write(
+            f"llm-locust capacity: error: --workers {args.workers}: more load processes than this "
+            f"host's {host_cores} cores (each needs one); use fewer, or a Job per plan on Kubernetes\n"
+        )
+        return 2
     scales = {plan.name: time_scale(plan.endpoints[0]) for plan in file.plans}
     progress = Progress()
-    parallel = args.parallel or host_parallel(len(file.plans))
-    if args.parallel is None:
-        progress.say("capacity", f"{_plans(parallel)} at once ({_cores()} cores on this host)")
+    parallel = args.parallel or host_parallel(len(file.plans), host_cores, args.workers)
+    each = "" if args.workers is None else f", each on a master with {args.workers} local workers"
+    if args.parallel is None or each:
+        progress.say("capacity", f"{_plans(parallel)} at once{each} ({host_cores} cores on this host)")
+    warning = oversubscribed(parallel, args.workers, host_cores)
+    if warning:
+        progress.say("capacity", f"warning: {warning}")
     pool = ThreadPoolExecutor(max_workers=parallel)
     try:
         futures = [
-            pool.submit(_plan, file, root, number, plan, scales[plan.name], progress, args.rerun)
-            for number, plan in enumerate(file.plans, 1)
+            pool.submit(_plan, file, root, n, plan, scales[plan.name], progress, args.rerun, args.workers)
+            for n, plan in enumerate(file.plans, 1)
         ]
         done = [future.result() for future in futures]
     except BaseException:  # SIGINT, SIGTERM (exit_on_sigterm): every run stops, not only this thread's
@@ -247,81 +277,23 @@ def _capacity_text(file: PlanFile, plan: Plan, search: dict[str, Any], k: float)
     return f"capacity {amount(file.demand.kind, result['capacity'])}"
 
 
-def host_parallel(plans: int, cores: int | None = None) -> int:
-    """How many plans to search at once on this host: one per :data:`CORES_PER_PLAN` cores (a
-    plan's load process keeps most of a core busy at its highest steps; simulated targets on the
-    same host take the rest), at least 1, at most ``plans``. Plans searched at once on too few
-    cores measure the host's overload, not the deployments: their steps come out invalid."""
-    cores = _cores() if cores is None else cores
-    return max(1, min(plans, cores // CORES_PER_PLAN))
-
-
-def _cores() -> int:
-    """The cores this process may run on."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        return os.cpu_count() or 1
-
-
 def _plans(n: int) -> str:
     return "1 plan" if n == 1 else f"{n} plans"
 
 
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}")
-    return value
-
-
-class Progress:
-    """The plans' runs, one after the other or at once: their progress lines, ``[m:ss] [plan]
-    text`` (the time since the comparison started), one whole line at a time, and their
-    processes, so a stopped comparison stops every one of them."""
-
-    def __init__(self) -> None:
-        self.t0 = time.monotonic()
-        self._lock = threading.Lock()
-        self.running: set[subprocess.Popen[str]] = set()
-        self.stopped = False
-
-    def start(self, cmd: list[str]) -> subprocess.Popen[str]:
-        with self._lock:
-            if self.stopped:
-                raise SystemExit(128 + signal.SIGTERM)
-            proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-            self.running.add(proc)
-            return proc
-
-    def stop_all(self) -> None:
-        with self._lock:
-            self.stopped = True
-            procs = list(self.running)
-        for proc in procs:
-            if proc.poll() is None:
-                proc.terminate()
-        for proc in procs:
-            try:
-                proc.wait(STOP_WAIT_S)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-
-    def say(self, name: str, text: str) -> None:
-        elapsed = int(time.monotonic() - self.t0)
-        with self._lock:
-            print(f"[{elapsed // 60}:{elapsed % 60:02d}] [{name}] {text}", flush=True)
-
-
 def _plan(
-    file: PlanFile, root: Path, number: int, plan: Plan, k: float, progress: Progress, rerun: bool = False
+    file: PlanFile,
+    root: Path,
+    number: int,
+    plan: Plan,
+    k: float,
+    progress: Progress,
+    rerun: bool = False,
+    workers: int | None = None,
 ) -> tuple[str, dict[str, Any] | None, str]:
     """One plan's search (or the finished one in its folder): (name, search block, error)."""
     folder = root / plan.name
-    plan_args = run_args(file, plan, folder, k)
+    plan_args = run_args(file, plan, folder, k, workers)
     head = f"plan {number}/{len(file.plans)}"
     done = None if rerun else _finished(folder, plan_args)
     if done is not None:

@@ -1,0 +1,99 @@
+"""``llm-locust capacity --workers 2``: each plan's search on a master with two local workers.
+
+Two engine-mode simulated plans whose capacities are known (decode step ``10 + 20 x running`` ms,
+SLO ``tpot_p90<=0.100s``: 4 running sequences take 90 ms a step, 5 take 110): plan A, one replica,
+holds 4 users; plan B, two replicas round robin, 8 or more (a closed-loop user is out of the batch
+between its requests: 9 and 10 passed, measured). The same plan file is searched in one load
+process and with ``--workers 2``: the capacities agree within the search's precision, the plan
+folders hold the same files, and every plan's records were sent by two workers.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.locustproc import llm_locust_cli
+from tests.simproc import running_sim
+
+ENGINE = ("--mode", "engine", "--max-num-seqs", "64", "--decode-base-ms", "10", "--decode-ms-per-seq", "20")
+ENGINE += ("--prefill-ms-per-token", "0.01", "--output-tokens", "5")
+PRECISION = 0.10
+
+PLANS = """
+demand: {{concurrency: 6}}
+slo: "success>=90%,tpot_p90<=0.100s"
+workload: {{prompt_tokens: 16, max_tokens: 5}}
+search: {{min: 4, precision: 10%, step_time: 5s, warmup: 0.5s}}
+plans:
+  - {{name: A, endpoints: [{a}], gpus: 1, gpu_hour_cost: 2}}
+  - {{name: B, endpoints: [{b1}, {b2}], gpus: 2, gpu_hour_cost: 2}}
+"""
+
+
+def _capacity(out: Path, *flags: str) -> dict:
+    res = llm_locust_cli(
+        "capacity", str(out.parent / "plans.yaml"), "--results-dir", str(out), *flags, timeout=500
+    )
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    assert "Traceback" not in res.stdout + res.stderr
+    return {p["name"]: p for p in json.loads((out / "capacity.json").read_text())["plans"]}
+
+
+def _files(folder: Path) -> set[str]:
+    return {p.name for p in folder.iterdir()}
+
+
+@pytest.mark.slow
+@pytest.mark.serial  # the boundaries need a client that sends each user's next request on time
+def test_plans_searched_over_two_workers_find_the_one_process_capacities(tmp_path: Path) -> None:
+    with running_sim(*ENGINE) as a, running_sim(*ENGINE, "--replicas", "2") as b:
+        b1, b2 = b.split(",")
+        (tmp_path / "plans.yaml").write_text(PLANS.format(a=a, b1=b1, b2=b2))
+        one = _capacity(tmp_path / "one")
+        two = _capacity(tmp_path / "two", "--workers", "2")
+    for name in "AB":
+        c1, c2 = one[name]["search"]["capacity"], two[name]["search"]["capacity"]
+        assert abs(c1 - c2) <= PRECISION * max(c1, c2) + 1e-9, (name, c1, c2)
+        folder = tmp_path / "two" / name
+        rows = [json.loads(line) for line in (folder / "requests.jsonl").read_text().splitlines()]
+        assert len({r["worker"] for r in rows}) == 2, name  # both workers sent the plan's load
+        assert _files(folder) == _files(tmp_path / "one" / name), name  # the same plan folder
+        assert (folder / "summary.json").is_file() and (folder / "search.json").is_file()
+        assert "--processes" in json.loads((folder / "plan-args.json").read_text())
+        assert "--processes" not in json.loads((tmp_path / "one" / name / "plan-args.json").read_text())
+    # the comparison means something: the plans' capacities differ (4 running sequences take 90 ms
+    # a step, 5 take 110: one replica holds 4 users, two hold more)
+    assert one["A"]["search"]["capacity"] == two["A"]["search"]["capacity"] == 4
+    assert min(one["B"]["search"]["capacity"], two["B"]["search"]["capacity"]) >= 8
+    for out in ("one", "two"):
+        assert (tmp_path / out / "capacity.html").is_file()
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "two", "1.5"])
+def test_a_bad_worker_count_is_one_line_naming_the_flag(tmp_path: Path, value: str) -> None:
+    res = llm_locust_cli(
+        "capacity", str(tmp_path / "plans.yaml"), "--results-dir", str(tmp_path / "o"), "--workers", value
+    )
+    assert res.returncode == 2 and res.stdout == "" and "Traceback" not in res.stderr
+    assert res.stderr.count("\n") == 1 and res.stderr.startswith(
+        "llm-locust capacity: error: argument --workers:"
+    )
+    assert repr(value) in res.stderr
+
+
+def test_more_workers_than_cores_is_refused(tmp_path: Path) -> None:
+    import os
+
+    many = str(len(os.sched_getaffinity(0)) + 1)
+    (tmp_path / "plans.yaml").write_text(
+        PLANS.format(a="http://127.0.0.1:1", b1="http://127.0.0.1:2", b2="http://127.0.0.1:3")
+    )
+    res = llm_locust_cli(
+        "capacity", str(tmp_path / "plans.yaml"), "--results-dir", str(tmp_path / "o"), "--workers", many
+    )
+    assert res.returncode == 2 and res.stdout == "" and res.stderr.count("\n") == 1
+    assert res.stderr.startswith(f"llm-locust capacity: error: --workers {many}: more load processes")
+    assert not (tmp_path / "o").exists()
