@@ -44,6 +44,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from llm_locust.capacity_env import plan_env
 from llm_locust.capacity_host import (
     CORES_PER_PLAN,
     STOP_WAIT_S,
@@ -138,10 +139,11 @@ def _demand_text(file: PlanFile, k: float) -> str:
     return f"users={demand.users}"  # the think time goes in --think-time, already scaled
 
 
-def _finished(folder: Path, args: list[str]) -> dict[str, Any] | None:
-    """The finished search of ``folder`` if it was made with ``args``, else ``None``."""
+def _finished(folder: Path, args: list[str] | None) -> dict[str, Any] | None:
+    """The finished search of ``folder`` if it was made with ``args`` (``None``: whatever made
+    it, a plan measured elsewhere: ``--no-run``), else ``None``."""
     try:
-        same = json.loads((folder / ARGS_FILE).read_text()) == args
+        same = args is None or json.loads((folder / ARGS_FILE).read_text()) == args
         summary = json.loads((folder / "summary.json").read_text())
     except (OSError, ValueError):
         return None
@@ -200,6 +202,18 @@ def _parser() -> argparse.ArgumentParser:
         "its own load processes, so N plans need N times the client's CPU",
     )
     parser.add_argument(
+        "--print-env",
+        metavar="PLAN",
+        help="print PLAN's search as NAME=VALUE settings for its Job on Kubernetes "
+        "(k8s/overlays/capacity-plan/plan.env) and run nothing",
+    )
+    parser.add_argument(
+        "--no-run",
+        action="store_true",
+        help="run no plan: compare the finished searches in --results-dir/<plan>/ as they are "
+        "(measured elsewhere: a Job per plan on Kubernetes, docs/kubernetes.md)",
+    )
+    parser.add_argument(
         "--workers",
         type=positive_int,
         default=None,
@@ -224,6 +238,8 @@ def main(argv: list[str] | None = None) -> int:
     if root.exists() and not root.is_dir():
         sys.stderr.write(f"llm-locust capacity: error: --results-dir {root}: exists and is not a directory\n")
         return 2
+    if args.print_env is not None:
+        return _print_env(file, Path(args.results_dir), args.print_env)
     host_cores = cores()
     if args.workers is not None and args.workers > host_cores:
         sys.stderr.write(
@@ -231,7 +247,10 @@ def main(argv: list[str] | None = None) -> int:
             f"host's {host_cores} cores (each needs one); use fewer, or a Job per plan on Kubernetes\n"
         )
         return 2
-    scales = {plan.name: time_scale(plan.endpoints[0]) for plan in file.plans}
+    if args.no_run:  # each folder says its own time scale; no request to any target
+        scales = {plan.name: _folder_scale(root / plan.name) for plan in file.plans}
+    else:
+        scales = {plan.name: time_scale(plan.endpoints[0]) for plan in file.plans}
     progress = Progress()
     parallel = args.parallel or host_parallel(len(file.plans), host_cores, args.workers)
     each = "" if args.workers is None else f", each on a master with {args.workers} local workers"
@@ -243,7 +262,9 @@ def main(argv: list[str] | None = None) -> int:
     pool = ThreadPoolExecutor(max_workers=parallel)
     try:
         futures = [
-            pool.submit(_plan, file, root, n, plan, scales[plan.name], progress, args.rerun, args.workers)
+            pool.submit(
+                _plan, file, root, n, plan, scales[plan.name], progress, args.rerun, args.workers, args.no_run
+            )
             for n, plan in enumerate(file.plans, 1)
         ]
         done = [future.result() for future in futures]
@@ -255,6 +276,27 @@ def main(argv: list[str] | None = None) -> int:
     searches = {name: search for name, search, _ in done if search is not None}
     errors = {name: error for name, search, error in done if search is None}
     return _report(file, root, searches, scales, errors)
+
+
+def _print_env(file: PlanFile, root: Path, name: str) -> int:
+    """``--print-env PLAN``: the plan's search as its Kubernetes Job's settings (deployment time:
+    a sped-up simulator's scale is not applied)."""
+    plans = {plan.name: plan for plan in file.plans}
+    if name not in plans:
+        known = ", ".join(plans)
+        sys.stderr.write(f"llm-locust capacity: error: --print-env {name}: no plan of that name ({known})\n")
+        return 2
+    print("\n".join(plan_env(run_args(file, plans[name], root / name, 1.0), name)))
+    return 0
+
+
+def _folder_scale(folder: Path) -> float:
+    """The time scale a plan folder's search ran at (its summary's), 1 if it says none."""
+    try:
+        scale = json.loads((folder / "summary.json").read_text())["config"].get("time_scale") or {}
+        return float(scale.get("target_speedup") or 1.0)
+    except (OSError, ValueError, KeyError, TypeError):
+        return 1.0
 
 
 def _decision_page(root: Path) -> None:
@@ -290,15 +332,20 @@ def _plan(
     progress: Progress,
     rerun: bool = False,
     workers: int | None = None,
+    no_run: bool = False,
 ) -> tuple[str, dict[str, Any] | None, str]:
     """One plan's search (or the finished one in its folder): (name, search block, error)."""
     folder = root / plan.name
     plan_args = run_args(file, plan, folder, k, workers)
     head = f"plan {number}/{len(file.plans)}"
-    done = None if rerun else _finished(folder, plan_args)
+    done = None if rerun else _finished(folder, None if no_run else plan_args)
     if done is not None:
-        progress.say(plan.name, f"{head}: finished before, not run again")
+        progress.say(plan.name, f"{head}: {'measured' if no_run else 'finished'} before, not run again")
         return plan.name, done, ""
+    if no_run:
+        error = f"{folder} holds no finished search (--no-run runs none)"
+        progress.say(plan.name, f"not measured: {error}")
+        return plan.name, None, error
     scaled = f" (simulated at {k:g}x: latencies below are x{k:g}, in deployment time)" if k != 1 else ""
     progress.say(plan.name, f"{head}: searching{scaled}, results in {folder}")
     code, error = _run(plan.name, folder, plan_args, progress, k)

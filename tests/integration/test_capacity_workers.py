@@ -11,6 +11,7 @@ folders hold the same files, and every plan's records were sent by two workers.
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -70,6 +71,13 @@ def test_plans_searched_over_two_workers_find_the_one_process_capacities(tmp_pat
     assert min(one["B"]["search"]["capacity"], two["B"]["search"]["capacity"]) >= 8
     for out in ("one", "two"):
         assert (tmp_path / out / "capacity.html").is_file()
+    # measured elsewhere (a Job per plan on Kubernetes, its folder copied back): compared as they are
+    for name in "AB":
+        shutil.copytree(tmp_path / "two" / name, tmp_path / "copied" / name)
+    again = _capacity(tmp_path / "copied", "--no-run")
+    assert {n: p["search"]["capacity"] for n, p in again.items()} == {
+        n: p["search"]["capacity"] for n, p in two.items()
+    }
 
 
 @pytest.mark.parametrize("value", ["0", "-1", "two", "1.5"])
@@ -97,3 +105,16 @@ def test_more_workers_than_cores_is_refused(tmp_path: Path) -> None:
     assert res.returncode == 2 and res.stdout == "" and res.stderr.count("\n") == 1
     assert res.stderr.startswith(f"llm-locust capacity: error: --workers {many}: more load processes")
     assert not (tmp_path / "o").exists()
+
+
+def test_no_run_with_a_plan_not_measured_says_so_and_sends_nothing(tmp_path: Path) -> None:
+    # unreachable targets: --no-run neither searches nor asks them anything
+    plans = PLANS.format(a="http://127.0.0.1:9", b1="http://127.0.0.1:9", b2="http://127.0.0.1:9")
+    (tmp_path / "plans.yaml").write_text(plans)
+    res = llm_locust_cli(
+        "capacity", str(tmp_path / "plans.yaml"), "--results-dir", str(tmp_path / "o"), "--no-run"
+    )
+    assert res.returncode == 2 and "Traceback" not in res.stdout + res.stderr
+    for name in "AB":
+        assert f"{name}: not measured: {tmp_path / 'o' / name} holds no finished search" in res.stdout
+    assert not (tmp_path / "o" / "A").exists()  # nothing was run

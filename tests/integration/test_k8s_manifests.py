@@ -32,6 +32,7 @@ OVERLAYS = ["interactive", "headless"]
 KUSTOMIZATIONS = {  # every directory a user applies
     "interactive": K8S / "overlays" / "interactive",
     "headless": K8S / "overlays" / "headless",
+    "capacity-plan": K8S / "overlays" / "capacity-plan",  # a plan of a comparison (plan.env: plan A)
     "results-reader": K8S / "results-reader",
 }
 MIN_KUBERNETES = "1.29"  # Indexed Job backoffLimitPerIndex (beta, on by default) and podFailurePolicy
@@ -149,9 +150,15 @@ def _versions() -> list[str]:
 
 @pytest.mark.parametrize("overlay", KUSTOMIZATIONS)
 def test_every_object_passes_the_kubernetes_schemas(rendered: dict[str, list[Doc]], overlay: str) -> None:
+    validate_objects(rendered[overlay])
+
+
+def validate_objects(docs: list[Doc]) -> None:
+    """Every object against the schemas of every version from ``MIN_KUBERNETES`` (strict), the
+    ServiceMonitor against the fields it uses; a failure names the object and the version."""
     versions = _versions()
     assert len(versions) >= 3, versions
-    for doc in rendered[overlay]:
+    for doc in docs:
         if doc["kind"] == "ServiceMonitor":
             jsonschema.validate(doc, SERVICE_MONITOR_FIELDS)
             continue

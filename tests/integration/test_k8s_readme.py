@@ -23,7 +23,9 @@ from typing import Any
 import pytest
 import yaml
 
+from llm_locust.config.plans import load_plan_file
 from tests.k8sproc import K8S, Doc, by_key, containers, kubectl, pod_spec, render
+from tests.locustproc import llm_locust_cli
 
 ROOT = K8S.parent
 README = (K8S / "README.md").read_text(encoding="utf-8")
@@ -177,6 +179,28 @@ def _copy_dashboard(m: re.Match[str], tmp: Path) -> None:
     assert source.is_file() and target.read_bytes() == source.read_bytes()
 
 
+def _print_env(m: re.Match[str], tmp: Path) -> None:
+    """Run it into a copy of ``k8s/`` and render the overlay it writes to: the plan's Job."""
+    shutil.copytree(K8S, tmp / "k8s")
+    res = llm_locust_cli("capacity", str(ROOT / m[1]), "--results-dir", str(tmp / m[2]), "--print-env", m[3])
+    assert res.returncode == 0, res.stderr
+    (tmp / m[4]).write_text(res.stdout)
+    docs = render((tmp / m[4]).parent)
+    (env,) = [d["data"] for d in docs if d["metadata"]["name"].startswith("llm-locust-env")]
+    assert env["CAPACITY_PLAN"] == m[3] and ("Job", "llm-locust-master") in by_key(docs)
+
+
+def _compare_measured(m: re.Match[str], tmp: Path) -> None:
+    """``--no-run`` over the folder ``kubectl cp`` fills (``./cap``): run for real on an empty one
+    it names each plan not measured and sends no request (the plans are cluster names); a
+    measured folder is compared in ``tests/integration/test_capacity_workers.py``."""
+    assert f"kubectl cp llm-locust-results-reader:/results ./{m[2]}" in README
+    res = llm_locust_cli("capacity", str(ROOT / m[1]), "--results-dir", str(tmp / m[2]), "--no-run")
+    assert res.returncode == 2
+    for plan in load_plan_file(ROOT / m[1]).plans:
+        assert f"{plan.name}: not measured: {tmp / m[2] / plan.name} holds no finished search" in res.stdout
+
+
 CHECKS: list[tuple[str, Callable[[re.Match[str], Path], None]]] = [
     (r"docker build -t (\S+) \.", _docker_build),
     (r"docker tag (\S+) (\S+)", _docker_tag),
@@ -192,6 +216,8 @@ CHECKS: list[tuple[str, Callable[[re.Match[str], Path], None]]] = [
     (r"kubectl port-forward svc/(\S+) (\d+):(\d+)", _port_forward),
     (r"kubectl scale deploy/(\S+) --replicas=\d+", _scale),
     (r"cp (llm_locust/\S+) (k8s/\S+)", _copy_dashboard),
+    (r"llm-locust capacity (\S+) --results-dir (\S+) --print-env (\S+) > (k8s/\S+/plan\.env)", _print_env),
+    (r"llm-locust capacity (\S+) --results-dir (\S+) --no-run", _compare_measured),
 ]
 
 
