@@ -149,8 +149,8 @@ class RequestConfig(Part):
     @model_validator(mode="after")
     def _tls(self) -> RequestConfig:
         check_tls_options(self.ca_cert, self.insecure)  # the CA file is read here, once
-        if self.tools and self.endpoint != "chat":
-            raise ValueError(f"--tools {self.tools}: tool calls need --endpoint chat")
+        if self.tools and self.endpoint == "completions":
+            raise ValueError(f"--tools {self.tools}: tool calls need --endpoint chat or responses")
         return self
 
     def api_key_value(self) -> str | None:

@@ -10,7 +10,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from llm_locust.config.redact import strip_credentials
-from llm_locust.protocol.responses import parse_response_event
+from llm_locust.protocol.responses import parse_response_event, responses_tool
 from llm_locust.protocol.sse import Chunk, parse_chunk
 
 __all__ = ["ENDPOINT_PATHS", "api_prefix", "build_body", "classify_status", "event_parser", "shown_host"]
@@ -31,11 +31,14 @@ def event_parser(endpoint: str) -> Callable[[str], Chunk]:
 def build_body(config: Any, spec: Any) -> dict[str, Any]:
     """The JSON body for ``spec`` (a :class:`~llm_locust.workload.RequestSpec`) under ``config``
     (a :class:`~llm_locust.client.ClientConfig`). The Responses API takes the messages as its
-    ``input``, ``max_output_tokens``, reports usage in every stream and stores nothing."""
+    ``input``, ``max_output_tokens``, its tools flat, reports usage in every stream and stores
+    nothing."""
     if config.endpoint == "responses":
         body: dict[str, Any] = {"model": config.model, "stream": True, "store": False, "input": spec.messages}
         if spec.max_tokens is not None:
             body["max_output_tokens"] = spec.max_tokens
+        if _offers_tools(config):
+            body["tools"] = [responses_tool(d) for d in config.tools.definitions]
         return _finish(body, config, spec)
     body = {"model": config.model, "stream": True, "stream_options": {"include_usage": True}}
     if config.endpoint == "chat":
@@ -44,10 +47,15 @@ def build_body(config: Any, spec: Any) -> dict[str, Any]:
         body["prompt"] = spec.prompt
     if spec.max_tokens is not None:  # the workload applies --max-tokens (its one meaning)
         body["max_tokens"] = spec.max_tokens
-    tools = getattr(config, "tools", None)  # a ToolOffer (--tools, --tool-share)
-    if tools is not None and config.endpoint == "chat" and tools.next():
-        body["tools"] = tools.definitions
+    if config.endpoint == "chat" and _offers_tools(config):
+        body["tools"] = config.tools.definitions
     return _finish(body, config, spec)
+
+
+def _offers_tools(config: Any) -> bool:
+    """Whether this request offers ``--tools`` (a ``ToolOffer``: ``--tool-share`` of them)."""
+    tools = getattr(config, "tools", None)
+    return tools is not None and bool(tools.next())
 
 
 def _finish(body: dict[str, Any], config: Any, spec: Any) -> dict[str, Any]:

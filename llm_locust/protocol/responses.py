@@ -37,7 +37,7 @@ from typing import Any
 
 from llm_locust.protocol.sse import Chunk, PayloadError, _clip, _usage, load_payload
 
-__all__ = ["END_EVENTS", "parse_response_event", "usage_as_chat"]
+__all__ = ["END_EVENTS", "parse_response_event", "responses_tool", "usage_as_chat"]
 
 #: The events that end a Responses stream (the reader stops there, as at chat's ``[DONE]``).
 END_EVENTS = frozenset({"response.completed", "response.incomplete", "response.failed"})
@@ -68,6 +68,15 @@ def parse_response_event(data: str) -> Chunk:
     if kind in END_EVENTS:
         return _ended(str(kind), obj)
     return Chunk()
+
+
+def responses_tool(definition: dict[str, Any]) -> dict[str, Any]:
+    """A chat ``tools`` entry (``{"type": "function", "function": {...}}``, as ``--tools`` reads
+    it) in the Responses API's flat form (``{"type": "function", "name": ..., "parameters": ...}``)."""
+    function = definition.get("function")
+    if definition.get("type") != "function" or not isinstance(function, dict):
+        return definition  # already flat, or a built-in tool type: as given
+    return {"type": "function", **function}
 
 
 def usage_as_chat(usage: Any) -> dict[str, Any] | None:

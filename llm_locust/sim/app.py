@@ -262,7 +262,7 @@ class SimApp(StreamOwner):
         rid = kind + f"{self._id_prefix}{next(self._ids):08x}"
         offset = self.rng.randrange(len(OUTPUT_WORDS))
         call = None
-        if chat and not responses and cfg.tool_call_rate > 0:
+        if chat and cfg.tool_call_rate > 0:
             call = decide_tool_call(
                 body, self.rng, cfg.tool_call_rate, cfg.tool_args_tokens, f"call-{rid}", offset
             )

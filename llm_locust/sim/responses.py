@@ -21,7 +21,11 @@ event sequence (``vllm/entrypoints/openai/responses``), ``event: <type>`` and
   ``output_tokens``, ``total_tokens``, ``input_tokens_details.cached_tokens``,
   ``output_tokens_details.reasoning_tokens``); no ``[DONE]``.
 
-Tool calls are not simulated on this endpoint (``--tool-call-rate`` applies to chat).
+A request that offers tools (flat ``{"type": "function", "name": ...}`` entries) gets a tool call
+at ``--tool-call-rate`` as on chat (:mod:`~llm_locust.sim.tools`): a ``function_call`` item
+(``response.output_item.added``), one ``response.function_call_arguments.delta`` per token, then
+``response.function_call_arguments.done``, ``response.output_item.done`` and
+``response.completed`` with the call as the output.
 """
 
 from __future__ import annotations
@@ -43,13 +47,22 @@ def as_chat_body(body: dict[str, Any]) -> dict[str, Any]:
     instructions = body.get("instructions")
     if isinstance(instructions, str) and isinstance(messages, list):
         messages = [{"role": "system", "content": instructions}, *messages]
-    chat = {"messages": messages, "stream": body.get("stream", False)}
+    chat: dict[str, Any] = {"messages": messages, "stream": body.get("stream", False)}
+    tools = body.get("tools")
+    if isinstance(tools, list):  # flat function tools back in the chat form (sim/tools.py reads it)
+        chat["tools"] = [_chat_tool(t) for t in tools]
     chat["stream_options"] = {"include_usage": True}
     if "model" in body:
         chat["model"] = body["model"]
     if body.get("max_output_tokens") is not None:
         chat["max_tokens"] = body["max_output_tokens"]
     return chat
+
+
+def _chat_tool(tool: Any) -> Any:
+    if isinstance(tool, dict) and tool.get("type") == "function" and "function" not in tool:
+        return {"type": "function", "function": {k: v for k, v in tool.items() if k != "type"}}
+    return tool
 
 
 def _dumps(obj: Any) -> str:
@@ -138,7 +151,10 @@ class ResponsesStream(Stream):
             "usage": None,
             "incomplete_details": None,
         }
-        if status in ("completed", "incomplete"):
+        if status in ("completed", "incomplete") and self.tool_call is not None:
+            response["output"] = [self._call_item(True, self.n_tokens)]
+            response["usage"] = self._responses_usage()
+        elif status in ("completed", "incomplete"):
             r = self.reasoning_tokens
             items = [self._item("reasoning", self._text(0, r))] if self.n_reasoning is not None else []
             response["output"] = [*items, self._item("message", self._text(r, self.n_tokens))]
@@ -157,7 +173,47 @@ class ResponsesStream(Stream):
         }
         return usage
 
+    def _call_item(self, done: bool, n: int) -> dict[str, Any]:
+        call = self.tool_call
+        assert call is not None
+        return {
+            "type": "function_call",
+            "id": "fc_" + self.meta[0].removeprefix("resp_"),
+            "call_id": call.call_id,
+            "name": call.name,
+            "arguments": "".join(call.pieces[:n]),
+            "status": "completed" if done else "in_progress",
+        }
+
+    def _call_bytes(self, i: int, last: bool) -> bytes:
+        """A function call instead of text: its item, one arguments delta a token, its end."""
+        call = self.tool_call
+        assert call is not None
+        item_id = "fc_" + self.meta[0].removeprefix("resp_")
+        out = ""
+        if i == 0:
+            started = self._response("in_progress")
+            out += self._event("response.created", response=started)
+            out += self._event("response.in_progress", response=started)
+            out += self._event("response.output_item.added", output_index=0, item=self._call_item(False, 0))
+        out += self._event(
+            "response.function_call_arguments.delta", output_index=0, item_id=item_id, delta=call.pieces[i]
+        )
+        if last:
+            arguments = "".join(call.pieces[: self.n_tokens])
+            out += self._event(
+                "response.function_call_arguments.done", output_index=0, item_id=item_id, arguments=arguments
+            )
+            item = self._call_item(True, self.n_tokens)
+            out += self._event("response.output_item.done", output_index=0, item=item)
+            status = "incomplete" if self.finish_reason == "length" else "completed"
+            out += self._event("response.completed", response=self._response(status))
+        data = chunk(out.encode())
+        return data + b"0\r\n\r\n" if last else data
+
     def _token_bytes(self, i: int, last: bool) -> bytes:
+        if self.tool_call is not None:
+            return self._call_bytes(i, last)
         reasoning = self.n_reasoning or 0
         out = ""
         if i == 0:

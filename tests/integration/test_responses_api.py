@@ -53,3 +53,26 @@ def test_a_responses_run_times_the_event_stream_as_chat(tmp_path: Path) -> None:
     assert {r["chunks"] for r in ok} == {OUTPUT} and {r["reasoning_chunks"] for r in ok} == {REASONING}
     assert {r["finish_reason"] for r in ok} == {"length"}  # max_output_tokens reached: incomplete
     assert all(r["prompt_token_source"] == "usage" and r["prompt_tokens"] > 0 for r in ok)
+
+
+def test_a_function_call_over_the_responses_api_is_timed_on_the_simulators_schedule(tmp_path: Path) -> None:
+    # the call's arguments are N pieces, one a token: the function_call item and its first
+    # arguments delta come at the prefill time, the last piece N - 1 decode steps later
+    n = 12
+    sim = ("--ttft-ms", str(TTFT_MS), "--tpot-ms", str(TPOT_MS), "--tool-call-rate", "1")
+    with running_sim(*sim, "--tool-args-tokens", str(n)) as url:
+        res = run_locust(
+            url, "--endpoint", "responses", "--tools", "builtin", "--prompt-tokens", str(PROMPT),
+            "--max-tokens", str(OUTPUT), results_dir=tmp_path / "r", run_time="6s",
+        )  # fmt: skip
+    expect_exit(res, 0)
+    ok = [r for r in res.rows if r["outcome"] == "ok"]
+    assert res.summary["failed"] == 0 and len(ok) >= 8
+    for row in ok:
+        assert row["tools_offered"] and row["tool_calls"] == 1 and row["tool_args_json_ok"] is True
+        assert row["finish_reason"] == "tool_calls" and row["completion_tokens"] == n
+        assert row["ttft"] is None and row["chunks"] == 0  # a call is not content
+    first = sorted(r["time_to_first_tool_call"] * 1000 for r in ok)
+    done = sorted(r["time_to_tool_args_complete"] * 1000 for r in ok)
+    assert abs(first[len(first) // 2] - TTFT_MS) <= 10, first
+    assert abs(done[len(done) // 2] - (TTFT_MS + (n - 1) * TPOT_MS)) <= 12, done

@@ -190,3 +190,21 @@ def test_the_request_body_is_a_responses_request() -> None:
     assert (
         event_parser("responses") is parse_response_event and event_parser("chat") is not parse_response_event
     )
+
+
+def test_tools_are_offered_flat_as_the_responses_api_takes_them() -> None:
+    from llm_locust.protocol.tools import ToolOffer
+
+    definition = {"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}
+
+    class Config:
+        endpoint, model, temperature, extra_body = "responses", "m", None, {}
+        tools = ToolOffer([definition], share=0.5)  # every second request
+
+    class Spec:
+        messages: ClassVar = [{"role": "user", "content": "hello"}]
+        prompt, max_tokens, extra_body = "hello", None, {}
+
+    bodies = [build_body(Config(), Spec()) for _ in range(4)]
+    assert [("tools" in b) for b in bodies] == [False, True, False, True]
+    assert bodies[1]["tools"] == [{"type": "function", "name": "f", "parameters": {"type": "object"}}]
