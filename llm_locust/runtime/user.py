@@ -27,6 +27,7 @@ import numpy as np
 from llm_locust.client import build_body
 from llm_locust.config.think import NO_THINK
 from llm_locust.load.traces import TraceEntry
+from llm_locust.record import RequestRecord
 from llm_locust.runtime import openloop
 from llm_locust.runtime.backoff import PacedClient
 from llm_locust.runtime.front import LoadFront
@@ -39,6 +40,8 @@ from llm_locust.workload.base import RequestSpec
 __all__ = ["LLMUser"]
 
 PAUSE_SLICE_S = 0.2  # a pause checks this often whether the test is stopping
+#: Successful requests one task sends back to back at most before Locust's task loop runs.
+BACK_TO_BACK = 32
 
 install()
 _USERS = itertools.count()  # this process's users, for their think-time streams
@@ -108,18 +111,30 @@ class LLMUser(FastHttpUser):
             while not run.stopping:  # the schedule is done: idle until the shape stops the test
                 gevent.sleep(0.2)
             return
+        # Closed loop: the next request goes out in this task as soon as the last one is handed
+        # on. Back in Locust's task loop, its wait of 0 s is a gevent.sleep(0): one whole event
+        # loop iteration with the user out of flight (benchmarks/README.md, "Every user in
+        # flight"). A failure goes back to Locust as before; at most BACK_TO_BACK in one task.
+        back_to_back = BACK_TO_BACK if type(self).wait_time is LLMUser.wait_time else 1
+        for _ in range(back_to_back):
+            record = self._request(run)
+            if record is None or not record.ok or self.stopping:
+                return
+
+    def _request(self, run: LoadFront) -> RequestRecord | None:
+        """One request of a closed-loop user (after its think time); ``None``: none was sent."""
         if self.stopping:  # nothing new once the stop began; Locust ends the user after the task
             gevent.sleep(PAUSE_SLICE_S)  # (without this a refused request's skipped pause spins)
-            return
+            return None
         source = self.source()
         mid_session = getattr(source, "mid_session", False)  # an agent waits for its tool instead
         if self._sent_one and not self._think.none and not mid_session:  # think before each but the first
             self.pause(self._think.draw(self._think_rng))
             if self.stopping:  # no new request after the pause
-                return
+                return None
         if not self.ticket():  # --num-requests: this process sent its share; idle until the stop
             gevent.sleep(PAUSE_SLICE_S)
-            return
+            return None
         self._sent_one = True
         spec = source.next_request()
         record = run.new_record(spec)
@@ -131,6 +146,7 @@ class LLMUser(FastHttpUser):
         self.pause(float(record.extra.get("pause_s") or 0.0))
         if hasattr(source, "tool_wait"):  # --agent-steps: the tool runs between two turns
             self.pause(source.tool_wait())
+        return record
 
     def pause(self, seconds: float) -> None:
         """Wait ``seconds`` before the next request (Retry-After, backoff); less if the test stops."""
