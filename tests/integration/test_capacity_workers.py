@@ -12,11 +12,14 @@ from __future__ import annotations
 
 import json
 import shutil
+import signal
+import subprocess
+import time
 from pathlib import Path
 
 import pytest
 
-from tests.locustproc import llm_locust_cli
+from tests.locustproc import BIN, env, llm_locust_cli
 from tests.simproc import running_sim
 
 ENGINE = ("--mode", "engine", "--max-num-seqs", "64", "--decode-base-ms", "10", "--decode-ms-per-seq", "20")
@@ -118,3 +121,31 @@ def test_no_run_with_a_plan_not_measured_says_so_and_sends_nothing(tmp_path: Pat
     for name in "AB":
         assert f"{name}: not measured: {tmp_path / 'o' / name} holds no finished search" in res.stdout
     assert not (tmp_path / "o" / "A").exists()  # nothing was run
+
+
+def _running(marker: Path) -> list[str]:
+    """The processes whose command line names ``marker`` (the comparison, its runs, their workers)."""
+    return subprocess.run(["pgrep", "-f", str(marker)], capture_output=True, text=True).stdout.split()
+
+
+@pytest.mark.slow
+def test_a_stopped_comparison_leaves_no_master_or_worker_behind(tmp_path: Path) -> None:
+    with running_sim(*ENGINE) as a:
+        (tmp_path / "plans.yaml").write_text(PLANS.format(a=a, b1=a, b2=a))
+        out = tmp_path / "out"
+        cmd = [str(BIN / "llm-locust"), "capacity", str(tmp_path / "plans.yaml"), "--results-dir", str(out)]
+        proc = subprocess.Popen([*cmd, "--workers", "2"], env=env(), stdout=subprocess.PIPE, text=True)
+        try:
+            deadline = time.monotonic() + 60
+            while len(_running(out)) < 4 and time.monotonic() < deadline:  # capacity, master, 2 workers
+                time.sleep(0.5)
+            assert len(_running(out)) >= 4, "the plan's master and its two workers never ran"
+            proc.send_signal(signal.SIGTERM)
+            assert proc.wait(90) == 128 + signal.SIGTERM
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+        deadline = time.monotonic() + 10
+        while _running(out) and time.monotonic() < deadline:
+            time.sleep(0.5)
+        assert _running(out) == []
