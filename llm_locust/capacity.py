@@ -62,6 +62,7 @@ from llm_locust.config.slo import scaled_slo
 from llm_locust.config.think import parse_think_time
 from llm_locust.load.search import start_near
 from llm_locust.results.capacity import amount
+from llm_locust.results.capacity_model import SimulatorClock
 from llm_locust.results.plans import compare_plans, format_comparison, plan_result
 from llm_locust.results.timescale import deployment_time, scaled
 from llm_locust.sim_target import clock_text, sim_clock, time_scale
@@ -314,9 +315,9 @@ def _capacity_text(file: PlanFile, plan: Plan, search: dict[str, Any], k: float)
     if search.get("withheld"):
         return search["withheld"]
     result = plan_result(plan, file.demand, search, k)
-    if result["capacity"] is None:
+    if result.capacity is None:
         return "no level was shown to meet the SLO"
-    return f"capacity {amount(file.demand.kind, result['capacity'])}"
+    return f"capacity {amount(file.demand.kind, result.capacity)}"
 
 
 def _plans(n: int) -> str:
@@ -368,14 +369,16 @@ def _report(
     file: PlanFile, root: Path, searches: dict[str, Any], scales: dict[str, float], errors: dict[str, str]
 ) -> int:
     report = compare_plans(file, searches, scales)
-    for result in report["plans"]:
-        result["folder"] = str(root / result["name"])
-        clock = searches[result["name"]].get("simulator_clock")
-        result["simulator_clock"] = None if clock is None else scaled(clock, scales[result["name"]])
-    report["not_measured"] = errors
+    for result in report.plans:
+        result.folder = str(root / result.name)
+        clock = searches[result.name].get("simulator_clock")
+        result.simulator_clock = (
+            None if clock is None else SimulatorClock.model_validate(scaled(clock, scales[result.name]))
+        )
+    report.not_measured = errors
     root.mkdir(parents=True, exist_ok=True)
-    (root / CAPACITY_FILE).write_text(json.dumps(report, indent=2) + "\n")
-    if report["plans"]:
+    (root / CAPACITY_FILE).write_text(json.dumps(report.to_json(), indent=2) + "\n")
+    if report.plans:
         print(format_comparison(report))
     factors = sorted({k for name, k in scales.items() if name in searches and k != 1})
     if factors:
@@ -390,6 +393,6 @@ def _report(
     _decision_page(root)
     if errors:
         return 2
-    if report["withheld"]:
+    if report.withheld:
         return WITHHELD
-    return 0 if report["cheapest"] is not None else NO_PLAN_MEETS
+    return 0 if report.cheapest is not None else NO_PLAN_MEETS

@@ -86,14 +86,14 @@ def _capacity(source: Path, out: Path, slo: Any, demand: Any) -> int:
         (out / name).mkdir(parents=True, exist_ok=True)
         write_summary(out / name / SUMMARY_FILE, summary)
     out.mkdir(parents=True, exist_ok=True)
-    (out / CAPACITY_FILE).write_text(json.dumps(report, indent=2) + "\n")
+    (out / CAPACITY_FILE).write_text(json.dumps(report.to_json(), indent=2) + "\n")
     print(format_comparison(report))
-    for result in report["plans"]:
-        if result.get("unmeasured"):
-            print(f"{result['name']}: {result['unmeasured']}")
+    for result in report.plans:
+        if result.unmeasured:
+            print(f"{result.name}: {result.unmeasured}")
     print(f"{PROG}: judged again from {source} without new load: {out / CAPACITY_FILE}")
     print(f"capacity.html: {write_decision_page(out)}")
-    return 0 if report["cheapest"] is not None else NOT_MET
+    return 0 if report.cheapest is not None else NOT_MET
 
 
 def _run(source: Path, out: Path, slo: Any, demand: Any) -> int:

@@ -32,6 +32,7 @@ from typing import Any
 from llm_locust.config.demand import Demand
 from llm_locust.config.plans import Plan, PlanFile
 from llm_locust.results.capacity import amount, measure
+from llm_locust.results.capacity_model import CapacityReport, PlanResult, ScalingDimension
 from llm_locust.results.cost import (
     cost_per_million,
     headroom,
@@ -47,10 +48,12 @@ from llm_locust.results.timescale import capacity_time_scale, deployment_time, i
 __all__ = ["compare_plans", "deployment_time", "format_comparison", "in_deployment_time", "plan_result"]
 
 
-def plan_result(
-    plan: Plan, demand: Demand, search: dict[str, Any], time_scale: float = 1.0
-) -> dict[str, Any]:
+def plan_result(plan: Plan, demand: Demand, search: dict[str, Any], time_scale: float = 1.0) -> PlanResult:
     """One plan's row: capacity, per-GPU numbers, cost at capacity and at the demand, verdict."""
+    return PlanResult.model_validate(_plan_row(plan, demand, search, time_scale))
+
+
+def _plan_row(plan: Plan, demand: Demand, search: dict[str, Any], time_scale: float) -> dict[str, Any]:
     rate = search.get("kind") == "rate"
     steps = [in_deployment_time(p, time_scale, rate) for p in search.get("steps") or ()]
     by_index = {p["index"]: p for p in steps}
@@ -233,10 +236,10 @@ def _scaling(results: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def compare_plans(
     file: PlanFile, searches: dict[str, dict[str, Any]], scales: dict[str, float]
-) -> dict[str, Any]:
+) -> CapacityReport:
     """``capacity.json``: every plan's result, the cheapest that meets the demand, scaling pairs."""
     results = [
-        plan_result(p, file.demand, searches[p.name], scales.get(p.name, 1.0))
+        _plan_row(p, file.demand, searches[p.name], scales.get(p.name, 1.0))
         for p in file.plans
         if p.name in searches
     ]
@@ -262,32 +265,34 @@ def compare_plans(
         )
     else:
         answer = f"no plan meets {file.demand.text()}"
-    return {
-        "demand": file.demand.to_json(),
-        "demand_text": file.demand.text(),
-        "slo": file.slo.to_json(),
-        "plans": results,
-        "cheapest": None if cheapest is None else cheapest["name"],
-        "withheld": bool(blocking),
-        "answer": answer,
-        "scaling": _scaling(results),
-        "time_scale": capacity_time_scale({r["name"]: r["time_scale"] for r in results}),
-    }
+    return CapacityReport.model_validate(
+        {
+            "demand": file.demand.to_json(),
+            "demand_text": file.demand.text(),
+            "slo": file.slo.to_json(),
+            "plans": results,
+            "cheapest": None if cheapest is None else cheapest["name"],
+            "withheld": bool(blocking),
+            "answer": answer,
+            "scaling": _scaling(results),
+            "time_scale": capacity_time_scale({r["name"]: r["time_scale"] for r in results}),
+        }
+    )
 
 
 def _cell(value: float | None, fmt: str) -> str:
     return "-" if value is None else fmt.format(value)
 
 
-def _shown(result: dict[str, Any], key: str, fmt: str | None) -> str:
+def _shown(result: PlanResult, key: str, fmt: str | None) -> str:
     """A table cell; the capacity as the verdict says it (``22``, not ``22.0`` or ``21.9``)."""
-    value = result[key]
+    value = getattr(result, key)
     if fmt is None:
-        return "-" if value is None else amount(result["capacity_unit"], value).split(" ")[0]
+        return "-" if value is None else amount(result.capacity_unit, value).split(" ")[0]
     return _cell(value, fmt)
 
 
-#: The comparison table's numeric columns: title, key of a plan result, format, width.
+#: The comparison table's numeric columns: title, attribute of a plan result, format, width.
 _COLUMNS = (
     ("GPUs", "gpus", "{}", 5),
     ("capacity", "capacity", None, 10),
@@ -302,29 +307,29 @@ _COLUMNS = (
 )
 
 
-def format_comparison(report: dict[str, Any]) -> str:
+def format_comparison(report: CapacityReport) -> str:
     """The table printed by ``llm-locust capacity``: one row per plan, the verdicts, the answer."""
     head = f"{'plan':<18}" + "".join(f"{title:>{width}}" for title, _, _, width in _COLUMNS)
-    unit = report["plans"][0]["capacity_unit"] if report["plans"] else ""
+    unit = report.plans[0].capacity_unit.value if report.plans else ""
     lines = [
-        f"demand: {report['demand_text']} (capacity in {unit}); SLO: {', '.join(report['slo'])}",
+        f"demand: {report.demand_text} (capacity in {unit}); SLO: {', '.join(report.slo)}",
         head,
         "-" * len(head),
     ]
-    for r in report["plans"]:
+    for r in report.plans:
         cells = "".join(f"{_shown(r, key, fmt):>{width}}" for _, key, fmt, width in _COLUMNS)
-        lines.append(f"{r['name'][:17]:<18}{cells}")
+        lines.append(f"{r.name[:17]:<18}{cells}")
     lines.append("")
-    lines += [f"{r['name']}: {r['verdict']}" for r in report["plans"]]
-    for r in report["plans"]:
-        decided = deciders_text(r.get("decided_by") or ())
+    lines += [f"{r.name}: {r.verdict}" for r in report.plans]
+    for r in report.plans:
+        decided = deciders_text(r.decided_by)
         if decided:
-            lines.append(f"{r['name']}: {decided}")
-    for pair in report["scaling"]:
-        what = "replicas" if pair["differs_in"] == "replicas" else "GPUs per replica"
+            lines.append(f"{r.name}: {decided}")
+    for pair in report.scaling:
+        what = "replicas" if pair.differs_in == ScalingDimension.REPLICAS else "GPUs per replica"
         lines.append(
-            f"scaling {pair['plans'][1]} vs {pair['plans'][0]}: {pair['resource_ratio']:g}x {what}, "
-            f"capacity x{pair['capacity_ratio']:.2f}: {pair['efficiency']:.0%} efficiency"
+            f"scaling {pair.plans[1]} vs {pair.plans[0]}: {pair.resource_ratio:g}x {what}, "
+            f"capacity x{pair.capacity_ratio:.2f}: {pair.efficiency:.0%} efficiency"
         )
-    lines.append(f"answer: {report['answer']}")
+    lines.append(f"answer: {report.answer}")
     return "\n".join(lines)

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from pydantic import ValidationError
 
 from llm_locust.config.demand import Demand, parse_demand
 from llm_locust.config.slo import SloSpec, parse_slo
@@ -42,7 +43,7 @@ from llm_locust.load.stages import Stage, StageKind, StagePlan
 from llm_locust.results.columns import Unreadable, read_columns, read_rows
 from llm_locust.results.failures import tally_of
 from llm_locust.results.finalize import RunFacts, add_analysis, build_summary
-from llm_locust.results.search_log import SEARCH_FORMAT, RecordedSearch
+from llm_locust.results.search_log import SEARCH_FORMAT, RecordedSearch, SearchLog
 from llm_locust.results.slo import itl_stats_of
 from llm_locust.results.stages import KnownLevels
 from llm_locust.results.writer import (
@@ -134,10 +135,16 @@ def _recorded_search(
         raise RebuildError(f"{path}: cannot read ({exc})") from None
     if not isinstance(log, dict) or log.get("format") != SEARCH_FORMAT or log.get("t0") != data.get("t0"):
         return None
+    try:
+        recorded = SearchLog.model_validate(log)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "the file"
+        raise RebuildError(f"{path}: not a search log this version reads: {where}: {first['msg']}") from None
     demand = ((data.get("config") or {}).get("options") or {}).get("demand")
     if demand:
         facts.demand = parse_demand(demand)
-    return RecordedSearch(log, list(read_rows(requests)), facts.slo, compare=compare)
+    return RecordedSearch(recorded, list(read_rows(requests)), facts.slo, compare=compare)
 
 
 def _read_health(directory: Path) -> list[dict[str, Any]]:

@@ -15,7 +15,6 @@ Pure module: files in, no Locust, no network.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +22,13 @@ from llm_locust.config.demand import Demand, parse_demand
 from llm_locust.config.plans import Plan, PlanFile
 from llm_locust.config.slo import SloSpec, parse_slo, scaled_slo
 from llm_locust.results.capacity import measure
+from llm_locust.results.capacity_model import (
+    CapacityFileError,
+    CapacityReport,
+    PlanResult,
+    Rejudged,
+    load_capacity,
+)
 from llm_locust.results.plans import compare_plans
 from llm_locust.results.rebuild import RebuildError, rebuild
 
@@ -88,43 +94,39 @@ def rejudge_run(directory: str | Path, slo: SloSpec, demand: Demand | None = Non
     return summary
 
 
-def _read_capacity(root: Path) -> dict[str, Any]:
-    path = root / CAPACITY_FILE
+def _read_capacity(root: Path) -> CapacityReport:
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise RejudgeError(f"{path}: cannot read ({exc})") from None
-    if not isinstance(data, dict) or not isinstance(data.get("plans"), list):
-        raise RejudgeError(f"{path}: not a capacity comparison")
-    return data
+        return load_capacity(root / CAPACITY_FILE)
+    except CapacityFileError as exc:
+        raise RejudgeError(str(exc)) from None
 
 
-def _plan(result: dict[str, Any]) -> Plan:
+def _plan(result: PlanResult) -> Plan:
     keys = ("name", "endpoints", "gpus", "gpu_hour_cost", "gpu", "model")
-    return Plan(**{k: result[k] for k in keys if result.get(k) is not None})
+    return Plan(**{k: getattr(result, k) for k in keys if getattr(result, k) is not None})
 
 
 def rejudge_capacity(
     directory: str | Path, slo: SloSpec, demand: Demand | None = None
-) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
+) -> tuple[CapacityReport, dict[str, dict[str, Any]]]:
     """``capacity.json`` of the capacity folder ``directory`` judged again, and each plan's
     summary judged again (by plan name). The plans' ``folder`` keys still name the folders read."""
     root = Path(directory)
     report = _read_capacity(root)
     try:
-        want = demand or parse_demand(report["demand"])
-        plans = [_plan(p) for p in report["plans"]]
+        want = demand or parse_demand(report.demand)
+        plans = [_plan(p) for p in report.plans]
         file = PlanFile(demand=want, slo=slo, plans=tuple(plans))
     except (KeyError, TypeError, ValueError) as exc:
         message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise RejudgeError(f"{root / CAPACITY_FILE}: cannot be compared again ({message})") from None
-    same = slo.to_json() == list(report.get("slo") or ())
+    same = slo.to_json() == report.slo
     searches, scales, summaries = {}, {}, {}
-    for result in report["plans"]:
-        folder = Path(str(result.get("folder") or ""))
+    for result in report.plans:
+        folder = Path(result.folder or "")
         if not (folder / "requests.jsonl").is_file():  # moved: the plan folders are beside capacity.json
-            folder = root / result["name"]
-        k = float(result.get("time_scale") or 1.0)
+            folder = root / result.name
+        k = result.time_scale or 1.0
         summary = _summary(folder, parse_slo(scaled_slo(slo, k)) if k != 1 else slo, None)
         if not summary.get("search"):
             raise RejudgeError(f"{folder}: no capacity search to judge again (no search.json)")
@@ -132,16 +134,15 @@ def rejudge_capacity(
         search = summary["search"]
         if not same:  # the search stopped for its own SLO; these are the levels it measured
             search = {**search, "stop": "judged again under another SLO: the levels the search measured"}
-        searches[result["name"]], scales[result["name"]], summaries[result["name"]] = search, k, summary
+        searches[result.name], scales[result.name], summaries[result.name] = search, k, summary
     out = compare_plans(file, searches, scales)
-    before = {p["name"]: p for p in report["plans"]}
-    for result in out["plans"]:
-        result["folder"] = before[result["name"]].get("folder")
-        result["simulator_clock"] = before[result["name"]].get("simulator_clock")
-        result["unmeasured"] = unmeasured(searches[result["name"]], want)
-    out["not_measured"] = report.get("not_measured") or {}
-    out["rejudged"] = _note(slo, demand, root) | {
-        "original_slo": report.get("slo"),
-        "original_demand": report.get("demand"),
-    }
+    before = {p.name: p for p in report.plans}
+    for row in out.plans:
+        row.folder = before[row.name].folder
+        row.simulator_clock = before[row.name].simulator_clock
+        row.unmeasured = unmeasured(searches[row.name], want)
+    out.not_measured = dict(report.not_measured)
+    out.rejudged = Rejudged.model_validate(
+        _note(slo, demand, root) | {"original_slo": report.slo, "original_demand": report.demand}
+    )
     return out, summaries

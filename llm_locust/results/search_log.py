@@ -37,6 +37,7 @@ from llm_locust.load.stages import Stage, StageKind
 from llm_locust.results.columns import Columns
 from llm_locust.results.inclusion import FIELDS as INCLUSION_FIELDS
 from llm_locust.results.probe import gate, judge_step
+from llm_locust.results.search_model import SearchLog, StageBlock, StepRecord
 from llm_locust.results.search_result import search_result
 from llm_locust.results.slo import itl_stats_of
 from llm_locust.results.stages import KnownLevels, stage_entry
@@ -48,6 +49,7 @@ __all__ = [
     "SEARCH_FILE",
     "SEARCH_FORMAT",
     "RecordedSearch",
+    "SearchLog",
     "align_stages",
     "judge_rows",
     "judged_row",
@@ -144,25 +146,27 @@ def search_log(
     t0: float,
     steps: Sequence[Mapping[str, Any]],
     stop_reason: str | None,
-) -> dict[str, Any]:
+) -> SearchLog:
     """The content of ``search.json``."""
-    return {
-        "format": SEARCH_FORMAT,
-        "spec": {
-            "kind": spec.kind,
-            "minimum": spec.minimum,
-            "maximum": spec.maximum,
-            "precision": spec.precision,
-            "max_steps": spec.max_steps,
-            "max_extensions": spec.max_extensions,
-            "demand": spec.demand,
-            "max_reruns": spec.max_reruns,
-        },
-        "step_time_s": step_time_s,
-        "t0": t0,
-        "steps": list(steps),
-        "stop_reason": stop_reason,
-    }
+    return SearchLog.model_validate(
+        {
+            "format": SEARCH_FORMAT,
+            "spec": {
+                "kind": spec.kind,
+                "minimum": spec.minimum,
+                "maximum": spec.maximum,
+                "precision": spec.precision,
+                "max_steps": spec.max_steps,
+                "max_extensions": spec.max_extensions,
+                "demand": spec.demand,
+                "max_reruns": spec.max_reruns,
+            },
+            "step_time_s": step_time_s,
+            "t0": t0,
+            "steps": list(steps),
+            "stop_reason": stop_reason,
+        }
+    )
 
 
 def search_stage_entries(
@@ -202,10 +206,20 @@ def align_stages(stages: Sequence[dict[str, Any]], probes: Sequence[Mapping[str,
             stage["search_verdict"] = probe["verdict"]
 
 
-def _stage(data: Mapping[str, Any]) -> Stage:
-    fields = {k: v for k, v in data.items() if k in Stage.__dataclass_fields__}
-    fields["kind"] = StageKind(fields["kind"])
-    return Stage(**fields)
+def _stage(data: StageBlock) -> Stage:
+    return Stage(
+        index=data.index,
+        kind=StageKind(data.kind),
+        target=data.target,
+        duration_s=data.duration_s,
+        start_s=data.start_s,
+        spawn_rate=data.spawn_rate,
+        warmup_s=data.warmup_s,
+        input=data.input,
+        output=data.output,
+        profile=data.profile,
+        label=data.label,
+    )
 
 
 class RecordedSearch:
@@ -213,41 +227,48 @@ class RecordedSearch:
     ``spec``, ``stage_entries`` and ``result`` as the run's driver, for the summary's builder."""
 
     def __init__(
-        self, log: Mapping[str, Any], rows: Sequence[Mapping[str, Any]], slo: SloSpec, compare: bool = True
+        self, log: SearchLog, rows: Sequence[Mapping[str, Any]], slo: SloSpec, compare: bool = True
     ) -> None:
-        spec = log["spec"]
+        spec = log.spec
         self.spec = SearchSpec(
-            spec["kind"],
-            spec["minimum"],
-            spec["maximum"],
-            spec["precision"],
-            spec["max_steps"],
-            spec["max_extensions"],
-            demand=spec.get("demand"),
-            max_reruns=spec.get("max_reruns", 1),
+            spec.kind,
+            spec.minimum,
+            spec.maximum,
+            spec.precision,
+            spec.max_steps,
+            spec.max_extensions,
+            demand=spec.demand,
+            max_reruns=spec.max_reruns,
         )
-        self.step_time = float(log["step_time_s"])
-        self.stop_reason: str | None = log.get("stop_reason")
-        self.records = list(log["steps"])
+        self.step_time = log.step_time_s
+        self.stop_reason: str | None = log.stop_reason
+        self.records = list(log.steps)
         self.mismatches: list[str] = []
         self.compare = compare
         kept = [judged_row(r) for r in rows if r.get("stage") is not None]
-        self.probes = [self._probe(step, kept, slo) for step in self.records if step["verdict"] is not None]
+        self.probes = [self._probe(step, kept, slo) for step in self.records if step.verdict is not None]
 
-    def _probe(
-        self, step: Mapping[str, Any], rows: Sequence[Mapping[str, Any]], slo: SloSpec
-    ) -> dict[str, Any]:
-        index, judged_at = step["index"], step["judged_at"]
+    def _probe(self, step: StepRecord, rows: Sequence[Mapping[str, Any]], slo: SloSpec) -> dict[str, Any]:
+        index, judged_at = step.index, step.judged_at
         mine = [r for r in rows if index - KEPT_STAGES <= r["stage"] <= index]
-        if step["unsettled"]:
+        if step.unsettled and judged_at is not None:
             mine = [r for r in mine if r["start_time"] + (r.get("e2e") or 0.0) <= judged_at]
-        levels = KnownLevels({index: step["level_facts"]})
-        stage = replace(_stage(step["stage"]), duration_s=step["window_end"] - step["begin"])
-        probe = judge_rows(mine, stage, step["begin"], step["window_end"], slo, levels, step)
-        probe = gate(probe, step.get("client"), self.step_time)  # the health the run judged it with
+        levels = KnownLevels({index: step.level_facts.to_json()})
+        window_end = step.window_end if step.window_end is not None else step.begin
+        stage = replace(_stage(step.stage), duration_s=window_end - step.begin)
+        how = {
+            "extensions": step.extensions or 0,
+            "unsettled": step.unsettled or 0,
+            "phase": step.phase,
+            "sample_extensions": step.sample_extensions or 0,
+        }
+        probe = judge_rows(mine, stage, step.begin, window_end, slo, levels, how)
+        client = None if step.client is None else step.client.to_json()
+        probe = gate(probe, client, self.step_time)  # the health the run judged it with
+        recorded = {"verdict": step.verdict, "requests": step.requests}
         for key in ("verdict", "requests") if self.compare else ():
-            if probe[key] != step[key]:
-                shown = f"{key} {probe[key]!r} rebuilt, {step[key]!r} in the run"
+            if probe[key] != recorded[key]:
+                shown = f"{key} {probe[key]!r} rebuilt, {recorded[key]!r} in the run"
                 self.mismatches.append(f"step {index + 1} ({probe['label']}): {shown}")
         return probe
 
@@ -258,10 +279,10 @@ class RecordedSearch:
         settle ran at its level), the last one as recorded."""
         steps = []
         for step, after in zip(self.records, [*self.records[1:], None], strict=True):
-            stage = _stage(step["stage"])
+            stage = _stage(step.stage)
             if after is not None:
-                stage = replace(stage, duration_s=after["begin"] - step["begin"])
-            steps.append((stage, step["begin"], step["window_end"]))
+                stage = replace(stage, duration_s=after.begin - step.begin)
+            steps.append((stage, step.begin, step.window_end))
         return search_stage_entries(steps, cols, stop, slo, levels)
 
     def result(self) -> dict[str, Any]:

@@ -13,6 +13,7 @@ from typing import Any
 
 from llm_locust.load.search import NOT_PASSED, STOP_REASONS, SearchSpec, StopReason, Verdict
 from llm_locust.results.probe import REMEDY, Invalidity, margin_key
+from llm_locust.results.search_model import Decider
 
 __all__ = [
     "deciders_text",
@@ -61,11 +62,11 @@ def _decider(role: str, probe: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def deciders_text(deciders: Sequence[Mapping[str, Any]]) -> str:
+def deciders_text(deciders: Sequence[Decider]) -> str:
     """``decided by users=32 (pass, valid) and users=64 (fail, valid)``."""
     if not deciders:
         return ""
-    shown = [f"{d['label']} ({d['verdict']}, {'valid' if d['valid'] else 'INVALID'})" for d in deciders]
+    shown = [f"{d.label} ({d.verdict}, {'valid' if d.valid else 'INVALID'})" for d in deciders]
     return "decided by " + (", ".join(shown[:-1]) + " and " + shown[-1] if len(shown) > 1 else shown[0])
 
 
@@ -178,7 +179,7 @@ def search_sentence(result: dict[str, Any]) -> str:
     if upper is not None:
         word = "fails" if upper["verdict"] == "fail" else "is inconclusive"
         text += f"; {_level(kind, upper['level'])} {word}: {upper['reason']}"
-    decided = deciders_text(result.get("decided_by") or ())
+    decided = deciders_text([Decider.model_validate(d) for d in result.get("decided_by") or ()])
     if decided:
         text += f"; {decided}"
     return f"{text}; stopped: {result['stop']}"

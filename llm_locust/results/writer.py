@@ -23,12 +23,15 @@ import os
 import shutil
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
 from llm_locust.record import json_line
 from llm_locust.results.summary_model import RunSummary
+
+if TYPE_CHECKING:
+    from llm_locust.results.search_model import SearchLog
 
 __all__ = [
     "HEALTH_FILE",
@@ -148,11 +151,11 @@ class ResultsWriter:
             return None
         return write_json(self.directory / RUN_FILE, run)
 
-    def write_search(self, log: dict[str, Any]) -> Path | None:
+    def write_search(self, log: SearchLog) -> Path | None:
         """``search.json``: a capacity search's steps so far (:mod:`llm_locust.results.search_log`)."""
         if self.directory is None:
             return None
-        return write_json(self.directory / SEARCH_FILE, log)
+        return write_json(self.directory / SEARCH_FILE, log.to_json())
 
     def close(self) -> None:
         if not self._file.closed:

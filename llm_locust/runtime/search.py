@@ -51,6 +51,7 @@ from llm_locust.results.search_log import (
     search_stage_entries,
     step_record,
 )
+from llm_locust.results.search_model import SearchLog
 from llm_locust.results.search_result import probe_row, search_result
 
 __all__ = ["RATE_LEAD", "SEARCH_MESSAGE", "SearchDriver", "SearchFleet", "SearchRun"]
@@ -87,7 +88,7 @@ class SearchRun(Protocol):
     @property
     def fleet(self) -> SearchFleet: ...
 
-    def write_search(self, log: dict[str, Any]) -> None: ...
+    def write_search(self, log: SearchLog) -> None: ...
 
     def deliver(self, row: dict[str, Any]) -> None: ...
 

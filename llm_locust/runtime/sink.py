@@ -37,6 +37,7 @@ from llm_locust.load.stepped import SteppedRates
 from llm_locust.report.build import report_after_run
 from llm_locust.results.finalize import exit_code
 from llm_locust.results.report import LOCUST_TABLE_LABEL
+from llm_locust.results.search_model import SearchLog
 from llm_locust.runtime import stopping
 from llm_locust.runtime.bus import Finalized, RecordBus
 from llm_locust.runtime.context import RunContext
@@ -236,7 +237,7 @@ class SinkNode(Node):
         """The current test's level samples (``None`` before its results open)."""
         return None if self.results is None else self.results.levels
 
-    def write_search(self, log: dict[str, Any]) -> None:
+    def write_search(self, log: SearchLog) -> None:
         """``search.json`` of the running test; the first step begins before its results open, when
         ``results`` is still none or the previous test's (finished: its summary is written)."""
         if self.results is not None and self.results.summary is None:

@@ -114,7 +114,7 @@ SEARCHES = {
 
 
 def test_capacity_cost_and_the_cheapest_plan_that_meets_the_demand(file: Any) -> None:
-    report = compare_plans(file, SEARCHES, {})
+    report = compare_plans(file, SEARCHES, {}).to_json()
     a, b, c = report["plans"]
     assert (a["capacity"], b["capacity"], c["capacity"]) == pytest.approx((24 * 0.98, 56 * 0.98, 48 * 0.98))
     assert not a["meets"] and b["meets"] and not c["meets"]
@@ -148,7 +148,7 @@ def test_capacity_cost_and_the_cheapest_plan_that_meets_the_demand(file: Any) ->
 
 
 def test_scaling_efficiency_of_plans_differing_in_one_resource(file: Any) -> None:
-    scaling = {tuple(s["plans"]): s for s in compare_plans(file, SEARCHES, {})["scaling"]}
+    scaling = {tuple(s["plans"]): s for s in compare_plans(file, SEARCHES, {}).to_json()["scaling"]}
     ca = scaling[("A", "C")]
     assert ca["differs_in"] == "replicas" and ca["efficiency"] == pytest.approx(1.0)
     ba = scaling[("A", "B")]
@@ -157,7 +157,7 @@ def test_scaling_efficiency_of_plans_differing_in_one_resource(file: Any) -> Non
 
 
 def test_no_plan_meets_and_the_table(file: Any) -> None:
-    report = compare_plans(file, {"A": SEARCHES["A"]}, {})
+    report = compare_plans(file, {"A": SEARCHES["A"]}, {}).to_json()
     assert report["cheapest"] is None and report["answer"] == "no plan meets 50 concurrent"
     text = format_comparison(compare_plans(file, SEARCHES, {}))
     assert "demand: 50 concurrent (capacity in concurrency)" in text
@@ -230,13 +230,14 @@ def test_one_number_one_unit_when_the_search_ran_in_the_demand_s_unit(file: Any)
              (22, "pass", 29.0), (23, "fail", 30.5)]  # fmt: skip
     probes = [probe(i, u, v, e) for i, (u, v, e) in enumerate(steps)]
     found = search_result(SearchSpec("users", 16, demand=50), probes, "precision", 300.0)
-    report = compare_plans(file, {"A": found}, {})
+    model = compare_plans(file, {"A": found}, {})
+    report = model.to_json()
     a = report["plans"][0]
     assert a["capacity"] == 22 and a["capacity_unit"] == "concurrency"  # users without think: concurrency
     assert "capacity 22 concurrent" in a["verdict"] and "at 23 concurrent" in a["verdict"]
-    row = next(line for line in format_comparison(report).splitlines() if line.startswith("A "))
+    row = next(line for line in format_comparison(model).splitlines() if line.startswith("A "))
     assert row.split()[2] == "22"  # not 21.6 (its mean in flight) nor 22.0
-    assert "A: decided by users=22 (pass, valid) and users=23 (fail, valid)" in format_comparison(report)
+    assert "A: decided by users=22 (pass, valid) and users=23 (fail, valid)" in format_comparison(model)
 
 
 def test_a_withheld_plan_as_cheap_as_the_answer_withholds_the_comparison(file: Any) -> None:
@@ -250,7 +251,7 @@ def test_a_withheld_plan_as_cheap_as_the_answer_withholds_the_comparison(file: A
         "invalid",
         300.0,
     )
-    report = compare_plans(file, {**SEARCHES, "A": withheld}, {})
+    report = compare_plans(file, {**SEARCHES, "A": withheld}, {}).to_json()
     a = report["plans"][0]
     assert a["capacity"] is None and not a["meets"] and a["withheld"].startswith("answer withheld: users=64")
     assert a["verdict"].startswith("not judged against 50 concurrent: answer withheld")
@@ -261,16 +262,16 @@ def test_a_withheld_plan_as_cheap_as_the_answer_withholds_the_comparison(file: A
         SearchSpec("users", 32), [probe(0, 32, "fail", 35.0), probe(1, 16, "pass", 20.0), invalid,
                                   {**invalid, "index": 2}], "invalid", 300.0
     )  # fmt: skip
-    shown = compare_plans(file, {**SEARCHES, "A": short}, {})
+    shown = compare_plans(file, {**SEARCHES, "A": short}, {}).to_json()
     assert shown["plans"][0]["withheld"] and shown["plans"][0]["shown_short"]
     assert shown["cheapest"] == "B" and not shown["withheld"]
     # as cheap as the plan that meets ($20/h each): it might have been the answer, so none is given
-    tie = compare_plans(file, {**SEARCHES, "C": withheld}, {})
+    tie = compare_plans(file, {**SEARCHES, "C": withheld}, {}).to_json()
     assert tie["cheapest"] is None and tie["answer"].startswith("answer withheld: C ")
     # withheld but dearer than the plan that meets: the answer stands
     dear_c = file.plans[2].model_copy(update={"gpu_hour_cost": 3.0})
     dearer_file = file.model_copy(update={"plans": [file.plans[0], file.plans[1], dear_c]})
-    dearer = compare_plans(dearer_file, {**SEARCHES, "C": withheld}, {})
+    dearer = compare_plans(dearer_file, {**SEARCHES, "C": withheld}, {}).to_json()
     assert dearer["cheapest"] == "B" and not dearer["withheld"]
 
 

@@ -69,13 +69,13 @@ def test_capacity_json_is_all_deployment_time_and_says_so(tmp_path: Any) -> None
     search = {
         "kind": "users",
         "capacity": 24.0,
-        "stop_reason": "bracketed",
+        "stop_reason": "precision",
         "stop": "users=32 fails: e2e_p95 6.20 s misses e2e_p95<=6s",
         "steps": [_step(0, 24, 4.0)],
         "highest_pass": {"index": 0},
         "upper": None,
     }
-    report = compare_plans(load_plan_file(path), {"A": search}, {"A": 10.0})
+    report = compare_plans(load_plan_file(path), {"A": search}, {"A": 10.0}).to_json()
     step = report["plans"][0]["capacity_step"]
     e2e = step["terms"][1]
     # the contradiction: the term said 40.01 s (deployment) beside p95_e2el_ms 4001 (wall)

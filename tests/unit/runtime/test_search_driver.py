@@ -14,6 +14,7 @@ from llm_locust.config.build import build_config
 from llm_locust.load.levels import LevelTracker
 from llm_locust.load.plan import build_load_plan
 from llm_locust.record import RequestRecord
+from llm_locust.results.search_model import SearchLog
 from llm_locust.runtime.search import SearchDriver
 
 T0 = 1_000_000.0
@@ -37,7 +38,7 @@ class FakeRun:
         self.cli_spawn_rate: float | None = None
         self.levels = LevelTracker(self.plan.stages, T0)  # type: ignore[arg-type]
         self.unsettled = 0  # the fake fleet: requests of the window still in flight
-        self.searches: list[dict[str, Any]] = []
+        self.searches: list[SearchLog] = []
         self.written: list[dict[str, Any]] = []
         self.driver: SearchDriver | None = None
         self.fleet = self  # the fake fleet's questions are this object's methods
@@ -45,7 +46,7 @@ class FakeRun:
     def in_flight_before(self, when: float) -> int | None:
         return self.unsettled
 
-    def write_search(self, log: dict[str, Any]) -> None:
+    def write_search(self, log: SearchLog) -> None:
         self.searches.append(log)
 
     def worker_count(self) -> int:
@@ -120,7 +121,7 @@ def test_a_step_is_judged_after_its_window_settles_and_the_next_level_is_decided
     assert driver.steps[1].applied == T0 + 12.0
     assert driver.stages[0].duration_s == 12.0  # step 1's stage runs through its settle
     assert late in run.written and late["stage"] is None  # after step 1's window: no stage's
-    assert run.searches[-1]["steps"][0]["window_end"] == T0 + 11.0
+    assert run.searches[-1].steps[0].window_end == T0 + 11.0
 
 
 def test_a_failing_step_brackets_the_answer_and_the_search_stops_at_its_precision() -> None:
