@@ -1,11 +1,13 @@
-"""The decision page's data: ``capacity.json`` and its plan folders read into one typed model.
+"""The decision page's data: ``capacity.json`` and its plan folders read into one view model.
 
-``llm-locust capacity`` writes ``capacity.json`` (:func:`llm_locust.results.plans.compare_plans`):
-the demand, the SLO, every plan's searched steps (in deployment time), its capacity, cost and
-verdict, the cheapest plan that meets the demand and the scaling pairs. :func:`load_decision`
-reads it (tolerating keys it does not know: other parts of the project add some), and each plan's
-``summary.json`` for what ``capacity.json`` does not carry, and gives :class:`Decision`: every
-number the page shows, each step with where it came from (plan folder, stage).
+``llm-locust capacity`` writes ``capacity.json`` (:func:`llm_locust.results.plans.compare_plans`,
+typed by :class:`llm_locust.results.capacity_model.CapacityReport`): the demand, the SLO, every
+plan's searched steps (in deployment time), its capacity, cost and verdict, the steps that decided
+it, the cheapest plan that meets the demand and the scaling pairs. :func:`load_decision` reads it
+through that model (an older file: its missing keys defaulted; a file that is not one: one
+:class:`DecisionError` line), and each plan's ``summary.json`` for what ``capacity.json`` does not
+carry, and gives :class:`Decision`: every number the page shows, each step with where it came
+from (plan folder, stage).
 
 A step's TTFT and E2E P95 and their 95 % intervals are the step's SLO lines as judged (already in
 deployment time); a P95 that is not an SLO line is the plan summary's stage P95 (wall clock,
@@ -25,7 +27,16 @@ from pydantic import BaseModel, ConfigDict
 from llm_locust.config.demand import parse_demand
 from llm_locust.load.search import Verdict
 from llm_locust.results.capacity import measure
+from llm_locust.results.capacity_model import (
+    CapacityFileError,
+    CapacityReport,
+    PlanResult,
+    Rejudged,
+    Scaling,
+    load_capacity,
+)
 from llm_locust.results.cost import cost_per_million, per_gpu, tokens_per_user
+from llm_locust.results.search_model import Decider, JudgedStep
 
 if TYPE_CHECKING:
     from llm_locust.config.demand import Demand
@@ -52,9 +63,9 @@ class DecisionError(ValueError):
 
 
 class _Loose(BaseModel):
-    """Read tolerantly: keys this version does not know are ignored (capacity.json grows)."""
+    """A view of the page, built from the typed ``capacity.json`` (never read from a file)."""
 
-    model_config = ConfigDict(extra="ignore", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
 
 class Latency(_Loose):
@@ -123,22 +134,6 @@ class PlanView(_Loose):
     steps: list[StepView]
 
 
-class Decider(_Loose):
-    """A step a plan's answer rests on (``capacity``, ``bound``, ``demand``) and whether it was valid."""
-
-    role: str
-    index: int
-    valid: bool = True
-
-
-class Scaling(_Loose):
-    plans: tuple[str, str]
-    differs_in: str
-    resource_ratio: float
-    capacity_ratio: float
-    efficiency: float
-
-
 class Decision(_Loose):
     directory: str
     demand_kind: str
@@ -151,7 +146,7 @@ class Decision(_Loose):
     scaling: list[Scaling] = []
     not_measured: dict[str, str] = {}
     withheld: bool = False  # the comparison's answer withheld (a plan as cheap or cheaper has none)
-    rejudged: dict[str, Any] | None = None  # llm-locust rejudge: the SLO and demand, the folder read
+    rejudged: Rejudged | None = None  # llm-locust rejudge: the SLO and demand, the folder read
 
     @property
     def time_scales(self) -> list[float]:
@@ -165,29 +160,17 @@ def is_capacity_folder(directory: str | Path) -> bool:
     return (Path(directory) / CAPACITY_FILE).is_file()
 
 
-def _read(path: Path) -> dict[str, Any]:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise DecisionError(f"{path.parent}: no {path.name}") from None
-    except (OSError, ValueError) as exc:
-        raise DecisionError(f"{path}: cannot read ({exc})") from None
-    if not isinstance(data, dict):
-        raise DecisionError(f"{path}: not a JSON object")
-    return data
-
-
-def _latency(step: dict[str, Any], stage: dict[str, Any] | None, metric: str, k: float) -> Latency | None:
+def _latency(step: JudgedStep, stage: dict[str, Any] | None, metric: str, k: float) -> Latency | None:
     """``metric`` (ttft or e2e) P95 of a step: its SLO line when it has one, else the stage's P95."""
-    term = next((t for t in step.get("terms") or () if t.get("name") == f"{metric}_p95"), None)
-    if term is not None and term.get("value") is not None:
-        low, high = [*(term.get("interval") or ()), None, None][:2]
+    term = next((t for t in step.terms if t.name == f"{metric}_p95"), None)
+    if term is not None and term.value is not None:
+        low, high = [*term.interval, None, None][:2]
         return Latency(
-            p95_s=term["value"],
+            p95_s=term.value,
             low_s=low,
             high_s=high,
-            threshold_s=term.get("threshold"),
-            verdict=term.get("verdict"),
+            threshold_s=term.threshold,
+            verdict=term.verdict,
             source=f"SLO line {metric}_p95 as judged (95 % interval: order statistics)",
         )
     key = "p95_e2el_ms" if metric == "e2e" else "p95_ttft_ms"
@@ -200,25 +183,35 @@ def _latency(step: dict[str, Any], stage: dict[str, Any] | None, metric: str, k:
     )
 
 
-def _step(
-    plan: dict[str, Any], step: dict[str, Any], stages: dict[int, dict[str, Any]], demand: Demand
-) -> StepView:
-    k = float(plan.get("time_scale") or 1.0)
-    gpus = int(plan["gpus"])
-    tpot = step.get("median_tpot_ms")
-    index = int(step["index"])
-    out = step.get("output_throughput")
-    folder_name = Path(str(plan.get("folder") or plan["name"])).name
-    known: dict[str, Any] = {key: step.get(key) for key in StepView.model_fields if key in step}
+def _load(demand: Demand, plan: PlanResult, step: JudgedStep) -> float | None:
+    """A step's load in the demand's unit (:func:`llm_locust.results.capacity.measure`)."""
+    return measure(demand, step.to_json(), plan.by_level)
+
+
+def _step(plan: PlanResult, step: JudgedStep, stages: dict[int, dict[str, Any]], demand: Demand) -> StepView:
+    k = plan.time_scale or 1.0
+    tpot, out = step.median_tpot_ms, step.output_throughput
+    folder_name = Path(plan.folder or plan.name).name
     return StepView(
-        **known,
-        load=measure(demand, step, bool(plan.get("by_level"))),
+        index=step.index,
+        label=step.label,
+        level=step.level,
+        verdict=step.verdict,
+        reason=step.reason,
+        requests=step.requests,
+        window_s=step.window_s,
+        mean_in_flight=step.mean_in_flight,
+        request_throughput=step.request_throughput,
+        output_throughput=out,
+        goodput_output_tokens_per_s=step.goodput_output_tokens_per_s,
+        median_tpot_ms=tpot,
+        load=_load(demand, plan, step),
         tokens_per_user=tokens_per_user(None if not tpot else tpot / 1000.0),
-        output_per_gpu=per_gpu(out, gpus),
-        cost_per_million=cost_per_million(float(plan["gpu_hour_cost"]), gpus, out),
-        ttft=_latency(step, stages.get(index), "ttft", k),
-        e2e=_latency(step, stages.get(index), "e2e", k),
-        source=f"{folder_name}/summary.json stage {index} ({step.get('label')})",
+        output_per_gpu=per_gpu(out, plan.gpus),
+        cost_per_million=cost_per_million(plan.gpu_hour_cost, plan.gpus, out),
+        ttft=_latency(step, stages.get(step.index), "ttft", k),
+        e2e=_latency(step, stages.get(step.index), "e2e", k),
+        source=f"{folder_name}/summary.json stage {step.index} ({step.label})",
     )
 
 
@@ -231,57 +224,76 @@ def _stages(folder: Path) -> dict[int, dict[str, Any]]:
     return {int(s["index"]): s for s in summary.get("stages") or () if isinstance(s, dict) and "index" in s}
 
 
-def _plan(root: Path, plan: dict[str, Any], demand: Demand) -> PlanView:
-    folder = Path(str(plan.get("folder") or plan["name"]))
+def _plan(root: Path, plan: PlanResult, demand: Demand) -> PlanView:
+    folder = Path(plan.folder or plan.name)
     if not folder.is_dir():  # a capacity folder moved or copied: its plans are beside capacity.json
-        folder = root / plan["name"]
+        folder = root / plan.name
     stages = _stages(folder)
-    steps = [_step(plan, s, stages, demand) for s in plan.get("steps") or ()]
-    steps.sort(key=lambda s: (s.level, s.index))
-    best, upper = plan.get("capacity_step") or {}, plan.get("upper_step") or {}
-    clock = plan.get("simulator_clock") or {}
-    fields: dict[str, Any] = {
-        key: plan.get(key) for key in PlanView.model_fields if plan.get(key) is not None
-    }
-    fields.pop("steps", None)
-    fields["folder"] = str(folder)
+    steps = sorted((_step(plan, s, stages, demand) for s in plan.steps), key=lambda s: (s.level, s.index))
+    best, upper = plan.capacity_step, plan.upper_step
     return PlanView(
-        **fields,
-        stop=str((plan.get("search") or {}).get("stop") or ""),
-        capacity_index=best.get("index"),
-        upper_index=upper.get("index"),
-        upper=measure(demand, upper, bool(plan.get("by_level"))) if upper else None,
-        upper_verdict=upper.get("verdict"),
-        simulator_fell_behind=bool(clock.get("fell_behind")),
+        name=plan.name,
+        folder=str(folder),
+        gpus=plan.gpus,
+        replicas=plan.replicas,
+        gpus_per_replica=plan.gpus_per_replica,
+        gpu=plan.gpu,
+        model=plan.model,
+        gpu_hour_cost=plan.gpu_hour_cost,
+        dollars_per_hour=plan.dollars_per_hour,
+        time_scale=plan.time_scale,
+        capacity=plan.capacity,
+        capacity_unit=plan.capacity_unit.value,
+        upper=None if upper is None else _load(demand, plan, upper),
+        upper_verdict=None if upper is None else upper.verdict,
+        capacity_index=None if best is None else best.index,
+        upper_index=None if upper is None else upper.index,
+        headroom=plan.headroom,
+        meets=plan.meets,
+        verdict=plan.verdict,
+        stop=plan.search.stop or "",
+        cost_per_million_at_demand=plan.cost_per_million_at_demand,
+        cost_per_million_at_capacity=plan.cost_per_million_at_capacity,
+        output_throughput_at_demand=plan.output_throughput_at_demand,
+        output_throughput_per_gpu=plan.output_throughput_per_gpu,
+        tokens_per_user=plan.tokens_per_user,
+        simulator_fell_behind=plan.simulator_clock is not None and plan.simulator_clock.fell_behind,
+        unmeasured=plan.unmeasured,
+        withheld=plan.withheld,
+        decided_by=list(plan.decided_by),
         steps=steps,
     )
 
 
-def decision_from(report: dict[str, Any], directory: str | Path) -> Decision:
+def decision_from(report: CapacityReport, directory: str | Path) -> Decision:
     """The page's model of a ``capacity.json`` content (``directory``: where its plan folders are)."""
     root = Path(directory)
     try:
-        demand = parse_demand(report["demand"])
-        return Decision(
-            directory=str(root),
-            demand_kind=demand.kind,
-            demand=demand.value,
-            demand_text=str(report.get("demand_text") or demand.text()),
-            slo=list(report.get("slo") or ()),
-            answer=str(report.get("answer") or ""),
-            cheapest=report.get("cheapest"),
-            plans=[_plan(root, p, demand) for p in report.get("plans") or ()],
-            scaling=report.get("scaling") or [],
-            not_measured=report.get("not_measured") or {},
-            withheld=bool(report.get("withheld")),
-            rejudged=report.get("rejudged"),
-        )
-    except (KeyError, TypeError, ValueError) as exc:
+        demand = parse_demand(report.demand)
+    except ValueError as exc:
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise DecisionError(f"{root / CAPACITY_FILE}: not a capacity comparison ({first})") from None
+    return Decision(
+        directory=str(root),
+        demand_kind=demand.kind,
+        demand=demand.value,
+        demand_text=report.demand_text or demand.text(),
+        slo=list(report.slo),
+        answer=report.answer,
+        cheapest=report.cheapest,
+        plans=[_plan(root, p, demand) for p in report.plans],
+        scaling=list(report.scaling),
+        not_measured=dict(report.not_measured),
+        withheld=report.withheld,
+        rejudged=report.rejudged,
+    )
 
 
 def load_decision(directory: str | Path) -> Decision:
     """Read ``DIR/capacity.json`` and its plan folders; raises :class:`DecisionError`."""
     root = Path(directory)
-    return decision_from(_read(root / CAPACITY_FILE), root)
+    try:
+        report = load_capacity(root / CAPACITY_FILE)
+    except CapacityFileError as exc:
+        raise DecisionError(str(exc)) from None
+    return decision_from(report, root)

@@ -19,6 +19,7 @@ from typing import Any
 from llm_locust.report import decision_charts as dc
 from llm_locust.report.decision import Decision, Latency, PlanView, StepView, Verdict, load_decision
 from llm_locust.report.html import Section, render_page
+from llm_locust.results.search_result import deciders_text
 
 __all__ = ["DECISION_FILE", "build_decision_page", "write_decision_page"]
 
@@ -98,8 +99,11 @@ def answer_block(d: Decision) -> str:
 
 
 def _verdict_item(p: PlanView) -> str:
+    """The plan's verdict and the steps it rests on, in the words of ``llm-locust capacity``'s table."""
     more = f"; <b>{escape(p.unmeasured)}</b>" if p.unmeasured else ""
-    return f"<li><b>{escape(p.name)}</b>: {escape(p.verdict)}{more}</li>"
+    decided = deciders_text(p.decided_by)
+    rests = f' <span class="deciders">({escape(decided)})</span>' if decided else ""
+    return f"<li><b>{escape(p.name)}</b>: {escape(p.verdict)}{more}{rests}</li>"
 
 
 def rejudged_note(d: Decision) -> str:
@@ -107,10 +111,10 @@ def rejudged_note(d: Decision) -> str:
     if not d.rejudged:
         return ""
     r = d.rejudged
-    was = ", ".join(r.get("original_slo") or ())
+    was = ", ".join(r.original_slo or ())
     return (
         f'<p class="note"><b>Judged again without new load</b> from the requests recorded in '
-        f"<code>{escape(str(r.get('from', '')))}</code>, under <code>{escape(', '.join(r.get('slo') or ()))}"
+        f"<code>{escape(r.from_)}</code>, under <code>{escape(', '.join(r.slo))}"
         f"</code> (the run's SLO: <code>{escape(was)}</code>). The levels measured are the ones the "
         "original search chose; a level it never measured is named, not guessed.</p>"
     )

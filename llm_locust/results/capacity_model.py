@@ -1,7 +1,7 @@
 """The plan comparison, typed: ``capacity.json`` (:func:`llm_locust.results.plans.compare_plans`).
 
 - :class:`PlanResult`: one plan's row: its deployment (endpoints, GPUs, $/hour), its searched
-  steps in deployment time (:class:`~llm_locust.results.search_model.Probe`), the capacity in
+  steps in deployment time (:class:`~llm_locust.results.search_model.JudgedStep`), the capacity in
   the demand's unit, the steps that decided it and whether each was valid, the cost terms, the
   verdict against the demand; ``predicted``: room for a capacity predicted from a calibrated
   model instead of measured (:class:`Predicted`, absent on a measured plan).
@@ -27,7 +27,7 @@ from pydantic import Field, ValidationError
 
 from llm_locust.load.search import StopReason
 from llm_locust.load.stages import StageKind
-from llm_locust.results.search_model import Decider, Model, Probe
+from llm_locust.results.search_model import Decider, JudgedStep, Model
 
 __all__ = [
     "CAPACITY_SCHEMA_VERSION",
@@ -112,9 +112,9 @@ class PlanResult(Model):
     invalid_steps: int = 0
     shown_short: bool = False  # a valid step at or below the demand failed
     by_level: bool = False  # the search ran in the demand's unit: a step's load is its level
-    steps: list[Probe] = Field(default_factory=list)
-    capacity_step: Probe | None = None
-    upper_step: Probe | None = None
+    steps: list[JudgedStep] = Field(default_factory=list)
+    capacity_step: JudgedStep | None = None
+    upper_step: JudgedStep | None = None
     capacity: float | None = None
     capacity_unit: DemandUnit
     demand: float

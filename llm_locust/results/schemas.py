@@ -25,7 +25,7 @@ from pydantic import BaseModel
 from pydantic.json_schema import JsonSchemaValue
 
 from llm_locust.config.register import OneLineParser
-from llm_locust.results import summary_model
+from llm_locust.results import capacity_model, search_model, summary_model
 
 __all__ = ["REGISTRY", "SCHEMA_DIR", "FileKind", "Schema", "main", "schema_of", "write_schemas"]
 
@@ -38,6 +38,8 @@ class FileKind(StrEnum):
     """A result file with a published schema (its name without ``.json``)."""
 
     SUMMARY = "summary"
+    SEARCH = "search"
+    CAPACITY = "capacity"
 
 
 @dataclass(frozen=True)
@@ -53,6 +55,8 @@ class Schema:
 
 REGISTRY: dict[FileKind, Schema] = {
     FileKind.SUMMARY: Schema(summary_model.RunSummary, summary_model.SCHEMA_VERSION),
+    FileKind.SEARCH: Schema(search_model.SearchLog, search_model.SEARCH_SCHEMA_VERSION),
+    FileKind.CAPACITY: Schema(capacity_model.CapacityReport, capacity_model.CAPACITY_SCHEMA_VERSION),
 }
 
 

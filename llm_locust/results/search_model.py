@@ -1,6 +1,6 @@
 """A capacity search, typed: its judged steps (probes), its result, and ``search.json``.
 
-- :class:`Probe`: one judged step (:func:`llm_locust.results.probe.judge_step`, gated by the
+- :class:`JudgedStep`: one judged step (:func:`llm_locust.results.probe.judge_step`, gated by the
   run's validity, :func:`~llm_locust.results.probe.gate`): level, verdict, why, validity
   (``invalidity``, the client's health), the load measures and each SLO line (:class:`SloTerm`).
 - :class:`SearchResult`: the ``search`` block of ``summary.json`` and what ``llm-locust capacity``
@@ -34,9 +34,9 @@ __all__ = [
     "ClientHealth",
     "Decider",
     "DeciderRole",
+    "JudgedStep",
     "LevelFacts",
     "Model",
-    "Probe",
     "Rebuilt",
     "SearchLog",
     "SearchResult",
@@ -115,7 +115,7 @@ class LevelFacts(Model):
     time_at_target_s: float | None = None
 
 
-class Probe(Model):
+class JudgedStep(Model):
     """A judged search step (all in one time scale: wall clock in a run's files, deployment time
     in ``capacity.json``)."""
 
@@ -185,13 +185,13 @@ class SearchResult(Model):
     max_steps: int
     max_extensions: int
     step_time_s: float
-    steps: list[Probe] = Field(default_factory=list)
-    highest_pass: Probe | None = None
-    upper: Probe | None = None
-    lowest_fail: Probe | None = None
+    steps: list[JudgedStep] = Field(default_factory=list)
+    highest_pass: JudgedStep | None = None
+    upper: JudgedStep | None = None
+    lowest_fail: JudgedStep | None = None
     capacity: float | None = None
     demand: float | None = None
-    demand_step: Probe | None = None
+    demand_step: JudgedStep | None = None
     stop_reason: StopReason | None = None
     stop: str = ""
     broke_first: str | None = None

@@ -13,7 +13,7 @@ from typing import Any
 
 from llm_locust.load.search import NOT_PASSED, STOP_REASONS, SearchSpec, StopReason, Verdict
 from llm_locust.results.probe import REMEDY, Invalidity, margin_key
-from llm_locust.results.search_model import Decider
+from llm_locust.results.search_model import Decider, JudgedStep
 
 __all__ = [
     "deciders_text",
@@ -119,30 +119,30 @@ def search_result(
     return out
 
 
-def probe_row(probe: dict[str, Any]) -> dict[str, Any]:
+def probe_row(probe: JudgedStep) -> dict[str, str | float | int | None]:
     """One row of the live probe table (web UI): level, req/s, TTFT and E2E P95 (s), success
     ratio, verdict, the SLO term that decided a step not shown to pass and why, and how often the
     step ran on (for samples, ``runs_on``; straddling, ``extensions``)."""
-    completed, failed = probe.get("completed") or 0, probe.get("failed") or 0
+    completed, failed = probe.completed or 0, probe.failed or 0
     term = ""
-    if probe["verdict"] == "fail":
-        term = _broke_first(probe) or ""
-    elif probe["verdict"] == "inconclusive":
-        term = next((t["name"] for t in probe["terms"] if t["verdict"] == "inconclusive"), "")
+    if probe.verdict == Verdict.FAIL:
+        term = _broke_first(probe.to_json()) or ""
+    elif probe.verdict == Verdict.INCONCLUSIVE:
+        term = next((t.name for t in probe.terms if t.verdict == Verdict.INCONCLUSIVE), "")
     return {
-        "label": probe["label"],
-        "level": probe["level"],
-        "phase": probe.get("phase", ""),
-        "requests": probe["requests"],
-        "request_throughput": probe["request_throughput"],
-        "ttft_p95_s": _seconds(probe.get("p95_ttft_ms")),
-        "e2e_p95_s": _seconds(probe.get("p95_e2el_ms")),
+        "label": probe.label,
+        "level": probe.level,
+        "phase": probe.phase.value if probe.phase is not None else "",
+        "requests": probe.requests,
+        "request_throughput": probe.request_throughput,
+        "ttft_p95_s": _seconds(probe.p95_ttft_ms),
+        "e2e_p95_s": _seconds(probe.p95_e2el_ms),
         "success": completed / (completed + failed) if completed + failed else None,
-        "verdict": probe["verdict"],
+        "verdict": probe.verdict.value,
         "term": term,
-        "reason": probe["reason"],
-        "runs_on": probe.get("sample_extensions", 0),
-        "extensions": probe["extensions"],
+        "reason": probe.reason,
+        "runs_on": probe.sample_extensions,
+        "extensions": probe.extensions,
     }
 
 

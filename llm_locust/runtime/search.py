@@ -51,8 +51,8 @@ from llm_locust.results.search_log import (
     search_stage_entries,
     step_record,
 )
-from llm_locust.results.search_model import SearchLog
-from llm_locust.results.search_result import probe_row, search_result
+from llm_locust.results.search_model import JudgedStep, SearchLog, SearchResult
+from llm_locust.results.search_result import deciders_text, probe_row, search_result
 
 __all__ = ["RATE_LEAD", "SEARCH_MESSAGE", "SearchDriver", "SearchFleet", "SearchRun"]
 
@@ -361,19 +361,24 @@ class SearchDriver:
         shown to pass; ``final`` with the stop reason once the search stopped)."""
         step = self.steps[-1]
         answer = None
+        result = SearchResult.model_validate(self.result())
         if self.probes or self.done:
-            result = self.result()
             answer = {
-                "highest_pass": (result["highest_pass"] or {}).get("label"),
-                "upper": (result["upper"] or {}).get("label"),
-                "lowest_fail": (result["lowest_fail"] or {}).get("label"),
+                "highest_pass": _label(result.highest_pass),
+                "upper": _label(result.upper),
+                "lowest_fail": _label(result.lowest_fail),
+                "decided_by": deciders_text(result.decided_by),
                 "final": self.done,
-                "stop": result["stop"] if self.done else None,
-                "sentence": result["sentence"] if self.done else None,
+                "stop": result.stop if self.done else None,
+                "sentence": result.sentence if self.done else None,
             }
         return {
             "kind": self.spec.kind,
-            "probes": [probe_row(p) for p in self.probes],
+            "probes": [probe_row(p) for p in result.steps],
             "running": None if self.done else self.stages[step.index].label,
             "answer": answer,
         }
+
+
+def _label(probe: JudgedStep | None) -> str | None:
+    return None if probe is None else probe.label

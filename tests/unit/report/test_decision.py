@@ -15,9 +15,11 @@ from llm_locust.report.decision_page import build_decision_page
 
 
 def _step(index: int, level: float, verdict: str, in_flight: float, ttft: float | None, **extra: Any) -> dict:
-    terms = [{"name": "success", "value": 1.0, "interval": [0.99, 1.0], "threshold": 0.99, "verdict": "pass"}]
+    success = {"objective": "success>=99%", "name": "success", "op": ">=", "threshold": 0.99}
+    terms = [success | {"value": 1.0, "interval": [0.99, 1.0], "verdict": "pass"}]
     if ttft is not None:
-        line = {"name": "ttft_p95", "value": ttft, "interval": [ttft * 0.9, ttft * 1.1], "threshold": 5.0}
+        line = {"objective": "ttft_p95<=5s", "name": "ttft_p95", "op": "<=", "threshold": 5.0}
+        line |= {"value": ttft, "interval": [ttft * 0.9, ttft * 1.1]}
         terms.append(line | {"verdict": "fail" if ttft > 5.0 else "pass"})
     return {
         "index": index,
@@ -59,6 +61,7 @@ def _folder(tmp_path: Path) -> Path:
         "upper_step": steps[0],
         "capacity": 15.5,
         "capacity_unit": "concurrency",
+        "demand": 50.0,
         "headroom": 15.5 / 50 - 1,
         "meets": False,
         "verdict": "fails 50 concurrent",
@@ -144,7 +147,9 @@ def test_a_withheld_answer_is_said_as_such_and_levels_are_the_load_when_searched
     report = json.loads((folder / "capacity.json").read_text())
     plan = report["plans"][0]
     plan |= {"by_level": True, "withheld": "answer withheld: users=24 was invalid 2 times", "meets": False}
-    plan["decided_by"] = [{"role": "capacity", "index": 1, "label": "users=16", "valid": True}]
+    plan["decided_by"] = [
+        {"role": "capacity", "index": 1, "label": "users=16", "level": 16.0, "verdict": "pass", "valid": True}
+    ]
     report |= {"withheld": True, "answer": "answer withheld: A (as cheap or cheaper) could not be measured"}
     (folder / "capacity.json").write_text(json.dumps(report))
     d = load_decision(folder)

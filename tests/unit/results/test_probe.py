@@ -10,6 +10,7 @@ import pytest
 from llm_locust.load.search import SearchSpec, SearchStages
 from llm_locust.results.columns import Columns
 from llm_locust.results.probe import extension_s, judge_step, sample_extension_s, short_of_samples
+from llm_locust.results.search_model import JudgedStep
 from llm_locust.results.search_result import probe_row, search_result
 from llm_locust.results.slo import itl_stats_of, parse_slo
 from llm_locust.results.stages import stage_entry
@@ -115,11 +116,12 @@ def test_a_probe_row_for_the_live_table() -> None:
     bad = rows(400, rng.uniform(1.5, 3.5, 400))
     for r in bad[:20]:
         r.update(outcome="http_5xx", ttft=None, e2e=0.01, tpot=None, completion_tokens=None)
-    row = probe_row({**judged(bad), "sample_extensions": 1, "phase": "bisect"})
+    row = probe_row(JudgedStep.model_validate({**judged(bad), "sample_extensions": 1, "phase": "bisect"}))
     assert row["verdict"] == "fail" and row["term"] == "e2e_p95" and row["label"].startswith("rate=")
     assert row["success"] == pytest.approx(380 / 400) and row["runs_on"] == 1 and row["extensions"] == 0
     assert row["ttft_p95_s"] == pytest.approx(0.1) and 2.5 < row["e2e_p95_s"] < 3.5
-    straddling = probe_row(judged(rows(400, np.concatenate([np.full(360, 1.0), np.linspace(1.9, 2.1, 40)]))))
+    e2e = np.concatenate([np.full(360, 1.0), np.linspace(1.9, 2.1, 40)])
+    straddling = probe_row(JudgedStep.model_validate(judged(rows(400, e2e))))
     assert straddling["verdict"] == "inconclusive" and straddling["term"] == "e2e_p95"
     assert straddling["runs_on"] == 0 and "straddles" in straddling["reason"]
 
