@@ -3,8 +3,9 @@
 - :class:`PlanResult`: one plan's row: its deployment (endpoints, GPUs, $/hour), its searched
   steps in deployment time (:class:`~llm_locust.results.search_model.JudgedStep`), the capacity in
   the demand's unit, the steps that decided it and whether each was valid, the cost terms, the
-  verdict against the demand; ``predicted``: room for a capacity predicted from a calibrated
-  model instead of measured (:class:`Predicted`, absent on a measured plan).
+  verdict against the demand; ``predicted``: a capacity predicted from an engine model calibrated
+  on a measured plan instead of measured (:class:`Predicted`, absent on a measured plan; such
+  rows are listed under ``predicted_plans``, never among ``plans``).
 - :class:`CapacityReport`: the demand, the SLO, every plan, the cheapest that meets the demand
   (or why none does, or why the answer is withheld), the scaling pairs and the time scale
   (:class:`TimeScale`: one clock per file).
@@ -23,9 +24,9 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, ValidationError
+from pydantic import Field, JsonValue, ValidationError
 
-from llm_locust.load.search import StopReason
+from llm_locust.load.search import StopReason, Verdict
 from llm_locust.load.stages import StageKind
 from llm_locust.results.search_model import Decider, JudgedStep, Model
 
@@ -38,6 +39,8 @@ __all__ = [
     "PlanResult",
     "PlanSearch",
     "Predicted",
+    "PredictedStep",
+    "PredictedVerdict",
     "Rejudged",
     "Scaling",
     "ScalingDimension",
@@ -83,13 +86,35 @@ class SimulatorClock(Model):
     fell_behind: bool = False
 
 
-class Predicted(Model):
-    """A capacity predicted from a calibrated engine model, not measured (``predict_from:``)."""
+class PredictedVerdict(StrEnum):
+    """A predicted capacity's interval against the demand."""
 
-    capacity: float | None = None
+    MEETS = "meets"  # the whole interval at or above the demand
+    MISSES = "misses"  # the whole interval below it
+    UNCERTAIN = "uncertain"
+
+
+class PredictedStep(Model):
+    """A step of the search run on the engine model (virtual time)."""
+
+    level: float
+    verdict: Verdict
+
+
+class Predicted(Model):
+    """A capacity predicted from an engine model calibrated on a measured plan (``predict_from:``),
+    not measured: the plan it came from, the interval over the model's parameter draws, the verdict."""
+
+    from_: str = Field(alias="from")
     interval: list[float] = Field(default_factory=list)
-    model: str | None = None
-    note: str = ""
+    interval_source: str = ""
+    verdict: PredictedVerdict
+    workload: dict[str, JsonValue] = Field(default_factory=dict)
+    model_file: str | None = None
+    runs: list[str] = Field(default_factory=list)
+    not_identified: list[str] = Field(default_factory=list)
+    steps: list[PredictedStep] = Field(default_factory=list)
+    virtual_seconds_per_step: float | None = None
 
 
 class PlanResult(Model):
@@ -174,6 +199,7 @@ class CapacityReport(Model):
     demand_text: str
     slo: list[str]
     plans: list[PlanResult] = Field(default_factory=list)
+    predicted_plans: list[PlanResult] = Field(default_factory=list)  # predict_from: never the answer
     cheapest: str | None = None
     withheld: bool = False  # a plan as cheap as the answer or cheaper has none: no answer
     answer: str

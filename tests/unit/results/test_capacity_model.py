@@ -83,3 +83,20 @@ def test_an_older_search_json_loads_and_a_newer_one_is_refused() -> None:
     assert log.to_json() == {"schema_version": 1, **old}
     with pytest.raises(ValueError, match="schema_version"):
         SearchLog.model_validate({**old, "schema_version": 2})
+
+
+def test_a_predicted_plan_has_its_block_and_stays_out_of_the_measured_plans(tmp_path: Path) -> None:
+    predicted = {"from": "A", "interval": [7.0, 9.0], "interval_source": "10 bootstrap draws",
+                 "verdict": "meets", "workload": {"prompt_tokens": 16}, "model_file": "A/model.yaml",
+                 "runs": ["A"], "not_identified": [], "steps": [{"level": 8.0, "verdict": "pass"}],
+                 "virtual_seconds_per_step": 60.0}  # fmt: skip
+    row = {**OLD_PLAN, "name": "A2", "endpoints": [], "steps": [], "capacity_step": None, "capacity": 8.0,
+           "predicted": predicted}  # fmt: skip
+    report = load_capacity(_write(tmp_path, {**OLD, "predicted_plans": [row]}))
+    assert [p.name for p in report.plans] == ["A"] and report.plans[0].predicted is None
+    (a2,) = report.predicted_plans
+    assert a2.predicted is not None and a2.predicted.from_ == "A" and a2.predicted.interval == [7.0, 9.0]
+    assert report.to_json()["predicted_plans"] == [row]
+    with pytest.raises(CapacityFileError, match=r"predicted_plans\.0\.predicted\.verdict"):
+        load_capacity(_write(tmp_path, {**OLD, "predicted_plans": [{**row, "predicted": {**predicted,
+                                                                    "verdict": "perhaps"}}]}))  # fmt: skip
