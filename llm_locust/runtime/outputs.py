@@ -21,7 +21,7 @@ import logging
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from llm_locust.config.redact import strip_credentials
 from llm_locust.config.role import Role
@@ -31,19 +31,59 @@ from llm_locust.live.exporter import Exporter, add_metrics_route, slo_setup
 from llm_locust.live.server_metrics import ServerMetrics
 from llm_locust.live.view import Gauges, RunInfo
 from llm_locust.live.webui import LiveWebUI, add_web_ui, chart_marks
+from llm_locust.load.plan import LoadPlan
 from llm_locust.load.stages import StageKind
 from llm_locust.results.saturation import LIVE_SPAN_S, client_block
-from llm_locust.runtime.sink import SinkNode
+from llm_locust.runtime.bus import Finalized, RecordBus
+from llm_locust.runtime.context import LiveState, RunContext
+from llm_locust.runtime.distributed import Inbox
+from llm_locust.runtime.runners import ConfiguredRun
+from llm_locust.runtime.search import SearchDriver
+from llm_locust.runtime.session import TestResults
 
-__all__ = ["NodeView", "Outputs", "install_outputs"]
+__all__ = ["NodeView", "Outputs", "ViewedFleet", "ViewedRun", "install_outputs"]
 
 log = logging.getLogger("llm_locust")
+
+
+class ViewedFleet(Protocol):
+    """What the gauges read of every process (the node's fleet)."""
+
+    @property
+    def inbox(self) -> Inbox | None: ...
+
+    def total_in_flight(self) -> int: ...
+
+    def health_intervals(self, start: float | None = None) -> list[dict[str, Any]]: ...
+
+
+class ViewedRun(ConfiguredRun, Protocol):
+    """What the live outputs read of the node where results are kept, and where they subscribe."""
+
+    @property
+    def run_id(self) -> str: ...
+    @property
+    def plan(self) -> LoadPlan: ...
+    @property
+    def live(self) -> LiveState: ...
+    @property
+    def context(self) -> RunContext | None: ...
+    @property
+    def search(self) -> SearchDriver | None: ...
+    @property
+    def results(self) -> TestResults | None: ...
+    @property
+    def fleet(self) -> ViewedFleet: ...
+    @property
+    def bus(self) -> RecordBus: ...
+    @property
+    def finalized(self) -> Finalized: ...
 
 
 class NodeView:
     """The node as the live outputs read it (:class:`~llm_locust.live.view.RunView`); read only."""
 
-    def __init__(self, ext: SinkNode) -> None:
+    def __init__(self, ext: ViewedRun) -> None:
         self.ext = ext
         self.role = ext.role
 
@@ -120,7 +160,7 @@ class Outputs:
     web: LiveWebUI | None = None
 
 
-def install_outputs(ext: SinkNode) -> Outputs:
+def install_outputs(ext: ViewedRun) -> Outputs:
     """The live outputs of the node's run (the master's, the local runner's); call from ``init``."""
     config = ext.run_config
     view = NodeView(ext)
@@ -160,7 +200,7 @@ def install_outputs(ext: SinkNode) -> Outputs:
     return outputs
 
 
-def _server_metrics(ext: SinkNode, view: NodeView) -> ServerMetrics | None:
+def _server_metrics(ext: ViewedRun, view: NodeView) -> ServerMetrics | None:
     export = ext.run_config.export
     if not export.server_metrics:
         return None

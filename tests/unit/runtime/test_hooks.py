@@ -1,0 +1,123 @@
+"""``init`` and a test's lifecycle on the node of each role (runtime/hooks.py, runtime/nodes.py,
+runtime/sink.py), in process: Locust's real runners, the master and its worker joined by the
+in-memory channel (fake_rpc.py), options parsed by Locust's own parser with llm-locust's table."""
+
+from __future__ import annotations
+
+from locust.argument_parser import get_empty_argument_parser, setup_parser_arguments
+from locust.env import Environment
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from llm_locust.config.register import register
+from llm_locust.record import RequestRecord
+from llm_locust.runtime import hooks, master_watch, stopping
+from llm_locust.runtime.node import ATTRIBUTE, front_of, node_of
+from llm_locust.runtime.nodes import LocalNode, MasterNode, WorkerNode
+from llm_locust.runtime.quota import quota_of
+from llm_locust.runtime.sink import sink_of
+from tests.unit.runtime.fake_rpc import fleet_of
+
+TARGET = "http://127.0.0.1:9"  # nothing listens: no request leaves the process here
+
+
+def _options(*args: str) -> argparse.Namespace:
+    parser = get_empty_argument_parser()
+    setup_parser_arguments(parser)
+    register(parser)
+    stopping.mark_default_stop_timeout(parser)  # as the options listener does
+    return parser.parse_args(["-f", "x.py", "--host", TARGET, "--model", "m", *args])
+
+
+@pytest.fixture
+def quiet(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+    """The options come from the test, not pytest's argv; the helpers that would outlive the test
+    (the master watch's endless greenlet, the process-wide collector thresholds) are recorded."""
+    monkeypatch.setattr(sys, "argv", ["locust"])
+    watched: list[Any] = []
+    monkeypatch.setattr(master_watch, "install", watched.append)
+    monkeypatch.setattr(hooks.pauses, "install", lambda events: None)
+    return watched
+
+
+def test_init_gives_each_role_its_node_and_only_its_helpers(quiet: list[Any]) -> None:
+    with fleet_of(workers=1) as pair:
+        master_env, worker_env = pair.master.environment, pair.workers[0].environment
+        master_env.parsed_options, worker_env.parsed_options = _options(), _options()
+        master, worker = hooks.init_node(master_env), hooks.init_node(worker_env)
+        assert isinstance(master, MasterNode) and isinstance(worker, WorkerNode)
+        assert node_of(master_env) is getattr(master_env, ATTRIBUTE) is master
+        assert sink_of(master_env) is master and front_of(worker_env) is worker.front
+        with pytest.raises(RuntimeError, match="a master sends no requests"):
+            front_of(master_env)
+        with pytest.raises(RuntimeError, match="a worker keeps no results"):
+            sink_of(worker_env)
+        assert quiet == [worker]  # the master watch runs on the worker only
+        assert quota_of(master_env) is not None and quota_of(worker_env) is not None  # tickets on both
+        assert master.run_config.request.model == worker.run_config.request.model == "m"
+        assert (
+            master.drain
+            == worker.drain
+            == {"seconds": 30.0, "source": "default: min(--request-timeout, 30 s)"}
+        )
+
+
+class _Client:
+    """A request that ends at once, ``tokens`` content chunks 10 ms apart after a 20 ms TTFT."""
+
+    def __init__(self, tokens: int) -> None:
+        self.tokens = tokens
+
+    def send(self, body: Any, record: RequestRecord, keep_text: bool = False) -> str:
+        record.wall_start, record.t_sent = time.time(), time.perf_counter()
+        record.chunk_times = [record.t_sent + 0.02 + 0.01 * i for i in range(self.tokens)]
+        record.t_first_token, record.t_end = record.chunk_times[0], record.chunk_times[-1]
+        record.completion_tokens = self.tokens
+        return ""
+
+
+def test_a_local_test_from_its_start_to_one_summary(quiet: list[Any], tmp_path: Path) -> None:
+    """The local node: its front's rows reach its own sinks (the results, the --num-requests
+    count), the summary is written once at the stop, and ``finalized`` fires once with it."""
+    environment = Environment(user_classes=[], parsed_options=_options("--results-dir", str(tmp_path / "r")))
+    environment.host = TARGET
+    environment.create_local_runner()
+    node = hooks.init_node(environment)
+    assert isinstance(node, LocalNode) and quiet == []
+    finals: list[tuple[dict[str, Any], Any]] = []
+    node.finalized.subscribe(lambda summary, directory: finals.append((summary, directory)))
+    node.on_test_start()
+    assert node.context is not None and node.context.client is not None and node.results is not None
+    assert node.context.client.model == "m"  # the model given: no listing needed
+    spec = SimpleNamespace(
+        target_input_tokens=None, target_output_tokens=None, session_id=None, turn=None, info=None
+    )
+    for tokens in (3, 5, 9):
+        record = node.front.new_record(spec)  # type: ignore[arg-type]
+        node.front.send(_Client(tokens), {}, record)
+    quota = quota_of(environment)
+    assert quota is not None
+    node.live.stopping = True  # test_stopping
+    node.on_test_stop()
+    assert quota.finished == 3  # every row reached the bus (the idle fold drained at the stop)
+    assert len(finals) == 1
+    summary, directory = finals[0]
+    assert Path(directory) == tmp_path / "r"
+    written = json.loads((tmp_path / "r" / "summary.json").read_text())
+    assert written["completed"] == 3 == summary["completed"]
+    assert written["total_output_tokens"] == 3 + 5 + 9
+    assert written["p50_ttft_ms"] == pytest.approx(20.0, abs=0.01)  # first chunk 20 ms after sent
+    assert written["p50_tpot_ms"] == pytest.approx(10.0, abs=0.01)  # (E2E - TTFT) / (n - 1): 10 ms
+    rows = [json.loads(line) for line in (tmp_path / "r" / "requests.jsonl").read_text().splitlines()]
+    assert sorted(r["completion_tokens"] for r in rows) == [3, 5, 9]
+    assert sorted(r["request_id"] for r in rows) == ["local-0", "local-1", "local-2"]
+    node.finalize()  # a second call (quitting): nothing more
+    assert len(finals) == 1
