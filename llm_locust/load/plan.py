@@ -33,6 +33,7 @@ __all__ = [
     "LoadPlan",
     "LoadPlanError",
     "build_load_plan",
+    "replay_span",
 ]
 
 FOREVER = 10.0 * 365 * 24 * 3600  # "until stopped": long enough, and still a finite number
@@ -131,9 +132,19 @@ def _request_rate(load: LoadConfig, seed: int) -> Stages:
 
 def _replay(load: LoadConfig, seed: int) -> Stages:
     trace, reuse = with_sessions(_trace(load, seed), load.trace_block_tokens)
-    duration = max(trace.duration_s, 1e-3)
-    stages = parse_rate_ramp([len(trace.entries) / duration], duration, load.warmup)
+    stages = parse_rate_ramp([len(trace.entries) / (span := replay_span(trace))], span, load.warmup)
     return stages, TraceArrivals(trace, reuse)
+
+
+def replay_span(trace: Trace) -> float:
+    """The replay's stage: the trace's last offset plus one mean gap between arrivals. A stage is
+    ``[start, end)``, so one ending at the last offset left the last arrival outside it (and out of
+    every statistic); with one more gap, ``n`` arrivals span ``n`` gaps and the stage's rate is the
+    gaps' own, ``(n - 1) / last``."""
+    n, last = len(trace.entries), trace.duration_s
+    if n < 2 or last <= 0:
+        return max(last, 1e-3)
+    return last * n / (n - 1)
 
 
 def _rates(load: LoadConfig, stages: StagePlan, seed: int) -> RateArrivals:

@@ -66,6 +66,8 @@ def test_mooncake_replay_hits_the_traces_ceiling_on_the_simulators_cache(tmp_pat
     s = res.summary
     reuse = s["config"]["load_model"]["trace"]["prefix_reuse"]
     assert reuse["hit_ceiling"] == pytest.approx(expected) and reuse["block_tokens"] == 512
+    # every arrival is in the replay's stage, the last one and a late one too (by its intended time)
+    assert [r["request_id"] for r in res.rows if r.get("outside")] == []
     rows = [r for r in res.rows if _counted_ok(r)]
     assert len(rows) >= n - 5 and all(r["cached_tokens"] is not None for r in rows)
     measured = sum(r["cached_tokens"] for r in rows) / sum(r["prompt_tokens"] for r in rows)

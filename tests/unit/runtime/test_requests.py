@@ -117,3 +117,15 @@ def test_a_request_counts_in_flight_until_its_row_is_handed_on() -> None:
     later.pop()()
     assert [r["request_id"] for r in rows] == ["local-0"] and owner.in_flight == 0
     assert owner.oldest() is None
+
+
+def test_a_late_open_loop_arrival_counts_in_the_stage_that_meant_it() -> None:
+    """An arrival meant for 8 s into the run (stage 0: [0, 10 s)) went out 3 s late, in stage 1:
+    its stage is the one whose arrival process scheduled it; the lateness is its send lag."""
+    rows: list[dict[str, Any]] = []
+    owner = Requests(FakeEnvironment(), rows.append, "w1")
+    context = _context()
+    record = owner.new_record(context, _spec())
+    record.t_intended = -3.0  # Client.send sets t_sent = 0.0: intended 3 s before the send
+    owner.send(context, Client(owner, T0 + 11.0), {}, record)
+    assert (rows[0]["stage"], rows[0]["warmup"], rows[0]["send_lag"]) == (0, False, 3.0)
