@@ -22,11 +22,11 @@ import json
 import shutil
 import sys
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import NoReturn
 
-from llm_locust.config.demand import parse_demand
+from llm_locust.config.demand import Demand, parse_demand
 from llm_locust.config.register import OneLineParser
-from llm_locust.config.slo import parse_slo
+from llm_locust.config.slo import SloSpec, parse_slo
 from llm_locust.results.rejudge import CAPACITY_FILE, RejudgeError, rejudge_capacity, rejudge_run
 from llm_locust.results.writer import REQUESTS_FILE, SUMMARY_FILE, write_summary
 
@@ -77,7 +77,7 @@ def main(argv: list[str] | None = None) -> int:
         _fail(f"-o {out}: cannot write ({exc.strerror or exc})")
 
 
-def _capacity(source: Path, out: Path, slo: Any, demand: Any) -> int:
+def _capacity(source: Path, out: Path, slo: SloSpec, demand: Demand | None) -> int:
     from llm_locust.report.decision_page import write_decision_page
     from llm_locust.results.plans import format_comparison
 
@@ -96,7 +96,7 @@ def _capacity(source: Path, out: Path, slo: Any, demand: Any) -> int:
     return 0 if report.cheapest is not None else NOT_MET
 
 
-def _run(source: Path, out: Path, slo: Any, demand: Any) -> int:
+def _run(source: Path, out: Path, slo: SloSpec, demand: Demand | None) -> int:
     from llm_locust.report.build import REPORT_FILE, write_report
     from llm_locust.results.finalize import exit_code
     from llm_locust.results.report import end_of_run_text
