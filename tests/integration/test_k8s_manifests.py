@@ -12,13 +12,16 @@ and the image name the README documents.
 
 from __future__ import annotations
 
+import functools
 import re
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import jsonschema
 import kubernetes_validate
+import kubernetes_validate.utils
 import pytest
 import yaml
 from kubernetes_validate.utils import all_versions
@@ -39,6 +42,20 @@ MIN_KUBERNETES = "1.29"  # Indexed Job backoffLimitPerIndex (beta, on by default
 VERSION = re.search(r'^version = "([^"]+)"', (ROOT / "pyproject.toml").read_text(), re.M)
 IMAGE = f"llm-locust:{VERSION.group(1) if VERSION else ''}"
 WORKLOADS = ("Deployment", "Job", "Pod")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _schemas_parsed_once() -> Iterator[None]:
+    """``kubernetes_validate.validate`` reads and parses its schema files on every call (the
+    1.2 MB ``_definitions.json`` of a version for each object): here each file once, the same
+    contents to the same validator."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(
+            kubernetes_validate.utils,
+            "schema_contents",
+            functools.cache(kubernetes_validate.utils.schema_contents),
+        )
+        yield
 
 
 @pytest.fixture(scope="module")
