@@ -71,3 +71,12 @@ class LiveState:
     interrupt_exit_code: int | None = None
     pending_t0: float | None = None  # the next test's plan start (the shape, or the master)
     pending_workers: int = 1
+
+    def stop(self) -> None:
+        """The load is stopping (Locust's ``test_stopping``, a lost master): send nothing new."""
+        self.stopping = True
+
+    def interrupt(self, reason: str, exit_code: int) -> None:
+        """What stopped the run and the exit code it asks for; the first one stands."""
+        if self.interrupted is None:
+            self.interrupted, self.interrupt_exit_code = reason, exit_code

@@ -119,9 +119,7 @@ def _stop(ext: FailstopRun, line: str) -> None:
     if not ext.run_config.headless:  # the web UI: this test stops, the UI stays
         gevent.spawn(runner.stop)
         return
-    if ext.live.interrupted is None:
-        ext.live.interrupted = FAILING_REASON
-        ext.live.interrupt_exit_code = FAILING_EXIT
+    ext.live.interrupt(FAILING_REASON, FAILING_EXIT)
     if runner.shape_greenlet is not None:
         raise_in_main(KeyboardInterrupt())  # as Ctrl-C does: the shape's join returns, Locust quits
     else:

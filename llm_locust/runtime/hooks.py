@@ -99,7 +99,7 @@ def _test_start(environment: Environment, **_: object) -> None:
 
 
 def _test_stopping(environment: Environment, **_: object) -> None:
-    node_of(environment).live.stopping = True
+    node_of(environment).live.stop()
 
 
 def _test_stop(environment: Environment, **_: object) -> None:

@@ -171,6 +171,6 @@ def _watch(ext: WatchedRun) -> None:
 def stop_now(ext: WatchedRun) -> None:
     """Stop the users at once (no drain) and the test."""
     runner = runner_of(ext.environment)
-    ext.live.stopping = True
+    ext.live.stop()
     runner.user_greenlets.kill(block=False)
     runner.stop()

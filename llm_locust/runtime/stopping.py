@@ -69,12 +69,12 @@ _RUNNING = (locust.runners.STATE_SPAWNING, locust.runners.STATE_RUNNING)
 
 
 class Interrupt(Protocol):
-    """Whether the load is stopping, the signal that stopped the run, and the exit code it asks
-    for (set once)."""
+    """Whether the load is stopping; what stopped the run, with its exit code (the first stands)."""
 
-    stopping: bool
-    interrupted: str | None
-    interrupt_exit_code: int | None
+    @property
+    def stopping(self) -> bool: ...
+
+    def interrupt(self, reason: str, exit_code: int) -> None: ...
 
 
 class Finals(Protocol):
@@ -133,11 +133,11 @@ def _on_signal(run: StoppingRun, sig: int) -> None:
     name = signal.Signals(sig).name
     runner = runner_of(run.environment)
     if run.live.stopping:  # already stopping (the plan ended, or a first signal): cut the drain short
-        _mark(run, name, sig)
+        run.live.interrupt(name, 128 + sig)
         log.warning("llm-locust: %s while stopping: requests still in flight are recorded incomplete", name)
         skip_drain(run)
     elif runner.shape_greenlet is not None:  # the shape runs: stop it as Ctrl-C does
-        _mark(run, name, sig)
+        run.live.interrupt(name, 128 + sig)
         log.warning(
             "llm-locust: %s: stopping the load, draining requests in flight (up to %g s), writing the "
             "results; %s again to skip the drain",
@@ -152,12 +152,6 @@ def _on_signal(run: StoppingRun, sig: int) -> None:
         raise_in_main(SystemExit(128 + sig))
     elif sig == signal.SIGINT:  # after the test: what Python's own SIGINT handler would do
         raise_in_main(KeyboardInterrupt())
-
-
-def _mark(run: StoppingRun, name: str, sig: int) -> None:
-    if run.live.interrupted is None:
-        run.live.interrupted = name
-        run.live.interrupt_exit_code = 128 + sig
 
 
 def skip_drain(run: StoppingRun) -> None:

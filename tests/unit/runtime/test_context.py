@@ -5,7 +5,7 @@ from __future__ import annotations
 from llm_locust.config.build import build_config
 from llm_locust.config.role import Role
 from llm_locust.load.plan import build_load_plan
-from llm_locust.runtime.context import RunContext
+from llm_locust.runtime.context import LiveState, RunContext
 
 
 def test_a_send_a_hair_before_t0_is_the_first_stages() -> None:
@@ -18,3 +18,14 @@ def test_a_send_a_hair_before_t0_is_the_first_stages() -> None:
     context = RunContext(config=config, role=Role.WORKER, plan=plan, client=None, t0=1000.0)
     stage, warmup = context.stage_at(1000.0 - 0.0012)
     assert stage is plan.stages.stages[0] and warmup is False
+
+
+def test_the_first_interrupt_stands_and_a_stop_is_kept() -> None:
+    """A second signal (or the all-failed stop after a SIGTERM) does not rewrite what stopped the run."""
+    live = LiveState()
+    assert not live.stopping and live.interrupted is None and live.interrupt_exit_code is None
+    live.interrupt("SIGTERM", 143)
+    live.interrupt("every request failed", 4)
+    assert (live.interrupted, live.interrupt_exit_code) == ("SIGTERM", 143)
+    live.stop()
+    assert live.stopping
