@@ -133,9 +133,10 @@ def summarize_command(args: list[str]) -> int:
     except RebuildError as exc:
         _fail(str(exc))
     path = Path(directory)
-    skipped = summary["rebuilt"].get("skipped_lines")
-    if skipped:
-        sys.stderr.write(f"llm-locust summarize: {skipped_sentence(skipped, str(path / skipped['file']))}\n")
+    skipped = (summary.rebuilt or {}).get("skipped_lines")
+    file = skipped.get("file") if isinstance(skipped, dict) else None
+    if isinstance(skipped, dict) and isinstance(file, str):
+        sys.stderr.write(f"llm-locust summarize: {skipped_sentence(skipped, str(path / file))}\n")
     print(
         end_of_run_text(summary, f"results: {path / 'requests.jsonl'} and {path / 'summary.json'} (rebuilt)")
     )

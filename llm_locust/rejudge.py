@@ -106,7 +106,8 @@ def _run(source: Path, out: Path, slo: SloSpec, demand: Demand | None) -> int:
     write_summary(out / SUMMARY_FILE, summary)
     shutil.copyfile(source / REQUESTS_FILE, out / REQUESTS_FILE)
     print(end_of_run_text(summary, f"judged again from {source} without new load: {out / SUMMARY_FILE}"))
-    if summary["rejudged"].get("unmeasured"):
-        print(summary["rejudged"]["unmeasured"])
+    unmeasured = (summary.rejudged or {}).get("unmeasured")
+    if unmeasured:
+        print(unmeasured)
     print(f"report: {write_report([out], out / REPORT_FILE)}")
     return exit_code(summary, None) or 0

@@ -57,6 +57,7 @@ from llm_locust.live.aggregate import LATENCIES, LiveAggregate
 from llm_locust.live.view import RunView
 from llm_locust.record import OK
 from llm_locust.results.slo import is_good
+from llm_locust.results.summary_model import RunSummary
 
 __all__ = [
     "FINAL_FILE",
@@ -249,7 +250,7 @@ class Exporter:
         tmp.replace(path)
         return path
 
-    def on_finalized(self, summary: Mapping[str, Any], directory: Path | None) -> Path | None:
+    def on_finalized(self, summary: RunSummary, directory: Path | None) -> Path | None:
         """A test's summary is written: ``metrics_final.prom`` beside it (with a results folder)."""
         if directory is None:
             return None

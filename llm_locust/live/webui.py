@@ -34,13 +34,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import gevent
+from pydantic import BaseModel
 
 from llm_locust.live import catalog as metrics
 from llm_locust.live.aggregate import LATENCIES, History, LiveAggregate, history_point
 from llm_locust.live.exporter import run_info
 from llm_locust.live.view import RunView
+from llm_locust.load.search import Verdict
 from llm_locust.results.headline import headline
 from llm_locust.results.summary import inconclusive_reason
+from llm_locust.results.summary_model import RunSummary, StageRow
 
 if TYPE_CHECKING:
     from llm_locust.config.slo import SloLine
@@ -91,7 +94,7 @@ class LiveWebUI:
         self.server = server  # the target's own gauges (ServerMetrics.latest), if scraped
         self.sample_s = sample_s
         self.history = History(maxlen=int(HISTORY_S / sample_s))
-        self.last_summary: dict[str, Any] | None = None
+        self.last_summary: RunSummary | None = None
         self.test = 0  # tests started: the page starts its series anew when this changes
         self._greenlet: gevent.Greenlet | None = None
 
@@ -108,7 +111,7 @@ class LiveWebUI:
         """A finished request of the current test (the bus)."""
         self.aggregate.add(row)
 
-    def on_finalized(self, summary: dict[str, Any], directory: Path | None) -> None:
+    def on_finalized(self, summary: RunSummary, directory: Path | None) -> None:
         """A test ended: the page shows its result from now on."""
         self.last_summary = summary
 
@@ -164,7 +167,7 @@ class LiveWebUI:
         rows = _result_rows(result) if result else []
         if not result and self.view.gauges().client_saturated:
             rows.append({"metric": "Client", "p50": "", "p95": "", "p99": "", "count": SATURATED_NOW})
-        rows += _whole_run_rows(self.last_summary or {}) if result else _window_rows(recent)
+        rows += _whole_run_rows(self.last_summary) if self.last_summary else _window_rows(recent)
         blank = {"p50": "", "p95": "", "p99": ""}
         if result:
             tokens, requests, scope = result["output_throughput"], result["request_throughput"], "whole run"
@@ -224,13 +227,13 @@ def _window_rows(recent: dict[str, Any]) -> list[dict[str, Any]]:
 _WHOLE_RUN = {"ttft": "TTFT", "ttft_visible": "TTFT visible", "tpot": "TPOT", "itl": "ITL", "e2el": "E2E"}
 
 
-def _whole_run_rows(summary: dict[str, Any]) -> list[dict[str, Any]]:
+def _whole_run_rows(summary: RunSummary) -> list[dict[str, Any]]:
     """The tab's latency rows once a test ended: the summary's whole-run percentiles (ms, as
     summary.json); a latency the summary has no value for shows blank, never 0."""
     rows = []
     for name, label in _WHOLE_RUN.items():
-        values = [summary.get(f"p{q}_{name}_ms") for q in (50, 95, 99)]
-        if name == "ttft_visible" and not summary.get("reasoning"):
+        values = [summary.ms(f"p{q}", name) for q in (50, 95, 99)]
+        if name == "ttft_visible" and not summary.reasoning:
             continue  # not a reasoning model: the same as TTFT
         shown = ["" if v is None else round(float(v), 1) for v in values]
         rows.append(
@@ -245,25 +248,6 @@ def _whole_run_rows(summary: dict[str, Any]) -> list[dict[str, Any]]:
     return rows
 
 
-_RESULT_KEYS = (
-    "capacity",
-    "client_saturated",
-    "interrupted_by",
-    "completed",
-    "failed",
-    "incomplete",
-    "excluded",
-    "duration",
-    "measured_span",
-    "records",
-    "request_throughput",
-    "output_throughput",
-    "median_ttft_ms",
-    "median_tpot_ms",
-    "median_itl_ms",
-    "median_e2el_ms",
-)
-_STAGE_KEYS = ("label", "verdict", "invalid_reason", "completed", "request_throughput", "p95_ttft_ms")
 #: SLO metric -> the live chart it is drawn on
 _SLO_CHARTS = {"ttft": "ttft", "tpot": "tpot", "itl": "itl", "e2e": "e2e"}
 
@@ -286,24 +270,48 @@ def chart_marks(
     return {"stages": started, "slo": lines}
 
 
-def result_view(summary: dict[str, Any] | None) -> dict[str, Any] | None:
-    """What the page shows of a finished test's ``summary.json`` (``None`` while it runs)."""
-    if not summary:
+def result_view(summary: RunSummary | None) -> dict[str, Any] | None:
+    """What the page shows of a finished test's summary (``None`` while it runs), in
+    ``summary.json``'s keys."""
+    if summary is None:
         return None
-    slo = summary.get("slo")
-    out = {key: summary.get(key) for key in _RESULT_KEYS}
     judged = headline(summary)
-    out["slo_passed"] = None if slo is None else bool(slo["passed"])  # the point estimate
-    out["slo_verdict"] = None if judged is None else str(judged[0])  # shown to pass, or not
-    out["slo_reason"] = None if judged is None else judged[1]
-    out["stages"] = [
-        {**{key: st.get(key) for key in _STAGE_KEYS}, "why": _why(st)} for st in summary.get("stages") or ()
-    ]
-    return out
+    return {
+        "capacity": summary.capacity,
+        "client_saturated": summary.client_saturated,
+        "interrupted_by": summary.interrupted_by,
+        "completed": summary.completed,
+        "failed": summary.failed,
+        "incomplete": summary.incomplete,
+        "excluded": _block(summary.excluded),
+        "duration": summary.duration,
+        "measured_span": _block(summary.measured_span),
+        "records": _block(summary.records),
+        "request_throughput": summary.request_throughput,
+        "output_throughput": summary.output_throughput,
+        **{f"median_{name}_ms": summary.ms("median", name) for name in ("ttft", "tpot", "itl", "e2el")},
+        "slo_passed": None if summary.slo is None else summary.slo.passed,  # the point estimate
+        "slo_verdict": None if judged is None else str(judged[0]),  # shown to pass, or not
+        "slo_reason": None if judged is None else judged[1],
+        "stages": [_stage_view(stage) for stage in summary.stages or ()],
+    }
 
 
-def _why(stage: dict[str, Any]) -> str:
-    return inconclusive_reason(stage) if stage.get("verdict") == "inconclusive" else ""
+def _block(block: BaseModel | None) -> dict[str, Any] | None:
+    return None if block is None else block.model_dump(exclude_unset=True)
+
+
+def _stage_view(stage: StageRow) -> dict[str, Any]:
+    inconclusive = stage.verdict is Verdict.INCONCLUSIVE
+    return {
+        "label": stage.label,
+        "verdict": None if stage.verdict is None else stage.verdict.value,
+        "invalid_reason": stage.invalid_reason,
+        "completed": stage.completed,
+        "request_throughput": stage.request_throughput,
+        "p95_ttft_ms": stage.ms("p95", "ttft"),
+        "why": inconclusive_reason(stage.slo) if inconclusive else "",
+    }
 
 
 def _result_rows(result: dict[str, Any]) -> list[dict[str, Any]]:

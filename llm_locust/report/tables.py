@@ -10,6 +10,7 @@ from typing import Any
 
 from llm_locust.report.data import RunData
 from llm_locust.results.headline import headline
+from llm_locust.results.summary_model import RunSummary
 
 __all__ = ["config_block", "errors_table", "fmt", "stage_table", "table", "verdict_block"]
 
@@ -58,7 +59,7 @@ def verdict_block(run: RunData) -> str:
     s = run.summary
     capacity = s.get("capacity") or "no capacity verdict (no staged run with an SLO)"
     parts = [f'<p class="capacity">{escape(str(capacity))}</p>']
-    judged = headline(s)
+    judged = headline(RunSummary.model_validate(s))
     if judged is not None:
         parts.append(f'<p class="headline">Answer: {_badge(str(judged[0]))} {escape(judged[1])}</p>')
     slo = s.get("slo")

@@ -29,6 +29,7 @@ from llm_locust.results.concurrency import littles_law, peak_in_flight
 from llm_locust.results.cost import headroom
 from llm_locust.results.inclusion import Coverage, row_covers
 from llm_locust.results.probe import show_value
+from llm_locust.results.summary_model import RunSummary
 
 __all__ = [
     "amount",
@@ -223,35 +224,35 @@ def format_search_table(search: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def capacity_lines(summary: dict[str, Any]) -> list[str]:
+def capacity_lines(summary: RunSummary) -> list[str]:
     """The end-of-run lines for the search, the demand, users against concurrency, the replicas."""
     lines = []
-    if summary.get("search"):
-        lines.append(format_search_table(summary["search"]))
-    if summary.get("demand"):
-        lines.append(f"demand: {summary['demand']['text']}")
-    conc = summary.get("concurrency") or {}
-    if conc.get("mean_in_flight") is not None:
+    if summary.search:
+        lines.append(format_search_table(summary.search))
+    if summary.demand:
+        lines.append(f"demand: {summary.demand.text}")
+    conc = summary.concurrency
+    if conc is not None and conc.mean_in_flight is not None:
         text = (
-            f"concurrency: {conc['peak_users']} users, {conc['mean_in_flight']:.2f} requests in flight on "
-            f"average (peak {conc['peak_in_flight']}), {conc['arrival_rate']:.2f} req/s arriving"
+            f"concurrency: {conc.peak_users} users, {conc.mean_in_flight:.2f} requests in flight on "
+            f"average (peak {conc.peak_in_flight}), {conc.arrival_rate or 0.0:.2f} req/s arriving"
         )
-        if conc.get("mean_e2e_s") is not None:
-            text += f", mean E2E {conc['mean_e2e_s']:.2f} s (L=λW {conc['littles_law_product']:.2f})"
-        if conc.get("closed_loop_expected_in_flight") is not None:
+        if conc.mean_e2e_s is not None:
+            text += f", mean E2E {conc.mean_e2e_s:.2f} s (L=λW {conc.littles_law_product or 0.0:.2f})"
+        if conc.closed_loop_expected_in_flight is not None:
             text += (
-                f"; think {conc['think_time_mean_s']:.2f} s mean: users x W/(W+Z) = "
-                f"{conc['closed_loop_expected_in_flight']:.2f}"
+                f"; think {conc.think_time_mean_s or 0.0:.2f} s mean: users x W/(W+Z) = "
+                f"{conc.closed_loop_expected_in_flight:.2f}"
             )
         lines.append(text)
-    if summary.get("replicas"):
+    if summary.replicas:
         lines.append(
             f"{'replica':<32}{'share':>7}{'ok':>7}{'fail':>6}{'TTFT p50':>10}{'TTFT p95':>10}{'E2E p95':>10}"
         )
-        for url, r in summary["replicas"].items():
+        for url, r in summary.replicas.items():
             lines.append(
-                f"{url[:31]:<32}{r['share']:>7.1%}{r['completed']:>7}{r['failed']:>6}"
-                f"{_ms(r['p50_ttft_ms']):>10}{_ms(r['p95_ttft_ms']):>10}{_ms(r['p95_e2el_ms']):>10}"
+                f"{url[:31]:<32}{r.share or 0.0:>7.1%}{r.completed:>7}{r.failed:>6}"
+                f"{_ms(r.ms('p50', 'ttft')):>10}{_ms(r.ms('p95', 'ttft')):>10}{_ms(r.ms('p95', 'e2el')):>10}"
             )
     return lines
 

@@ -21,6 +21,7 @@ from typing import Any
 
 from llm_locust.record import NOT_FAILED, OK
 from llm_locust.results.inclusion import Coverage, row_covers
+from llm_locust.results.summary_model import RunSummary
 
 __all__ = ["MESSAGE_CHARS", "TOP", "FailureTally", "failure_lines", "tally_of"]
 
@@ -70,13 +71,13 @@ def tally_of(rows: Iterable[Mapping[str, Any]]) -> FailureTally:
     return tally
 
 
-def failure_lines(summary: Mapping[str, Any], width: int = 110) -> list[str]:
+def failure_lines(summary: RunSummary, width: int = 110) -> list[str]:
     """A few lines for the end-of-run table: each class's most frequent messages, the waits."""
     lines = []
-    for outcome, messages in (summary.get("error_messages") or {}).items():
+    for outcome, messages in summary.error_messages.items():
         for message, count in messages[:TABLE_MESSAGES]:
             text = f"  {outcome} x{count}: {message or '(no message)'}"
             lines.append(text if len(text) <= width else text[: width - 3] + "...")
-    for reason, wait in (summary.get("waits") or {}).items():
-        lines.append(f"  users paused for {reason}: {wait['pauses']} times, {wait['total_s']:.1f} s in all")
+    for reason, wait in summary.waits.items():
+        lines.append(f"  users paused for {reason}: {wait.pauses} times, {wait.total_s:.1f} s in all")
     return lines

@@ -34,6 +34,7 @@ from llm_locust.results.search_log import align_stages
 from llm_locust.results.slo import evaluate
 from llm_locust.results.stages import LevelFacts, capacity_verdict, excluded_counts, stage_summaries
 from llm_locust.results.summary import records_block, summarize
+from llm_locust.results.summary_model import RunSummary
 from llm_locust.results.timeline import Timeline
 from llm_locust.results.validity import MAX_SEND_LAG_MS
 
@@ -186,36 +187,37 @@ def add_replicas(summary: dict[str, Any], requests: Path) -> None:
     summary["replicas"] = replica_block(read_rows(requests))
 
 
-def exit_code(summary: Mapping[str, Any], interrupt_code: int | None) -> int | None:
+def exit_code(summary: RunSummary, interrupt_code: int | None) -> int | None:
     """Interrupted: 128 + the signal (130 SIGINT, 143 SIGTERM). A capacity search: 0 when it
     found a capacity (meeting ``--demand`` if given), else 3. Else, with an SLO, the verdict:
     0 pass, 3 fail. ``None``: leave Locust's own."""
     if interrupt_code is not None:
         return interrupt_code
-    if summary.get("search") is not None:  # the search's answer, not the SLO over every level
-        if summary["search"].get("withheld"):
+    if summary.search is not None:  # the search's answer, not the SLO over every level
+        if summary.search.get("withheld"):
             return WITHHELD_EXIT
-        passed = summary["search"]["passed"] and (summary.get("demand") or {}).get("meets", True)
-        return 0 if passed else SLO_FAILED_EXIT
-    if summary.get("slo") is not None:
-        return 0 if summary["slo"]["passed"] else SLO_FAILED_EXIT
+        meets = summary.demand is None or summary.demand.meets is not False
+        return 0 if summary.search.get("passed") and meets else SLO_FAILED_EXIT
+    if summary.slo is not None:
+        return 0 if summary.slo.passed else SLO_FAILED_EXIT
     return None
 
 
-def warnings(summary: Mapping[str, Any]) -> list[str]:
+def warnings(summary: RunSummary) -> list[str]:
     """What the end of a run warns about: a lagging generator, a saturated client CPU."""
     out = []
-    if summary.get("generator_lagging"):
+    if summary.generator_lagging:
         out.append(
             "the load generator fell behind its arrival schedule "
-            f"(send lag p99 {summary['p99_send_lag_ms']:.0f} ms): results understate the load; add workers"
+            f"(send lag p99 {summary.p99_send_lag_ms or 0:.0f} ms): results understate the load; add workers"
         )
-    if summary.get("client_saturated"):
-        out.append(summary["client_saturated"])
-    config = summary.get("config") or {}
+    if summary.client_saturated:
+        out.append(summary.client_saturated)
+    config = summary.config
+    peak = config.get("client_cpu_peak_percent")
     if config.get("client_cpu_saturated"):
         out.append(
-            f"the load generator's CPU saturated (peak {config.get('client_cpu_peak_percent', 0):.0f}%): "
+            f"the load generator's CPU saturated (peak {peak if isinstance(peak, int | float) else 0:.0f}%): "
             "token timestamps may be late; add workers"
         )
     return out

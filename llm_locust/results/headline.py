@@ -16,6 +16,10 @@ from collections.abc import Mapping
 from enum import StrEnum
 from typing import Any
 
+from llm_locust.load.search import Verdict
+from llm_locust.results.summary_blocks import DemandBlock
+from llm_locust.results.summary_model import RunSummary
+
 __all__ = ["Headline", "headline"]
 
 
@@ -26,30 +30,28 @@ class Headline(StrEnum):
     WITHHELD = "withheld"
 
 
-def headline(summary: Mapping[str, Any]) -> tuple[Headline, str] | None:
+def headline(summary: RunSummary) -> tuple[Headline, str] | None:
     """(verdict, reason) of a run with an SLO; ``None`` without one. The reason is ``""`` for a pass
     of the SLO alone."""
-    search = summary.get("search")
-    if search:
-        return _search(search, summary.get("demand"))
-    slo = summary.get("slo")
-    if not slo:
+    if summary.search:
+        return _search(summary.search, summary.demand)
+    slo = summary.slo
+    if slo is None:
         return None
-    objectives = slo.get("objectives") or []
-    verdict = slo.get("verdict") or ("pass" if slo.get("passed") else "fail")
-    if verdict == "pass" and slo.get("passed") and objectives:
+    objectives = slo.objectives
+    if slo.verdict is Verdict.PASS and slo.passed and objectives:
         return Headline.PASS, ""
-    failing = next((o for o in objectives if o.get("verdict") == "fail"), None)
-    if failing is not None or (verdict == "fail" and not objectives):
-        return Headline.FAIL, f"{failing['objective']} fails" if failing else "no objective was measured"
-    undecided = next((o for o in objectives if o.get("verdict") != "pass"), None)
+    failing = next((o for o in objectives if o.verdict is Verdict.FAIL), None)
+    if failing is not None or (slo.verdict is Verdict.FAIL and not objectives):
+        return Headline.FAIL, f"{failing.objective} fails" if failing else "no objective was measured"
+    undecided = next((o for o in objectives if o.verdict is not Verdict.PASS), None)
     if undecided is None:
         return Headline.INCONCLUSIVE, "no objective was measured"
-    note = undecided.get("note") or "its 95 % interval straddles the threshold"
-    return Headline.INCONCLUSIVE, f"{undecided['objective']} is not shown to pass ({note})"
+    note = undecided.note or "its 95 % interval straddles the threshold"
+    return Headline.INCONCLUSIVE, f"{undecided.objective} is not shown to pass ({note})"
 
 
-def _search(search: Mapping[str, Any], demand: Mapping[str, Any] | None) -> tuple[Headline, str]:
+def _search(search: Mapping[str, Any], demand: DemandBlock | None) -> tuple[Headline, str]:
     if search.get("withheld"):
         return Headline.WITHHELD, search["withheld"]
     upper = search.get("upper")
@@ -62,10 +64,10 @@ def _search(search: Mapping[str, Any], demand: Mapping[str, Any] | None) -> tupl
     if search.get("stop_reason") is None:
         return Headline.INCONCLUSIVE, "the run ended before the search did"
     best = search["highest_pass"]
-    if demand is not None and not demand.get("meets"):
+    if demand is not None and not demand.meets:
         at = search.get("demand_step") or upper
         shown = at is not None and at["verdict"] == "fail"
-        return (Headline.FAIL if shown else Headline.INCONCLUSIVE), demand.get("text", "")
+        return (Headline.FAIL if shown else Headline.INCONCLUSIVE), demand.text
     return Headline.PASS, f"{best['label']} is shown to meet the SLO" + (
-        f"; {demand['text']}" if demand is not None else ""
+        f"; {demand.text}" if demand is not None else ""
     )

@@ -46,6 +46,7 @@ from llm_locust.results.finalize import RunFacts, add_analysis, build_summary
 from llm_locust.results.search_log import SEARCH_FORMAT, RecordedSearch, SearchLog
 from llm_locust.results.slo import itl_stats_of
 from llm_locust.results.stages import KnownLevels
+from llm_locust.results.summary_model import RunSummary
 from llm_locust.results.writer import (
     HEALTH_FILE,
     REQUESTS_FILE,
@@ -164,7 +165,7 @@ def _read_health(directory: Path) -> list[dict[str, Any]]:
 
 def rebuild(
     directory: str | Path, write: bool = True, slo: SloSpec | None = None, demand: Demand | None = None
-) -> dict[str, Any]:
+) -> RunSummary:
     """The summary of the results folder ``directory``, from ``requests.jsonl`` and ``run.json``;
     written to ``summary.json`` (marked ``rebuilt``) unless ``write`` is false. ``slo`` and
     ``demand``: judge every stage and search step under these instead of the run's own
@@ -209,5 +210,6 @@ def rebuild(
     if problem is not None:
         summary["rebuilt"]["problem"] = problem
     if write:
-        write_summary(folder / SUMMARY_FILE, summary)
-    return summary
+        return write_summary(folder / SUMMARY_FILE, summary)
+    model, _ = RunSummary.checked(summary)  # a key it refuses is left out (write_summary says so)
+    return model

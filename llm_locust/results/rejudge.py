@@ -31,6 +31,7 @@ from llm_locust.results.capacity_model import (
 )
 from llm_locust.results.plans import compare_plans
 from llm_locust.results.rebuild import RebuildError, rebuild
+from llm_locust.results.summary_model import RunSummary
 
 __all__ = ["CAPACITY_FILE", "RejudgeError", "rejudge_capacity", "rejudge_run", "unmeasured"]
 
@@ -65,7 +66,7 @@ def unmeasured(search: dict[str, Any], demand: Demand | None) -> str | None:
     return None
 
 
-def _summary(folder: Path, slo: SloSpec, demand: Demand | None) -> dict[str, Any]:
+def _summary(folder: Path, slo: SloSpec, demand: Demand | None) -> RunSummary:
     try:
         return rebuild(folder, write=False, slo=slo, demand=demand)
     except RebuildError as exc:
@@ -84,13 +85,14 @@ def _note(slo: SloSpec, demand: Demand | None, source: Path) -> dict[str, Any]:
     }
 
 
-def rejudge_run(directory: str | Path, slo: SloSpec, demand: Demand | None = None) -> dict[str, Any]:
+def rejudge_run(directory: str | Path, slo: SloSpec, demand: Demand | None = None) -> RunSummary:
     """A single run's summary judged again (its SLO as given: the run's own clock)."""
     folder = Path(directory)
     summary = _summary(folder, slo, demand)
-    summary["rejudged"] = _note(slo, demand, folder)
-    if summary.get("search"):
-        summary["rejudged"]["unmeasured"] = unmeasured(summary["search"], demand)
+    note = _note(slo, demand, folder)
+    if summary.search:
+        note["unmeasured"] = unmeasured(summary.search, demand)
+    summary.rejudged = note
     return summary
 
 
@@ -108,7 +110,7 @@ def _plan(result: PlanResult) -> Plan:
 
 def rejudge_capacity(
     directory: str | Path, slo: SloSpec, demand: Demand | None = None
-) -> tuple[CapacityReport, dict[str, dict[str, Any]]]:
+) -> tuple[CapacityReport, dict[str, RunSummary]]:
     """``capacity.json`` of the capacity folder ``directory`` judged again, and each plan's
     summary judged again (by plan name). The plans' ``folder`` keys still name the folders read."""
     root = Path(directory)
@@ -121,17 +123,19 @@ def rejudge_capacity(
         message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise RejudgeError(f"{root / CAPACITY_FILE}: cannot be compared again ({message})") from None
     same = slo.to_json() == report.slo
-    searches, scales, summaries = {}, {}, {}
+    searches: dict[str, dict[str, Any]] = {}
+    scales: dict[str, float] = {}
+    summaries: dict[str, RunSummary] = {}
     for result in report.plans:
         folder = Path(result.folder or "")
         if not (folder / "requests.jsonl").is_file():  # moved: the plan folders are beside capacity.json
             folder = root / result.name
         k = result.time_scale or 1.0
         summary = _summary(folder, parse_slo(scaled_slo(slo, k)) if k != 1 else slo, None)
-        if not summary.get("search"):
+        if not summary.search:
             raise RejudgeError(f"{folder}: no capacity search to judge again (no search.json)")
-        summary["rejudged"] = _note(slo, demand, folder)
-        search = summary["search"]
+        summary.rejudged = _note(slo, demand, folder)
+        search: dict[str, Any] = summary.search
         if not same:  # the search stopped for its own SLO; these are the levels it measured
             search = {**search, "stop": "judged again under another SLO: the levels the search measured"}
         searches[result.name], scales[result.name], summaries[result.name] = search, k, summary

@@ -12,10 +12,10 @@ Pure module: no Locust, no network.
 
 from __future__ import annotations
 
-from typing import Any
-
 from llm_locust.results.capacity import capacity_lines
 from llm_locust.results.summary import format_stage_table, format_table
+from llm_locust.results.summary_blocks import Excluded
+from llm_locust.results.summary_model import RunSummary
 from llm_locust.results.traffic import stage_cache_lines
 
 __all__ = ["LEGEND", "LOCUST_TABLE_LABEL", "end_of_run_text", "exclusions_line"]
@@ -39,81 +39,85 @@ LOCUST_TABLE_LABEL = (
 )
 
 
-def exclusions_line(summary: dict[str, Any]) -> str:
+def exclusions_line(summary: RunSummary) -> str:
     """How many requests the statistics leave out, and why (all still in requests.jsonl)."""
-    excluded = summary.get("excluded") or {}
-    drain = (summary.get("drain") or {}).get("seconds")
+    excluded = summary.excluded or Excluded()
+    drain = (summary.drain or {}).get("seconds")
     parts = []
-    if excluded.get("warmup"):
-        parts.append(f"{excluded['warmup']} warm-up (the first --warmup seconds of a stage)")
-    if excluded.get("rampup"):
-        parts.append(f"{excluded['rampup']} ramp-up (sent before their stage reached its user count)")
-    if excluded.get("outside"):
-        parts.append(f"{excluded['outside']} outside the stages' measured windows (a search step settling)")
-    if excluded.get("incomplete"):
-        bound = f" and the {drain:g} s drain" if drain is not None else ""
-        parts.append(f"{excluded['incomplete']} incomplete (in flight when the load stopped{bound})")
-    measured = f"{summary.get('completed', 0)} completed and {summary.get('failed', 0)} failed are measured"
-    if summary.get("client_stalled"):
+    if excluded.warmup:
+        parts.append(f"{excluded.warmup} warm-up (the first --warmup seconds of a stage)")
+    if excluded.rampup:
+        parts.append(f"{excluded.rampup} ramp-up (sent before their stage reached its user count)")
+    if excluded.outside:
+        parts.append(f"{excluded.outside} outside the stages' measured windows (a search step settling)")
+    if excluded.incomplete:
+        bound = f" and the {drain:g} s drain" if isinstance(drain, int | float) else ""
+        parts.append(f"{excluded.incomplete} incomplete (in flight when the load stopped{bound})")
+    measured = f"{summary.completed} completed and {summary.failed} failed are measured"
+    if summary.client_stalled:
         measured += (
-            f" (the latencies of {summary['client_stalled']} of them left out: the load generator "
+            f" (the latencies of {summary.client_stalled} of them left out: the load generator "
             "itself stalled inside them, client_stall_s)"
         )
-    span = summary.get("measured_span") or {}
-    if span.get("excluded_s"):
+    span = summary.measured_span
+    if span is not None and span.excluded_s:
         measured += (
-            f"; rates over the {span['seconds']:.1f} s measured of the test's {span['test_seconds']:.1f} s"
+            f"; rates over the {span.seconds:.1f} s measured of the test's {_test_seconds(summary):.1f} s"
         )
     if not parts:
         return f"excluded from the statistics: none; {measured}"
     return f"excluded from the statistics: {'; '.join(parts)}; {measured} (all are in requests.jsonl)"
 
 
-def _test_seconds(summary: dict[str, Any]) -> float:
+def _test_seconds(summary: RunSummary) -> float:
     """How long the test ran (start to stop), measured or not."""
-    span = summary.get("measured_span") or {}
-    return float(span.get("test_seconds", summary.get("duration", 0.0)))
+    span = summary.measured_span
+    return summary.duration if span is None or span.test_seconds is None else span.test_seconds
 
 
-def master_lines(summary: dict[str, Any]) -> list[str]:
+def master_lines(summary: RunSummary) -> list[str]:
     """The master's ingest, when it has workers: one line; a warning first when it fell behind;
     a line per worker that stopped its load on its own."""
-    master = summary.get("master")
+    master = summary.master
     if not master:
         return []
-    start = (summary.get("config") or {}).get("start_time")
+    start = summary.config.get("start_time")
     stopped = [
-        f"worker {s['index']} ({s['worker']}) stopped its load early"
-        + (f", {s['at'] - start:.1f} s into the run" if start is not None else "")
-        + f": {s['why']}; the master is here, so its requests after that are missing"
-        for s in summary.get("workers_stopped_early") or []
+        f"worker {s.index} ({s.worker}) stopped its load early"
+        + (
+            f", {s.at - start:.1f} s into the run"
+            if isinstance(start, int | float) and s.at is not None
+            else ""
+        )
+        + f": {s.why}; the master is here, so its requests after that are missing"
+        for s in summary.workers_stopped_early or []
     ]
     line = (
-        f"master: {master['rows']:,} rows in {master['batches']:,} batches, applied up to "
-        f"{master['lag_max_s']:.1f} s after the workers sent them "
-        f"(about {master['rows_behind_max']:,} rows behind at most)"
+        f"master: {master.rows:,} rows in {master.batches:,} batches, applied up to "
+        f"{master.lag_max_s:.1f} s after the workers sent them "
+        f"(about {master.rows_behind_max:,} rows behind at most)"
     )
-    lines = [f"master: {master['warning']}", line] if master.get("fell_behind") else [line]
+    lines = [f"master: {master.warning}", line] if master.fell_behind else [line]
     return lines + [f"master: {text}" for text in stopped]
 
 
-def end_of_run_text(summary: dict[str, Any], paths: str | None = None) -> str:
+def end_of_run_text(summary: RunSummary, paths: str | None = None) -> str:
     """Everything printed after a headless run, answer first."""
     lines = []
-    if summary.get("interrupted"):
+    if summary.interrupted:
         lines.append(
-            f"llm-locust: interrupted by {summary.get('interrupted_by')} after "
+            f"llm-locust: interrupted by {summary.interrupted_by} after "
             f"{_test_seconds(summary):.1f} s: load stopped, requests in flight drained; "
             "the results cover the run until then"
         )
-    if summary.get("capacity"):
-        lines.append(f"capacity: {summary['capacity']}")
-    if summary.get("client_saturated"):
-        lines.append(f"client: {summary['client_saturated']}")
+    if summary.capacity:
+        lines.append(f"capacity: {summary.capacity}")
+    if summary.client_saturated:
+        lines.append(f"client: {summary.client_saturated}")
     lines += master_lines(summary)
-    if summary.get("stages"):
-        lines += [format_stage_table(summary["stages"]), LEGEND, *stage_cache_lines(summary["stages"])]
-    drift = summary.get("drift") or {}
+    if summary.stages:
+        lines += [format_stage_table(summary.stages), LEGEND, *stage_cache_lines(summary.stages)]
+    drift = summary.drift or {}
     if drift.get("verdict") in ("drifting", "stable", "inconclusive"):
         lines.append(f"soak: {drift['text']}")
     lines += capacity_lines(summary)

@@ -27,6 +27,9 @@ from typing import Any
 
 import numpy as np
 
+from llm_locust.results.session_model import StepTtft
+from llm_locust.results.summary_model import Stats
+
 __all__ = ["MAX_STEPS", "SessionBuilder", "SessionColumns", "session_lines"]
 
 #: Steps with their own TTFT line in the block (later steps are pooled into none).
@@ -151,32 +154,36 @@ class SessionColumns:
         return out
 
 
-def session_lines(summary: Mapping[str, Any]) -> list[str]:
+def session_lines(summary: Stats) -> list[str]:
     """The end-of-run table's lines for sessions (agent loops, conversations, trace sessions)."""
-    block = summary.get("sessions")
+    block = summary.sessions
     if not block:
         return []
     row = "{:<40}{:>16}".format
     lines = [f"{'-' * 20} Sessions {'-' * 20}"]
-    lines.append(row("Completed / started:", f"{block['completed']} / {block['started']}"))
-    rate = summary.get("request_throughput")
-    lines.append(row("Sessions/s / requests/s:", f"{block['sessions_per_s']:.3f} / {_num(rate)}"))
-    for q in (50, 90, 99):
-        lines.append(row(f"P{q} session E2E (s):", _num(block.get(f"p{q}_session_e2e_s"))))
-    lines.append(row("Steps p50 / p99:", f"{_num(block.get('p50_steps'))} / {_num(block.get('p99_steps'))}"))
-    if block.get("mean_tool_wait_s") is not None:
-        lines.append(row("Mean tool wait (s, in no latency):", _num(block["mean_tool_wait_s"])))
-    for step in _shown(block.get("step_ttft_ms") or ()):
-        value = f"{_num(step['p50_ttft_ms'])} / {_num(step['p99_ttft_ms'])}"
-        lines.append(row(f"Step {step['step']} TTFT p50 / p99 (ms):", value))
-    cache = block.get("prefix_cache")
+    lines.append(row("Completed / started:", f"{block.completed} / {block.started}"))
+    rate = summary.request_throughput
+    lines.append(row("Sessions/s / requests/s:", f"{block.sessions_per_s:.3f} / {_num(rate)}"))
+    for value, q in (
+        (block.p50_session_e2e_s, 50),
+        (block.p90_session_e2e_s, 90),
+        (block.p99_session_e2e_s, 99),
+    ):
+        lines.append(row(f"P{q} session E2E (s):", _num(value)))
+    lines.append(row("Steps p50 / p99:", f"{_num(block.p50_steps)} / {_num(block.p99_steps)}"))
+    if block.mean_tool_wait_s is not None:
+        lines.append(row("Mean tool wait (s, in no latency):", _num(block.mean_tool_wait_s)))
+    for step in _shown(block.step_ttft_ms):
+        pair = f"{_num(step.p50_ttft_ms)} / {_num(step.p99_ttft_ms)}"
+        lines.append(row(f"Step {step.step} TTFT p50 / p99 (ms):", pair))
+    cache = block.prefix_cache
     if cache:
-        shown = " / ".join(_pct(cache.get(f"p{q}_token_hit_ratio")) for q in (10, 50, 90))
-        lines.append(row("Session token hit ratio p10/p50/p90:", shown))
+        ratios = (cache.p10_token_hit_ratio, cache.p50_token_hit_ratio, cache.p90_token_hit_ratio)
+        lines.append(row("Session token hit ratio p10/p50/p90:", " / ".join(_pct(r) for r in ratios)))
     return lines
 
 
-def _shown(steps: Sequence[Mapping[str, Any]]) -> Sequence[Mapping[str, Any]]:
+def _shown(steps: Sequence[StepTtft]) -> Sequence[StepTtft]:
     return steps if len(steps) <= 6 else [*steps[:5], steps[-1]]
 
 

@@ -26,6 +26,7 @@ from llm_locust.results.concurrency import littles_law
 from llm_locust.results.saturation import advice
 from llm_locust.results.slo import evaluate, itl_stats_of
 from llm_locust.results.summary import inconclusive_reason, summarize
+from llm_locust.results.summary_blocks import Slo
 from llm_locust.results.validity import rate_validity, users_validity
 
 __all__ = [
@@ -158,7 +159,9 @@ def capacity_verdict(stages: list[dict[str, Any]]) -> dict[str, Any]:
             f"({chosen['request_throughput']:.2f} req/s, {chosen['output_throughput']:.0f} output tok/s)"
         )
     if undecided:
-        text += f"; {undecided[0]['label']} is inconclusive ({inconclusive_reason(undecided[0])})"
+        slo = undecided[0].get("slo")
+        why = inconclusive_reason(None if slo is None else Slo.model_validate(slo))
+        text += f"; {undecided[0]['label']} is inconclusive ({why})"
         if len(undecided) > 1:
             text += f" and {len(undecided) - 1} more stage(s) above it"
     if stopper is not None and (stopper.get("client") or {}).get("saturated"):

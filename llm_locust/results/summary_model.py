@@ -24,14 +24,16 @@ from __future__ import annotations
 import json
 import math
 import re
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Self
 
 from pydantic import (
     BaseModel,
     ConfigDict,
+    Field,
     GetJsonSchemaHandler,
     JsonValue,
     SerializerFunctionWrapHandler,
+    ValidationError,
     model_serializer,
     model_validator,
 )
@@ -40,32 +42,58 @@ from pydantic_core import CoreSchema
 
 from llm_locust.load.search import Verdict
 from llm_locust.results.session_model import SessionsBlock
+from llm_locust.results.summary_blocks import (
+    Block,
+    BurstsBlock,
+    ClientBlock,
+    Concurrency,
+    DemandBlock,
+    Excluded,
+    ItlPrecision,
+    JsonObject,
+    LittlesLaw,
+    MasterBlock,
+    MeasuredSpan,
+    PrefixCacheBlock,
+    ReasoningBlock,
+    RecordsBlock,
+    Slo,
+    SloLine,
+    ToolsBlock,
+    Wait,
+    Window,
+    WorkerStop,
+)
 
 __all__ = [
     "LATENCY_NAMES",
     "SCHEMA_VERSION",
     "ClientBlock",
     "Concurrency",
+    "DemandBlock",
     "Excluded",
     "ItlPrecision",
     "JsonObject",
     "Latency",
     "LittlesLaw",
+    "MasterBlock",
     "MeasuredSpan",
     "RecordsBlock",
+    "ReplicaRow",
     "RunSummary",
     "Slo",
     "SloLine",
     "StageRow",
     "Stats",
+    "Wait",
     "Window",
+    "WorkerStop",
 ]
 
 #: ``summary.json``'s schema version: raised when a key changes meaning or type, or goes away
 #: (a new optional key keeps it); ``docs/schemas/summary.v<N>.json`` is generated for each.
 SCHEMA_VERSION = 1
 
-JsonObject = dict[str, JsonValue]
 
 #: Every latency the summary states, by its name in the keys (``p95_<name>_ms``).
 LATENCY_NAMES = (
@@ -88,12 +116,6 @@ _NAMES = "|".join(sorted(LATENCY_NAMES, key=len, reverse=True))
 LATENCY_KEY = re.compile(rf"^(?:(mean|median|std)|p(\d+(?:\.\d+)?))_({_NAMES})_ms$")
 
 
-class _Block(BaseModel):
-    """A block of the summary: keys it does not name are kept as they were."""
-
-    model_config = ConfigDict(extra="allow", use_enum_values=False)
-
-
 class Latency(BaseModel):
     """One latency's statistics in milliseconds; ``None``: no value to compute them from."""
 
@@ -102,7 +124,7 @@ class Latency(BaseModel):
     mean: float | None = None
     median: float | None = None
     std: float | None = None
-    percentiles: dict[float, float | None] = {}
+    percentiles: dict[float, float | None] = Field(default_factory=dict)
 
     def p(self, q: float) -> float | None:
         """The ``q``-th percentile (ms); ``None`` when not computed or no data."""
@@ -138,87 +160,7 @@ def _gather_latencies(data: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-class SloLine(_Block):
-    """One objective of ``--slo`` as judged: its measured value (seconds, or a share) and verdict."""
-
-    objective: str
-    name: str = ""
-    kind: str = "request"
-    op: str = "<"
-    threshold: float | None = None
-    measured: float | None = None
-    n: int | None = None
-    passed: bool = False
-    interval: list[float | None] = []
-    verdict: Verdict = Verdict.INCONCLUSIVE
-    note: str | None = None
-
-
-class Slo(_Block):
-    """The ``slo`` block: each objective, the verdict, the goodput."""
-
-    passed: bool = False
-    verdict: Verdict = Verdict.INCONCLUSIVE
-    objectives: list[SloLine] = []
-    requests: int = 0
-    succeeded: int = 0
-    success_rate: float | None = None
-    good_requests: int = 0
-    good_fraction: float | None = None
-    goodput_rps: float = 0.0
-    goodput_output_tokens_per_s: float | None = None
-    duration_s: float | None = None
-
-
-class ItlPrecision(_Block):
-    """How the ITL percentiles were computed: exactly, or from a histogram (its error)."""
-
-    method: str = "exact"
-    gaps: int = 0
-
-
-class Window(_Block):
-    """A span of wall-clock time (Unix seconds)."""
-
-    start: float
-    end: float
-
-
-class LittlesLaw(_Block):
-    """L = λW over a stage: mean in flight against arrival rate x mean E2E."""
-
-    mean_in_flight: float | None = None
-    arrival_rate: float | None = None
-    mean_e2e: float | None = None
-    product: float | None = None
-
-
-class Excluded(_Block):
-    """Records the statistics leave out, by why."""
-
-    incomplete: int = 0
-    warmup: int = 0
-    rampup: int = 0
-    outside: int = 0
-
-
-class ClientBlock(_Block):
-    """The load generator's own health over a span (:mod:`llm_locust.results.saturation`)."""
-
-    saturated: bool = False
-    saturated_processes: list[JsonValue] = []
-    intervals: int = 0
-    saturated_intervals: int = 0
-    cpu_max: float | None = None
-    lag_p90_ms_median: float | None = None
-    lag_max_ms: float | None = None
-    stall_s: float | None = None
-    own_core_intervals: int = 0
-    host_others_mean: float | None = None
-    host_cores: int | None = None
-
-
-class Stats(_Block):
+class Stats(Block):
     """What :func:`~llm_locust.results.summary.summarize` states over some records: counts,
     rates over the measured span, every latency, the traffic blocks. The run and each stage
     row are these plus their own keys."""
@@ -247,14 +189,14 @@ class Stats(_Block):
     ttft_cache_miss: Latency | None = None
     time_to_first_tool_call: Latency | None = None
     time_to_tool_args_complete: Latency | None = None
-    reasoning: JsonObject | None = None
-    tools: JsonObject | None = None
-    prefix_cache: JsonObject | None = None
-    bursts: JsonObject | None = None
+    reasoning: ReasoningBlock | None = None
+    tools: ToolsBlock | None = None
+    prefix_cache: PrefixCacheBlock | None = None
+    bursts: BurstsBlock | None = None
     sessions: SessionsBlock | None = None  # results/sessions.py
     # by failure class; vLLM's per-request list under --save-detailed (errors_by_class then)
-    errors: dict[str, int] | list[str] = {}
-    token_sources: dict[str, int] = {}
+    errors: dict[str, int] | list[str] = Field(default_factory=dict)
+    token_sources: dict[str, int] = Field(default_factory=dict)
     usage_conflicts: int = 0
     usage_conflict_counts: JsonObject | None = None
     tpot_undefined: int = 0
@@ -298,6 +240,11 @@ class Stats(_Block):
         schema["patternProperties"] = {LATENCY_KEY.pattern: number}
         return schema
 
+    @classmethod
+    def of(cls, data: dict[str, Any]) -> Self:
+        """The model of a block built as a dict (its numpy scalars made plain JSON first)."""
+        return cls.model_validate(json.loads(json.dumps(data, default=_jsonable)))
+
     def latency(self, name: str) -> Latency:
         """The statistics of latency ``name`` (one of :data:`LATENCY_NAMES`); empty when absent."""
         value = getattr(self, name) if name in self._LATENCIES else None
@@ -340,45 +287,11 @@ class StageRow(Stats):
     drift: JsonObject | None = None
 
 
-class MeasuredSpan(_Block):
-    """The wall time the run's rates are over: its measured windows (not warm-up, not ramp-up)."""
+class ReplicaRow(Stats):
+    """One of ``--endpoints``: its share of the requests, outcomes, TTFT and E2E percentiles."""
 
-    start: float | None = None
-    end: float | None = None
-    seconds: float = 0.0
-    windows: int = 0
-    test_seconds: float | None = None
-    excluded_s: float | None = None
-    excluded: str | None = None
-
-
-class RecordsBlock(_Block):
-    """Every record of the test, as the live view and the exporter count them."""
-
-    requests: dict[str, int] = {}
-    total: int = 0
-    completed: int = 0
-    failed: int = 0
-    incomplete: int = 0
-    cancelled: int = 0
-    prompt_tokens: int = 0
-    generation_tokens: int = 0
-    reasoning_tokens: int = 0
-    cached_tokens: int = 0
-    timed: int = 0
-
-
-class Concurrency(_Block):
-    """Users, requests in flight and Little's law over the whole test."""
-
-    peak_users: int = 0
-    peak_in_flight: int = 0
-    think_time_mean_s: float | None = None
-    span_s: float | None = None
-    mean_in_flight: float | None = None
-    arrival_rate: float | None = None
-    mean_e2e_s: float | None = None
-    littles_law_product: float | None = None
+    requests: int = 0
+    share: float | None = None
 
 
 class RunSummary(Stats):
@@ -402,14 +315,16 @@ class RunSummary(Stats):
     client: ClientBlock | None = None
     client_saturated: str | None = None
     concurrency: Concurrency | None = None
-    demand: JsonObject | None = None
-    replicas: JsonValue = None
+    demand: DemandBlock | None = None
+    replicas: dict[str, ReplicaRow] | None = None
+    master: MasterBlock | None = None
+    workers_stopped_early: list[WorkerStop] | None = None
     interrupted: bool = False
     interrupted_by: str | None = None
     drain: JsonObject | None = None
-    config: JsonObject = {}
-    error_messages: dict[str, list[list[JsonValue]]] = {}
-    waits: JsonObject = {}
+    config: JsonObject = Field(default_factory=dict)
+    error_messages: dict[str, list[list[JsonValue]]] = Field(default_factory=dict)
+    waits: dict[str, Wait] = Field(default_factory=dict)
     window_s: float | None = None
     windows: list[JsonObject] | None = None
     drift: JsonObject | None = None
@@ -418,15 +333,38 @@ class RunSummary(Stats):
     rejudged: JsonObject | None = None
 
     @classmethod
-    def of(cls, data: dict[str, Any]) -> RunSummary:
-        """The model of a summary built as a dict (its numpy scalars made plain JSON first)."""
-        plain = json.loads(json.dumps(data, default=_jsonable))
-        return cls.model_validate({"schema_version": SCHEMA_VERSION, **plain})
+    def of(cls, data: dict[str, Any]) -> Self:
+        """The model of a summary built as a dict (its numpy scalars made plain JSON first),
+        with this version of the schema."""
+        return super().of({"schema_version": SCHEMA_VERSION, **data})
+
+    @classmethod
+    def checked(cls, data: dict[str, Any]) -> tuple[RunSummary, str | None]:
+        """:meth:`of`, and ``None``; or, when the model refuses a key, the model without the keys
+        it refused and the reason (the caller writes ``data`` as computed and says so)."""
+        try:
+            return cls.of(data), None
+        except ValidationError as exc:
+            refused = {str(e["loc"][0]) for e in exc.errors() if e["loc"]}
+            kept = {
+                key: value
+                for key, value in json.loads(json.dumps(data, default=_jsonable)).items()
+                if key not in refused and _latency_name(key) not in refused
+            }
+            try:
+                return cls.model_validate(kept), str(exc)
+            except ValidationError:
+                return cls(), str(exc)
 
     def to_json(self) -> dict[str, Any]:
         """The keys of ``summary.json``: exactly those the run stated, flat latency keys included."""
         out: dict[str, Any] = self.model_dump(exclude_unset=True)
         return out
+
+
+def _latency_name(key: str) -> str | None:
+    match = LATENCY_KEY.match(key)
+    return None if match is None else match.group(3)
 
 
 def _jsonable(value: Any) -> Any:

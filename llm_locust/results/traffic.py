@@ -28,101 +28,106 @@ This module writes their lines in the end-of-run text. Pure module: no Locust, n
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
+
+from llm_locust.results.summary_blocks import JsonObject, PrefixCacheBlock
+from llm_locust.results.summary_model import RunSummary, StageRow, Stats
 
 __all__ = ["stage_cache_lines", "traffic_lines"]
 
 
-def traffic_lines(summary: Mapping[str, Any]) -> list[str]:
+def traffic_lines(summary: RunSummary) -> list[str]:
     """The end-of-run table's lines for visible TTFT, reasoning and the prefix cache."""
     row = "{:<40}{:>16}".format
     lines = []
-    if summary.get("p50_ttft_visible_ms") is not None and summary.get("reasoning"):
+    block = summary.reasoning
+    if summary.ms("p50", "ttft_visible") is not None and block:
         lines.append(f"{'-' * 12} Time to first visible token (ms) {'-' * 11}")
         for stat in ("mean", "median", "p90", "p95", "p99"):
-            lines.append(
-                row(f"{stat.capitalize()} TTFT_VISIBLE", _fmt(summary.get(f"{stat}_ttft_visible_ms")))
-            )
-    block = summary.get("reasoning")
+            lines.append(row(f"{stat.capitalize()} TTFT_VISIBLE", _fmt(summary.ms(stat, "ttft_visible"))))
     if block:
         lines.append(f"{'-' * 20} Reasoning {'-' * 20}")
-        lines.append(row("Requests with reasoning:", f"{block['with_reasoning']} of {block['requests']}"))
-        lines.append(row("Reasoning tokens p50 / p99:", _pair(block, "reasoning_tokens")))
-        lines.append(row("Answer tokens p50 / p99:", _pair(block, "answer_tokens")))
-        sources = ", ".join(f"{k} {v}" for k, v in block["sources"].items())
+        lines.append(row("Requests with reasoning:", f"{block.with_reasoning} of {block.requests}"))
+        lines.append(
+            row("Reasoning tokens p50 / p99:", _pair(block.p50_reasoning_tokens, block.p99_reasoning_tokens))
+        )
+        lines.append(row("Answer tokens p50 / p99:", _pair(block.p50_answer_tokens, block.p99_answer_tokens)))
+        sources = ", ".join(f"{k} {v}" for k, v in block.sources.items())
         lines.append(row("Reasoning counts from:", sources))
         lines.append("TTFT: first token of any kind; TPOT and ITL cover reasoning and answer tokens")
-        if block["first_chunk_batched"]:
+        if block.first_chunk_batched:
             lines.append(
-                f"WARNING: {block['first_chunk_batched']} first content chunks carried several tokens: "
+                f"WARNING: {block.first_chunk_batched} first content chunks carried several tokens: "
                 "TTFT_VISIBLE includes their decode time"
             )
     lines += _tool_lines(summary)
-    bursts = summary.get("bursts")
+    bursts = summary.bursts
     if bursts:
         lines.append(f"{'-' * 20} Bursts {'-' * 20}")
-        lines.append(row("Waves / burst requests:", f"{bursts['waves']} / {bursts['requests']}"))
-        burst, base = summary.get("p50_ttft_burst_ms"), summary.get("p50_ttft_base_ms")
+        lines.append(row("Waves / burst requests:", f"{bursts.waves} / {bursts.requests}"))
+        burst, base = summary.ms("p50", "ttft_burst"), summary.ms("p50", "ttft_base")
         lines.append(row("TTFT p50 burst / base (ms):", f"{_fmt(burst)} / {_fmt(base)}"))
-        lines.append(row("TTFT p99 burst (ms):", _fmt(summary.get("p99_ttft_burst_ms"))))
+        lines.append(row("TTFT p99 burst (ms):", _fmt(summary.ms("p99", "ttft_burst"))))
         lines.append(
             row(
                 "Queue drain mean / max (s):",
-                f"{_fmt(bursts['mean_queue_drain_s'])} / {_fmt(bursts['max_queue_drain_s'])}",
+                f"{_fmt(bursts.mean_queue_drain_s)} / {_fmt(bursts.max_queue_drain_s)}",
             )
         )
-        lines.append(row("Wave drain max (s):", _fmt(bursts["max_drain_s"])))
-    cache = summary.get("prefix_cache")
+        lines.append(row("Wave drain max (s):", _fmt(bursts.max_drain_s)))
+    cache = summary.prefix_cache
     if cache:
         lines.append(f"{'-' * 20} Prefix cache {'-' * 20}")
-        lines.append(row("Requests with a hit:", f"{cache['hits']} of {cache['requests_reporting']}"))
+        lines.append(row("Requests with a hit:", f"{cache.hits} of {cache.requests_reporting}"))
         lines.append(row("Hit ratio (requests / tokens):", _ratios(cache)))
-        hit, miss = summary.get("p50_ttft_cache_hit_ms"), summary.get("p50_ttft_cache_miss_ms")
+        hit, miss = summary.ms("p50", "ttft_cache_hit"), summary.ms("p50", "ttft_cache_miss")
         lines.append(row("TTFT p50 hit / miss (ms):", f"{_fmt(hit)} / {_fmt(miss)}"))
-    reuse = _trace_reuse(summary)
-    if reuse:  # a trace replayed prefix-exact: the most an unbounded cache could have served
-        lines.append(row("Trace hit ceiling (tokens):", f"{reuse['hit_ceiling'] * 100:.1f}%"))
+    ceiling = _trace_hit_ceiling(summary.config)
+    if ceiling is not None:  # a trace replayed prefix-exact: the most an unbounded cache could have served
+        lines.append(row("Trace hit ceiling (tokens):", f"{ceiling * 100:.1f}%"))
     return lines
 
 
-def _trace_reuse(summary: Mapping[str, Any]) -> Mapping[str, Any] | None:
-    """The replayed trace's prefix reuse (``config.load_model.trace.prefix_reuse``), if any."""
-    model = (summary.get("config") or {}).get("load_model") or {}
-    return (model.get("trace") or {}).get("prefix_reuse")
+def _trace_hit_ceiling(config: JsonObject) -> float | None:
+    """The replayed trace's prefix-reuse ceiling (``config.load_model.trace.prefix_reuse``), if any."""
+    model = config.get("load_model")
+    trace = model.get("trace") if isinstance(model, dict) else None
+    reuse = trace.get("prefix_reuse") if isinstance(trace, dict) else None
+    ceiling = reuse.get("hit_ceiling") if isinstance(reuse, dict) else None
+    return float(ceiling) if isinstance(ceiling, int | float) else None
 
 
-def stage_cache_lines(stages: Sequence[Mapping[str, Any]]) -> list[str]:
+def stage_cache_lines(stages: Sequence[StageRow]) -> list[str]:
     """One line per stage whose server reported ``cached_tokens``: its hit ratio and TTFT p50s."""
     lines = []
     for stage in stages:
-        cache = stage.get("prefix_cache")
+        cache = stage.prefix_cache
         if not cache:
             continue
-        hit, miss = stage.get("median_ttft_cache_hit_ms"), stage.get("median_ttft_cache_miss_ms")
+        hit, miss = stage.ms("median", "ttft_cache_hit"), stage.ms("median", "ttft_cache_miss")
         lines.append(
-            f"{stage.get('label', '')}: prefix cache hit ratio {_ratios(cache)} (requests / tokens), "
+            f"{stage.label}: prefix cache hit ratio {_ratios(cache)} (requests / tokens), "
             f"TTFT p50 hit {_fmt(hit, '.1f')} ms / miss {_fmt(miss, '.1f')} ms"
         )
     return lines
 
 
-def _tool_lines(summary: Mapping[str, Any]) -> list[str]:
+def _tool_lines(summary: Stats) -> list[str]:
     """The "Tool calls" section, when some request offered tools (or got a tool call)."""
-    block = summary.get("tools")
+    block = summary.tools
     if not block:
         return []
     row = "{:<40}{:>16}".format
-    share = block["args_json_ok_share"]
+    share = block.args_json_ok_share
     return [
         f"{'-' * 20} Tool calls {'-' * 20}",
         row(
             "Offered tools / answered with a call:",
-            f"{block['requests_offered']} / {block['requests_with_tool_calls']}",
+            f"{block.requests_offered} / {block.requests_with_tool_calls}",
         ),
         row(
             "Tool calls / arguments JSON ok:",
-            f"{block['tool_calls']} / {'-' if share is None else f'{share * 100:.1f}%'}",
+            f"{block.tool_calls} / {'-' if share is None else f'{share * 100:.1f}%'}",
         ),
         row("First tool call p50 / p99 (ms):", _stat_pair(summary, "time_to_first_tool_call")),
         row("Arguments complete p50 / p99 (ms):", _stat_pair(summary, "time_to_tool_args_complete")),
@@ -130,18 +135,18 @@ def _tool_lines(summary: Mapping[str, Any]) -> list[str]:
     ]
 
 
-def _stat_pair(summary: Mapping[str, Any], name: str) -> str:
-    return f"{_fmt(summary.get(f'p50_{name}_ms'))} / {_fmt(summary.get(f'p99_{name}_ms'))}"
+def _stat_pair(summary: Stats, name: str) -> str:
+    return f"{_fmt(summary.ms('p50', name))} / {_fmt(summary.ms('p99', name))}"
 
 
-def _pair(block: Mapping[str, Any], name: str) -> str:
-    return f"{_fmt(block.get(f'p50_{name}'), '.0f')} / {_fmt(block.get(f'p99_{name}'), '.0f')}"
+def _pair(p50: float | None, p99: float | None) -> str:
+    return f"{_fmt(p50, '.0f')} / {_fmt(p99, '.0f')}"
 
 
-def _ratios(cache: Mapping[str, Any]) -> str:
-    tokens = cache.get("token_hit_ratio")
+def _ratios(cache: PrefixCacheBlock) -> str:
+    tokens = cache.token_hit_ratio
     shown = "-" if tokens is None else f"{tokens * 100:.1f}%"
-    return f"{cache['hit_ratio'] * 100:.1f}% / {shown}"
+    return f"{cache.hit_ratio * 100:.1f}% / {shown}"
 
 
 def _fmt(value: float | None, spec: str = ".2f") -> str:

@@ -25,8 +25,6 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pydantic import ValidationError
-
 from llm_locust.record import json_line
 from llm_locust.results.summary_model import RunSummary
 
@@ -140,9 +138,11 @@ class ResultsWriter:
     def flush(self) -> None:
         self._file.flush()
 
-    def write_summary(self, summary: dict[str, Any]) -> Path | None:
+    def write_summary(self, summary: dict[str, Any]) -> RunSummary:
+        """The summary's model, written to ``summary.json`` (with a results folder)."""
         if self.directory is None:
-            return None
+            model, _ = RunSummary.checked(summary)
+            return model
         return write_summary(self.directory / SUMMARY_FILE, summary)
 
     def write_run(self, run: dict[str, Any]) -> Path | None:
@@ -166,16 +166,19 @@ class ResultsWriter:
             self.requests_path.unlink(missing_ok=True)
 
 
-def write_summary(path: Path, summary: dict[str, Any]) -> Path:
+def write_summary(path: Path, summary: dict[str, Any] | RunSummary) -> RunSummary:
     """``summary.json`` through its model (:class:`RunSummary`: ``schema_version``, every typed
-    key checked). A summary its model refuses is still written as computed (a run never loses
-    its summary), with a warning naming the key: the schema tests exist to make that never happen."""
-    try:
-        data = RunSummary.of(summary).to_json()
-    except ValidationError as exc:
-        log.warning("llm-locust: %s does not match its schema (written as computed): %s", path.name, exc)
-        data = summary
-    return write_json(path, data)
+    key checked); returns the model. A summary its model refuses is still written as computed (a
+    run never loses its summary), with a warning naming the key (the model returned leaves that
+    key out): the schema tests exist to make that never happen."""
+    if isinstance(summary, RunSummary):
+        write_json(path, summary.to_json())
+        return summary
+    model, problem = RunSummary.checked(summary)
+    if problem is not None:
+        log.warning("llm-locust: %s does not match its schema (written as computed): %s", path.name, problem)
+    write_json(path, model.to_json() if problem is None else summary)
+    return model
 
 
 def write_json(path: Path, data: dict[str, Any]) -> Path:

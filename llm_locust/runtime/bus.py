@@ -26,6 +26,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
+from llm_locust.results.summary_model import RunSummary
+
 __all__ = ["Finalized", "RecordBus", "Signal", "Sink"]
 
 log = logging.getLogger("llm_locust")
@@ -87,4 +89,4 @@ class Signal(Generic[F]):
 
 #: ``finalized(summary, directory)``: a test's summary is written (``directory`` is ``None``
 #: without ``--results-dir``).
-Finalized = Signal[Callable[[dict[str, Any], Path | None], object]]  # what a listener returns is dropped
+Finalized = Signal[Callable[[RunSummary, Path | None], object]]  # what a listener returns is dropped

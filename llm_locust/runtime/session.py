@@ -33,6 +33,7 @@ from llm_locust.results.finalize import (
 from llm_locust.results.rebuild import run_json
 from llm_locust.results.report import end_of_run_text
 from llm_locust.results.slo import itl_stats_of
+from llm_locust.results.summary_model import RunSummary
 from llm_locust.results.writer import SUMMARY_FILE, ResultsWriter
 from llm_locust.runtime.context import RunContext
 
@@ -71,7 +72,7 @@ class TestResults:
         self.peak_cpu = 0.0
         self.cpu_warning = False
         self._stage: int | None = None
-        self.summary: dict[str, Any] | None = None
+        self.summary: RunSummary | None = None
         self.failures = FailureTally()
         self.writer.write_run(run_json(self.facts(self.start_time)))
 
@@ -145,7 +146,7 @@ class TestResults:
         interrupted: str | None,
         extra: dict[str, Any] | None = None,
         blocks: dict[str, Any] | None = None,
-    ) -> dict[str, Any]:
+    ) -> RunSummary:
         """The summary, from ``requests.jsonl`` read back in one pass (with ``blocks`` added, e.g.
         the master's own); written, the writer closed."""
         stop = self.stop_time if self.stop_time is not None else time.time()
@@ -164,11 +165,11 @@ class TestResults:
         problem = add_analysis(summary, cols, facts, self.writer.directory, self.writer.requests_path)
         if problem is not None:
             log.warning("llm-locust: %s", problem)
-        self.writer.write_summary(summary)
+        model = self.writer.write_summary(summary)
         self.writer.write_run(run_json(facts, self._level_facts(None)))
         self.writer.close()
-        self.summary = summary
-        return summary
+        self.summary = model
+        return model
 
     def config_block(self, extra: dict[str, Any]) -> dict[str, Any]:
         """What was run, for ``summary.json`` (and ``run.json``). No secrets."""
@@ -202,7 +203,7 @@ class TestResults:
         block["options"] = options_block(context.config, self.options)
         return block
 
-    def tell(self, summary: dict[str, Any], printed: bool) -> None:
+    def tell(self, summary: RunSummary, printed: bool) -> None:
         """The test's end, said: the end-of-run text on stdout (when ``printed``: headless) and
         the summary's warnings in the log."""
         if printed:

@@ -16,6 +16,7 @@ from llm_locust.results.columns import Columns, ColumnsBuilder
 from llm_locust.results.report import end_of_run_text
 from llm_locust.results.stats import ItlBudget
 from llm_locust.results.summary import format_stage_table, summarize
+from llm_locust.results.summary_model import RunSummary, StageRow
 from tests.scripted_server import running_peer
 
 
@@ -64,7 +65,7 @@ def test_events_in_one_read_have_zero_gaps_and_the_summary_counts_them(peer: str
     row = {**row, "client_stall_s": 0.0}
     summary = summarize([row], 1.0)
     assert summary["itl_zero_gap_share"] == pytest.approx(zeros / 4)
-    assert f"{zeros * 25} % of ITL gaps are 0 ms" in end_of_run_text(summary)
+    assert f"{zeros * 25} % of ITL gaps are 0 ms" in end_of_run_text(RunSummary.of(summary))
 
 
 def test_share_is_counted_exactly_in_histogram_mode_too() -> None:
@@ -86,7 +87,7 @@ def test_no_note_at_or_under_ten_percent_and_none_without_gaps() -> None:
     # 1 zero in 10 gaps: exactly 10 %, said in the key, no note
     summary = summarize([_row(0, [0.0] + [0.02] * 9)], 1.0)
     assert summary["itl_zero_gap_share"] == pytest.approx(0.1)
-    assert "ITL gaps are 0 ms" not in end_of_run_text(summary)
+    assert "ITL gaps are 0 ms" not in end_of_run_text(RunSummary.of(summary))
     one_token = {**_row(1, []), "completion_tokens": 1}
     assert summarize([one_token], 1.0)["itl_zero_gap_share"] is None
 
@@ -99,7 +100,7 @@ def test_stage_table_has_the_share_column() -> None:
         "target": 4,
         "peak_users": 4,
     }
-    table = format_stage_table([stage]).splitlines()
+    table = format_stage_table([StageRow.of(s) for s in [stage]]).splitlines()
     column = table[0].index("ITL 0ms")
     end = column + len("ITL 0ms")
     assert table[2][column - 1 : end].strip() == "75%"

@@ -10,6 +10,7 @@ from llm_locust.live.aggregate import LiveAggregate
 from llm_locust.live.exporter import run_gauges
 from llm_locust.live.view import Gauges, RunInfo
 from llm_locust.live.webui import SATURATED_NOW, LiveWebUI
+from llm_locust.results.summary_model import RunSummary
 
 MESSAGE = (
     "client saturated from users=48: timings unreliable; this process used a whole core (up to 97 %): "
@@ -58,7 +59,7 @@ def test_a_finished_test_shows_its_own_sentence() -> None:
     ui = LiveWebUI(View(Gauges(client_saturated=True)), LiveAggregate())  # type: ignore[arg-type]
     stage = {"label": "users=48", "verdict": "invalid", "invalid_reason": f"client saturated (w1): {MESSAGE}"}
     summary = {"client_saturated": MESSAGE, "capacity": "no stage met the SLO", "stages": [stage]}
-    ui.on_finalized({**summary, "output_throughput": 0.0, "request_throughput": 0.0}, None)
+    ui.on_finalized(RunSummary.of({**summary, "output_throughput": 0.0, "request_throughput": 0.0}), None)
     assert client_rows(ui) == [MESSAGE]  # the result's, not the live gauge's
     (shown,) = ui.stats()["result"]["stages"]
     assert shown["verdict"] == "invalid" and shown["invalid_reason"].startswith("client saturated")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from llm_locust.live.aggregate import LiveAggregate
 from llm_locust.live.webui import LiveWebUI
+from llm_locust.results.summary_model import RunSummary
 from tests.unit.live.test_client_gauge import View
 
 
@@ -73,7 +74,7 @@ def _first_test() -> tuple[Clock, LiveWebUI]:
 def test_a_new_test_starts_with_no_verdict_no_series_and_its_own_totals() -> None:
     clock, ui = _first_test()
     ui.sample()
-    ui.on_finalized(SUMMARY, None)
+    ui.on_finalized(RunSummary.of(SUMMARY), None)
     first = ui.stats()
     assert first["result"] is not None and len(first["history"]) == 1
     assert (first["snapshot"]["totals"]["completed"], first["snapshot"]["totals"]["failed"]) == (8, 1)
@@ -95,7 +96,7 @@ def test_a_new_test_starts_with_no_verdict_no_series_and_its_own_totals() -> Non
 def test_after_a_run_the_tab_shows_the_summarys_values_and_its_one_completed_count() -> None:
     clock, ui = _first_test()
     clock.t += 120  # the load stopped long ago: the 30 s window is empty
-    ui.on_finalized(SUMMARY, None)
+    ui.on_finalized(RunSummary.of(SUMMARY), None)
     rows = {r["metric"]: r for r in ui.table_rows()}
     ttft = rows["TTFT (whole run, ms)"]
     assert (ttft["p50"], ttft["p95"], ttft["p99"]) == (50.0, 61.5, 70.2)

@@ -8,6 +8,7 @@ from llm_locust.results.columns import Columns
 from llm_locust.results.finalize import RunFacts, build_summary, warnings
 from llm_locust.results.report import end_of_run_text
 from llm_locust.results.slo import evaluate, parse_slo
+from llm_locust.results.summary_model import RunSummary
 from tests.unit.results.test_stages import T0, closed_loop, levels, row
 
 MESSAGE = (
@@ -58,8 +59,8 @@ def test_a_saturated_stage_is_invalid_and_the_capacity_stops_below_it() -> None:
     assert summary["capacity"].startswith("the system holds users=16 within the SLO")
     assert summary["capacity"].endswith(f"; {MESSAGE}")
     assert summary["client_saturated"] == MESSAGE and summary["client"]["saturated"]
-    assert MESSAGE in warnings(summary)
-    assert f"client: {MESSAGE}" in end_of_run_text(summary)
+    assert MESSAGE in warnings(RunSummary.of(summary))
+    assert f"client: {MESSAGE}" in end_of_run_text(RunSummary.of(summary))
 
 
 def test_a_healthy_client_changes_no_verdict() -> None:
@@ -82,7 +83,7 @@ def test_requests_the_client_stalled_inside_count_but_their_latencies_do_not() -
         stalled["p99_itl_ms"] == clean["p99_itl_ms"] == 10.0 and stalled["mean_itl_ms"] == 10.0
     )  # nor their gaps
     assert stalled["slo"]["requests"] == clean["slo"]["requests"]  # and they count for the SLO's success
-    text = end_of_run_text(stalled)
+    text = end_of_run_text(RunSummary.of(stalled))
     assert "the latencies of 3 of them left out: the load generator itself stalled inside them" in text
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from llm_locust.results.failures import MESSAGE_CHARS, TOP, FailureTally, failure_lines, tally_of
 from llm_locust.results.summary import format_table
+from llm_locust.results.summary_model import RunSummary
 
 
 def test_messages_are_counted_per_class_most_frequent_first() -> None:
@@ -56,11 +57,11 @@ def test_the_end_of_run_table_names_the_messages_and_the_waits() -> None:
         }
     )
     summary = {"errors": {"http_4xx": 1}, **tally.to_summary()}
-    assert failure_lines(summary) == [
+    assert failure_lines(RunSummary.of(summary)) == [
         "  http_4xx x1: HTTP 404: model 'x' not found",
         "  users paused for backoff: 1 times, 0.1 s in all",
     ]
-    table = format_table(summary)
+    table = format_table(RunSummary.of(summary))
     assert "HTTP 404: model 'x' not found" in table and "users paused for backoff" in table
 
 

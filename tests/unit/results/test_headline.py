@@ -6,6 +6,7 @@ from typing import Any
 
 from llm_locust.results.headline import Headline, headline
 from llm_locust.results.summary import format_table
+from llm_locust.results.summary_model import RunSummary
 
 
 def objective(name: str, verdict: str, passed: bool, note: str = "") -> dict[str, Any]:
@@ -26,16 +27,18 @@ def slo(*objectives: dict[str, Any]) -> dict[str, Any]:
 def test_every_line_inconclusive_is_no_pass() -> None:
     """Every line under its threshold by its point estimate, none shown to be: was "SLO: PASS"."""
     summary = {"slo": slo(objective("ttft_p95<=1s", "inconclusive", True, "40 values cannot bound a P95"))}
-    assert headline(summary) == (
+    assert headline(RunSummary.of(summary)) == (
         Headline.INCONCLUSIVE,
         "ttft_p95<=1s is not shown to pass (40 values cannot bound a P95)",
     )
-    text = format_table(summary)
+    text = format_table(RunSummary.of(summary))
     assert "SLO: INCONCLUSIVE" in text and "SLO: PASS" not in text
     shown = {"slo": slo(objective("ttft_p95<=1s", "pass", True))}
-    assert headline(shown) == (Headline.PASS, "") and "SLO: PASS" in format_table(shown)
+    assert headline(RunSummary.of(shown)) == (Headline.PASS, "") and "SLO: PASS" in format_table(
+        RunSummary.of(shown)
+    )
     failing = {"slo": slo(objective("ttft_p95<=1s", "pass", True), objective("e2e_p95<=2s", "fail", False))}
-    assert headline(failing) == (Headline.FAIL, "e2e_p95<=2s fails")
+    assert headline(RunSummary.of(failing)) == (Headline.FAIL, "e2e_p95<=2s fails")
 
 
 def step(label: str, verdict: str, reason: str = "") -> dict[str, Any]:
@@ -48,20 +51,23 @@ def test_a_search_that_found_no_capacity_is_no_pass_whatever_the_pooled_lines_sa
     search = {"capacity": None, "upper": step("users=32", "fail", "e2e_p95 35.1 s misses e2e_p95<=30s"),
               "stop_reason": "minimum", "highest_pass": None}  # fmt: skip
     summary = {"slo": pooled, "search": search}
-    word, reason = headline(summary) or (None, "")
+    word, reason = headline(RunSummary.of(summary)) or (None, "")
     assert word is Headline.FAIL and reason.startswith(
         "no search step was shown to meet the SLO: users=32 fails"
     )
-    text = format_table(summary)
+    text = format_table(RunSummary.of(summary))
     assert "SLO, the capacity search's answer: FAIL" in text and "PASS" not in text
     undecided = {**search, "upper": step("users=32", "inconclusive", "straddles")}
-    assert headline({"slo": pooled, "search": undecided})[0] is Headline.INCONCLUSIVE  # type: ignore[index]
+    assert headline(RunSummary.of({"slo": pooled, "search": undecided}))[0] is Headline.INCONCLUSIVE  # type: ignore[index]
     withheld = {**search, "withheld": "answer withheld: users=64 was invalid 2 times"}
-    assert headline({"slo": pooled, "search": withheld}) == (Headline.WITHHELD, withheld["withheld"])
+    assert headline(RunSummary.of({"slo": pooled, "search": withheld})) == (
+        Headline.WITHHELD,
+        withheld["withheld"],
+    )
     found = {"capacity": 24.0, "highest_pass": step("users=24", "pass"), "upper": step("users=25", "fail"),
              "stop_reason": "precision", "demand_step": None}  # fmt: skip
-    assert headline({"slo": pooled, "search": found})[0] is Headline.PASS  # type: ignore[index]
+    assert headline(RunSummary.of({"slo": pooled, "search": found}))[0] is Headline.PASS  # type: ignore[index]
     TEXT = "does not meet 50 concurrent: capacity 24 concurrent (-52%)"
     below = {"slo": pooled, "search": {**found, "demand_step": step("users=50", "fail")},
              "demand": {"meets": False, "text": TEXT}}  # fmt: skip
-    assert headline(below) == (Headline.FAIL, TEXT)
+    assert headline(RunSummary.of(below)) == (Headline.FAIL, TEXT)

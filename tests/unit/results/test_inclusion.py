@@ -20,6 +20,7 @@ from llm_locust.results.search_log import judge_rows, judged_row
 from llm_locust.results.slo import itl_stats_of, parse_slo
 from llm_locust.results.stages import stage_entry
 from llm_locust.results.summary import records_block, summarize
+from llm_locust.results.summary_model import RunSummary
 from llm_locust.results.timeline import Timeline
 from tests.unit.results.test_probe import rows as probe_rows
 from tests.unit.results.test_stages import T0, closed_loop, levels
@@ -160,7 +161,7 @@ def test_a_record_sent_outside_every_window_of_a_staged_run_is_excluded_and_name
     outside = [r for r in rows if r.get("outside") and r["outcome"] != "incomplete"]
     assert summary["excluded"]["outside"] == len(outside) > 0
     assert summary["completed"] == summary["stages"][0]["completed"]
-    assert f"{len(outside)} outside the stages' measured windows" in exclusions_line(summary)
+    assert f"{len(outside)} outside the stages' measured windows" in exclusions_line(RunSummary.of(summary))
 
 
 def test_the_live_totals_and_the_exporter_count_the_records_block_of_the_summary() -> None:

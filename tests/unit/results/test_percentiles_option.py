@@ -13,6 +13,7 @@ from llm_locust.results.columns import Columns, ColumnsBuilder
 from llm_locust.results.finalize import RunFacts, build_summary
 from llm_locust.results.stats import ItlBudget
 from llm_locust.results.summary import format_table, summarize
+from llm_locust.results.summary_model import RunSummary
 from tests.records import linear_percentile
 
 HOST = "http://127.0.0.1:9"
@@ -93,13 +94,13 @@ def test_the_end_of_run_table_shows_the_asked_percentiles() -> None:
     facts = RunFacts(start_time=1000.0, stop_time=1010.0, percentiles=(50, 90, 99, 99.9))
     summary = build_summary(Columns.from_rows(rows), facts)
     assert summary["percentiles"] == [50, 90, 99, 99.9]
-    lines = format_table(summary).splitlines()
+    lines = format_table(RunSummary.of(summary)).splitlines()
     ttft = [line.split() for line in lines if line.split()[1:2] == ["TTFT"] and line.startswith("P")]
     assert [w[0] for w in ttft] == ["P90", "P99", "P99.9"]
     shown = float(ttft[-1][-1])
     assert shown == pytest.approx(linear_percentile([r["ttft"] * 1000 for r in rows], 99.9), abs=0.005)
     # without the option: the table as before (P90, P95, P99)
-    plain = format_table(build_summary(Columns.from_rows(rows), RunFacts(1000.0, 1010.0)))
+    plain = format_table(RunSummary.of(build_summary(Columns.from_rows(rows), RunFacts(1000.0, 1010.0))))
     assert [ln.split()[0] for ln in plain.splitlines() if " TTFT " in f" {ln} " and ln[:1] == "P"] == [
         "P90",
         "P95",

@@ -71,7 +71,7 @@ def test_completed_sessions_their_time_and_steps() -> None:
         and typed.step_ttft_ms[1].p50_ttft_ms == pytest.approx(60.0)
     )
     assert RunSummary.of(s).to_json()["sessions"] == s["sessions"]
-    table = format_table(s)
+    table = format_table(RunSummary.of(s))
     assert "Completed / started:" in table and "6 / 8" in table
 
 

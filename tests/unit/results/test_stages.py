@@ -13,6 +13,7 @@ from llm_locust.results.report import end_of_run_text, exclusions_line
 from llm_locust.results.slo import evaluate, parse_slo
 from llm_locust.results.stages import capacity_verdict, excluded_counts, stage_summaries
 from llm_locust.results.summary import format_stage_table, summarize
+from llm_locust.results.summary_model import RunSummary, StageRow
 from llm_locust.results.validity import rate_validity, users_validity
 
 T0 = 1_000.0
@@ -109,7 +110,7 @@ def test_a_stage_that_never_reached_its_level_is_invalid_never_pass_and_not_the_
     assert verdict["highest_passing_stage"] == 1
     assert verdict["capacity"].startswith("the system holds users=16 within the SLO")
     assert verdict["capacity"].endswith("users=48 did not run at its level (reached 31 of 48 users)")
-    table = format_stage_table(stages)
+    table = format_stage_table([StageRow.of(s) for s in stages])
     assert "31/48" in table and "users=48: invalid: reached 31 of 48 users" in table
 
 
@@ -164,7 +165,7 @@ def test_rate_stages_get_their_validity_in_the_summary() -> None:
     rows = [open_row(t / 10, 0.002) for t in range(100)]
     (st,) = stage_summaries(plan, T0, T0 + 10, rows, None, None)
     assert st["valid"] and st["sent_rate"] == pytest.approx(10.0)
-    assert "10/10/s" in format_stage_table([st])
+    assert "10/10/s" in format_stage_table([StageRow.of(s) for s in [st]])
 
 
 def test_the_end_of_a_run_leads_with_the_answer() -> None:
@@ -178,11 +179,11 @@ def test_the_end_of_a_run_leads_with_the_answer() -> None:
     summary = {**summarize(cols.measured_part(), 20.0), "stages": stages, "excluded": excluded}
     summary.update(capacity_verdict(stages))
     summary["drain"] = {"seconds": 30.0}
-    text = end_of_run_text(summary, "results: a and b")
+    text = end_of_run_text(RunSummary.of(summary), "results: a and b")
     marks = ["capacity: the system holds users=4", "stage ", "excluded from the statistics:"]
     marks.append("llm-locust summary")
     positions = [text.index(m) for m in marks] + [text.index("results: a and b")]
     assert positions == sorted(positions)
-    line = exclusions_line(summary)
+    line = exclusions_line(RunSummary.of(summary))
     assert "3 warm-up" in line and f"{excluded['incomplete']} incomplete" in line and "30 s drain" in line
     assert "SLO" not in text.split("llm-locust summary")[0].split("\n")[-1]

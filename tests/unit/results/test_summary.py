@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from llm_locust.results.summary import format_table, summarize
+from llm_locust.results.summary_model import RunSummary
 
 VLLM_KEYS = [
     "completed",
@@ -67,7 +68,7 @@ def test_keys_and_exact_percentiles() -> None:
 def test_no_successes_gives_none_not_zero() -> None:
     s = summarize([row(0, 0.1, 0.2, 2, outcome="connect")], duration=1.0)
     assert s["completed"] == 0 and s["median_ttft_ms"] is None
-    assert "-" in format_table(s)
+    assert "-" in format_table(RunSummary.of(s))
 
 
 def test_max_concurrency_sweep() -> None:
@@ -86,7 +87,7 @@ def test_max_concurrency_sweep() -> None:
 def test_table_mentions_chunk_counted_tokens() -> None:
     r = row(0, 0.1, 0.2, 2)
     r["token_source"] = "chunks"
-    assert "counted from stream chunks" in format_table(summarize([r], 1.0))
+    assert "counted from stream chunks" in format_table(RunSummary.of(summarize([r], 1.0)))
 
 
 def test_reasoning_and_prefix_cache_blocks() -> None:
@@ -114,7 +115,7 @@ def test_reasoning_and_prefix_cache_blocks() -> None:
     miss_ttft = [100 + 10 * i for i in range(10) if not i % 2]
     assert s["median_ttft_cache_hit_ms"] == pytest.approx(np.median(hit_ttft))
     assert s["median_ttft_cache_miss_ms"] == pytest.approx(np.median(miss_ttft))
-    table = format_table(s)
+    table = format_table(RunSummary.of(s))
     assert "Time to first visible token" in table and "Reasoning tokens p50 / p99:" in table
     assert "1 first content chunks carried several tokens" in table
     assert "Hit ratio (requests / tokens):" in table and "50.0% / 32.0%" in table
@@ -124,7 +125,7 @@ def test_plain_run_has_no_reasoning_or_cache_block() -> None:
     s = summarize([row(i, 0.1, 1.0, 10) for i in range(4)], duration=1.0)
     assert "reasoning" not in s and "prefix_cache" not in s
     assert s["p50_ttft_visible_ms"] is None  # rows without the field (an old requests.jsonl)
-    assert "Time to first visible token" not in format_table(s)
+    assert "Time to first visible token" not in format_table(RunSummary.of(s))
 
 
 def test_cancelled_requests_are_neither_completed_nor_failed() -> None:
@@ -158,7 +159,7 @@ def test_usage_conflicts_are_counted_and_said() -> None:
     assert s["usage_conflict_counts"]["counted_from"] == {"chunks": 3}
     assert "not the usage" in s["usage_conflict_counts"]["rule"]
     assert s["total_output_tokens"] == 3 * 5 + 2 * 12
-    table = format_table(s)
+    table = format_table(RunSummary.of(s))
     said = [line for line in table.splitlines() if "contradicts" in line]
     assert said == [
         "note: 3 requests' usage contradicts the stream (more tokens than max_tokens, or fewer than content "
@@ -167,8 +168,8 @@ def test_usage_conflicts_are_counted_and_said() -> None:
     ]
     assert "no usage sent" not in table  # every chunk-counted record had a usage, a wrong one
     plain = {**row(9, 0.1, 0.5, 4), "token_source": "chunks"}
-    both = format_table(summarize([*rows, plain], 1.0))
+    both = format_table(RunSummary.of(summarize([*rows, plain], 1.0)))
     assert "no usage sent" in both and "3 requests' usage contradicts" in both
     clean = summarize(rows[3:], 1.0)
     assert clean["usage_conflicts"] == 0 and "usage_conflict_counts" not in clean
-    assert "contradicts" not in format_table(clean)
+    assert "contradicts" not in format_table(RunSummary.of(clean))

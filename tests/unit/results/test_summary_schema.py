@@ -79,8 +79,8 @@ def test_a_built_summary_keeps_its_keys_through_the_model(tmp_path: Path) -> Non
     assert model.ms("mean", "ttft") == pytest.approx(sum(ttft) / len(ttft))
     assert model.completed == 400
     # written through the model: the file has the version and validates against the schema
-    path = write_summary(tmp_path / "summary.json", built)
-    written = json.loads(path.read_text())
+    assert write_summary(tmp_path / "summary.json", built) == model
+    written = json.loads((tmp_path / "summary.json").read_text())
     assert written["schema_version"] == 1 and written["p99.9_ttft_ms"] == built["p99.9_ttft_ms"]
     jsonschema.validate(written, schema_of(FileKind.SUMMARY))
 

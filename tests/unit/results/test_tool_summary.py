@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from llm_locust.results.summary import format_table, summarize
+from llm_locust.results.summary_model import RunSummary
 
 
 def _row(i: int, first: float, done: float, ok_json: bool, **more: object) -> dict:
@@ -52,7 +53,7 @@ def test_percentiles_cover_the_timed_rows_and_the_block_the_successes() -> None:
     assert block["requests_offered"] == 42  # 40 + the stalled one + the text answer
     assert block["requests_with_tool_calls"] == 41
     assert block["args_json_ok_share"] == pytest.approx((30 + 1) / 41)
-    text = format_table(summary)
+    text = format_table(RunSummary.of(summary))
     assert "Tool calls" in text and "41" in text
 
 
@@ -61,4 +62,4 @@ def test_a_run_without_tools_has_no_tool_keys() -> None:
     row.update(time_to_tool_args_complete=None, tool_args_json_ok=None, ttft=0.1, itl=[0.05])
     summary = summarize([row], 10.0)
     assert "tools" not in summary and "p50_time_to_first_tool_call_ms" not in summary
-    assert "Tool calls" not in format_table(summary)
+    assert "Tool calls" not in format_table(RunSummary.of(summary))

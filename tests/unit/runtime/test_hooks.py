@@ -112,7 +112,7 @@ def test_a_local_test_from_its_start_to_one_summary(quiet: list[Any], tmp_path: 
     summary, directory = finals[0]
     assert Path(directory) == tmp_path / "r"
     written = json.loads((tmp_path / "r" / "summary.json").read_text())
-    assert written["completed"] == 3 == summary["completed"]
+    assert written["completed"] == 3 == summary.completed
     assert written["total_output_tokens"] == 3 + 5 + 9
     assert written["p50_ttft_ms"] == pytest.approx(20.0, abs=0.01)  # first chunk 20 ms after sent
     assert written["p50_tpot_ms"] == pytest.approx(10.0, abs=0.01)  # (E2E - TTFT) / (n - 1): 10 ms

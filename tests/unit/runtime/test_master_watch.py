@@ -5,6 +5,7 @@ when it exits (10 s more). The literal seconds of docs/distributed.md, not the m
 from __future__ import annotations
 
 from llm_locust.results.report import master_lines
+from llm_locust.results.summary_model import RunSummary
 from llm_locust.runtime.master_watch import ORPHANED_EXIT, MasterWatch, Verdict
 
 
@@ -90,9 +91,9 @@ def test_the_end_of_run_text_names_a_worker_that_stopped_early() -> None:
             {"worker": "w-abc", "index": 1, "at": 1012.3, "why": "no heartbeat from the master for 5.5 s"}
         ],
     }
-    lines = master_lines(summary)
+    lines = master_lines(RunSummary.of(summary))
     assert lines[1] == (
         "master: worker 1 (w-abc) stopped its load early, 12.3 s into the run: no heartbeat from the "
         "master for 5.5 s; the master is here, so its requests after that are missing"
     )
-    assert len(master_lines({**summary, "workers_stopped_early": []})) == 1
+    assert len(master_lines(RunSummary.of({**summary, "workers_stopped_early": []}))) == 1
