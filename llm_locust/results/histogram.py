@@ -84,12 +84,15 @@ class _Counts:
         arr = _finite_array(values)
         if not arr.size:
             return
-        slots = np.searchsorted(self._edges, arr, side=self._side)  # type: ignore[call-overload]
-        self._counts += np.bincount(slots, minlength=self._counts.size)
+        self._counts += np.bincount(self._slots(arr), minlength=self._counts.size)
         self._count += int(arr.size)
         self._sum += float(arr.sum())
         self._min = min(self._min, float(arr.min()))
         self._max = max(self._max, float(arr.max()))
+
+    def _slots(self, arr: np.ndarray) -> np.ndarray:  # the comparison ``add`` makes, for an array
+        slots: np.ndarray = np.searchsorted(self._edges, arr, side=self._side)  # type: ignore[call-overload]
+        return slots
 
     # -- exact summaries --
     @property
@@ -174,15 +177,18 @@ class _Counts:
 @functools.lru_cache(maxsize=16)
 def _log_layout(
     min_value: float, max_value: float, relative_error: float
-) -> tuple[np.ndarray, list[float], np.ndarray]:
-    """Bucket edges (array and list) and geometric midpoints; shared, read-only."""
+) -> tuple[np.ndarray, list[float], np.ndarray, np.ndarray]:
+    """Bucket edges (array and list), geometric midpoints and the edges between -inf and inf
+    (slot ``k`` holds ``padded[k] <= x < padded[k + 1]``); shared, read-only."""
     ratio = (1.0 + relative_error) ** 2
     n = math.ceil(math.log(max_value / min_value) / math.log(ratio))
     edges = min_value * ratio ** np.arange(n + 1, dtype=np.float64)
     mids = np.sqrt(edges[:-1] * edges[1:])
     edges.flags.writeable = False
-    mids.flags.writeable = False
-    return edges, edges.tolist(), mids
+    padded = np.concatenate(([-math.inf], edges, [math.inf]))
+    for array in (mids, padded):
+        array.flags.writeable = False
+    return edges, edges.tolist(), mids, padded
 
 
 class LogHistogram(_Counts):
@@ -208,11 +214,26 @@ class LogHistogram(_Counts):
         self.min_value = float(min_value)
         self.max_value = float(max_value)
         self.relative_error = float(relative_error)
-        self._edges, self._edge_list, self._mids = _log_layout(*self._layout())
+        self._edges, self._edge_list, self._mids, self._padded = _log_layout(*self._layout())
         self._init_counts()
 
     def _layout(self) -> tuple[float, float, float]:
         return (self.min_value, self.max_value, self.relative_error)
+
+    def _slots(self, arr: np.ndarray) -> np.ndarray:
+        """The base's slots from the logarithm (geometric edges), each moved to the slot its two
+        edges give: half of ``add_many``'s time for a record's 1,000 ITL gaps (the master's)."""
+        edges = self._padded
+        scaled = np.maximum(arr, self.min_value * 0.5) / self.min_value  # no log of 0 or less
+        guess = np.log(scaled, out=scaled) / (2.0 * math.log1p(self.relative_error)) + 1.0
+        slots: np.ndarray = np.clip(guess, 0, edges.size - 2).astype(np.intp)  # floor: >= 0
+        for _ in range(4):  # a guess is off by one at most (rounding at an edge)
+            low, high = arr >= edges[slots + 1], arr < edges[slots]
+            if not (low.any() or high.any()):
+                return slots
+            slots += low
+            slots -= high
+        return super()._slots(arr)
 
     @property
     def num_buckets(self) -> int:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import bisect
 import json
 import math
 
@@ -65,6 +66,31 @@ def test_add_and_add_many_agree_on_bucket_edges() -> None:
         one.add(float(v))
     many.add_many(values)
     assert one == many
+
+
+@pytest.mark.parametrize("layout", [(), (1e-4, 3600.0, 0.01), (1e-3, 10.0, 0.05), (0.5, 2.0, 0.3)])
+def test_add_many_slots_every_value_as_bisect_does(layout: tuple[float, ...]) -> None:
+    """add_many's slots (from the logarithm, then checked against the edges) are bisect's, for
+    values on, just under and just over every edge, 0 (coalesced chunks), negatives, values
+    outside the range and a random spread."""
+    hist = LogHistogram(*layout)
+    edge_list = hist._edge_list
+    edges = np.asarray(edge_list)
+    rng = np.random.default_rng(7)
+    values = np.concatenate(
+        [
+            edges,
+            np.nextafter(edges, -np.inf),
+            np.nextafter(edges, np.inf),
+            [0.0, -0.0, -1.0, 1e-300, 1e12],
+            rng.lognormal(-3.0, 2.0, 20_000),
+        ]
+    )
+    hist.add_many(values)
+    expected = np.zeros(len(edge_list) + 1, dtype=np.int64)
+    for v in values.tolist():
+        expected[bisect.bisect_right(edge_list, v)] += 1
+    assert hist.counts.tolist() == expected.tolist()
 
 
 def test_merge_rejects_other_layouts() -> None:
