@@ -61,9 +61,11 @@ from llm_locust.config.register import OneLineParser
 from llm_locust.config.slo import scaled_slo
 from llm_locust.config.think import parse_think_time
 from llm_locust.load.search import start_near
+from llm_locust.plan_predict import check_predictable, predicted_rows
 from llm_locust.results.capacity import amount
-from llm_locust.results.capacity_model import SimulatorClock
+from llm_locust.results.capacity_model import PlanResult, SimulatorClock
 from llm_locust.results.plans import compare_plans, format_comparison, plan_result
+from llm_locust.results.predicted_plans import predicted_lines
 from llm_locust.results.timescale import deployment_time, scaled
 from llm_locust.sim_target import clock_text, sim_clock, time_scale
 
@@ -239,6 +241,11 @@ def main(argv: list[str] | None = None) -> int:
     if root.exists() and not root.is_dir():
         sys.stderr.write(f"llm-locust capacity: error: --results-dir {root}: exists and is not a directory\n")
         return 2
+    why = check_predictable(file)
+    if why:
+        sys.stderr.write(f"llm-locust capacity: error: {args.plans}: {why}\n")
+        return 2
+    measured = [plan for plan in file.plans if not plan.predicted]
     if args.print_env is not None:
         return _print_env(file, Path(args.results_dir), args.print_env)
     host_cores = cores()
@@ -249,11 +256,11 @@ def main(argv: list[str] | None = None) -> int:
         )
         return 2
     if args.no_run:  # each folder says its own time scale; no request to any target
-        scales = {plan.name: _folder_scale(root / plan.name) for plan in file.plans}
+        scales = {plan.name: _folder_scale(root / plan.name) for plan in measured}
     else:
-        scales = {plan.name: time_scale(plan.endpoints[0]) for plan in file.plans}
+        scales = {plan.name: time_scale(plan.endpoints[0]) for plan in measured}
     progress = Progress()
-    parallel = args.parallel or host_parallel(len(file.plans), host_cores, args.workers)
+    parallel = args.parallel or host_parallel(len(measured), host_cores, args.workers)
     each = "" if args.workers is None else f", each on a master with {args.workers} local workers"
     if args.parallel is None or each:
         progress.say("capacity", f"{_plans(parallel)} at once{each} ({host_cores} cores on this host)")
@@ -266,7 +273,7 @@ def main(argv: list[str] | None = None) -> int:
             pool.submit(
                 _plan, file, root, n, plan, scales[plan.name], progress, args.rerun, args.workers, args.no_run
             )
-            for n, plan in enumerate(file.plans, 1)
+            for n, plan in enumerate(measured, 1)
         ]
         done = [future.result() for future in futures]
     except BaseException:  # SIGINT, SIGTERM (exit_on_sigterm): every run stops, not only this thread's
@@ -276,7 +283,8 @@ def main(argv: list[str] | None = None) -> int:
         pool.shutdown(wait=True, cancel_futures=True)
     searches = {name: search for name, search, _ in done if search is not None}
     errors = {name: error for name, search, error in done if search is None}
-    return _report(file, root, searches, scales, errors)
+    predicted = predicted_rows(file, root, searches, errors, progress.say)
+    return _report(file, root, searches, scales, errors, predicted)
 
 
 def _print_env(file: PlanFile, root: Path, name: str) -> int:
@@ -338,7 +346,7 @@ def _plan(
     """One plan's search (or the finished one in its folder): (name, search block, error)."""
     folder = root / plan.name
     plan_args = run_args(file, plan, folder, k, workers)
-    head = f"plan {number}/{len(file.plans)}"
+    head = f"plan {number}/{sum(1 for p in file.plans if not p.predicted)}"
     done = None if rerun else _finished(folder, None if no_run else plan_args)
     if done is not None:
         progress.say(plan.name, f"{head}: {'measured' if no_run else 'finished'} before, not run again")
@@ -366,8 +374,9 @@ def _plan(
 
 
 def _report(
-    file: PlanFile, root: Path, searches: dict[str, Any], scales: dict[str, float], errors: dict[str, str]
-) -> int:
+    file: PlanFile, root: Path, searches: dict[str, Any], scales: dict[str, float], errors: dict[str, str],
+    predicted: list[dict[str, Any]],
+) -> int:  # fmt: skip
     report = compare_plans(file, searches, scales)
     for result in report.plans:
         result.folder = str(root / result.name)
@@ -376,10 +385,13 @@ def _report(
             None if clock is None else SimulatorClock.model_validate(scaled(clock, scales[result.name]))
         )
     report.not_measured = errors
+    report.predicted_plans = [PlanResult.model_validate(row) for row in predicted]
     root.mkdir(parents=True, exist_ok=True)
     (root / CAPACITY_FILE).write_text(json.dumps(report.to_json(), indent=2) + "\n")
     if report.plans:
         print(format_comparison(report))
+    for line in predicted_lines(predicted):
+        print(line)
     factors = sorted({k for name, k in scales.items() if name in searches and k != 1})
     if factors:
         shown = ", ".join(f"{k:g}x" for k in factors)
@@ -388,7 +400,7 @@ def _report(
             "the plan folders hold the measured wall-clock numbers"
         )
     for name, error in errors.items():
-        print(f"{name}: not measured: {error}")
+        print(f"{name}: {error}" if error.startswith("not predicted") else f"{name}: not measured: {error}")
     print(f"capacity.json: {root / CAPACITY_FILE}")
     _decision_page(root)
     if errors:

@@ -10,6 +10,7 @@
       - {name: A-1x4gpu-tp4, endpoints: [http://a:8000], gpus: 4, gpu_hour_cost: 2.5}
       - {name: B-1x8gpu-tp8, endpoints: [http://b:8000], gpus: 8, gpu_hour_cost: 2.5}
       - {name: C-2x4gpu-tp4, endpoints: [http://c1:8000, http://c2:8000], gpus: 8, gpu_hour_cost: 2.5}
+      - {name: A-2x-predicted, predict_from: A-1x4gpu-tp4, replicas: 2, gpus: 8, gpu_hour_cost: 2.5}
 
 - ``gpus`` is the plan's total; its replicas are its ``endpoints`` (each gets ``gpus /
   replicas``). ``gpu_hour_cost`` is dollars per GPU-hour. ``gpu`` and ``model`` are optional
@@ -19,6 +20,11 @@
   (``max_tokens``, ``input_tokens``, ``output_tokens``, ``prompt_tokens``, ``dataset``, ``seed``),
   plus ``think_time``; ``search`` keys are the ``--search-*`` options (``kind``: users or rate),
   ``step_time``, ``warmup``, ``balance``, ``balance_scope``.
+- A plan with ``predict_from: PLAN`` (a measured plan of the file) has no endpoints: it is not
+  measured but predicted, by the engine model calibrated on that plan's search, with its own
+  ``replicas`` (default the measured plan's) and ``workload`` changes (its keys override the
+  file's ``workload``; only such a plan has a ``workload`` of its own). It needs ``search.kind:
+  users`` (the prediction's search is a closed loop).
 
 Every mapping forbids unknown keys: a typo is an error naming its place (``plans[1].gpu_hour_costs``).
 
@@ -104,11 +110,23 @@ class SearchSettings(_Strict):
 
 class Plan(_Strict):
     name: str
-    endpoints: Annotated[tuple[str, ...], Field(min_length=1)]
+    endpoints: tuple[str, ...] = ()
     gpus: Annotated[int, Field(ge=1)]
     gpu_hour_cost: Annotated[float, Field(ge=0, allow_inf_nan=False)]
     gpu: str | None = None
     model: str | None = None
+    predict_from: str | None = None
+    #: the measured plan's endpoints, or a predicted plan's engines (filled in before validation)
+    replicas: Annotated[int, Field(ge=1)] = 1
+    workload: WorkloadSettings | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _count(cls, data: Any) -> Any:
+        if isinstance(data, dict) and data.get("predict_from") is None and "replicas" not in data:
+            urls = data.get("endpoints")
+            return {**data, "replicas": 1 if isinstance(urls, str) else max(1, len(urls or ()))}
+        return data
 
     @field_validator("name")
     @classmethod
@@ -125,13 +143,24 @@ class Plan(_Strict):
 
     @model_validator(mode="after")
     def _split(self) -> Plan:
-        if self.gpus % len(self.endpoints):
-            raise ValueError(f"{self.gpus} GPUs do not split evenly over {len(self.endpoints)} replicas")
+        if self.predict_from is None:
+            if not self.endpoints:
+                raise ValueError(
+                    "endpoints: missing (a plan is measured at its endpoints, or predict_from: PLAN)"
+                )
+            if self.workload is not None:
+                raise ValueError("workload: only a plan with predict_from has a workload of its own")
+            if self.replicas != len(self.endpoints):
+                raise ValueError(f"replicas: {self.replicas}, but {len(self.endpoints)} endpoints")
+        elif self.endpoints:
+            raise ValueError("endpoints: a plan with predict_from is predicted, not measured: no endpoints")
+        if self.gpus % self.replicas:
+            raise ValueError(f"{self.gpus} GPUs do not split evenly over {self.replicas} replicas")
         return self
 
     @property
-    def replicas(self) -> int:
-        return len(self.endpoints)
+    def predicted(self) -> bool:
+        return self.predict_from is not None
 
     @property
     def gpus_per_replica(self) -> int:
@@ -156,12 +185,36 @@ class PlanFile(_Strict):
     def _slo(cls, value: Any) -> Any:
         return parse_slo(value) if isinstance(value, (str, list, dict)) else value
 
+    @model_validator(mode="before")
+    @classmethod
+    def _predicted_replicas(cls, data: Any) -> Any:
+        """A predicted plan without ``replicas`` has its measured plan's."""
+        plans = data.get("plans") if isinstance(data, dict) else None
+        if not isinstance(plans, list):
+            return data
+        urls = {p.get("name"): p.get("endpoints") for p in plans if isinstance(p, dict)}
+        filled = []
+        for p in plans:
+            if isinstance(p, dict) and p.get("predict_from") is not None and "replicas" not in p:
+                source = urls.get(p["predict_from"])
+                p = {**p, "replicas": 1 if isinstance(source, str) else max(1, len(source or ()))}
+            filled.append(p)
+        return {**data, "plans": filled}
+
     @model_validator(mode="after")
     def _names(self) -> PlanFile:
         names = [p.name for p in self.plans]
         dupes = sorted({n for n in names if names.count(n) > 1})
         if dupes:
             raise ValueError(f"plan name {dupes[0]!r} is used twice")
+        measured = {p.name for p in self.plans if not p.predicted}
+        for p in self.plans:
+            if p.predict_from is not None and p.predict_from not in measured:
+                raise ValueError(
+                    f"plan {p.name!r}: predict_from: {p.predict_from!r} is not a measured plan of this file"
+                )
+            if p.predicted and self.search.kind != "users":
+                raise ValueError(f"plan {p.name!r}: predict_from needs search.kind users (a closed loop)")
         if self.search.kind == "rate" and self.workload.think_time:
             raise ValueError("workload.think_time paces users: it cannot go with search.kind rate")
         return self

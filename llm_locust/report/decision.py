@@ -134,6 +134,36 @@ class PlanView(_Loose):
     steps: list[StepView]
 
 
+class PredictedView(_Loose):
+    """A plan with ``predict_from``: predicted by the engine model calibrated on a measured plan
+    (``capacity.json``'s ``predicted_plans``, :mod:`llm_locust.results.predicted_plans`)."""
+
+    name: str
+    from_plan: str
+    replicas: int
+    gpus: int
+    dollars_per_hour: float
+    capacity: float | None = None
+    low: float
+    high: float
+    headroom: float | None = None
+    outcome: str  # meets, misses, uncertain (over the whole interval)
+    verdict: str
+    model_file: str = ""
+
+    @classmethod
+    def of(cls, row: PlanResult) -> PredictedView:
+        p = row.predicted
+        if p is None or len(p.interval) != 2:
+            raise ValueError(f"predicted plan {row.name}: no predicted block with an interval")
+        return cls(
+            name=row.name, from_plan=p.from_, replicas=row.replicas, gpus=row.gpus,
+            dollars_per_hour=row.dollars_per_hour, capacity=row.capacity, low=p.interval[0],
+            high=p.interval[1], headroom=row.headroom, outcome=p.verdict.value, verdict=row.verdict,
+            model_file=p.model_file or "",
+        )  # fmt: skip
+
+
 class Decision(_Loose):
     directory: str
     demand_kind: str
@@ -147,6 +177,7 @@ class Decision(_Loose):
     not_measured: dict[str, str] = {}
     withheld: bool = False  # the comparison's answer withheld (a plan as cheap or cheaper has none)
     rejudged: Rejudged | None = None  # llm-locust rejudge: the SLO and demand, the folder read
+    predicted: list[PredictedView] = []  # predict_from plans: not measured, never the answer
 
     @property
     def time_scales(self) -> list[float]:
@@ -286,6 +317,7 @@ def decision_from(report: CapacityReport, directory: str | Path) -> Decision:
         not_measured=dict(report.not_measured),
         withheld=report.withheld,
         rejudged=report.rejudged,
+        predicted=[PredictedView.of(r) for r in report.predicted_plans],
     )
 
 

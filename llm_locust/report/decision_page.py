@@ -141,6 +141,32 @@ def plan_table(d: Decision) -> str:
     return f'<table class="plans">{head}{"".join(rows)}</table>'
 
 
+def predicted_table(d: Decision) -> str:
+    """The plans predicted, not measured (``predict_from``), each with its interval."""
+    if not d.predicted:
+        return ""
+    head = (
+        "<tr><th>plan (PREDICTED)</th><th>predicted from</th><th>GPUs (replicas)</th><th>$/hour</th>"
+        "<th>capacity (range over the model's parameter draws)</th><th>headroom</th><th>demand</th></tr>"
+    )
+    rows = [
+        f"<tr><td>{escape(p.name)} <b>(predicted)</b></td><td>{escape(p.from_plan)}</td>"
+        f"<td>{p.gpus} ({p.replicas})</td><td>{p.dollars_per_hour:.2f}</td>"
+        f"<td>{_num(p.capacity, '{:g}')} ({p.low:g} to {p.high:g})</td><td>{_num(p.headroom, '{:+.0%}')}</td>"
+        f"<td>{escape(p.outcome)}</td></tr>"
+        for p in d.predicted
+    ]
+    notes = "".join(
+        f"<li>{escape(p.verdict)} (model: <code>{escape(p.model_file)}</code>)</li>" for p in d.predicted
+    )
+    return (
+        '<p class="note">Not measured: predicted by the engine model calibrated on the named plan\'s '
+        "search (<code>llm-locust calibrate</code>), the same search run on it in virtual time. A "
+        "prediction is never the answer above; it says which plan to measure next.</p>"
+        f'<table class="plans">{head}{"".join(rows)}</table><ul>{notes}</ul>'
+    )
+
+
 def _notes(plan: PlanView) -> str:
     """The steps that decide nothing (invalid) or could not be decided (inconclusive), and why."""
     odd = [s for s in plan.steps if s.verdict in (Verdict.INVALID, Verdict.INCONCLUSIVE)]
@@ -269,6 +295,8 @@ def build_decision_page(d: Decision) -> str:
         ("Scaling between plans", "", _charts([("scaling", dc.scaling_chart(d))]), _scaling_text(d)),
         ("Every number and where it came from", steps_table(d), [], ""),
     ]
+    if d.predicted:  # beside the measured capacities, before the per-plan detail
+        sections.insert(2, ("Predicted plans (not measured)", predicted_table(d), [], ""))
     subtitle = f"{len(d.plans)} plan(s) in {d.directory}"
     return render_page(f"Capacity decision: {d.demand_text}", subtitle, sections)
 

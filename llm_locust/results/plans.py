@@ -45,7 +45,14 @@ from llm_locust.results.probe import show_value
 from llm_locust.results.search_result import deciders_text
 from llm_locust.results.timescale import capacity_time_scale, deployment_time, in_deployment_time
 
-__all__ = ["compare_plans", "deployment_time", "format_comparison", "in_deployment_time", "plan_result"]
+__all__ = [
+    "compare_plans",
+    "deployment_time",
+    "format_comparison",
+    "in_deployment_time",
+    "plan_fields",
+    "plan_result",
+]
 
 
 def plan_result(plan: Plan, demand: Demand, search: dict[str, Any], time_scale: float = 1.0) -> PlanResult:
@@ -67,21 +74,12 @@ def _plan_row(plan: Plan, demand: Demand, search: dict[str, Any], time_scale: fl
     capacity = None if best is None else measure(demand, best, by_level)
     points = [(m, p["output_throughput"]) for p in passes if (m := measure(demand, p, by_level)) is not None]
     at_demand = interpolate(points, demand.value)
-    dollars_per_hour = plan.gpu_hour_cost * plan.gpus
     deciders = [  # in the plan's time scale (a rate step's level and label)
         {**d, **{k: by_index[d["index"]][k] for k in ("level", "label") if d["index"] in by_index}}
         for d in search.get("decided_by") or ()
     ]
     out: dict[str, Any] = {
-        "name": plan.name,
-        "endpoints": list(plan.endpoints),
-        "replicas": plan.replicas,
-        "gpus": plan.gpus,
-        "gpus_per_replica": plan.gpus_per_replica,
-        "gpu": plan.gpu,
-        "model": plan.model,
-        "gpu_hour_cost": plan.gpu_hour_cost,
-        "dollars_per_hour": dollars_per_hour,
+        **plan_fields(plan),
         "time_scale": time_scale,
         "search": _search_block(search, time_scale),
         "withheld": withheld,
@@ -105,6 +103,21 @@ def _plan_row(plan: Plan, demand: Demand, search: dict[str, Any], time_scale: fl
     out.update(_at_capacity(plan, best))
     out["verdict"] = verdict_sentence(out, demand, passes)
     return out
+
+
+def plan_fields(plan: Plan) -> dict[str, Any]:
+    """What the plan file says of a plan, as every row of the comparison carries it."""
+    return {
+        "name": plan.name,
+        "endpoints": list(plan.endpoints),
+        "replicas": plan.replicas,
+        "gpus": plan.gpus,
+        "gpus_per_replica": plan.gpus_per_replica,
+        "gpu": plan.gpu,
+        "model": plan.model,
+        "gpu_hour_cost": plan.gpu_hour_cost,
+        "dollars_per_hour": plan.gpu_hour_cost * plan.gpus,
+    }
 
 
 def _shown_short(demand: Demand, steps: list[dict[str, Any]], by_level: bool) -> bool:

@@ -1,0 +1,96 @@
+"""Predicted plans beside the measured ones: their rows of ``capacity.json`` and of the table.
+
+A plan with ``predict_from: PLAN`` (:mod:`llm_locust.plan_predict`) is answered by the engine
+model calibrated on PLAN's search, not by a measurement. Its row has the keys of a measured
+plan's (:func:`llm_locust.results.plans.plan_result`; numbers that only a measured step gives,
+throughput and cost at capacity, are ``None``) plus a ``predicted`` block: the plan it was
+predicted from, the capacity's ``interval`` (the same search on the model's bootstrap parameter
+draws), the demand's verdict (``meets`` only when the whole interval is at or above the demand,
+``misses`` when it is wholly below, else ``uncertain``), the model file and the search steps (in
+virtual time). Predicted rows are listed under ``predicted_plans``, never among ``plans``: the
+cheapest plan, scaling efficiency and the answer are decided by measurements only.
+
+Pure module: no Locust, no network.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from llm_locust.config.demand import Demand
+from llm_locust.config.plans import Plan
+from llm_locust.results.capacity import amount
+from llm_locust.results.cost import headroom
+from llm_locust.results.plans import plan_fields
+
+__all__ = ["PREDICTED_MARK", "predicted_lines", "predicted_result"]
+
+#: How the table marks a predicted row (beside its name) and its capacity.
+PREDICTED_MARK = "~"
+
+
+def predicted_result(plan: Plan, demand: Demand, prediction: dict[str, Any]) -> dict[str, Any]:
+    """The comparison's row of a predicted plan (see the module's docstring)."""
+    capacity = float(prediction["capacity"]) or None
+    low, high = (float(x) for x in prediction["interval"])
+    out: dict[str, Any] = {
+        **plan_fields(plan),
+        "time_scale": 1.0,
+        "capacity": capacity,
+        "capacity_unit": demand.kind,
+        "demand": demand.value,
+        "headroom": None if capacity is None else headroom(capacity, demand.value),
+        "meets": prediction["verdict"] == "meets",
+        "request_throughput": None,
+        "output_throughput": None,
+        "output_throughput_per_gpu": None,
+        "cost_per_million_at_capacity": None,
+        "cost_per_million_at_demand": None,
+        "predicted": {
+            "from": prediction["predict_from"],
+            "interval": [low, high],
+            "interval_source": prediction["interval_source"],
+            "verdict": prediction["verdict"],
+            "workload": prediction["workload"],
+            "model_file": prediction["model_file"],
+            "runs": prediction["runs"],
+            "not_identified": prediction.get("not_identified", []),
+            "steps": prediction["steps"],
+            "virtual_seconds_per_step": prediction["virtual_seconds_per_step"],
+        },
+    }
+    out["verdict"] = _sentence(out, demand)
+    return out
+
+
+def _sentence(row: dict[str, Any], demand: Demand) -> str:
+    p = row["predicted"]
+    low, high = p["interval"]
+    unit = demand.kind
+    cap = "no level" if row["capacity"] is None else amount(unit, row["capacity"])
+    verb = {"meets": "would meet", "misses": "would miss", "uncertain": "may or may not meet"}[p["verdict"]]
+    return (
+        f"PREDICTED from {p['from']} (not measured): {verb} {demand.text()}: capacity {cap} "
+        f"(range {amount(unit, low)}..{amount(unit, high)} over the model's parameter draws)"
+    )
+
+
+def predicted_lines(rows: Sequence[dict[str, Any]]) -> list[str]:
+    """The table's block of predicted plans: one row each, marked, with its interval."""
+    if not rows:
+        return []
+    lines = [
+        f"predicted, not measured ({PREDICTED_MARK}): the engine model calibrated on the plan named",
+        f"{'plan':<20}{'from':<18}{'replicas':>9}{'GPUs':>6}{'capacity':>10}{'range':>14}{'$/hour':>9}",
+    ]
+    for r in rows:
+        p = r["predicted"]
+        low, high = p["interval"]
+        cap = "-" if r["capacity"] is None else f"{r['capacity']:g}"
+        lines.append(
+            f"{PREDICTED_MARK + r['name'][:18]:<20}{p['from'][:17]:<18}{r['replicas']:>9}{r['gpus']:>6}"
+            f"{cap:>10}{f'{low:g}..{high:g}':>14}{r['dollars_per_hour']:>9.2f}"
+        )
+    lines += [f"{PREDICTED_MARK}{r['name']}: {r['verdict']}" for r in rows]
+    return lines

@@ -1,0 +1,73 @@
+"""A ``predict_from`` plan predicted from a measured plan's folder (records of the engine on a virtual
+clock, so the test does not depend on the host's timing).
+
+The engine's decode step is ``10 + 20 x running`` ms (prefill 0.01 ms per token): TPOT at n
+sequences is about 10 + 20 n ms, so ``tpot_p90<=0.095s`` holds up to 4 sequences per replica,
+and two replicas behind round robin hold 8 users (9 puts 5 on one replica: most of its
+requests, over 10 % of all, at 110 ms). The prediction of the two-replica plan, calibrated on
+one replica's levels, must say 8 (within one user) and mark itself predicted.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+
+from llm_locust.config.plans import PlanFile
+from llm_locust.plan_predict import predict_plan
+from llm_locust.results.predicted_plans import predicted_result
+from llm_locust.sim.engine import EngineConfig
+from llm_locust.sim.virtual import closed_loop
+
+TRUE = EngineConfig(max_num_seqs=64, kv_cache_tokens=10**7, decode_base=0.010, decode_per_seq=0.020,
+                    decode_per_ctx_token=0.0, prefill_per_token=1e-5)  # fmt: skip
+
+
+def _measured_folder(folder: Path, levels: list[int]) -> None:
+    folder.mkdir(parents=True)
+    stages, rows, t0 = [], [], 0.0
+    for index, users in enumerate(levels):
+        stages.append({"index": index, "kind": "users", "target": users})
+        rng = np.random.default_rng(index)  # lengths that vary, as a workload's do: users not in lockstep
+        for o in closed_loop(
+            TRUE, users, lambda rng=rng: (16, int(rng.integers(10, 31))), 200.0, warmup=20.0
+        ):
+            rows.append(
+                {"start_time": t0 + o.sent, "ttft": o.ttft, "e2e": o.e2e, "prompt_tokens": o.prompt_tokens,
+                 "completion_tokens": o.output_tokens, "outcome": "ok", "stage": index, "warmup": False}
+            )  # fmt: skip
+        t0 += 300.0
+    (folder / "run.json").write_text(json.dumps({"stages": stages}))
+    (folder / "requests.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+
+def test_a_two_replica_plan_is_predicted_from_the_one_replica_search(tmp_path: Path) -> None:
+    _measured_folder(tmp_path / "A", [2, 4, 5, 8])
+    file = PlanFile.model_validate(
+        {
+            "demand": {"concurrency": 6},
+            "slo": "tpot_p90<=0.095s",
+            "workload": {"input_tokens": 16, "output_tokens": "uniform:10,30"},
+            "plans": [
+                {"name": "A", "endpoints": ["http://127.0.0.1:8000"], "gpus": 1, "gpu_hour_cost": 2},
+                {"name": "A2", "predict_from": "A", "replicas": 2, "gpus": 2, "gpu_hour_cost": 2},
+            ],
+        }
+    )
+    prediction = predict_plan(file, file.plans[1], tmp_path)
+    assert prediction["kind"] == "prediction" and prediction["replicas"] == 2
+    assert prediction["runs"] == [str(tmp_path / "A")]
+    assert abs(prediction["capacity"] - 8) <= 1, prediction
+    low, high = prediction["interval"]
+    assert low <= prediction["capacity"] <= high
+    assert (tmp_path / "A2" / "model.yaml").is_file()
+    row = predicted_result(file.plans[1], file.demand, prediction)
+    assert row["predicted"]["from"] == "A" and row["meets"] == (low >= 6)
+    # one replica, from the same model: 4 (the search's levels are whole users)
+    one = PlanFile.model_validate(
+        {**file.model_dump(mode="json"), "slo": "tpot_p90<=0.095s", "demand": {"concurrency": 6},
+         "plans": [file.plans[0].model_dump(), {**file.plans[1].model_dump(), "replicas": 1, "gpus": 1}]}
+    )  # fmt: skip
+    assert abs(predict_plan(one, one.plans[1], tmp_path)["capacity"] - 4) <= 1
