@@ -14,11 +14,13 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from pydantic import ValidationError
 
 from llm_locust.results.analysis import SERVER_FILE, drift_of, span_of
 from llm_locust.results.columns import read_rows
 from llm_locust.results.failures import tally_of
 from llm_locust.results.server_series import gauge_series, read_server_metrics
+from llm_locust.results.summary_model import SCHEMA_VERSION, RunSummary, file_key
 from llm_locust.results.timeline import Timeline
 from llm_locust.results.timescale import deployment_row, deployment_summary, speedup_of
 from llm_locust.results.windows import auto_window, window_series
@@ -40,7 +42,8 @@ class RunData:
 
     name: str
     directory: Path
-    summary: dict[str, Any]
+    summary: dict[str, Any]  # the file's keys (deployment time with a sped-up target)
+    model: RunSummary  # the same summary, typed (what the readers read)
     timeline: Timeline
     server: list[dict[str, Any]]
     windows: list[dict[str, Any]]
@@ -84,6 +87,21 @@ def _read_json(path: Path, folder: Path) -> dict[str, Any]:
     return data
 
 
+def summary_model(summary: dict[str, Any], folder: Path) -> RunSummary:
+    """``summary`` read through its model: a file from before ``schema_version`` loads with
+    defaults; one whose keys have the wrong type is a :class:`ReportError` of one line naming
+    the first key."""
+    try:
+        return RunSummary.model_validate(summary)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = file_key(first["loc"])
+        raise ReportError(
+            f"{folder}: {SUMMARY_FILE} does not match its schema ({where}: {first['msg']}; "
+            f"{exc.error_count()} problem(s); docs/schemas/summary.v{SCHEMA_VERSION}.json)"
+        ) from None
+
+
 def load_run(
     directory: str | Path, window_s: float | None = None, gpus: float | None = None, name: str | None = None
 ) -> RunData:
@@ -92,6 +110,7 @@ def load_run(
     if not folder.is_dir():
         raise ReportError(f"{folder}: not a directory")
     summary = _read_json(folder / SUMMARY_FILE, folder)
+    summary_model(summary, folder)  # a file its model refuses: one line, before reading the records
     if not (folder / REQUESTS_FILE).exists():
         raise ReportError(f"{folder}: no {REQUESTS_FILE}")
     try:
@@ -120,6 +139,7 @@ def load_run(
         name=name or folder.resolve().name,
         directory=folder,
         summary=summary,
+        model=summary_model(summary, folder),
         timeline=timeline,
         server=server,
         windows=windows,

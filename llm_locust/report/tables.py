@@ -10,7 +10,7 @@ from typing import Any
 
 from llm_locust.report.data import RunData
 from llm_locust.results.headline import headline
-from llm_locust.results.summary_model import RunSummary
+from llm_locust.results.summary_blocks import SloLine
 
 __all__ = ["config_block", "errors_table", "fmt", "stage_table", "table", "verdict_block"]
 
@@ -35,8 +35,8 @@ def _badge(verdict: str | None) -> str:
     return f'<span class="badge {escape(verdict)}">{escape(verdict)}</span>'
 
 
-def _interval(o: dict[str, Any]) -> str:
-    lo, hi = [*(o.get("interval") or ()), None, None][:2]
+def _interval(o: SloLine) -> str:
+    lo, hi = [*o.interval, None, None][:2]
     if lo is None and hi is None:
         return "-"
     scale, unit = _unit(o)
@@ -45,44 +45,43 @@ def _interval(o: dict[str, Any]) -> str:
     return f"[{low} … {high}] {unit}"
 
 
-def _unit(o: dict[str, Any]) -> tuple[float, str]:
-    name = o.get("name", "")
+def _unit(o: SloLine) -> tuple[float, str]:
+    name = o.name
     if name == "success" or name.startswith(("kv_cache", "error_rate")):
         return 100.0, "%"
-    if o.get("kind") == "server" or name.startswith("waiting"):
+    if o.kind == "server" or name.startswith("waiting"):
         return 1.0, ""
     return 1000.0, "ms"
 
 
 def verdict_block(run: RunData) -> str:
     """The answer first: capacity, the SLO verdict per objective with its interval, the drift."""
-    s = run.summary
-    capacity = s.get("capacity") or "no capacity verdict (no staged run with an SLO)"
-    parts = [f'<p class="capacity">{escape(str(capacity))}</p>']
-    judged = headline(RunSummary.model_validate(s))
+    s = run.model
+    capacity = s.capacity or "no capacity verdict (no staged run with an SLO)"
+    parts = [f'<p class="capacity">{escape(capacity)}</p>']
+    judged = headline(s)
     if judged is not None:
         parts.append(f'<p class="headline">Answer: {_badge(str(judged[0]))} {escape(judged[1])}</p>')
-    slo = s.get("slo")
+    slo = s.slo
     if slo:
-        verdict = slo.get("verdict") or ("pass" if slo.get("passed") else "fail")
         rows = []
-        for o in slo.get("objectives", []):
+        for o in slo.objectives:
             scale, unit = _unit(o)
-            measured = None if o.get("measured") is None else f"{o['measured'] * scale:,.2f} {unit}"
+            measured = None if o.measured is None else f"{o.measured * scale:,.2f} {unit}"
             rows.append(
                 [
-                    escape(o["objective"]),
+                    escape(o.objective),
                     fmt(measured),
                     _interval(o),
-                    fmt(o.get("n")),
-                    _badge(o.get("verdict")),
-                    escape(o.get("note", "")),
+                    fmt(o.n),
+                    _badge(o.verdict.value),
+                    escape(o.note or ""),
                 ]
             )
         parts.append(
-            f"<p>SLO over the whole run: {_badge(verdict)} "
-            f"(point estimate: {'pass' if slo.get('passed') else 'fail'}; "
-            f"goodput {fmt(slo.get('goodput_rps'), 2)} req/s)</p>"
+            f"<p>SLO over the whole run: {_badge(slo.verdict.value)} "
+            f"(point estimate: {'pass' if slo.passed else 'fail'}; "
+            f"goodput {fmt(slo.goodput_rps, 2)} req/s)</p>"
         )
         parts.append(table(["objective", "measured", "95 % interval", "n", "verdict", "note"], rows))
     drift = run.drift or {}

@@ -24,6 +24,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Sequence
 from typing import Any, ClassVar, Self
 
 from pydantic import (
@@ -88,6 +89,7 @@ __all__ = [
     "Wait",
     "Window",
     "WorkerStop",
+    "file_key",
 ]
 
 #: ``summary.json``'s schema version: raised when a key changes meaning or type, or goes away
@@ -360,6 +362,23 @@ class RunSummary(Stats):
         """The keys of ``summary.json``: exactly those the run stated, flat latency keys included."""
         out: dict[str, Any] = self.model_dump(exclude_unset=True)
         return out
+
+
+def file_key(loc: Sequence[int | str | float]) -> str:
+    """Where a validation error is, in the file's keys: ``stages.0.p95_ttft_ms``, not the model's
+    ``stages.0.ttft.percentiles.95.0``."""
+    out: list[str] = []
+    parts = list(loc)
+    while parts:
+        part = parts.pop(0)
+        if part in LATENCY_NAMES and parts and parts[0] in ("mean", "median", "std"):
+            out.append(f"{parts.pop(0)}_{part}_ms")
+        elif part in LATENCY_NAMES and len(parts) >= 2 and parts[0] == "percentiles":
+            out.append(f"p{float(parts[1]):g}_{part}_ms")
+            del parts[:2]
+        else:
+            out.append(str(part))
+    return ".".join(out)
 
 
 def _latency_name(key: str) -> str | None:
