@@ -13,12 +13,12 @@ Pure: files already loaded (:class:`~llm_locust.report.data.RunData`), no networ
 from __future__ import annotations
 
 from html import escape
-from typing import Any
 
 from llm_locust.report.data import RunData
 from llm_locust.report.differences import Difference, Kind, Scope, difference
 from llm_locust.report.tables import fmt, table
 from llm_locust.results.columns import Columns
+from llm_locust.results.summary_model import RunSummary
 
 __all__ = ["CACHE_POINTS", "cache_warning", "compare_section", "compare_table"]
 
@@ -54,30 +54,30 @@ def compare_section(a: RunData, b: RunData) -> str:
     return head + compare_table(a, b)
 
 
-def _cache_share(summary: dict[str, Any]) -> float | None:
+def _cache_share(summary: RunSummary) -> float | None:
     """The share of prompt tokens the server said it served from its prefix cache (``None``:
     the server reported no ``cached_tokens``)."""
-    block = summary.get("prefix_cache") or {}
-    ratio = block.get("token_hit_ratio")
-    return None if ratio is None else float(ratio)
+    return None if summary.prefix_cache is None else summary.prefix_cache.token_hit_ratio
 
 
-def _salt(summary: dict[str, Any]) -> str | None:
-    return ((summary.get("config") or {}).get("options") or {}).get("prompt_salt")
+def _salt(summary: RunSummary) -> str | None:
+    options = summary.config.get("options")
+    salt = options.get("prompt_salt") if isinstance(options, dict) else None
+    return salt if isinstance(salt, str) else None
 
 
 def cache_warning(a: RunData, b: RunData) -> str | None:
     """One sentence when the runs' prefix-cache shares of prompt tokens differ by more than
     :data:`CACHE_POINTS` points (both servers must have reported ``cached_tokens``)."""
-    share_a, share_b = _cache_share(a.summary), _cache_share(b.summary)
+    share_a, share_b = _cache_share(a.model), _cache_share(b.model)
     if share_a is None or share_b is None or abs(share_b - share_a) * 100 <= CACHE_POINTS:
         return None
     text = (
         f"the prefix cache served {share_a:.1%} of A's prompt tokens and {share_b:.1%} of B's "
         f"({(share_b - share_a) * 100:+.1f} points): their TTFT and E2E differ partly because of it"
     )
-    salt = _salt(a.summary)
-    if salt is not None and salt == _salt(b.summary):
+    salt = _salt(a.model)
+    if salt is not None and salt == _salt(b.model):
         text += f"; both runs used --prompt-salt {salt}, so one run sent the other's prompts again"
     return text + "."
 
