@@ -10,7 +10,8 @@ from typing import Any
 
 from llm_locust.report.data import RunData
 from llm_locust.results.headline import headline
-from llm_locust.results.summary_blocks import SloLine
+from llm_locust.results.summary_blocks import LittlesLaw, SloLine
+from llm_locust.results.summary_model import StageRow, Stats
 
 __all__ = ["config_block", "errors_table", "fmt", "stage_table", "table", "verdict_block"]
 
@@ -109,30 +110,25 @@ def stage_table(run: RunData) -> str:
         "verdict",
     ]
     rows = []
-    for s in run.stages or [{**run.summary, "label": "whole run"}]:
-        law = s.get("littles_law") or {}
-        reason = s.get("invalid_reason") or ""
+    stages = run.model.stages or []
+    scopes: list[tuple[str, Stats, StageRow | None]] = [(st.label, st, st) for st in stages]
+    for label, s, stage in scopes or [("whole run", run.model, None)]:
+        law = (stage.littles_law if stage is not None else None) or LittlesLaw()
+        reason = (stage.invalid_reason if stage is not None else None) or ""
+        verdict = stage.verdict if stage is not None else None
         rows.append(
             [
-                escape(str(s.get("label", ""))),
-                fmt(s.get("completed")),
-                fmt(s.get("failed")),
-                fmt(s.get("request_throughput"), 2),
-                fmt(s.get("output_throughput")),
-                *(
-                    fmt(s.get(k))
-                    for k in (
-                        "p50_ttft_ms",
-                        "p95_ttft_ms",
-                        "p99_ttft_ms",
-                        "p50_tpot_ms",
-                        "p50_itl_ms",
-                    )
-                ),
-                _percent(s.get("itl_zero_gap_share")),
-                fmt(s.get("p95_e2el_ms")),
-                fmt(law.get("mean_in_flight"), 2),
-                _badge(s.get("verdict")) + (f" <small>{escape(reason)}</small>" if reason else ""),
+                escape(label),
+                fmt(s.completed),
+                fmt(s.failed),
+                fmt(s.request_throughput, 2),
+                fmt(s.output_throughput),
+                *(fmt(s.ms(stat, name)) for stat, name in _STAGE_LATENCIES),
+                _percent(s.itl_zero_gap_share),
+                fmt(s.ms("p95", "e2el")),
+                fmt(law.mean_in_flight, 2),
+                _badge(None if verdict is None else verdict.value)
+                + (f" <small>{escape(reason)}</small>" if reason else ""),
             ]
         )
     return (
@@ -143,14 +139,17 @@ def stage_table(run: RunData) -> str:
     )
 
 
+#: The stage table's latency columns: (statistic, latency).
+_STAGE_LATENCIES = (("p50", "ttft"), ("p95", "ttft"), ("p99", "ttft"), ("p50", "tpot"), ("p50", "itl"))
+
+
 def _percent(share: float | None) -> str:
     return "-" if share is None else f"{share * 100:.0f} %"
 
 
 def errors_table(run: RunData) -> str:
-    counts = run.summary.get("errors_by_class") or (
-        run.summary.get("errors") if isinstance(run.summary.get("errors"), dict) else {}
-    )
+    errors = run.model.errors
+    counts = run.model.errors_by_class or (errors if isinstance(errors, dict) else {})
     if not counts:
         return "<p>No failed requests.</p>"
     rows = []
