@@ -17,6 +17,8 @@ from typing import Any
 
 from llm_locust.report.data import RunData
 from llm_locust.report.tables import fmt, table
+from llm_locust.results.summary_blocks import PrefixCacheBlock
+from llm_locust.results.summary_model import RunSummary, Stats
 
 __all__ = ["has_traffic", "traffic_table", "visible_ttft_lines"]
 
@@ -26,14 +28,13 @@ _TOKEN_PCTS = (50, 90, 99)
 
 def has_traffic(run: RunData) -> bool:
     """Whether the run has anything for the "Modern traffic" table."""
-    s = run.summary
-    keys = ("reasoning", "tools", "prefix_cache", "bursts", "cancelled")
-    return any(s.get(key) for key in keys)
+    s = run.model
+    return bool(s.reasoning or s.tools or s.prefix_cache or s.bursts or s.cancelled)
 
 
 def traffic_table(run: RunData) -> str:
     """The parts of the table the run has ("" for none)."""
-    s = run.summary
+    s = run.model
     parts = [_reasoning(s), _tools(s), _cancelled(s), _cache(run), _bursts(s)]
     return "\n".join(p for p in parts if p)
 
@@ -62,26 +63,24 @@ def visible_ttft_lines(
     return lines
 
 
-def _reasoning(s: Mapping[str, Any]) -> str:
-    block = s.get("reasoning")
+def _reasoning(s: RunSummary) -> str:
+    block = s.reasoning
     if not block:
         return ""
     ttft = [
-        [escape(label), *(fmt(s.get(f"p{q}_{key}_ms")) for q in _LATENCY_PCTS)]
+        [escape(label), *(fmt(s.ms(f"p{q}", key)) for q in _LATENCY_PCTS)]
         for label, key in (("TTFT (any token)", "ttft"), ("visible TTFT (first content)", "ttft_visible"))
     ]
+    reasoning = (block.mean_reasoning_tokens, block.p50_reasoning_tokens, block.p90_reasoning_tokens)
+    answer = (block.mean_answer_tokens, block.p50_answer_tokens, block.p90_answer_tokens)
     tokens = [
-        [
-            escape(label),
-            fmt(block.get(f"mean_{key}")),
-            *(fmt(block.get(f"p{q}_{key}")) for q in _TOKEN_PCTS),
-        ]
-        for label, key in (("reasoning tokens", "reasoning_tokens"), ("answer tokens", "answer_tokens"))
+        [escape("reasoning tokens"), *(fmt(v) for v in (*reasoning, block.p99_reasoning_tokens))],
+        [escape("answer tokens"), *(fmt(v) for v in (*answer, block.p99_answer_tokens))],
     ]
-    sources = ", ".join(f"{escape(str(k))} {fmt(v)}" for k, v in (block.get("sources") or {}).items())
-    batched = block.get("first_chunk_batched") or 0
+    sources = ", ".join(f"{escape(str(k))} {fmt(v)}" for k, v in block.sources.items())
+    batched = block.first_chunk_batched
     note = (
-        f"<p>Requests with reasoning: {fmt(block.get('with_reasoning'))} of {fmt(block.get('requests'))}; "
+        f"<p>Requests with reasoning: {fmt(block.with_reasoning)} of {fmt(block.requests)}; "
         f"reasoning counts from: {sources or '-'}; first content chunks with several tokens: {fmt(batched)}"
         + (" (visible TTFT includes their decode time)" if batched else "")
         + "</p>"
@@ -93,31 +92,31 @@ def _reasoning(s: Mapping[str, Any]) -> str:
     )
 
 
-def _tools(s: Mapping[str, Any]) -> str:
-    """Tool calls (``--tools``): their two timings and how many, from the summary's keys."""
-    block = s.get("tools")
+def _tools(s: RunSummary) -> str:
+    """Tool calls (``--tools``): their two timings and how many, from the summary."""
+    block = s.tools
     if not block:
         return ""
     rows = [
-        [escape(label), *(fmt(s.get(f"p{q}_{key}_ms")) for q in _LATENCY_PCTS)]
+        [escape(label), *(fmt(s.ms(f"p{q}", key)) for q in _LATENCY_PCTS)]
         for label, key in (
             ("first tool call", "time_to_first_tool_call"),
             ("tool arguments complete", "time_to_tool_args_complete"),
         )
     ]
     return table(["tool calls (ms)", *(f"P{q}" for q in _LATENCY_PCTS)], rows, "traffic-tools") + (
-        f'<p class="muted">offered tools: {fmt(block.get("requests_offered"))}; answered with a tool call: '
-        f"{fmt(block.get('requests_with_tool_calls'))} ({fmt(block.get('tool_calls'))} calls); arguments "
-        f"parse as JSON: {_pct(block.get('args_json_ok_share'))}. A tool-call piece is not content: "
+        f'<p class="muted">offered tools: {fmt(block.requests_offered)}; answered with a tool call: '
+        f"{fmt(block.requests_with_tool_calls)} ({fmt(block.tool_calls)} calls); arguments "
+        f"parse as JSON: {_pct(block.args_json_ok_share)}. A tool-call piece is not content: "
         "TTFT covers text only</p>"
     )
 
 
-def _cancelled(s: Mapping[str, Any]) -> str:
-    cancelled = int(s.get("cancelled") or 0)
+def _cancelled(s: RunSummary) -> str:
+    cancelled = s.cancelled
     if not cancelled:
         return ""
-    sent = sum(int(s.get(k) or 0) for k in ("completed", "failed", "incomplete", "cancelled"))
+    sent = s.completed + s.failed + s.incomplete + cancelled
     return (
         f'<p class="traffic-cancelled">Cancelled by the client: {cancelled} of {sent} requests '
         f"({cancelled / sent * 100:.1f} %), counted neither as served nor as failed</p>"
@@ -125,34 +124,34 @@ def _cancelled(s: Mapping[str, Any]) -> str:
 
 
 def _cache(run: RunData) -> str:
-    s = run.summary
-    if not s.get("prefix_cache"):
+    s = run.model
+    if not s.prefix_cache:
         return ""
-    scopes = [(str(st.get("label", "")), st) for st in run.stages if st.get("prefix_cache")]
+    scopes: list[tuple[str, Stats]] = [(st.label, st) for st in s.stages or [] if st.prefix_cache]
     rows = [_cache_row(label, entry) for label, entry in [*scopes, ("whole run", s)]]
     head = ["scope", "reporting", "hits", "hit ratio (requests)", "hit ratio (tokens)"]
     head += ["TTFT P50 hit", "TTFT P95 hit", "TTFT P50 miss", "TTFT P95 miss"]
     return table(head, rows, "traffic-cache") + '<p class="muted">prefix cache: TTFT in ms</p>'
 
 
-def _cache_row(label: str, entry: Mapping[str, Any]) -> list[str]:
-    cache = entry["prefix_cache"]
+def _cache_row(label: str, entry: Stats) -> list[str]:
+    cache = entry.prefix_cache or PrefixCacheBlock()
     return [
         escape(label),
-        fmt(cache.get("requests_reporting")),
-        fmt(cache.get("hits")),
-        _pct(cache.get("hit_ratio")),
-        _pct(cache.get("token_hit_ratio")),
-        *(fmt(entry.get(f"p{q}_ttft_cache_{kind}_ms")) for kind in ("hit", "miss") for q in (50, 95)),
+        fmt(cache.requests_reporting),
+        fmt(cache.hits),
+        _pct(cache.hit_ratio),
+        _pct(cache.token_hit_ratio),
+        *(fmt(entry.ms(f"p{q}", f"ttft_cache_{kind}")) for kind in ("hit", "miss") for q in (50, 95)),
     ]
 
 
-def _bursts(s: Mapping[str, Any]) -> str:
-    bursts = s.get("bursts")
+def _bursts(s: RunSummary) -> str:
+    bursts = s.bursts
     if not bursts:
         return ""
     ttft = [
-        [escape(label), *(fmt(s.get(f"p{q}_ttft_{key}_ms")) for q in (50, 95))]
+        [escape(label), *(fmt(s.ms(f"p{q}", f"ttft_{key}")) for q in (50, 95))]
         for label, key in (("burst requests", "burst"), ("base load", "base"))
     ]
     waves = [
@@ -163,7 +162,7 @@ def _bursts(s: Mapping[str, Any]) -> str:
             fmt(w.get("queue_drain_s"), 3),
             fmt(w.get("drain_s"), 3),
         ]
-        for w in bursts.get("per_wave") or []
+        for w in bursts.per_wave
     ]
     return (
         table(["TTFT (ms)", "P50", "P95"], ttft, "traffic-bursts")
