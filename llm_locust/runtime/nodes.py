@@ -16,7 +16,7 @@ from typing import Any
 from llm_locust.config.role import Role
 from llm_locust.runtime import stopping
 from llm_locust.runtime.context import RunContext
-from llm_locust.runtime.fleet import Fleet
+from llm_locust.runtime.fleet import Fleet, MasterFleet, WorkerFleet
 from llm_locust.runtime.front import LoadFront, Row
 from llm_locust.runtime.node import Node, role_of
 from llm_locust.runtime.runners import worker_runner
@@ -40,15 +40,13 @@ class WorkerNode(Node):
 
     role = Role.WORKER
     front: LoadFront
+    fleet: WorkerFleet
 
     def __init__(self, environment: Environment) -> None:
         super().__init__(environment)
         node_id = worker_runner(environment).client_id
         self.front = LoadFront(environment, node_id, self._to_outbox, lambda: self.context, self.live)
-        self.fleet = Fleet(
-            environment, self.role, self.front.requests, lambda: self.plan, on_plan_start=self._plan_start
-        )
-        assert self.fleet.outbox is not None
+        self.fleet = WorkerFleet(environment, self.front.requests, lambda: self.plan, self._plan_start)
         self.outbox = self.fleet.outbox
 
     def _to_outbox(self, row: Row) -> None:
@@ -72,18 +70,11 @@ class MasterNode(SinkNode):
     """The master: its workers' rows into its results; it sends no request itself."""
 
     role = Role.MASTER
+    fleet: MasterFleet
 
     def __init__(self, environment: Environment) -> None:
         super().__init__(environment)
-        self.fleet = Fleet(
-            environment,
-            self.role,
-            None,
-            lambda: self.plan,
-            deliver=self.deliver,
-            on_final_batch=self._final_batch,
-        )
-        assert self.fleet.inbox is not None
+        self.fleet = MasterFleet(environment, lambda: self.plan, self.deliver, self._final_batch)
         self.inbox = self.fleet.inbox
 
     def _started(self, context: RunContext) -> None:
@@ -112,7 +103,7 @@ class LocalNode(SinkNode):
     def __init__(self, environment: Environment) -> None:
         super().__init__(environment)
         self.front = LoadFront(environment, "local", self.deliver, lambda: self.context, self.live)
-        self.fleet = Fleet(environment, self.role, self.front.requests, lambda: self.plan)
+        self.fleet = Fleet(environment, self.front.requests, lambda: self.plan)
 
     def _started(self, context: RunContext) -> None:
         self.front.start(context)

@@ -18,7 +18,7 @@ import pytest
 from llm_locust.config.role import Role
 from llm_locust.record import RequestRecord
 from llm_locust.runtime import distributed
-from llm_locust.runtime.fleet import Fleet
+from llm_locust.runtime.fleet import Fleet, MasterFleet, WorkerFleet
 from llm_locust.runtime.requests import Requests
 from tests.unit.runtime.fake_rpc import Pair, fleet_of, settle
 
@@ -32,15 +32,14 @@ class Node:
         self.finals = 0
         self.plan = SimpleNamespace(arrivals=None)
         self.requests = Requests(runner.environment, self._row, f"{role}")
-        self.fleet = Fleet(
-            runner.environment,
-            role,
-            self.requests,
-            lambda: self.plan,  # type: ignore[arg-type,return-value]
-            on_plan_start=lambda t0, workers: self.plan_starts.append((t0, workers)),
-            deliver=self.delivered.append,
-            on_final_batch=self._final,
-        )
+        plan = lambda: self.plan  # noqa: E731
+        if role is Role.MASTER:
+            self.fleet: Fleet = MasterFleet(runner.environment, plan, self.delivered.append, self._final)  # type: ignore[arg-type,return-value]
+        else:
+            self.fleet = WorkerFleet(runner.environment, self.requests, plan, self._plan_start)  # type: ignore[arg-type]
+
+    def _plan_start(self, t0: float, workers: int) -> None:
+        self.plan_starts.append((t0, workers))
 
     def _row(self, row: dict[str, Any]) -> None:
         """A finished request's row: a worker's to its outbox (as the extension wires it)."""

@@ -21,7 +21,7 @@ import pytest
 
 from llm_locust.config.role import Role
 from llm_locust.runtime import stopping
-from llm_locust.runtime.fleet import Fleet
+from llm_locust.runtime.fleet import Fleet, MasterFleet, WorkerFleet
 from llm_locust.runtime.requests import Requests
 from tests.unit.runtime.fake_rpc import Pair, fleet_of, settle
 
@@ -57,10 +57,10 @@ def _wire(pair: Pair, delivered: list[dict[str, Any]], ship_final: bool = True) 
     """The master's fleet, and each worker's, as the extension builds them: the worker ships what
     is left, marked final, at its ``test_stop``."""
     env = pair.master.environment
-    master = Fleet(env, Role.MASTER, None, lambda: None, deliver=delivered.append)  # type: ignore[arg-type,return-value]
+    master = MasterFleet(env, lambda: None, delivered.append)  # type: ignore[arg-type,return-value]
     for worker in pair.workers:
         wenv = worker.environment
-        fleet = Fleet(wenv, Role.WORKER, Requests(wenv, lambda row: None, "w"), lambda: None)  # type: ignore[arg-type,return-value]
+        fleet = WorkerFleet(wenv, Requests(wenv, lambda row: None, "w"), lambda: None, lambda t0, n: None)  # type: ignore[arg-type,return-value]
         StreamingUser.outbox = fleet.outbox
         if ship_final:
             wenv.events.test_stop.add_listener(lambda environment, _f=fleet, **_: _f.outbox.stop())
