@@ -318,11 +318,10 @@ def _decision_page(root: Path) -> None:
         print(f"capacity.html: not written: {type(exc).__name__}: {exc}")
 
 
-def _capacity_text(file: PlanFile, plan: Plan, search: dict[str, Any], k: float) -> str:
+def _capacity_text(file: PlanFile, search: dict[str, Any], result: PlanResult | None) -> str:
     """The plan's capacity as the table and its verdict say it (one number, one unit)."""
-    if search.get("withheld"):
-        return search["withheld"]
-    result = plan_result(plan, file.demand, search, k)
+    if result is None:
+        return str(search["withheld"])
     if result.capacity is None:
         return "no level was shown to meet the SLO"
     return f"capacity {amount(file.demand.kind, result.capacity)}"
@@ -363,10 +362,11 @@ def _plan(
         error = error or f"the run ended with exit code {code} before its search did"
         progress.say(plan.name, f"not measured: {error}")
         return plan.name, None, error
-    progress.say(plan.name, f"done: {_capacity_text(file, plan, search, k)}; stopped: {search['stop']}")
+    result = None if search.get("withheld") else plan_result(plan, file.demand, search, k)
+    progress.say(plan.name, f"done: {_capacity_text(file, search, result)}; stopped: {search['stop']}")
     if k != 1:
         clocks = {url: sim_clock(url) for url in plan.endpoints}
-        text, behind = clock_text(clocks)
+        text, behind = clock_text(clocks, result is not None and result.capacity is not None)
         search = {**search, "simulator_clock": {"endpoints": clocks, "fell_behind": behind}}
         if text:
             progress.say(plan.name, text)

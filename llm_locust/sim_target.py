@@ -59,8 +59,9 @@ def sim_clock(url: str, timeout: float = 5.0) -> dict[str, float] | None:
     return out
 
 
-def clock_text(clocks: dict[str, dict[str, float] | None]) -> tuple[str, bool]:
-    """One line on the simulators' schedules, and whether one of them fell behind (restarted)."""
+def clock_text(clocks: dict[str, dict[str, float] | None], capacity_shown: bool = True) -> tuple[str, bool]:
+    """One line on the simulators' schedules, and whether one of them fell behind (restarted); a
+    plan that shows no capacity (withheld, none shown to pass) is told no lower bound."""
     known = {url: c for url, c in clocks.items() if c is not None}
     if not known:
         return "", False
@@ -70,7 +71,8 @@ def clock_text(clocks: dict[str, dict[str, float] | None]) -> tuple[str, bool]:
         lost = sum(c["lost_s"] for c in known.values())
         return (
             f"the simulator fell behind its schedule {restarts} times ({lost:.2f} s of wall time lost, "
-            "so its latencies ran slow): the host was overloaded; the capacity shown is a lower bound",
+            "so its latencies ran slow): the host was overloaded"
+            + ("; the capacity shown is a lower bound" if capacity_shown else ""),
             True,
         )
     return f"the simulator kept its schedule (latest step end {late * 1000:.0f} ms late, wall clock)", False

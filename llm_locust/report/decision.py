@@ -175,7 +175,7 @@ class Decision(_Loose):
     plans: list[PlanView]
     scaling: list[Scaling] = []
     not_measured: dict[str, str] = {}
-    withheld: bool = False  # the comparison's answer withheld (a plan as cheap or cheaper has none)
+    withheld: bool = False  # the comparison's answer withheld (a plan that might be the answer has none)
     rejudged: Rejudged | None = None  # llm-locust rejudge: the SLO and demand, the folder read
     predicted: list[PredictedView] = []  # predict_from plans: not measured, never the answer
 

@@ -264,12 +264,16 @@ def compare_plans(
     blocking = [
         r for r in results if r["withheld"] and r["dollars_per_hour"] <= price and not r["shown_short"]
     ]
-    if blocking:  # a plan as cheap or cheaper has no valid answer: the comparison has none either
+    if blocking:  # a plan that might be the answer has no valid answer: the comparison has none either
         names = ", ".join(r["name"] for r in blocking)
-        answer = (
-            f"answer withheld: {names} (as cheap or cheaper) could not be measured validly on this run; "
-            "see its line above"
-        )
+        why = "could not be measured validly on this run; see its line"
+        if cheapest is None:  # none meets: any plan without a valid answer might
+            answer = f"answer withheld: no plan measured validly meets {file.demand.text()}; {names} {why}"
+        else:
+            answer = (
+                f"answer withheld: {names} (as cheap as or cheaper than {cheapest['name']}, which meets "
+                f"{file.demand.text()}) {why}"
+            )
         cheapest = None
     elif cheapest is not None:
         answer = (
@@ -344,5 +348,7 @@ def format_comparison(report: CapacityReport) -> str:
             f"scaling {pair.plans[1]} vs {pair.plans[0]}: {pair.resource_ratio:g}x {what}, "
             f"capacity x{pair.capacity_ratio:.2f}: {pair.efficiency:.0%} efficiency"
         )
-    lines.append(f"answer: {report.answer}")
+    lines.append(
+        report.answer if report.withheld else f"answer: {report.answer}"
+    )  # not "answer: answer withheld"
     return "\n".join(lines)

@@ -221,6 +221,10 @@ def test_the_simulator_clock_line_says_when_it_fell_behind() -> None:
     assert fell and text.startswith(
         "the simulator fell behind its schedule 3 times (0.90 s of wall time lost"
     )
+    assert text.endswith("the host was overloaded; the capacity shown is a lower bound")
+    # a plan that shows no capacity (the new-user trial's withheld B) is not told it has a bound
+    none, _ = clock_text({"v": behind}, capacity_shown=False)
+    assert none.endswith("(0.90 s of wall time lost, so its latencies ran slow): the host was overloaded")
     assert clock_text({"u": None}) == ("", False)
 
 
@@ -256,7 +260,10 @@ def test_a_withheld_plan_as_cheap_as_the_answer_withholds_the_comparison(file: A
     assert a["capacity"] is None and not a["meets"] and a["withheld"].startswith("answer withheld: users=64")
     assert a["verdict"].startswith("not judged against 50 concurrent: answer withheld")
     assert report["cheapest"] is None and report["withheld"]  # A ($10/h) is cheaper than B ($20/h)
-    assert report["answer"].startswith("answer withheld: A (as cheap or cheaper)")
+    assert report["answer"] == (
+        "answer withheld: A (as cheap as or cheaper than B, which meets 50 concurrent) could not be "
+        "measured validly on this run; see its line"
+    )
     # withheld, but a valid step below the demand failed: shown not to meet it, it withholds nothing
     short = result_of(
         SearchSpec("users", 32), [probe(0, 32, "fail", 35.0), probe(1, 16, "pass", 20.0), invalid,
@@ -268,6 +275,18 @@ def test_a_withheld_plan_as_cheap_as_the_answer_withholds_the_comparison(file: A
     # as cheap as the plan that meets ($20/h each): it might have been the answer, so none is given
     tie = compare_plans(file, {**SEARCHES, "C": withheld}, {}).to_json()
     assert tie["cheapest"] is None and tie["answer"].startswith("answer withheld: C ")
+    # no plan meets and the dearer one is withheld: it is not 'as cheap or cheaper' than anything
+    # (the new-user trial's run: A measured 22 against a demand of 50, B at $20/h withheld)
+    fails = {**SEARCHES, "A": result_of(SearchSpec("users", 32), [probe(0, 32, "fail", 35.0),
+             probe(1, 16, "pass", 20.0)], "precision", 300.0), "B": withheld, "C": withheld}  # fmt: skip
+    none = compare_plans(file, fails, {}).to_json()
+    assert none["cheapest"] is None and none["withheld"] and not none["plans"][0]["meets"]
+    assert none["answer"] == (
+        "answer withheld: no plan measured validly meets 50 concurrent; B, C could not be measured "
+        "validly on this run; see its line"
+    )
+    last = format_comparison(compare_plans(file, fails, {})).splitlines()[-1]
+    assert last == none["answer"]  # the end-of-run line is the answer itself, not "answer: answer withheld"
     # withheld but dearer than the plan that meets: the answer stands
     dear_c = file.plans[2].model_copy(update={"gpu_hour_cost": 3.0})
     dearer_file = file.model_copy(update={"plans": [file.plans[0], file.plans[1], dear_c]})
