@@ -27,8 +27,12 @@ demo: setup
 # so a module-scoped fixture is built once: tests/conftest.py); the few marked `serial` depend on
 # the client's own timing and run after, alone. Both parts always run; -rs shows every skip's reason;
 # --durations=30 lists each part's 30 slowest test phases (setup, call, teardown), to see where the time goes.
+# The suite starts hundreds of Python processes (simulators, runs, the CLI) and collects its
+# modules once per xdist worker: they write their bytecode (__pycache__, ignored by git) even
+# where PYTHONDONTWRITEBYTECODE is set (as on the development machine), or every process compiles
+# the package again and pytest rewrites every test module's asserts again (benchmarks/README.md).
 JOBS   ?= 3
-PYTEST := $(BIN)/python -m pytest -q -rs -p no:cacheprovider --durations=30
+PYTEST := PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest -q -rs -p no:cacheprovider --durations=30
 # $(call suite,MARKS): the parallel part, then the serial part, of the tests selected by MARKS
 # The tests marked `engine` (a real llama.cpp server) are left to `make test-engine`.
 suite = status=0; \
@@ -82,3 +86,4 @@ bench: setup
 
 clean:
 	rm -rf $(VENV) build *.egg-info demo-results test-artifacts
+	find . -name __pycache__ -type d -prune -exec rm -rf {} +
