@@ -44,6 +44,8 @@ UNIT_AXIS = {
     "rate": "completed requests/s",
     "users": "users",
 }
+#: a capacity bar that does not meet the demand, and its legend entry
+SHORT, SHORT_COLOR = "capacity short of the demand", "#90a4ae"
 _DEMAND_LINE = {"color": "#1565c0", "type": "dotted", "width": 2}
 
 
@@ -76,17 +78,20 @@ def capacity_chart(d: Decision) -> dict[str, Any] | None:
         return None
     names = [p.name for p in d.plans]
     unit = UNIT_AXIS.get(d.demand_kind, d.demand_kind)
+    # the axis holds the demand: ECharts scales to the series only, and a demand line above every
+    # bar was not drawn (the new-user trial: capacities 22-24 against a demand of 50)
+    top = max([d.demand or 0.0, *(v for p in d.plans for v in (p.capacity, p.upper) if v is not None)])
     option = base_option(
         f"Capacity against the demand ({d.demand_text})",
         _axis("plan", "category", data=names),
-        _axis(unit, nameGap=45),
+        _axis(unit, nameGap=45, min=0, max=_nice(top * 1.1)),
     )
     option["tooltip"] = {"trigger": "item"}
     bars = [
         {
             "name": p.name,
             "value": _r(p.capacity),
-            "itemStyle": {"color": VERDICT_COLOR[Verdict.PASS] if p.meets else "#90a4ae"},
+            "itemStyle": {"color": VERDICT_COLOR[Verdict.PASS] if p.meets else SHORT_COLOR},
             "label": {"formatter": "-" if p.capacity is None else f"{p.capacity:.1f}"},
         }
         for p in d.plans
@@ -96,7 +101,7 @@ def capacity_chart(d: Decision) -> dict[str, Any] | None:
             "name": "capacity (highest pass)",
             "type": "bar",
             "barWidth": "40%",
-            "itemStyle": {"color": VERDICT_COLOR[Verdict.PASS]},  # the legend's; grey bars fall short
+            "itemStyle": {"color": VERDICT_COLOR[Verdict.PASS]},  # the legend's; grey: SHORT
             "data": bars,
             "label": {"show": True, "position": "insideTop", "color": "#fff"},
             "markLine": {
@@ -143,7 +148,17 @@ def capacity_chart(d: Decision) -> dict[str, Any] | None:
             "data": upper,
         }
     )
+    # the grey bars' legend entry (a series with no data: the bars stay one series, one per plan)
+    option["series"].append({"name": SHORT, "type": "bar", "data": [], "itemStyle": {"color": SHORT_COLOR}})
     return option
+
+
+def _nice(value: float) -> float:
+    """``value`` rounded up to 1, 2, 2.5 or 5 times a power of ten (an axis' top)."""
+    if value <= 0:
+        return 1.0
+    power = 10.0 ** math.floor(math.log10(value))
+    return next(m * power for m in (1.0, 2.0, 2.5, 5.0, 10.0) if m * power >= value - 1e-9)
 
 
 def _x_top(d: Decision) -> float:

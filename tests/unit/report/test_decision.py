@@ -118,6 +118,12 @@ def test_charts_sort_by_level_keep_invalid_apart_and_draw_thresholds(tmp_path: P
     assert [p["value"] for p in invalid["data"]] == [[20.0, 1.5]]
     cap = capacity_chart(d)
     assert cap is not None and cap["series"][1]["data"] == [[0, 15.5, 31.0, 0]]
+    # the demand (50) is above every bar (15.5) and bracket (31): the axis still reaches it, or
+    # ECharts leaves its line undrawn; the grey bar (short of the demand) has a legend entry
+    assert cap["yAxis"]["min"] == 0 and cap["yAxis"]["max"] >= 50 * 1.05
+    assert cap["series"][0]["data"][0]["itemStyle"]["color"] == "#90a4ae"
+    short = [s["itemStyle"]["color"] for s in cap["series"] if s["name"] == "capacity short of the demand"]
+    assert short == ["#90a4ae"]
 
 
 def test_page_says_the_answer_and_the_time_scale(tmp_path: Path) -> None:
