@@ -385,7 +385,8 @@ def _report(
             None if clock is None else SimulatorClock.model_validate(scaled(clock, scales[result.name]))
         )
     report.not_measured = errors
-    report.predicted_plans = [PlanResult.model_validate(row) for row in predicted]
+    if predicted:  # set only when there are some: an unset list is not written (a rejudge's file equals it)
+        report.predicted_plans = [PlanResult.model_validate(row) for row in predicted]
     root.mkdir(parents=True, exist_ok=True)
     (root / CAPACITY_FILE).write_text(json.dumps(report.to_json(), indent=2) + "\n")
     if report.plans:

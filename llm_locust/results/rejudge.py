@@ -146,6 +146,8 @@ def rejudge_capacity(
         row.simulator_clock = before[row.name].simulator_clock
         row.unmeasured = unmeasured(searches[row.name], want)
     out.not_measured = dict(report.not_measured)
+    if same and report.predicted_plans:  # under another SLO they would need predicting again: dropped
+        out.predicted_plans = list(report.predicted_plans)
     out.rejudged = Rejudged.model_validate(
         _note(slo, demand, root) | {"original_slo": report.slo, "original_demand": report.demand}
     )
