@@ -265,8 +265,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.parallel is None or each:
         progress.say("capacity", f"{_plans(parallel)} at once{each} ({host_cores} cores on this host)")
     warning = oversubscribed(parallel, args.workers, host_cores)
-    if warning:
-        progress.say("capacity", f"warning: {warning}")
+    if warning:  # on stderr: the progress lines on stdout are the plans' own
+        print(f"llm-locust capacity: warning: {warning}", file=sys.stderr, flush=True)
     pool = ThreadPoolExecutor(max_workers=parallel)
     try:
         futures = [
