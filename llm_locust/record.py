@@ -153,6 +153,7 @@ class RequestRecord:
     stage: int | None = None
     warmup: bool = False
     t_intended: float | None = None
+    schedule_offset: float | None = None  # an open-loop arrival's offset in the plan: its stage
     session_id: str | None = None
     turn: int | None = None
     worker: str | None = None

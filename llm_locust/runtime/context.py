@@ -55,7 +55,14 @@ class RunContext:
         """The stage a request sent at ``wall_time`` belongs to, and whether it was in warm-up."""
         if self.plan.stages is None or self.t0 is None:
             return None, False
-        stage, in_stage = self.plan.stages.stage_at(max(wall_time - self.t0, 0.0))
+        return self.stage_after(max(wall_time - self.t0, 0.0))
+
+    def stage_after(self, elapsed_s: float) -> tuple[Stage | None, bool]:
+        """The stage ``elapsed_s`` into the plan (an open-loop arrival's own schedule offset: exact,
+        where a wall-clock time converted back can land a hair before a stage boundary)."""
+        if self.plan.stages is None:
+            return None, False
+        stage, in_stage = self.plan.stages.stage_at(elapsed_s)
         if stage is None:
             return None, False
         return stage, stage.in_warmup(in_stage)

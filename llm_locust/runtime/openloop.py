@@ -76,7 +76,7 @@ def dispatch(context: RunContext, run: OpenLoopRun, user: SpecSource) -> None:
             if run.stopping or not user.ticket():  # stopped mid-schedule, or --num-requests sent:
                 break  # nothing new, let the in-flight drain
             t_intended = time.perf_counter() + (t0 + offset - time.time())
-            group.spawn(_send_one, run, user, client, slots, t_intended, entry)
+            group.spawn(_send_one, run, user, client, slots, (offset, t_intended), entry)
         group.join()
     finally:
         group.kill()
@@ -88,9 +88,10 @@ def _send_one(
     user: SpecSource,
     client: Any,
     slots: BoundedSemaphore | None,
-    t_intended: float,
+    intended: tuple[float, float],
     entry: TraceEntry | None,
 ) -> None:
+    """One arrival: ``intended`` is its offset in the plan (its stage) and its perf_counter time."""
     waited = False
     if slots is not None:
         waited = slots.locked()
@@ -98,7 +99,7 @@ def _send_one(
     try:
         spec = user.next_spec(entry)
         record = run.new_record(spec)
-        record.t_intended = t_intended
+        record.schedule_offset, record.t_intended = intended
         if waited:
             record.extra["waited_for_slot"] = True
         run.send(client, build_body(client.config, spec), record)

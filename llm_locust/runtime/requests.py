@@ -107,9 +107,11 @@ class Requests:
         """A request finished: Locust stats first, then its row on to the results."""
         if record.outcome not in (INCOMPLETE, CANCELLED):  # neither a success nor a failure
             self._log_stats(record)
-        if context.staged:  # an arrival belongs to the stage that meant it, however late it went
-            lag = record.send_lag
-            stage, record.warmup = context.stage_at(record.wall_start - (lag or 0.0))
+        if context.staged:  # an open-loop arrival belongs to the stage that meant it, however late it went
+            if record.schedule_offset is not None:
+                stage, record.warmup = context.stage_after(record.schedule_offset)
+            else:
+                stage, record.warmup = context.stage_at(record.wall_start)
             record.stage = None if stage is None else stage.index
         self.later(functools.partial(self._hand_on, record))
 

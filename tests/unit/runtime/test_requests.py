@@ -127,5 +127,18 @@ def test_a_late_open_loop_arrival_counts_in_the_stage_that_meant_it() -> None:
     context = _context()
     record = owner.new_record(context, _spec())
     record.t_intended = -3.0  # Client.send sets t_sent = 0.0: intended 3 s before the send
+    record.schedule_offset = 8.0  # the schedule's own offset: exact, no clock conversion
     owner.send(context, Client(owner, T0 + 11.0), {}, record)
     assert (rows[0]["stage"], rows[0]["warmup"], rows[0]["send_lag"]) == (0, False, 3.0)
+
+
+def test_an_arrival_scheduled_on_a_stage_boundary_is_in_the_later_stage() -> None:
+    """Its wall-clock send time converted back can land a hair before the boundary (a 6/s step's
+    first arrival counted in the 2/s step: [9, 23] for [8, 24]); its schedule offset cannot."""
+    rows: list[dict[str, Any]] = []
+    owner = Requests(FakeEnvironment(), rows.append, "w1")
+    context = _context()
+    record = owner.new_record(context, _spec())
+    record.schedule_offset, record.t_intended = 10.0, 0.0
+    owner.send(context, Client(owner, T0 + 10.0 - 1e-7), {}, record)
+    assert rows[0]["stage"] == 1
