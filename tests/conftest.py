@@ -69,6 +69,8 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def _wait_on_the_hub(event: Any) -> Any:
+    if type(event).__module__.startswith("gevent"):  # gevent's own Event already waits on the hub
+        return event  # (and its wait is read-only: an AttributeError at the worker's shutdown)
     wait = event.wait
 
     def wait_in_steps(timeout: float | None = None) -> bool:
