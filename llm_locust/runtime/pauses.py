@@ -27,8 +27,11 @@ the file of every loaded module (``inspect.getmodule``: ``os.path.realpath`` of 
 modules with numpy, pydantic and Locust loaded), 44-89 ms of CPU measured on this 2-core
 machine, and it happens when the load stops, in the hub, while the drain's requests are
 still streaming: each was charged a 0.12 s client stall on a busy host. :func:`warm_stop`
-does that lookup at ``test_start``, before any user is spawned; the lookup at the stop then
-costs under a millisecond (only the modules imported since are mapped).
+does that lookup at ``init``, before the preflight and before the loop monitor
+(:mod:`llm_locust.health`) runs: done at ``test_start``, with the monitor already started by the
+preflight's client, it was itself a stall, whose tail was charged to the first requests sent
+in the same loop iteration. The lookup at the stop then costs about a millisecond (only the
+modules imported since are mapped).
 """
 
 from __future__ import annotations
@@ -44,14 +47,14 @@ THRESHOLDS = (20_000, 10, 10)
 
 
 def install(events: Any) -> None:
-    """Set the thresholds now; warm the stop's caller lookup at every ``test_start`` of
-    ``events``; freeze at every ``spawning_complete``."""
+    """Set the thresholds and warm the stop's caller lookup now (at ``init``); freeze at every
+    ``spawning_complete`` of ``events``."""
     gc.set_threshold(*THRESHOLDS)
-    events.test_start.add_listener(warm_stop)
+    warm_stop()
     events.spawning_complete.add_listener(_freeze)
 
 
-def warm_stop(**_: object) -> None:
+def warm_stop() -> None:
     """Do the caller lookup Locust's ``Runner.stop()`` does, now, while nothing is in flight."""
     inspect.getframeinfo(inspect.stack()[0][0])
 
