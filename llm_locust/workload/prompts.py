@@ -143,21 +143,27 @@ class PromptBuilder:
         """A unique key per (stream, request) for 16M streams of 16M requests each."""
         return (counter & 0xFFFFFF) | ((stream & 0xFFFFFF) << 24)
 
-    def body(self, tokens: int, start_key: int) -> str:
-        """Exactly ``tokens`` tokens of prose beginning with a space; position from ``start_key``."""
+    def body(self, tokens: int, start_key: int, stable: bool = False) -> str:
+        """Exactly ``tokens`` tokens of prose beginning with a space; position from ``start_key``.
+
+        ``stable``: the start depends on ``start_key`` alone, not on ``tokens``, so the text of
+        fewer tokens is the start of the text of more (up to a word's tokens at its end: where
+        the cut falls inside a word of several tokens, one-token words fill it)."""
         c = self._corpus
         out: list[str] = []
         total = int(c.cum[-1])
         while tokens > 0:
             chunk = min(tokens, total // 2)
-            out.append(self._slice(chunk, start_key))
+            out.append(self._slice(chunk, start_key, total // 2 if stable else chunk))
             tokens -= chunk
             start_key = splitmix64(start_key)
         return "".join(out)
 
-    def _slice(self, tokens: int, key: int) -> str:
+    def _slice(self, tokens: int, key: int, room: int) -> str:
+        """``tokens`` tokens from a sentence start chosen by ``key`` among those with ``room``
+        tokens (>= ``tokens``) of corpus after them."""
         c = self._corpus
-        s_max = int(np.searchsorted(c.cum, c.cum[-1] - tokens, side="right")) - 1
+        s_max = int(np.searchsorted(c.cum, c.cum[-1] - room, side="right")) - 1
         k_max = int(np.searchsorted(c.sentence_starts, s_max, side="right"))
         s = int(c.sentence_starts[key % max(k_max, 1)])
         target = int(c.cum[s]) + tokens
@@ -168,21 +174,24 @@ class PromptBuilder:
             text += "".join(" " + self.vocab[((key >> 8) + i) & 15] for i in range(deficit))
         return text
 
-    def text(self, tokens: int, key: int, leading_space: bool = False) -> str:
-        """The nonce of ``key`` (its first ``tokens`` pieces if shorter), then prose: ``tokens`` in all."""
+    def text(self, tokens: int, key: int, leading_space: bool = False, stable: bool = False) -> str:
+        """The nonce of ``key`` (its first ``tokens`` pieces if shorter), then prose: ``tokens`` in all
+        (``stable``: see :meth:`body`)."""
         pieces = min(self.nonce_tokens, tokens)
         head = self.tag(key, pieces)
         if leading_space:
             head = " " + head
-        return head + self.body(tokens - pieces, splitmix64(key ^ self.seed ^ self._salt))
+        return head + self.body(tokens - pieces, splitmix64(key ^ self.seed ^ self._salt), stable)
 
     def prompt(self, tokens: int, stream: int, counter: int) -> str:
         """A unique prompt of exactly ``tokens`` tokens for request ``counter`` of ``stream``."""
         return self.text(tokens, self.nonce_key(stream, counter))
 
     def block(self, key: int, tokens: int, first: bool) -> str:
-        """Deterministic text for a shared prefix block: same ``key`` -> same text (prefix of it)."""
-        return self.text(tokens, splitmix64(key ^ (self.seed << 1)), leading_space=not first)
+        """Deterministic text for a shared prefix block: same ``key`` -> same text, and the text
+        of fewer tokens is the start of the text of more (a trace's partial block is the start of
+        the full one, as the hit ceiling counts it: ``load/trace_reuse.py``)."""
+        return self.text(tokens, splitmix64(key ^ (self.seed << 1)), leading_space=not first, stable=True)
 
 
 def _sentence_starts(pieces: list[str]) -> np.ndarray:
