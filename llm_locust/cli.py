@@ -108,7 +108,8 @@ def _command(args: list[str]) -> int:
 def summarize_command(args: list[str]) -> int:
     """``llm-locust summarize DIR``: the summary of a results folder, rebuilt from its records.
 
-    Prints what the end of a run prints; exit code 0, 3 when the SLO failed, 2 on bad input.
+    Prints what the end of a run prints; exit code 0, 3 when the SLO failed, 7 when not one
+    request was recorded, 2 on bad input.
     """
     from llm_locust.config.register import OneLineParser
 

@@ -40,6 +40,8 @@ from llm_locust.results.validity import MAX_SEND_LAG_MS
 
 __all__ = [
     "LOCUST_OPTIONS",
+    "NOTHING_RECORDED",
+    "NOTHING_RECORDED_EXIT",
     "SLO_FAILED_EXIT",
     "WITHHELD_EXIT",
     "RunFacts",
@@ -54,6 +56,10 @@ __all__ = [
 SLO_FAILED_EXIT = 3
 #: A capacity search that withheld its answer: a step was invalid twice (see load/search.py).
 WITHHELD_EXIT = 6
+#: A test that ended with not one request recorded (none sent, or none reached the results: a
+#: master whose workers never sent, or whose rows never arrived): it measured nothing.
+NOTHING_RECORDED_EXIT = 7
+NOTHING_RECORDED = "no request was recorded: the run measured nothing"
 #: Locust's own options worth recording next to ours (``-u``, ``-r``, ``-t`` are in the configuration).
 LOCUST_OPTIONS = (
     "headless",
@@ -188,11 +194,13 @@ def add_replicas(summary: dict[str, Any], requests: Path) -> None:
 
 
 def exit_code(summary: RunSummary, interrupt_code: int | None) -> int | None:
-    """Interrupted: 128 + the signal (130 SIGINT, 143 SIGTERM). A capacity search: 0 when it
-    found a capacity (meeting ``--demand`` if given), else 3. Else, with an SLO, the verdict:
-    0 pass, 3 fail. ``None``: leave Locust's own."""
+    """Interrupted: 128 + the signal (130 SIGINT, 143 SIGTERM). Not one request recorded: 7.
+    A capacity search: 0 when it found a capacity (meeting ``--demand`` if given), else 3.
+    Else, with an SLO, the verdict: 0 pass, 3 fail. ``None``: leave Locust's own."""
     if interrupt_code is not None:
         return interrupt_code
+    if nothing_recorded(summary):
+        return NOTHING_RECORDED_EXIT
     if summary.search is not None:  # the search's answer, not the SLO over every level
         if summary.search.get("withheld"):
             return WITHHELD_EXIT
@@ -203,9 +211,16 @@ def exit_code(summary: RunSummary, interrupt_code: int | None) -> int | None:
     return None
 
 
+def nothing_recorded(summary: RunSummary) -> bool:
+    """Did the test end without one record (of any outcome)? (A summary written before the
+    ``records`` block existed says nothing here.)"""
+    return summary.records is not None and summary.records.total == 0
+
+
 def warnings(summary: RunSummary) -> list[str]:
-    """What the end of a run warns about: a lagging generator, a saturated client CPU."""
-    out = []
+    """What the end of a run warns about: no record at all, a lagging generator, a saturated
+    client CPU."""
+    out = [NOTHING_RECORDED] if nothing_recorded(summary) else []
     if summary.generator_lagging:
         out.append(
             "the load generator fell behind its arrival schedule "
