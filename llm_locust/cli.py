@@ -68,7 +68,7 @@ def _command(args: list[str]) -> int:
 
         return sim_main(rest)
     if command == "workload":
-        from llm_locust.workload.cli import main as workload_main
+        from llm_locust.commands.workload import main as workload_main
 
         return workload_main(rest)
     if command == "report":

@@ -3,7 +3,7 @@
 Entry points: :func:`build_workload` turns the configuration's workload part
 (:class:`~llm_locust.config.model.WorkloadConfig`) into a :class:`Workload` (raising
 :class:`WorkloadError` on bad input), and
-``llm_locust.workload.cli.main`` is ``llm-locust workload sample|describe|prompts``.
+``llm_locust.commands.workload.main`` is ``llm-locust workload sample|describe|prompts``.
 """
 
 from llm_locust.workload.base import RequestSource, RequestSpec, Workload

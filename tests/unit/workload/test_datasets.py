@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from llm_locust.commands.workload import main
 from llm_locust.workload.build import WorkloadError, build_workload
-from llm_locust.workload.cli import main
 from llm_locust.workload.tokenizer import APPROX_PATTERN, approx_count
 from tests.unit.workload.args import workload_config
 

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from llm_locust.workload.cli import main as workload_main
+from llm_locust.commands.workload import main as workload_main
 from llm_locust.workload.profile_builder import SOURCES
 from llm_locust.workload.profiles import PROFILE_DIR, PROFILES, load_profile
 from tests.unit.workload.trace_reference import FILES, FIXTURE, TRACES, compute, spearman

@@ -7,7 +7,7 @@ bodies themselves with their targets. Multi-turn sessions are advanced with a st
 reply of the requested output length. Bad input: one line on stderr, exit status 2.
 
 ``llm-locust workload build-profiles TRACES_DIR`` rebuilds the built-in profiles from the
-public traces (:mod:`profile_builder`).
+public traces (:mod:`llm_locust.workload.profile_builder`).
 """
 
 from __future__ import annotations

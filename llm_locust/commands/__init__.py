@@ -1,0 +1,1 @@
+"""The ``llm-locust`` subcommands that stand on several packages."""
