@@ -292,7 +292,7 @@ def _wait_locust(args: argparse.Namespace, proc: subprocess.Popen[str], streams:
 
 
 def health_window(path: Path, t0: float, t1: float) -> dict[str, float | None]:
-    """The client's own loop lag in the window (llm_locust.health intervals, if it wrote them)."""
+    """The client's own loop lag in the window (llm_locust.client.health intervals, if it wrote them)."""
     try:
         rows = [json.loads(line) for line in path.open()]
     except OSError:

@@ -78,23 +78,23 @@ def _command(args: list[str]) -> int:
     if command == "summarize":
         return summarize_command(rest)
     if command == "capacity":
-        from llm_locust.capacity import main as capacity_main
+        from llm_locust.commands.capacity.cli import main as capacity_main
 
         return capacity_main(rest)
     if command == "rejudge":
-        from llm_locust.rejudge import main as rejudge_main
+        from llm_locust.commands.rejudge import main as rejudge_main
 
         return rejudge_main(rest)
     if command == "demo":
-        from llm_locust.demo import main as demo_main
+        from llm_locust.commands.demo import main as demo_main
 
         return demo_main(rest)
     if command == "calibrate":
-        from llm_locust.calibrate import main as calibrate_main
+        from llm_locust.commands.calibrate import main as calibrate_main
 
         return calibrate_main(rest)
     if command == "predict":
-        from llm_locust.predict import main as predict_main
+        from llm_locust.commands.predict import main as predict_main
 
         return predict_main(rest)
     if command == "schema":

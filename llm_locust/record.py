@@ -157,7 +157,7 @@ class RequestRecord:
     session_id: str | None = None
     turn: int | None = None
     worker: str | None = None
-    # Seconds of the client's own event-loop stalls inside [t_sent, t_end] (llm_locust.health):
+    # Seconds of the client's own event-loop stalls inside [t_sent, t_end] (llm_locust.client.health):
     # above 0 the latencies include a pause of the load generator, not only the server's time.
     client_stall_s: float = 0.0
     replica: str | None = None  # which of --endpoints served it (None: the one --host)

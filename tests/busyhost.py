@@ -4,7 +4,7 @@ Tests marked ``host_timing`` (and every ``serial`` one: they depend on the clien
 judge timings that hold only when the client has the CPU it asks for: a stage is ``invalid``
 when the client saturates, a capacity answer is withheld (exit 6), a soak drift is inconclusive.
 On a shared machine (a developer's, CI's) other processes can take that CPU. For such a test
-this plugin reads the host's CPU (``/proc/stat``, :func:`llm_locust.health.host_cpu_times`) and
+this plugin reads the host's CPU (``/proc/stat``, :func:`llm_locust.client.health.host_cpu_times`) and
 the CPU of the test's own process tree (this pytest process and its descendants: the simulators,
 masters and workers it started, ``/proc/PID/stat``) before and after it runs, and takes
 *others* = the host's busy share of all its cores less the tree's. The window is the test's own
@@ -36,7 +36,7 @@ from typing import Any
 import pytest
 from _pytest.runner import runtestprotocol
 
-from llm_locust.health import host_cpu_times
+from llm_locust.client.health import host_cpu_times
 
 #: Share of the host's CPU capacity (all cores) that other processes must hold for the host to
 #: count as too busy: half a core on a 2-core machine, two cores of 8. The test's own processes

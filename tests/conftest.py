@@ -105,7 +105,7 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
     lines: list[str] = []
     root = Path(__file__).resolve().parent.parent
     for adapter, pins in (
-        ("llm_locust/http_adapter.py", "tests/unit/test_http_adapter.py"),
+        ("llm_locust/client/http_adapter.py", "tests/unit/client/test_http_adapter.py"),
         ("llm_locust/runtime/locust_adapter.py", "tests/unit/runtime/test_locust_adapter.py"),
     ):
         for node in ast.parse((root / adapter).read_text()).body:

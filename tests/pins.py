@@ -1,5 +1,6 @@
-"""Test helpers for the adapters' pins (llm_locust/http_adapter.py, llm_locust/runtime/locust_adapter.py):
-the installed versions against those an adapter was checked with, and a failure's message."""
+"""Test helpers for the adapters' pins (llm_locust/client/http_adapter.py,
+llm_locust/runtime/locust_adapter.py): the installed versions against those an adapter was checked
+with, and a failure's message."""
 
 from __future__ import annotations
 

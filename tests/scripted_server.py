@@ -424,7 +424,7 @@ def running_peer() -> Iterator[str]:
 class Server(socketserver.ThreadingTCPServer):
     allow_reuse_address = True
     daemon_threads = True
-    # 50 clients connect at once (tests/unit/test_reader.py): with socketserver's backlog of 5 a
+    # 50 clients connect at once (tests/unit/client/test_reader.py): with socketserver's backlog of 5 a
     # busy machine dropped SYNs, and a retried connect outlived the client's 5 s timeout
     request_queue_size = 128
 

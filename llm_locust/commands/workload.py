@@ -154,7 +154,7 @@ def _describe(workload: Any, specs: list[Any], request: RequestConfig, out: Text
 
 def request_body(spec: Any, model: str, endpoint: str) -> dict[str, Any]:
     """The OpenAI request body for ``spec``: the run's own body builder, so exactly what is sent."""
-    from llm_locust.client import ClientConfig, build_body
+    from llm_locust.client.streaming import ClientConfig, build_body
 
     return build_body(ClientConfig(host="", model=model, endpoint=endpoint), spec)
 

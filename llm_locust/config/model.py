@@ -15,7 +15,7 @@ the option table (:mod:`llm_locust.config.options`), not here: the build passes 
 
 The parts, and who reads them:
 
-- :class:`RequestConfig`: the HTTP request and its TLS settings, the preflight (``client.py``);
+- :class:`RequestConfig`: the HTTP request and its TLS settings, the preflight (``client/``);
 - :class:`WorkloadConfig`: what to send (``workload/build.py``);
 - :class:`LoadConfig` (in :mod:`llm_locust.config.load_config`): the load plan's inputs, Locust's
   ``-u``/``-r``/``-t`` included (``load/plan.py``);

@@ -30,7 +30,7 @@ def event_parser(endpoint: str) -> Callable[[str], Chunk]:
 
 def build_body(config: Any, spec: Any) -> dict[str, Any]:
     """The JSON body for ``spec`` (a :class:`~llm_locust.workload.RequestSpec`) under ``config``
-    (a :class:`~llm_locust.client.ClientConfig`). The Responses API takes the messages as its
+    (a :class:`~llm_locust.client.streaming.ClientConfig`). The Responses API takes the messages as its
     ``input``, ``max_output_tokens``, its tools flat, reports usage in every stream and stores
     nothing."""
     if config.endpoint == "responses":

@@ -3,7 +3,7 @@
 A 429 or 503 may carry it, as delay-seconds (``Retry-After: 2``) or an HTTP date. The client
 keeps the value on the failed request's record; a closed-loop user waits that long before its
 next request (:mod:`llm_locust.runtime.backoff`), and the preflight waits once, up to a bound,
-before it asks again (:mod:`llm_locust.preflight`).
+before it asks again (:mod:`llm_locust.client.preflight`).
 
 Pure module: no network.
 """

@@ -15,7 +15,7 @@ Two layers, both pure (no HTTP, no Locust):
   :class:`PayloadError` with the reason, never ``AttributeError``.
 
 The client feeds an :class:`EventDecoder` every piece of the body as it is read, so every
-event is timestamped by the read that completed it (:mod:`llm_locust.reader`).
+event is timestamped by the read that completed it (:mod:`llm_locust.client.reader`).
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ with a ``finish_reason``; it ends at ``[DONE]`` (a Responses stream at ``respons
 :mod:`llm_locust.protocol.responses`) even if the HTTP body does not (a server that
 keeps the connection open after it): :meth:`StreamEvents.feed` says so and the reader stops
 there, the end of the stream timed by the read that brought ``[DONE]``. Pure: no gevent, no
-sockets (the transport stays in :mod:`llm_locust.client`).
+sockets (the transport stays in :mod:`llm_locust.client.streaming`).
 """
 
 from __future__ import annotations

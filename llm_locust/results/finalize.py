@@ -86,7 +86,7 @@ class RunFacts:
     config: dict[str, Any] = field(default_factory=dict)
     window_s: float | None = None  # --window (None: auto)
     detailed: bool = False  # --save-detailed
-    health: Sequence[Mapping[str, Any]] = ()  # the client's health intervals (llm_locust.health)
+    health: Sequence[Mapping[str, Any]] = ()  # the client's health intervals (llm_locust.client.health)
     search: Any = None  # a capacity search's driver: stage_entries(...) and result() (runtime.search)
     peak_users: int = 0
     think_mean_s: float = 0.0  # --think-time's mean

@@ -19,7 +19,7 @@ condition          a record meets it when
 ``NOT_CANCELLED``  the client did not abandon it on purpose (``--cancel``)
 ``OK``             it succeeded
 ``UNSTALLED``      the load generator did not stall inside it (``client_stall_s`` is 0 or
-                   absent, :mod:`llm_locust.health`): its times are the server's
+                   absent, :mod:`llm_locust.client.health`): its times are the server's
 =================  =========================================================================
 
 A statistic covers the records that meet every condition of its :class:`Coverage`

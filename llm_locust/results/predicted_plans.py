@@ -1,6 +1,6 @@
 """Predicted plans beside the measured ones: their rows of ``capacity.json`` and of the table.
 
-A plan with ``predict_from: PLAN`` (:mod:`llm_locust.plan_predict`) is answered by the engine
+A plan with ``predict_from: PLAN`` (:mod:`llm_locust.commands.capacity.predicted`) is answered by the engine
 model calibrated on PLAN's search, not by a measurement. Its row has the keys of a measured
 plan's (:func:`llm_locust.results.plans.plan_result`; numbers that only a measured step gives,
 throughput and cost at capacity, are ``None``) plus a ``predicted`` block: the plan it was

@@ -3,12 +3,12 @@
 Every latency is measured by the client's event loop, so a client that runs out of
 CPU, or whose loop runs late, reports the server slower than it is. Two inputs:
 
-- the client's health intervals (:mod:`llm_locust.health`; one per second per load
+- the client's health intervals (:mod:`llm_locust.client.health`; one per second per load
   process, a worker's shipped with its records): ``start``/``end`` (wall clock),
   ``cpu`` (fraction of one core), ``lag_mean_s`` / ``lag_p90_s`` / ``lag_max_s``
   (how late a 20-ms timer fired), ``stall_s``, and ``worker`` on the master;
 - each record's ``client_stall_s``: seconds of the client's own stalls inside the
-  request (at least :data:`llm_locust.health.STALL_FLOOR` at a stretch).
+  request (at least :data:`llm_locust.client.health.STALL_FLOOR` at a stretch).
 
 Rules (the thresholds come from ``benchmarks/yardstick.py``, see benchmarks/README.md):
 

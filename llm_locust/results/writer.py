@@ -8,7 +8,7 @@ summary is computed at the end by reading ``requests.jsonl`` back in one streami
 which keeps the process's memory flat however long the run, and makes the summary a pure
 function of what is on disk: ``llm-locust summarize DIR`` rebuilds it from the same
 files after a master was killed (:mod:`llm_locust.results.rebuild`). ``health.jsonl`` holds
-one line per second per load process (:mod:`llm_locust.health`: CPU, event-loop lag, stalls;
+one line per second per load process (:mod:`llm_locust.client.health`: CPU, event-loop lag, stalls;
 ``worker`` names the process on a master), the input of the client-saturation verdicts.
 
 Without ``--results-dir`` the records go to a temporary spool file instead, so the

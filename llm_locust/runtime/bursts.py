@@ -19,7 +19,7 @@ from typing import Any, Protocol
 import gevent
 from gevent.pool import Group
 
-from llm_locust.client import StreamingClient, build_body
+from llm_locust.client.streaming import StreamingClient, build_body
 from llm_locust.load.bursts import wave_offsets, wave_share
 from llm_locust.load.stages import Stage
 from llm_locust.record import RequestRecord

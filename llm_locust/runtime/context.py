@@ -24,7 +24,7 @@ from llm_locust.load.plan import LoadPlan
 from llm_locust.load.stages import Stage
 
 if TYPE_CHECKING:  # the client's module is the network; the context only holds its settings
-    from llm_locust.client import ClientConfig
+    from llm_locust.client.streaming import ClientConfig
     from llm_locust.workload.build import BuiltWorkload
 
 __all__ = ["LiveState", "RunContext"]

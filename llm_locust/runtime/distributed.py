@@ -11,7 +11,7 @@ most once, so a resent batch never double counts. A worker killed with SIGKILL l
 most the records of its last interval (1 s by default) plus its requests in flight.
 
 Each batch also carries the worker's health intervals closed since the last one
-(:mod:`llm_locust.health`: CPU and event-loop lag per second); the master keeps them
+(:mod:`llm_locust.client.health`: CPU and event-loop lag per second); the master keeps them
 per worker (:meth:`Inbox.health_intervals`) for the saturation verdicts and hands each on
 as it arrives (``health_sink``: the results folder's ``health.jsonl``).
 
@@ -30,7 +30,7 @@ from typing import Any
 
 import gevent
 
-from llm_locust import health
+from llm_locust.client import health
 from llm_locust.runtime.ingest import IngestWatch
 
 __all__ = ["MESSAGE_TYPE", "SHIP_INTERVAL", "Inbox", "Outbox"]

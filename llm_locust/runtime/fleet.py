@@ -30,7 +30,7 @@ from typing import Any
 
 import gevent
 
-from llm_locust import health
+from llm_locust.client import health
 from llm_locust.load.plan import LoadPlan
 from llm_locust.load.stepped import SteppedRates
 from llm_locust.runtime import distributed, stopping
@@ -118,7 +118,7 @@ class Fleet:
 
     def health_intervals(self, start: float | None = None) -> list[dict[str, Any]]:
         """The health intervals (ending after ``start``, if given) of the processes that time
-        requests: this process's own (:mod:`llm_locust.health`); a master's, its workers'."""
+        requests: this process's own (:mod:`llm_locust.client.health`); a master's, its workers'."""
         own = health.monitor().intervals
         return list(own) if start is None else health.since(own, start)
 

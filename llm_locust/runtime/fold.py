@@ -19,7 +19,7 @@ for at most :data:`SLICE_S`, then returns to the loop. Nothing is lost or reorde
   results close (a worker before its final batch), so every record still reaches disk.
 
 The records themselves are complete before they are queued: every timing mark was taken by
-the reader (:mod:`llm_locust.reader`); only their serialisation and delivery wait.
+the reader (:mod:`llm_locust.client.reader`); only their serialisation and delivery wait.
 """
 
 from __future__ import annotations

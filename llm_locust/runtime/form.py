@@ -8,7 +8,7 @@ are laid over the current options and built into a :class:`~llm_locust.config.mo
 with the same code and the same one-line messages as the command line. A bad value answers
 ``{"success": false, "message": "<flag> '<value>': <reason>"}`` (and the same line in the
 log) and starts nothing; a good one is adopted by the run (its plan, its workload), then the
-target the form names is checked with its values (:mod:`llm_locust.preflight`; a refusal is the
+target the form names is checked with its values (:mod:`llm_locust.client.preflight`; a refusal is the
 form's message), and Locust's own view starts the test. One wrapper of ``/swarm`` does both, in
 that order; behind ``--web-login`` it runs only after login.
 """

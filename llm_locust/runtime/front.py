@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from llm_locust.client import ClientConfig
+from llm_locust.client.streaming import ClientConfig
 from llm_locust.config.model import RunConfig
 from llm_locust.load.replicas import Balancer
 from llm_locust.load.stages import Stage

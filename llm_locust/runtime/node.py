@@ -32,12 +32,12 @@ from locust.env import Environment
 import time
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from llm_locust.client import ClientConfig
+from llm_locust.client.preflight import Preflight, server_facts
+from llm_locust.client.streaming import ClientConfig
 from llm_locust.config.build import config_from_options
 from llm_locust.config.model import RunConfig
 from llm_locust.config.role import Role
 from llm_locust.load.plan import LoadPlan
-from llm_locust.preflight import Preflight, server_facts
 from llm_locust.runtime.context import LiveState, RunContext
 from llm_locust.runtime.prepare import PREPARER, Prepared, source_of
 from llm_locust.runtime.sources import client_config

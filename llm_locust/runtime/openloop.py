@@ -21,7 +21,7 @@ import gevent
 from gevent.lock import BoundedSemaphore
 from gevent.pool import Group
 
-from llm_locust.client import build_body
+from llm_locust.client.streaming import build_body
 from llm_locust.load.traces import TraceEntry
 from llm_locust.record import RequestRecord
 from llm_locust.runtime.context import RunContext

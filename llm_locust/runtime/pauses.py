@@ -1,8 +1,8 @@
 """The load process's own pauses of the event loop, kept out of the streams it times.
 
-Every timestamp is taken by the event loop (:mod:`llm_locust.reader`), so CPU work done in
+Every timestamp is taken by the event loop (:mod:`llm_locust.client.reader`), so CPU work done in
 the hub while requests stream is a pause in every stream's timing, and the loop monitor
-(:mod:`llm_locust.health`) charges it to the requests in flight as ``client_stall_s``. Two
+(:mod:`llm_locust.client.health`) charges it to the requests in flight as ``client_stall_s``. Two
 such pauses are the process's own, and are moved to where nothing is in flight.
 
 **The collector.** Measured at 500 streams per core (benchmarks/README.md, ``gc.callbacks``,
@@ -28,7 +28,7 @@ modules with numpy, pydantic and Locust loaded), 44-89 ms of CPU measured on thi
 machine, and it happens when the load stops, in the hub, while the drain's requests are
 still streaming: each was charged a 0.12 s client stall on a busy host. :func:`warm_stop`
 does that lookup at ``init``, before the preflight and before the loop monitor
-(:mod:`llm_locust.health`) runs: done at ``test_start``, with the monitor already started by the
+(:mod:`llm_locust.client.health`) runs: done at ``test_start``, with the monitor already started by the
 preflight's client, it was itself a stall, whose tail was charged to the first requests sent
 in the same loop iteration. The lookup at the stop then costs about a millisecond (only the
 modules imported since are mapped).

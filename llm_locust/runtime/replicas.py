@@ -1,6 +1,6 @@
 """Requests spread over ``--endpoints`` replicas: one streaming client per replica, a balancer between.
 
-A :class:`ReplicaClients` stands in for one :class:`~llm_locust.client.StreamingClient` (same
+A :class:`ReplicaClients` stands in for one :class:`~llm_locust.client.streaming.StreamingClient` (same
 ``send`` and ``close``): each request goes to the replica the process's
 :class:`~llm_locust.load.replicas.Balancer` picks (``--balance-scope request``), or every request
 of the user to the one replica picked when the user started (``user``). Each record carries the
@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from llm_locust.client import ClientConfig, StreamingClient
+from llm_locust.client.streaming import ClientConfig, StreamingClient
 from llm_locust.load.replicas import Balancer
 from llm_locust.record import RequestRecord
 

@@ -64,7 +64,7 @@ class TestResults:
         self.options = options
         self.drain = drain
         self.length_policy = length_policy
-        self.health = health  # the load processes' health intervals (llm_locust.health), read at the end
+        self.health = health  # the load processes' health intervals (client/health.py), read at the end
         self.start_time = context.start_time
         self.stop_time: float | None = None
         self.levels = LevelTracker(context.plan.stages, context.t0) if context.staged else None  # type: ignore[arg-type]

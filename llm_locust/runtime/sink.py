@@ -10,7 +10,7 @@ without losing requests in flight: :mod:`llm_locust.runtime.stopping`).
 
 The load shape runs here, so the plan's start ``t0`` is fixed here (:meth:`SinkNode.start_plan`)
 and announced to the workers by the fleet; and the target is checked here before any load
-(:mod:`llm_locust.preflight`: at ``init`` headless, :meth:`SinkNode.check_target`; at each start
+(:mod:`llm_locust.client.preflight`: at ``init`` headless, :meth:`SinkNode.check_target`; at each start
 from the web UI's form, :meth:`SinkNode.check_start`).
 """
 
@@ -25,7 +25,7 @@ from typing import Any
 
 import gevent
 
-from llm_locust import preflight
+from llm_locust.client import preflight
 from llm_locust.config.build import ConfigError
 from llm_locust.config.model import RunConfig
 from llm_locust.live.exporter import new_run_id

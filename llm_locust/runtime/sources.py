@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from llm_locust.client import ClientConfig
+from llm_locust.client.streaming import ClientConfig
 from llm_locust.config.build import ConfigError
 from llm_locust.config.model import RequestConfig
 from llm_locust.config.tools import load_tools

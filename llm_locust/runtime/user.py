@@ -8,7 +8,7 @@ stopped mid-request (end of the run after the drain, a step down, an interrupt) 
 hands its record on, marked ``incomplete`` (see :meth:`Requests.send
 <llm_locust.runtime.requests.Requests.send>`). In an open-loop run the single user of each
 worker becomes the dispatcher of :mod:`llm_locust.runtime.openloop`. Every number comes
-from :class:`~llm_locust.client.StreamingClient`'s own clock; Locust's request timer is not used.
+from :class:`~llm_locust.client.streaming.StreamingClient`'s own clock; Locust's request timer is not used.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from typing import Any
 import gevent
 import numpy as np
 
-from llm_locust.client import build_body
+from llm_locust.client.streaming import build_body
 from llm_locust.config.think import NO_THINK
 from llm_locust.load.traces import TraceEntry
 from llm_locust.record import RequestRecord

@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from llm_locust.client import ClientConfig
-from llm_locust.preflight import preflight, retry_wait
+from llm_locust.client.preflight import preflight, retry_wait
+from llm_locust.client.streaming import ClientConfig
 from tests.locustproc import LOCUSTFILE, expect_exit, llm_locust_cli
 from tests.promproc import free_port, start_locust, stop_process
 from tests.scripted_server import running_peer

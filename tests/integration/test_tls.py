@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from llm_locust.client import ClientConfig, StreamingClient, _gevent_context
+from llm_locust.client.preflight import list_models
+from llm_locust.client.streaming import ClientConfig, StreamingClient, _gevent_context
 from llm_locust.config.tls import TlsSettings
-from llm_locust.preflight import list_models
 from llm_locust.record import RequestRecord
 from llm_locust.workload.tokenizer import ServerTokenizer, TokenizerError
 from tests.locustproc import llm_locust_cli

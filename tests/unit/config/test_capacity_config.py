@@ -128,7 +128,7 @@ def test_the_search_knows_the_demand_in_its_own_unit(
 
 
 def test_plans_searched_at_once_follow_the_host_s_cores() -> None:
-    from llm_locust.capacity import host_parallel
+    from llm_locust.commands.capacity.host import host_parallel
 
     assert [host_parallel(3, cores) for cores in (1, 2, 3, 4, 6, 8, 64)] == [1, 1, 1, 2, 3, 3, 3]
     assert host_parallel(1, 64) == 1

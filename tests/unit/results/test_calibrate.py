@@ -102,7 +102,7 @@ def test_a_batch_limit_that_held_requests_back_is_found() -> None:
 
 
 def test_calibrate_on_a_folder_that_is_no_run_is_one_line_and_exit_2(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
-    from llm_locust.calibrate import main
+    from llm_locust.commands.calibrate import main
 
     with pytest.raises(SystemExit) as exc:
         main([str(tmp_path), "-o", str(tmp_path / "m.yaml")])
@@ -169,7 +169,7 @@ def _run_folder(folder, levels: list[int], config: EngineConfig, usage: bool = T
 def test_check_reports_the_prediction_error_at_the_levels_of_a_run_not_fitted(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
     import yaml
 
-    from llm_locust.calibrate import main
+    from llm_locust.commands.calibrate import main
 
     serial = _config(max_num_seqs=1)
     _run_folder(tmp_path / "low", [1, 2], serial, usage=False)  # llama-cpp-python sends no usage
@@ -190,7 +190,7 @@ def test_check_reports_the_prediction_error_at_the_levels_of_a_run_not_fitted(tm
 
 
 def test_check_on_a_folder_that_is_no_run_is_one_line_and_exit_2(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
-    from llm_locust.calibrate import main
+    from llm_locust.commands.calibrate import main
 
     _run_folder(tmp_path / "low", [1, 2], _config(max_num_seqs=1))
     with pytest.raises(SystemExit) as exc:

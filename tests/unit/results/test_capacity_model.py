@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from llm_locust.rejudge import main as rejudge_main
+from llm_locust.commands.rejudge import main as rejudge_main
 from llm_locust.results.capacity_model import CapacityFileError, DemandUnit, load_capacity
 from llm_locust.results.search_model import SearchLog
 

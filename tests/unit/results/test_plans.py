@@ -191,7 +191,7 @@ def test_progress_lines_in_deployment_time() -> None:
 
 
 def test_a_search_without_a_minimum_starts_near_the_demand(file: Any, tmp_path: Path) -> None:
-    from llm_locust.capacity import first_level, run_args
+    from llm_locust.commands.capacity.cli import first_level, run_args
 
     assert first_level(file) == 32  # 50 concurrent, closed loop without think time: 32 users
     args = run_args(file, file.plans[0], tmp_path / "A", 10.0)
@@ -209,7 +209,7 @@ def test_a_search_without_a_minimum_starts_near_the_demand(file: Any, tmp_path: 
 
 
 def test_the_simulator_clock_line_says_when_it_fell_behind() -> None:
-    from llm_locust.sim_target import clock_text
+    from llm_locust.commands.capacity.sim_clock import clock_text
 
     kept = {"restarts": 0.0, "lost_s": 0.0, "late_max_s": 0.012, "steps": 1e4}
     assert clock_text({"u": kept}) == (

@@ -14,7 +14,7 @@ from typing import Any
 import gevent
 import pytest
 
-from llm_locust.client import ClientConfig
+from llm_locust.client.streaming import ClientConfig
 from llm_locust.config.burst import parse_burst
 from llm_locust.config.role import Role
 from llm_locust.load.replicas import Balancer

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from llm_locust.client import ClientConfig
+from llm_locust.client.streaming import ClientConfig
 from llm_locust.config.build import build_config
 from llm_locust.config.role import Role
 from llm_locust.load.plan import build_load_plan

@@ -1,7 +1,7 @@
 """The web UI's ``/swarm``, wrapped once (runtime/form.py), in process: Locust's own web UI (not
 served: Flask's test client) on a local runner's node as ``init`` wires it. The order matters:
 the form's values are checked and adopted first, then the target is checked with them
-(llm_locust/preflight.py, called by the node), then Locust's view starts the test."""
+(llm_locust/client/preflight.py, called by the node), then Locust's view starts the test."""
 
 from __future__ import annotations
 
@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 
-from llm_locust import preflight
+from llm_locust.client import preflight
+from llm_locust.client.preflight import Preflight
 from llm_locust.config.register import register
-from llm_locust.preflight import Preflight
 from llm_locust.runtime.form import install_form_check
 from llm_locust.runtime.nodes import LocalNode
 from llm_locust.runtime.prepare import prepare_or_exit

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from llm_locust.client import ClientConfig, build_body
+from llm_locust.client.streaming import ClientConfig, build_body
 from llm_locust.workload.base import RequestSpec
 from llm_locust.workload.build import build_workload
 from tests.unit.workload.args import workload_config

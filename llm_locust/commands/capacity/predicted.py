@@ -2,10 +2,10 @@
 
 A plan with ``predict_from: A`` (and its own ``replicas:`` or ``workload:`` changes) is answered
 after plan A's search: the engine model is calibrated on the records of A's folder
-(:func:`llm_locust.calibrate.load_run`, :func:`llm_locust.results.calibrate.fit`; every search
+(:func:`llm_locust.commands.calibrate.load_run`, :func:`llm_locust.results.calibrate.fit`; every search
 step is a closed-loop level), then the SLO capacity of the changed plan is found by the same
 search on that model in virtual time, with an interval from the model's bootstrap parameter
-draws (:func:`llm_locust.predict.predict`). The model is in deployment seconds (a simulator's
+draws (:func:`llm_locust.commands.predict.predict`). The model is in deployment seconds (a simulator's
 speed-up is undone), so the prediction is too.
 
 The result is the prediction's JSON (``kind: prediction``, ``capacity``, ``interval``, the
@@ -21,9 +21,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from llm_locust.calibrate import RunError, load_run
+from llm_locust.commands.calibrate import RunError, load_run
+from llm_locust.commands.predict import predict
 from llm_locust.config.plans import Plan, PlanFile
-from llm_locust.predict import predict
 from llm_locust.results.calibrate import CalibrationError, fit
 from llm_locust.results.predicted_plans import predicted_result
 from llm_locust.sim.predict import unsupported_lines

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 import gevent
 import pytest
 
-from llm_locust.client import ClientConfig, StreamingClient
+from llm_locust.client.streaming import ClientConfig, StreamingClient
 from llm_locust.config.cancel import parse_cancel_after
 from llm_locust.load.cancel import CancelPolicy
 from llm_locust.record import CANCELLED, INCOMPLETE, RequestRecord
@@ -262,7 +262,7 @@ def test_keep_alive_check_override_targets_a_real_pool_method() -> None:
     users); the client replaces it. Fail loudly if geventhttpclient renames the method."""
     from geventhttpclient.connectionpool import ConnectionPool
 
-    from llm_locust.client import _socket_alive
+    from llm_locust.client.streaming import _socket_alive
 
     assert callable(getattr(ConnectionPool, "_is_socket_alive", None))
     client = StreamingClient(ClientConfig(host="http://127.0.0.1:9", model="m"))
@@ -316,7 +316,7 @@ def test_reasoning_stream_has_two_clocks_and_a_token_split(peer: str) -> None:
 
 
 def test_batched_first_content_chunk_warns_once(peer: str, caplog: pytest.LogCaptureFixture) -> None:
-    import llm_locust.client as client_module
+    import llm_locust.client.streaming as client_module
 
     client_module._batched_warned.clear()
     with caplog.at_level("WARNING", logger="llm_locust"):

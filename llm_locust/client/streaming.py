@@ -12,7 +12,7 @@ stream was cut: ``stream_broken``, "cut after N tokens, no finish_reason", with 
 marks it had (TTFT, chunk times, ITL). ``[DONE]`` ends the stream even when the server
 keeps its HTTP body open after it: E2E is the read that brought ``[DONE]``, and the rest of
 the body is drained in the background (the connection is reused if the body ends within
-:data:`~llm_locust.reader.DONE_GRACE_S`, closed if not; a user's next request is timed
+:data:`~llm_locust.client.reader.DONE_GRACE_S`, closed if not; a user's next request is timed
 after that). One fault, one class: once a status line has arrived the failure is never
 ``connect`` (which means no HTTP reply at all), whether the bad bytes came in the same read
 as the headers or later.
@@ -20,7 +20,7 @@ as the headers or later.
 Why not ``FastHttpSession.request(stream=True)``: Locust's timer stops at the response
 headers and its ``iter_content`` waits for 1,024 bytes, which delays small SSE events.
 Here the greenlet sends the request and reads the headers; the body is read by the
-event loop itself (:mod:`llm_locust.reader`), every event timestamped by the read that
+event loop itself (:mod:`llm_locust.client.reader`), every event timestamped by the read that
 brought it, while the greenlet waits for the end of its stream.
 """
 
@@ -41,10 +41,8 @@ from gevent.monkey import get_original
 from geventhttpclient import HTTPClient
 from geventhttpclient.response import HTTPConnectionClosed, HTTPParseError
 
-from llm_locust import health
-from llm_locust.config.cancel import CancelPoint
-from llm_locust.config.tls import INSECURE_WARNING, TlsSettings, tls_context
-from llm_locust.faults import (
+from llm_locust.client import health
+from llm_locust.client.failures import (
     early_break,
     end_of_transport,
     error_text,
@@ -52,7 +50,10 @@ from llm_locust.faults import (
     failure_from_exception,
     unexpected,
 )
-from llm_locust.http_adapter import install_alive_check
+from llm_locust.client.http_adapter import install_alive_check
+from llm_locust.client.reader import BodyReader
+from llm_locust.config.cancel import CancelPoint
+from llm_locust.config.tls import INSECURE_WARNING, TlsSettings, tls_context
 from llm_locust.load.cancel import CancelPolicy
 from llm_locust.protocol.counts import apply_tokenizer, requested_tokens, settle_counts
 from llm_locust.protocol.encoding import decoding
@@ -68,7 +69,6 @@ from llm_locust.protocol.reasoning import batched_first_message
 from llm_locust.protocol.retry import retry_after_seconds
 from llm_locust.protocol.stream import Cancelled, Failure, Stream, StreamEvents
 from llm_locust.protocol.tools import ToolOffer
-from llm_locust.reader import BodyReader
 from llm_locust.record import CANCELLED, INCOMPLETE, RequestRecord
 
 __all__ = [
@@ -174,7 +174,7 @@ class StreamingClient:
         # a closed-loop user's one connection, still draining a body after [DONE] (reader.py)
         self._draining: BodyReader | None = None
         self._one_connection = concurrency == 1
-        install_alive_check(self._http, _socket_alive)  # no public hook: llm_locust/http_adapter.py
+        install_alive_check(self._http, _socket_alive)  # no public hook: llm_locust/client/http_adapter.py
         cancel = config.cancel
         self._cancels = cancel.draws() if cancel is not None and cancel.rate > 0 else None
         self._health = health.monitor()  # the loop's stalls, for each record's client_stall_s

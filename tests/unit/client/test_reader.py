@@ -8,7 +8,7 @@ import gevent
 import greenlet
 import pytest
 
-from llm_locust.client import ClientConfig, StreamingClient
+from llm_locust.client.streaming import ClientConfig, StreamingClient
 from llm_locust.record import RequestRecord
 from tests.scripted_server import running_peer
 from tests.simproc import running_sim
@@ -141,8 +141,8 @@ def test_a_stream_is_served_first_until_its_first_content_chunk(
 ) -> None:
     """Its first token is timed before the reads of streams already under way in the same loop
     iteration (TTFT); then its reads take their turn like every other stream's."""
-    import llm_locust.client as client_module
-    from llm_locust.reader import FIRST_PRIORITY, PRIORITY, BodyReader
+    import llm_locust.client.streaming as client_module
+    from llm_locust.client.reader import FIRST_PRIORITY, PRIORITY, BodyReader
 
     seen: list[tuple[bool, int | None]] = []
 

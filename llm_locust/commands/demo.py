@@ -81,7 +81,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from llm_locust.capacity import exit_on_sigterm
+    from llm_locust.commands.capacity.cli import exit_on_sigterm
 
     parser = _parser()
     args = parser.parse_args(argv)
@@ -127,7 +127,7 @@ def main(argv: list[str] | None = None) -> int:
             "llm-locust demo: the simulator is a rehearsal model (a first-order roofline), not a prediction",
             flush=True,
         )
-        from llm_locust.capacity import main as capacity
+        from llm_locust.commands.capacity.cli import main as capacity
 
         parallel = ["--parallel", str(args.parallel)] if args.parallel else []
         code = capacity([str(plans), "--results-dir", str(results), *parallel])
@@ -174,8 +174,7 @@ def _plan_file(results: Path, urls: dict[str, list[str]], args: argparse.Namespa
 def _ramp(args: argparse.Namespace, results: Path) -> int:
     """One engine-mode simulator at ``--speedup`` and a graded ramp with the SLO divided by it: 15 s
     stages hold 150 simulated seconds, enough requests for a P95 to be shown (72 at least)."""
-    from llm_locust.capacity import scaled_slo
-    from llm_locust.config.slo import parse_slo
+    from llm_locust.config.slo import parse_slo, scaled_slo
 
     k = args.speedup
     slo = scaled_slo(parse_slo(RAMP_SLO), k)

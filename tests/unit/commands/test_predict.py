@@ -8,8 +8,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from llm_locust.commands.predict import main
 from llm_locust.config.engine_model import PARAMETERS, EngineModel, Param
-from llm_locust.predict import main
 from llm_locust.sim.engine import EngineConfig
 from llm_locust.sim.virtual import closed_loop
 

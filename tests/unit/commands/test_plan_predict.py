@@ -15,8 +15,8 @@ from pathlib import Path
 
 import numpy as np
 
+from llm_locust.commands.capacity.predicted import predict_plan
 from llm_locust.config.plans import PlanFile
-from llm_locust.plan_predict import predict_plan
 from llm_locust.results.predicted_plans import predicted_result
 from llm_locust.sim.engine import EngineConfig
 from llm_locust.sim.virtual import closed_loop

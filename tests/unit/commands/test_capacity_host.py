@@ -6,7 +6,7 @@ import socket
 
 import pytest
 
-from llm_locust.capacity_host import host_parallel, master_port_args, oversubscribed, worker_args
+from llm_locust.commands.capacity.host import host_parallel, master_port_args, oversubscribed, worker_args
 
 
 @pytest.mark.parametrize(

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from llm_locust.client import ClientConfig, StreamingClient
+from llm_locust.client.streaming import ClientConfig, StreamingClient
 from llm_locust.record import RequestRecord
 from llm_locust.results.columns import Columns, ColumnsBuilder
 from llm_locust.results.report import end_of_run_text

@@ -1,4 +1,4 @@
-"""Pins of the HTTP stack's internals that llm_locust/http_adapter.py reaches (geventhttpclient,
+"""Pins of the HTTP stack's internals that llm_locust/client/http_adapter.py reaches (geventhttpclient,
 gevent's sockets): each behaviour the client and the body reader rely on, checked on the installed
 versions, over a real loopback socket where it is about I/O. A failure names the installed
 versions and those the adapter was checked with: read the internal again, fix the adapter (not
@@ -22,7 +22,7 @@ from gevent.server import StreamServer
 from geventhttpclient import HTTPClient
 from geventhttpclient.response import HTTPParseError, HTTPResponse
 
-from llm_locust.http_adapter import (
+from llm_locust.client.http_adapter import (
     CHECKED_WITH,
     divert_body,
     early_body,
@@ -45,7 +45,7 @@ def chunk(data: bytes) -> bytes:
 
 
 def why(what: str) -> str:
-    return differs(CHECKED_WITH, "llm_locust/http_adapter.py", what)
+    return differs(CHECKED_WITH, "llm_locust/client/http_adapter.py", what)
 
 
 def test_the_parser_feeds_the_buffer_or_the_diverted_sink() -> None:
@@ -72,7 +72,7 @@ def test_the_feed_is_bound_once_not_wrapped() -> None:
     """The reader calls it per read: llhttp's own method, no Python layer in between."""
     from geventhttpclient._parser import HTTPResponseParser
 
-    from llm_locust import reader
+    from llm_locust.client import reader
 
     assert parser_feed is HTTPResponseParser.feed, why("geventhttpclient._parser")
     assert reader._parser_feed is HTTPResponseParser.feed

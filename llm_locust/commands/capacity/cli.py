@@ -10,7 +10,7 @@ compares the plans (:mod:`llm_locust.results.plans`), prints the table and write
 once (default: one per two cores of this host, :func:`host_parallel`; each has its own targets
 and its own ``llm-locust run``; a stopped comparison stops every run). Each plan's load runs in
 one process, or with ``--workers N`` on a Locust master with N local worker processes, the plan
-folder's files the same (:mod:`llm_locust.capacity_host`: how plans share this host's cores; the
+folder's files the same (:mod:`llm_locust.commands.capacity.host`: how plans share this host's cores; the
 Kubernetes way, a Job per plan, is in docs/kubernetes.md). Progress is printed as
 it goes, ``[m:ss] [plan] ...``: each step as the search starts and judges it (its verdict and
 the decision), each plan's capacity when it is done. A search without ``search.min`` starts
@@ -44,8 +44,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from llm_locust.capacity_env import plan_env
-from llm_locust.capacity_host import (
+from llm_locust.commands.capacity.host import (
     CORES_PER_PLAN,
     STOP_WAIT_S,
     Progress,
@@ -56,18 +55,19 @@ from llm_locust.capacity_host import (
     positive_int,
     worker_args,
 )
+from llm_locust.commands.capacity.job_env import plan_env
+from llm_locust.commands.capacity.predicted import check_predictable, predicted_rows
+from llm_locust.commands.capacity.sim_clock import clock_text, sim_clock, time_scale
 from llm_locust.config.plans import Plan, PlanFile, PlanFileError, load_plan_file
 from llm_locust.config.register import OneLineParser
 from llm_locust.config.slo import scaled_slo
 from llm_locust.config.think import parse_think_time
 from llm_locust.load.search import start_near
-from llm_locust.plan_predict import check_predictable, predicted_rows
 from llm_locust.results.capacity import amount
 from llm_locust.results.capacity_model import PlanResult, SimulatorClock
 from llm_locust.results.plans import compare_plans, format_comparison, plan_result
 from llm_locust.results.predicted_plans import predicted_lines
 from llm_locust.results.timescale import deployment_time, scaled
-from llm_locust.sim_target import clock_text, sim_clock, time_scale
 
 __all__ = ["exit_on_sigterm", "first_level", "host_parallel", "main", "run_args", "scaled_slo"]
 

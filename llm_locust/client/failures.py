@@ -18,7 +18,7 @@ from typing import Any
 import gevent
 from geventhttpclient.response import HTTPParseError
 
-from llm_locust.http_adapter import early_body, response_in_traceback
+from llm_locust.client.http_adapter import early_body, response_in_traceback
 from llm_locust.protocol.openai import classify_status, shown_host
 from llm_locust.protocol.stream import Failure, Stream, StreamEvents, cut_message
 from llm_locust.record import RequestRecord

@@ -9,8 +9,8 @@ import gevent
 import pytest
 from gevent.monkey import get_original
 
-from llm_locust.client import ClientConfig, StreamingClient
-from llm_locust.health import LoopMonitor, monitor
+from llm_locust.client.health import LoopMonitor, monitor
+from llm_locust.client.streaming import ClientConfig, StreamingClient
 from llm_locust.record import RequestRecord
 from tests.scripted_server import running_peer
 
@@ -99,7 +99,7 @@ def test_every_client_shares_the_one_running_monitor() -> None:
 
 def test_the_host_cpu_is_read_from_proc_stat(tmp_path) -> None:
     """The host's busy share between two readings: (user+nice+system+irq+softirq+steal) / all."""
-    from llm_locust.health import host_cpu_times, host_share
+    from llm_locust.client.health import host_cpu_times, host_share
 
     stat = tmp_path / "stat"
     stat.write_text("cpu  100 0 50 800 50 0 0 0 0 0\ncpu0 1 2 3\n")

@@ -1,6 +1,6 @@
 """The client's own health: how late its event loop runs, when it stalled, how busy it is.
 
-Every timestamp llm-locust takes is taken by the event loop (:mod:`llm_locust.reader`),
+Every timestamp llm-locust takes is taken by the event loop (:mod:`llm_locust.client.reader`),
 so a loop that runs late makes every latency look longer than the server made it.
 :class:`LoopMonitor` measures that directly: a hub timer due every :data:`PERIOD`
 seconds notes how late it fired (``perf_counter`` against its due time). A lateness

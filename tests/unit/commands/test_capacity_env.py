@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from llm_locust.capacity_env import plan_env
+from llm_locust.commands.capacity.job_env import plan_env
 
 
 def test_values_switches_and_the_job_s_own_arguments() -> None:

@@ -4,7 +4,7 @@ On Kubernetes a plan's search runs as the headless overlay's master Job and work
 (``k8s/overlays/capacity-plan``), whose settings are environment variables of the
 ``llm-locust-env`` ConfigMap (llm-locust's ``--foo-bar`` reads ``LLM_LOCUST_FOO_BAR``, Locust's
 ``LOCUST_FOO_BAR``). :func:`plan_env` turns the exact ``llm-locust run`` arguments a local
-comparison gives the plan (:func:`llm_locust.capacity.run_args`) into those variables, one
+comparison gives the plan (:func:`llm_locust.commands.capacity.cli.run_args`) into those variables, one
 ``NAME=VALUE`` line each (the file format of kustomize's ``configMapGenerator`` ``envs``), so the
 Job runs the same search: the same target, SLO, search, demand and workload. The Job's own
 arguments stay its own: ``--headless``, ``--results-dir /results/<plan>`` (``CAPACITY_PLAN``), the

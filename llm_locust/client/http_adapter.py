@@ -1,7 +1,7 @@
 """The HTTP stack's private internals (geventhttpclient, gevent's sockets), in one place.
 
-The streaming client (:mod:`llm_locust.client`), the body reader (:mod:`llm_locust.reader`)
-and the failure rules (:mod:`llm_locust.faults`) need more of geventhttpclient than its public
+The streaming client (:mod:`llm_locust.client.streaming`), the body reader (:mod:`llm_locust.client.reader`)
+and the failure rules (:mod:`llm_locust.client.failures`) need more of geventhttpclient than its public
 API gives; every such reach is here, and nowhere else:
 
 - :data:`parser_feed`: llhttp's own feed (``geventhttpclient._parser.HTTPResponseParser.feed``),
@@ -17,7 +17,7 @@ API gives; every such reach is here, and nowhere else:
 - :func:`response_in_traceback`: geventhttpclient parses the first read inside ``request()``
   and keeps the half-built response only in the traceback's frames.
 
-tests/unit/test_http_adapter.py pins each behaviour relied on, and fails naming the installed
+tests/unit/client/test_http_adapter.py pins each behaviour relied on, and fails naming the installed
 versions and :data:`CHECKED_WITH` when one differs. None of these functions runs per token:
 the reader calls them once per request (``parser_feed`` is bound, not wrapped).
 """

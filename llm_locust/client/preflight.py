@@ -47,7 +47,7 @@ from typing import Any
 import gevent
 from geventhttpclient.response import HTTPConnectionClosed, HTTPParseError
 
-from llm_locust.client import (
+from llm_locust.client.streaming import (
     ClientConfig,
     StreamingClient,
     api_prefix,

@@ -48,7 +48,7 @@ import gevent.event
 from gevent.hub import Waiter
 from geventhttpclient.response import HTTPConnectionClosed
 
-from llm_locust.http_adapter import (
+from llm_locust.client.http_adapter import (
     divert_body,
     early_body,
     parser_feed,
@@ -70,7 +70,7 @@ FIRST_PRIORITY, PRIORITY = 2, 0
 _perf_counter = time.perf_counter
 #: llhttp's own feed, without the Python wrapper of ``HTTPResponse.feed`` (which only
 #: special-cases HEAD replies): 1.25 -> 0.47 µs per token with the body hook below.
-_parser_feed = parser_feed  # bound once (llm_locust/http_adapter.py): no call layer per read
+_parser_feed = parser_feed  # bound once (llm_locust/client/http_adapter.py): no call layer per read
 
 
 class BodyReader:
