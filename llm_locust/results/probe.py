@@ -50,6 +50,7 @@ __all__ = [
     "sample_extension_s",
     "short_of_samples",
     "show_value",
+    "step_line",
     "term_results",
 ]
 
@@ -275,3 +276,12 @@ def gate(probe: dict[str, Any], client: Mapping[str, Any] | None, step_time_s: f
 def margin_key(term: Mapping[str, Any]) -> float:
     """A term's margin for ordering (no margin: the lowest)."""
     return float(term["margin"]) if term["margin"] is not None else float("-inf")
+
+
+def step_line(probe: Mapping[str, Any]) -> str:
+    """A judged step in one line: ``users=32 fail (396 requests; e2e_p95 ...)``; an invalid one
+    says its cause first, then what to do: ``users=32 invalid: host overloaded: ... (389 requests)``."""
+    label, verdict, requests, reason = probe["label"], probe["verdict"], probe["requests"], probe["reason"]
+    if verdict == "invalid" and reason:
+        return f"{label} invalid: {reason} ({requests} requests)"
+    return f"{label} {verdict} ({requests} requests{f'; {reason}' if reason else ''})"

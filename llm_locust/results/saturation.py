@@ -18,9 +18,10 @@ Rules (the thresholds come from ``benchmarks/yardstick.py``, see benchmarks/READ
   :data:`SATURATED_SHARE` of its intervals inside the stage's window are saturated;
 - such a stage becomes ``invalid`` (:func:`judge_stages`): never a pass (a capacity search
   runs the step again, then withholds its answer: :mod:`llm_locust.load.search`); the run says
-  "client saturated from users=600: timings unreliable; this process used a whole core: add
-  workers" (:func:`saturation_message`) in the summary (``client_saturated``), the end-of-run
-  text, the warnings and the web UI's stage rows;
+  "client saturated from users=600: this process used a whole core (up to 98 %): add workers"
+  (:func:`saturation_message`; the step's own reason, :func:`saturated_reason`, is the same line
+  without the stage: the cause first, then what to do) in the summary (``client_saturated``),
+  the end-of-run text, the warnings and the web UI's stage rows;
 - *why* (:class:`Cause`, :func:`advice`): the process itself used a whole core in most of its
   saturated seconds (``PROCESS``: add workers), or it did not and the host's CPU
   (``host_cpu``, the share of all its cores busy) was taken by other processes (``HOST``: the
@@ -45,6 +46,7 @@ __all__ = [
     "SATURATED_CPU",
     "SATURATED_LAG_P90_S",
     "SATURATED_SHARE",
+    "WALL_CLOCK",
     "Cause",
     "advice",
     "cause",
@@ -135,42 +137,42 @@ def cause(block: Mapping[str, Any]) -> Cause:
 
 
 def advice(block: Mapping[str, Any]) -> str:
-    """What a saturated ``block`` says to do, naming its :func:`cause`."""
+    """A saturated ``block`` in one short line: its :func:`cause` first, then what to do."""
     found = cause(block)
     cpu = 100 * (block.get("cpu_max") or 0.0)
     if found is Cause.PROCESS:
         return f"this process used a whole core (up to {cpu:.0f} %): add workers"
+    late = _late(block)
     if found is Cause.HOST:
         others = 100 * block["host_others_mean"]
         cores = block.get("host_cores")
-        of = f"of its {cores} cores" if cores else "of it"
+        of = f"{cores} cores" if cores else "the host's CPU"
         return (
-            f"the host is overloaded (other processes used {others:.0f} % {of}, this process up to "
-            f"{cpu:.0f} % of one core): run on a quieter host, or fewer runs at once"
+            f"host overloaded: other processes used {others:.0f} % of {of}{late}: "
+            "run on a quieter host or fewer at once"
         )
-    return (
-        f"the event loop ran late while this process used at most {cpu:.0f} % of a core: the host "
-        "is likely overloaded by other processes; run on a quieter host"
-    )
+    return f"host likely overloaded: this process used {cpu:.0f} % of a core{late}: run on a quieter host"
+
+
+def _late(block: Mapping[str, Any]) -> str:
+    """How late the loop ran and in how many seconds (wall clock, :data:`WALL_CLOCK`), or ``""``."""
+    lag = block.get("lag_max_ms")
+    if not lag:
+        return ""
+    seconds = f"{block.get('saturated_intervals', 0)} of {block.get('intervals', 0)} s"
+    return f" {WALL_CLOCK}{lag:.0f} ms late in {seconds})"
+
+
+#: Opens the part of a reason that is the load generator's own wall clock (never scaled to a
+#: simulator's deployment time: :func:`llm_locust.results.timescale.deployment_time`).
+WALL_CLOCK = "(loop up to "
 
 
 def saturated_reason(block: Mapping[str, Any]) -> str:
-    """A stage's (or a search step's) invalid reason when ``block`` is saturated."""
-    return f"client saturated ({_why(block)}): timings unreliable; {advice(block)}"
-
-
-def _why(block: Mapping[str, Any]) -> str:
-    """Why a block is saturated: how many of its seconds passed a limit, and by how much (the
-    stage's median lag alone can look healthy when a fifth of its seconds did not)."""
-    cpu, lag = 100 * SATURATED_CPU, 1e3 * SATURATED_LAG_P90_S
-    limits = f"CPU >= {cpu:.0f} % of a core or event-loop lag p90 >= {lag:g} ms"
-    parts = [f"{block.get('saturated_intervals', 0)} of {block.get('intervals', 0)} seconds at {limits}"]
-    if block.get("cpu_max") is not None:
-        parts.append(f"CPU up to {100 * block['cpu_max']:.0f} %")
-    if block.get("lag_max_ms") is not None:
-        parts.append(f"lag up to {block['lag_max_ms']:.1f} ms")
-    where = ", ".join(block.get("saturated_processes") or ())
-    return f"{where}: {'; '.join(parts)}" if where else "; ".join(parts)
+    """A stage's (or a search step's) invalid reason when ``block`` is saturated: one line,
+    the cause first (:func:`advice`), the processes named on a distributed run."""
+    where = [name for name in block.get("saturated_processes") or () if name != "local"]
+    return f"{advice(block)} ({', '.join(where)})" if where else advice(block)
 
 
 def judge_stages(stages: Sequence[dict[str, Any]], intervals: Sequence[Interval]) -> str | None:
@@ -209,5 +211,5 @@ def saturation_message(stages: Sequence[dict[str, Any]]) -> str | None:
         block = stage.get("client") or {}
         if block.get("saturated"):
             label = stage.get("label", stage.get("index"))
-            return f"client saturated from {label}: timings unreliable; {advice(block)}"
+            return f"client saturated from {label}: {advice(block)}"
     return None

@@ -165,7 +165,7 @@ def capacity_verdict(stages: list[dict[str, Any]]) -> dict[str, Any]:
         if len(undecided) > 1:
             text += f" and {len(undecided) - 1} more stage(s) above it"
     if stopper is not None and (stopper.get("client") or {}).get("saturated"):
-        text += f"; client saturated from {stopper['label']}: timings unreliable; {advice(stopper['client'])}"
+        text += f"; client saturated from {stopper['label']}: {advice(stopper['client'])}"
     elif stopper is not None and stopper.get("verdict") == "invalid":
         text += f"; {stopper['label']} did not run at its level ({stopper['invalid_reason']})"
     return {"highest_passing_stage": None if best is None else stages[best]["index"], "capacity": text}

@@ -24,6 +24,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from llm_locust.results.saturation import WALL_CLOCK as SATURATION_WALL_CLOCK
+
 __all__ = [
     "capacity_time_scale",
     "deployment_row",
@@ -67,21 +69,23 @@ _SHOWN = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?) (s|ms)\b")  # "2.80 s", "850 ms"
 _THRESHOLD = re.compile(r"([<>]=?)(\d+(?:\.\d+)?)(s|ms)\b")  # "e2e_p95<=3s" (an SLO line)
 
 
-#: A step's invalid reason opens the client's own health with this; what it says in parentheses
-#: (event-loop lag, seconds) is the load generator's wall clock, never scaled.
-WALL_CLOCK = "client saturated ("
+#: A step's invalid reason opens the client's own health with one of these; what it says in
+#: parentheses (event-loop lag) is the load generator's wall clock, never scaled (the second is
+#: the reason's wording before 2026-12-02, in results written then).
+WALL_CLOCKS = (SATURATION_WALL_CLOCK, "client saturated (")
 
 
 def deployment_time(message: str, k: float) -> str:
     """A line of a run at ``k`` x real time with its latencies (``2.80 s``, ``<=3s``) in
     deployment time (x ``k``); counts and percentages are left as they are, and so is the load
-    generator's own health (:data:`WALL_CLOCK` up to its closing parenthesis)."""
+    generator's own health (:data:`WALL_CLOCKS` up to its closing parenthesis)."""
     if k == 1:
         return message
-    at = message.find(WALL_CLOCK)
-    if at >= 0:
+    found = [(at, mark) for mark in WALL_CLOCKS if (at := message.find(mark)) >= 0]
+    if found:
+        at, mark = min(found)
         depth, end = 0, len(message)
-        for i in range(at + len(WALL_CLOCK) - 1, len(message)):
+        for i in range(at + mark.index("("), len(message)):
             depth += {"(": 1, ")": -1}.get(message[i], 0)
             if depth == 0:
                 end = i + 1

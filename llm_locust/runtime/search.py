@@ -41,7 +41,7 @@ from llm_locust.load.plan import FOREVER, LoadPlan
 from llm_locust.load.search import Action, Decision, Phase, Probe, SearchSpec, SearchStages, Verdict, decide
 from llm_locust.load.stages import StageKind
 from llm_locust.results.columns import Columns
-from llm_locust.results.probe import extension_s, gate, sample_extension_s
+from llm_locust.results.probe import extension_s, gate, sample_extension_s, step_line
 from llm_locust.results.saturation import client_block
 from llm_locust.results.search_log import (
     KEPT_STAGES,
@@ -236,14 +236,7 @@ class SearchDriver:
             self._release()
             return
         decision = decide(self.spec, [Probe(p["level"], p["verdict"], p["extensions"]) for p in self.probes])
-        log.info(
-            "llm-locust: search: %s %s (%d requests%s) -> %s",
-            probe["label"],
-            probe["verdict"],
-            probe["requests"],
-            f"; {probe['reason']}" if probe["reason"] else "",
-            decision.text,
-        )
+        log.info("llm-locust: search: %s -> %s", step_line(probe), decision.text)
         if decision.action == Action.EXTEND:
             step.extensions += 1
             step.settle_deadline = None

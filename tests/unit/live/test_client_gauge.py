@@ -12,10 +12,7 @@ from llm_locust.live.view import Gauges, RunInfo
 from llm_locust.live.webui import SATURATED_NOW, LiveWebUI
 from llm_locust.results.summary_model import RunSummary
 
-MESSAGE = (
-    "client saturated from users=48: timings unreliable; this process used a whole core (up to 97 %): "
-    "add workers"
-)
+MESSAGE = "client saturated from users=48: this process used a whole core (up to 97 %): add workers"
 
 
 @dataclass

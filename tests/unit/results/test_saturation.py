@@ -88,16 +88,11 @@ def test_a_stage_measured_by_a_saturated_client_becomes_invalid() -> None:
     ]
     message = judge_stages(stages, intervals)
     assert message == (
-        "client saturated from users=600: timings unreliable; this process used a whole core (up to 98 %): "
-        "add workers"
+        "client saturated from users=600: this process used a whole core (up to 98 %): add workers"
     )
     assert stages[0]["verdict"] == "pass" and stages[0]["valid"] and not stages[0]["client"]["saturated"]
     assert stages[1]["verdict"] == "invalid" and not stages[1]["valid"]
-    assert stages[1]["invalid_reason"] == (
-        "client saturated (local: 10 of 10 seconds at CPU >= 90 % of a core or event-loop lag p90 >= "
-        "10 ms; CPU up to 98 %; lag up to 60.0 ms): timings unreliable; this process used a whole core "
-        "(up to 98 %): add workers"
-    )
+    assert stages[1]["invalid_reason"] == "this process used a whole core (up to 98 %): add workers"
     untouched = [{"index": 0, "label": "users=1", "window": {"start": 0.0, "end": 1.0}, "valid": True}]
     assert judge_stages(untouched, []) is None and "client" not in untouched[0]
 
@@ -110,8 +105,11 @@ def test_the_reason_names_the_seconds_that_passed_a_limit_when_the_median_looks_
     judge_stages(stages, intervals)
     reason = stages[0]["invalid_reason"]
     assert stages[0]["verdict"] == "invalid"
-    assert "4 of 20 seconds at CPU >= 90 % of a core or event-loop lag p90 >= 10 ms" in reason, reason
-    assert "lag up to 50.0 ms" in reason and "CPU up to 30 %" in reason, reason
+    # no host reading: the loop's lateness is the cause, said with this process's CPU
+    assert reason == (
+        "host likely overloaded: this process used 30 % of a core (loop up to 50 ms late in 4 of 20 s): "
+        "run on a quieter host"
+    ), reason
 
 
 def test_a_busy_process_is_told_apart_from_an_overloaded_host() -> None:
@@ -125,13 +123,43 @@ def test_a_busy_process_is_told_apart_from_an_overloaded_host() -> None:
     assert host["saturated"] and cause(host) is Cause.HOST
     assert host["host_others_mean"] == pytest.approx(0.95 - 0.2 / 2)
     assert advice(host) == (
-        "the host is overloaded (other processes used 85 % of its 2 cores, this process up to 20 % of "
-        "one core): run on a quieter host, or fewer runs at once"
+        "host overloaded: other processes used 85 % of 2 cores (loop up to 600 ms late in 10 of 10 s): "
+        "run on a quieter host or fewer at once"
     )
     # no host reading (health.jsonl of an older run, or no /proc/stat): the loop was late, said so
     unknown = client_block([interval(t, cpu=0.2, lag_p90=0.3) for t in range(10)], 0.0, 10.0)
-    assert cause(unknown) is Cause.LOOP and "host is likely overloaded" in advice(unknown)
+    assert cause(unknown) is Cause.LOOP and advice(unknown).startswith("host likely overloaded: ")
     stages = [{"index": 0, "label": "users=48", "window": {"start": 0.0, "end": 10.0}, "valid": True}]
     message = judge_stages(stages, [interval(t, cpu=0.2, lag_p90=0.3, host=0.95) for t in range(10)])
-    assert message is not None and "the host is overloaded (other processes used 85 %" in message
+    assert message is not None and "users=48: host overloaded: other processes used 85 %" in message
     assert "add workers" not in message and "add workers" not in stages[0]["invalid_reason"]
+
+
+def test_an_invalid_step_says_its_cause_first_in_one_short_line() -> None:
+    """The trial of 2026-12-02: a step's line was about 400 characters, its cause last, and it
+    said "client saturated (... CPU >= 90 % of a core ...)" of a process at 11 % of a core."""
+    from llm_locust.results.probe import step_line
+    from llm_locust.results.timescale import deployment_time
+
+    # the demo's case: a 2-core host 96 % busy with others, this process at 11 %, loop 115 ms late
+    hot = [interval(t, cpu=0.11, lag_p90=0.0575, host=0.96 + 0.11 / 2) for t in range(13)]
+    block = client_block(hot + [interval(t, cpu=0.11, host=0.5) for t in range(13, 20)], 0.0, 20.0)
+    stages = [{"index": 0, "label": "users=32", "window": {"start": 0.0, "end": 20.0}, "valid": True}]
+    judge_stages(stages, hot + [interval(t, cpu=0.11, host=0.5) for t in range(13, 20)])
+    reason = stages[0]["invalid_reason"]
+    assert reason == advice(block)
+    assert reason.startswith("host overloaded: other processes used 96 % of 2 cores"), reason
+    assert "(loop up to 115 ms late in 13 of 20 s)" in reason and "run on a quieter host" in reason
+    assert "whole core" not in reason and "add workers" not in reason and ">= 90 %" not in reason
+    line = step_line({"label": "users=32", "verdict": "invalid", "requests": 389, "reason": reason})
+    assert line.startswith("users=32 invalid: host overloaded: ") and line.endswith("(389 requests)")
+    assert len(line) <= 170, len(line)  # was about 400
+    # a simulator's 10x deployment time scales the step's latencies, never the loop's own lateness
+    assert deployment_time(line, 10.0) == line
+    # a busy process: the other cause, the other advice; a worker of a distributed run is named
+    busy = [interval(t, cpu=0.97, host=0.6, worker="w2") for t in range(10)]
+    stages = [{"index": 0, "label": "users=64", "window": {"start": 0.0, "end": 10.0}, "valid": True}]
+    judge_stages(stages, busy)
+    assert stages[0]["invalid_reason"] == "this process used a whole core (up to 97 %): add workers (w2)"
+    passing = step_line({"label": "users=16", "verdict": "pass", "requests": 392, "reason": ""})
+    assert passing == "users=16 pass (392 requests)"
