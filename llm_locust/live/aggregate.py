@@ -33,11 +33,12 @@ from __future__ import annotations
 
 import math
 import time
-from collections import Counter, deque
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, TypeGuard
+from typing import TypedDict, TypeGuard
 
 import numpy as np
+from numpy.typing import NDArray
 
 from llm_locust.live import catalog as metrics
 from llm_locust.record import CANCELLED, INCOMPLETE, NOT_FAILED, OK, input_tokens_of
@@ -48,10 +49,13 @@ __all__ = [
     "LATENCIES",
     "QUANTILES",
     "EndpointTotals",
-    "History",
+    "LatencyStats",
     "LiveAggregate",
+    "Recent",
+    "Row",
+    "Snapshot",
+    "Totals",
     "Window",
-    "history_point",
 ]
 
 #: Each latency (its record field, :data:`llm_locust.record.LATENCIES`) -> its catalog metric.
@@ -69,19 +73,74 @@ QUANTILES = (0.5, 0.95, 0.99)
 # for a chart (30 slots x 4 latencies x ~1,000 int64 = ~1 MB in all).
 _WINDOW_LAYOUT = (1e-4, 3600.0, 0.01)
 
-Row = Mapping[str, Any]
+#: A finished request as its ``requests.jsonl`` row (values read and checked one by one).
+Row = Mapping[str, object]
 
 
-def _finite(value: Any) -> TypeGuard[float]:
+class LatencyStats(TypedDict):
+    """One latency's count, mean and quantiles (seconds; ``None`` without a value)."""
+
+    count: int
+    mean: float | None
+    p50: float | None
+    p95: float | None
+    p99: float | None
+
+
+class Recent(TypedDict):
+    """Rates, errors and latency quantiles over the sliding window."""
+
+    window_s: int
+    span_s: float
+    requests_per_s: float
+    errors_per_s: float
+    output_tokens_per_s: float
+    errors: dict[str, int]
+    latency: dict[str, LatencyStats]
+
+
+class Totals(TypedDict):
+    """The whole test's counts by outcome and its token totals."""
+
+    requests: dict[str, int]
+    completed: int
+    failed: int
+    incomplete: int
+    cancelled: int
+    prompt_tokens: int
+    generation_tokens: int
+    reasoning_tokens: int
+    cached_tokens: int
+    slo_good_requests: int
+    slo_good_generation_tokens: int
+
+
+class Snapshot(TypedDict):
+    """:meth:`LiveAggregate.snapshot`: everything at once, as plain JSON-able types."""
+
+    time: float
+    totals: Totals
+    errors: dict[str, int]
+    latency: dict[str, LatencyStats]
+    recent: Recent
+
+
+def _finite(value: object) -> TypeGuard[float]:
     return isinstance(value, (int, float)) and math.isfinite(value)
 
 
-def _gaps(value: Any) -> np.ndarray:
+def _count(value: object) -> int:
+    """A row's token count (``None`` or missing: 0)."""
+    return int(value) if isinstance(value, (int, float, str)) and value != "" else 0
+
+
+def _gaps(value: object) -> NDArray[np.float64]:
     """A record's ITL list as an array of its finite values (one conversion, no Python loop)."""
     try:
         arr = np.asarray(value or (), dtype=np.float64).reshape(-1)
     except (TypeError, ValueError):  # a malformed row: keep what is a number
-        arr = np.asarray([v for v in value if _finite(v)], dtype=np.float64)
+        values = value if isinstance(value, Iterable) else ()
+        arr = np.asarray([v for v in values if _finite(v)], dtype=np.float64)
     return arr if np.isfinite(arr).all() else arr[np.isfinite(arr)]
 
 
@@ -217,7 +276,7 @@ class LiveAggregate:
         if outcome != OK:
             slot.errors[outcome] += 1
             return
-        tokens = int(row.get("completion_tokens") or 0)
+        tokens = _count(row.get("completion_tokens"))
         slot.ok += 1
         slot.tokens += tokens
         prompt = input_tokens_of(row)
@@ -226,8 +285,8 @@ class LiveAggregate:
         if part is not None:
             part.prompt_tokens += prompt
             part.generation_tokens += tokens
-        self.reasoning_tokens += int(row.get("reasoning_tokens") or 0)
-        self.cached_tokens += int(row.get("cached_tokens") or 0)
+        self.reasoning_tokens += _count(row.get("reasoning_tokens"))
+        self.cached_tokens += _count(row.get("cached_tokens"))
         # a request the client itself stalled inside counts, its latencies do not (the one rule:
         # llm_locust.results.inclusion; the live view is a series, its warm-up included)
         for name in LATENCIES if row_covers(Coverage.SERIES_LATENCY, row) else ():
@@ -286,7 +345,7 @@ class LiveAggregate:
                     out[name].merge(hist)
         return out
 
-    def recent(self, now: float | None = None) -> dict[str, Any]:
+    def recent(self, now: float | None = None) -> Recent:
         """Rates, errors and latency quantiles over the sliding window."""
         now = self._clock() if now is None else now
         slots = self.window.live(now)
@@ -304,7 +363,7 @@ class LiveAggregate:
             "latency": {name: _stats(h) for name, h in self.recent_histograms(now).items()},
         }
 
-    def snapshot(self, now: float | None = None) -> dict[str, Any]:
+    def snapshot(self, now: float | None = None) -> Snapshot:
         """Everything at once, as plain JSON-able types (seconds, counts, per-second rates)."""
         now = self._clock() if now is None else now
         return {
@@ -328,51 +387,6 @@ class LiveAggregate:
         }
 
 
-def _stats(hist: LogHistogram) -> dict[str, Any]:
-    qs = hist.quantiles(QUANTILES)
-    out: dict[str, Any] = {"count": hist.count, "mean": hist.mean}
-    out.update({f"p{round(q * 100)}": v for q, v in zip(QUANTILES, qs, strict=True)})
-    return out
-
-
-def history_point(snapshot: Mapping[str, Any], gauges: Mapping[str, Any]) -> dict[str, Any]:
-    """One compact chart point from a snapshot and the run's gauges (latencies in seconds)."""
-    recent = snapshot["recent"]
-    point: dict[str, Any] = {
-        "t": round(snapshot["time"], 3),
-        "tokens_per_s": recent["output_tokens_per_s"],
-        "requests_per_s": recent["requests_per_s"],
-        "errors_per_s": recent["errors_per_s"],
-        "completed": snapshot["totals"]["completed"],
-        "failed": snapshot["totals"]["failed"],
-    }
-    for name, stats in recent["latency"].items():
-        point[name] = [stats["p50"], stats["p95"], stats["p99"]]
-    point.update(gauges)
-    return point
-
-
-class History:
-    """A bounded ring of chart points, so a page opened mid-run still shows the past."""
-
-    def __init__(self, maxlen: int = 450) -> None:
-        self._points: deque[dict[str, Any]] = deque(maxlen=maxlen)
-
-    def append(self, point: dict[str, Any]) -> None:
-        self._points.append(point)
-
-    def clear(self) -> None:
-        self._points.clear()
-
-    def since(self, t: float | None = None) -> list[dict[str, Any]]:
-        """Points strictly newer than ``t`` (all of them when ``t`` is None)."""
-        if t is None:
-            return list(self._points)
-        return [p for p in self._points if p["t"] > t]
-
-    def __len__(self) -> int:
-        return len(self._points)
-
-    @property
-    def maxlen(self) -> int:
-        return self._points.maxlen or 0
+def _stats(hist: LogHistogram) -> LatencyStats:
+    p50, p95, p99 = hist.quantiles(QUANTILES)
+    return {"count": hist.count, "mean": hist.mean, "p50": p50, "p95": p95, "p99": p99}

@@ -41,9 +41,9 @@ import logging
 import secrets
 import sys
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from gevent.pywsgi import WSGIServer
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest, make_wsgi_app
@@ -53,11 +53,16 @@ from prometheus_client.utils import floatToGoString
 
 from llm_locust.config.slo import SloSpec
 from llm_locust.live import catalog as metrics
-from llm_locust.live.aggregate import LATENCIES, LiveAggregate
+from llm_locust.live.aggregate import LATENCIES, EndpointTotals, LiveAggregate, Row
 from llm_locust.live.view import RunView
 from llm_locust.record import OK
 from llm_locust.results.slo import is_good
 from llm_locust.results.summary_model import RunSummary
+
+if TYPE_CHECKING:
+    from locust.web import WebUI
+
+    from _typeshed.wsgi import StartResponse, WSGIEnvironment
 
 __all__ = [
     "FINAL_FILE",
@@ -117,7 +122,7 @@ class LLMCollector(Collector):
         yield from self._histograms()
         yield from self._gauges()
 
-    def _parts(self) -> list[tuple[list[str], Any]]:
+    def _parts(self) -> list[tuple[list[str], LiveAggregate | EndpointTotals]]:
         """``([endpoint label] or [], totals)`` per series: one per endpoint, or the whole run."""
         if self.aggregate.endpoints is None:
             return [([], self.aggregate)]
@@ -215,7 +220,7 @@ class Exporter:
             return self.port or 0
         metrics_app = make_wsgi_app(self.registry)
 
-        def app(environ: dict[str, Any], start_response: Callable[..., Any]) -> Any:
+        def app(environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
             if environ.get("PATH_INFO", "/") not in ("/", "/metrics"):
                 start_response("404 Not Found", [("Content-Type", "text/plain")])
                 return [b"not found: try /metrics\n"]
@@ -268,7 +273,7 @@ def new_run_id() -> str:
     return time.strftime("%Y%m%dT%H%M%S") + "-" + secrets.token_hex(2)
 
 
-def slo_setup(spec: SloSpec | None) -> tuple[Callable[[Any], bool] | None, dict[str, list[float]]]:
+def slo_setup(spec: SloSpec | None) -> tuple[Callable[[Row], bool] | None, dict[str, list[float]]]:
     """The per-request SLO predicate (on a row) and bucket thresholds of the run's SLO, if any."""
     if spec is None:
         return None, {}
@@ -279,13 +284,14 @@ def slo_setup(spec: SloSpec | None) -> tuple[Callable[[Any], bool] | None, dict[
     return (lambda row: is_good(row, spec)), thresholds
 
 
-def add_metrics_route(web_ui: Any, exporter: Exporter) -> None:
+def add_metrics_route(web_ui: WebUI, exporter: Exporter) -> None:
     """``/metrics`` on Locust's web UI too (behind ``--web-login`` if set)."""
     from flask import Response
 
     def llm_locust_metrics() -> Response:
         return Response(exporter.render(), mimetype=CONTENT_TYPE_LATEST)
 
+    assert web_ui.app is not None  # built with Locust's web UI, before this runs
     web_ui.app.add_url_rule(
         "/metrics", "llm_locust_metrics", web_ui.auth_required_if_enabled(llm_locust_metrics)
     )

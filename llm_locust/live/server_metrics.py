@@ -36,7 +36,7 @@ import urllib.request
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TypedDict
 
 import gevent
 from prometheus_client.parser import text_string_to_metric_families
@@ -96,6 +96,15 @@ def split_urls(text: str) -> list[str]:
     return [u.strip() for u in text.split(",") if u.strip()]
 
 
+class Sample(TypedDict):
+    """One recorded sample of a scrape (a line of ``server_metrics.jsonl``)."""
+
+    t: float  # wall clock, s
+    name: str
+    labels: dict[str, str]
+    value: float
+
+
 class ServerMetrics:
     """Scrapes one URL; keeps the latest key values; records samples while a test runs."""
 
@@ -123,12 +132,12 @@ class ServerMetrics:
         self._file_dir: Path | None = None
 
     # -- parsing (pure) --
-    def ingest(self, text: str | Sequence[str], now: float | None = None) -> list[dict[str, Any]]:
+    def ingest(self, text: str | Sequence[str], now: float | None = None) -> list[Sample]:
         """Parse one scrape's expositions (one per URL); update the latest values; return the
         recorded samples."""
         now = self._clock() if now is None else now
         found: dict[str, list[float]] = {}
-        rows: list[dict[str, Any]] = []
+        rows: list[Sample] = []
         for exposition in [text] if isinstance(text, str) else text:
             for family in text_string_to_metric_families(exposition):
                 for sample in family.samples:
@@ -188,20 +197,24 @@ class ServerMetrics:
         try:
             text = self.fetch(url)
         except urllib.error.HTTPError as exc:
-            return self._failed(f"http_{exc.code}", exc, url)
+            self._failed(f"http_{exc.code}", exc, url)
+            return None
         except TimeoutError as exc:
-            return self._failed("timeout", exc, url)
+            self._failed("timeout", exc, url)
+            return None
         except (urllib.error.URLError, OSError) as exc:
             reason = getattr(exc, "reason", None)
             kind = "timeout" if isinstance(reason, TimeoutError) else "connect"
-            return self._failed(kind, exc, url)
+            self._failed(kind, exc, url)
+            return None
         try:
             list(text_string_to_metric_families(text))  # a bad exposition spoils only its own URL
         except Exception as exc:
-            return self._failed("parse", exc, url)
+            self._failed("parse", exc, url)
+            return None
         return text
 
-    def _failed(self, kind: str, exc: BaseException, url: str | None = None) -> Any:
+    def _failed(self, kind: str, exc: BaseException, url: str | None = None) -> None:
         self.failures[kind] += 1
         if (url, kind) not in self._logged:
             self._logged.add((url, kind))
@@ -219,7 +232,7 @@ class ServerMetrics:
             self._file = open(self._file_dir / JSONL_FILE, "w", encoding="utf-8")  # noqa: SIM115
         return self._file
 
-    def _record(self, rows: list[dict[str, Any]]) -> None:
+    def _record(self, rows: list[Sample]) -> None:
         try:
             sink = self._sink()
             if sink is not None and rows:

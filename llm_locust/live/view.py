@@ -12,9 +12,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
+from llm_locust.config.jsontypes import JsonObject
 from llm_locust.config.role import Role
+
+if TYPE_CHECKING:
+    from llm_locust.live.result_view import ChartMarks
 
 __all__ = ["Gauges", "ResultsFolder", "RunInfo", "RunView"]
 
@@ -56,11 +60,11 @@ class RunView(Protocol):
         """The runner's state (``running``, ``stopped``, ...)."""
         ...
 
-    def marks(self) -> dict[str, Any]:
-        """What the charts mark (:func:`llm_locust.live.webui.chart_marks`)."""
+    def marks(self) -> ChartMarks:
+        """What the charts mark (:func:`llm_locust.live.result_view.chart_marks`)."""
         ...
 
-    def search(self) -> dict[str, Any] | None:
+    def search(self) -> JsonObject | None:
         """The capacity search as it goes (``None``: no search): its judged steps as table rows
         (:func:`llm_locust.results.search_result.probe_row`), the step running, and its answer as it
         forms (final once it stopped)."""

@@ -25,7 +25,7 @@ from llm_locust.config.build import config_from_form
 from llm_locust.config.model import RunConfig
 from llm_locust.config.redact import strip_credentials
 from llm_locust.config.register import form_layout
-from llm_locust.live.webui import WEB_DIR, add_to_page
+from llm_locust.live.routes import WEB_DIR, add_to_page
 from llm_locust.runtime.locust_adapter import View, wrap_view
 from llm_locust.runtime.prepare import CONFIG_ERRORS, check_results
 from llm_locust.runtime.runners import ConfiguredRun

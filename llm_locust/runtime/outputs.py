@@ -28,9 +28,11 @@ from llm_locust.config.role import Role
 from llm_locust.live import catalog as metrics
 from llm_locust.live.aggregate import LiveAggregate
 from llm_locust.live.exporter import Exporter, add_metrics_route, slo_setup
+from llm_locust.live.result_view import ChartMarks, chart_marks
+from llm_locust.live.routes import add_web_ui
 from llm_locust.live.server_metrics import ServerMetrics
 from llm_locust.live.view import Gauges, RunInfo
-from llm_locust.live.webui import LiveWebUI, add_web_ui, chart_marks
+from llm_locust.live.webui import LiveWebUI
 from llm_locust.load.plan import LoadPlan
 from llm_locust.load.stages import StageKind
 from llm_locust.results.saturation import LIVE_SPAN_S, client_block
@@ -130,7 +132,7 @@ class NodeView:
     def state(self) -> str:
         return str(getattr(self.ext.environment.runner, "state", ""))
 
-    def marks(self) -> dict[str, Any]:
+    def marks(self) -> ChartMarks:
         """The started stages of the plan and the request-level SLO lines, for the charts."""
         ext = self.ext
         context = ext.context

@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 from llm_locust.live import catalog as metrics
-from llm_locust.live.aggregate import History, LiveAggregate, history_point
+from llm_locust.live.aggregate import LiveAggregate
+from llm_locust.live.history import History, history_point
 from llm_locust.results.summary import summarize
 
 

@@ -8,8 +8,9 @@ from typing import Any
 
 from llm_locust.live.aggregate import LiveAggregate
 from llm_locust.live.exporter import run_gauges
+from llm_locust.live.tab import SATURATED_NOW
 from llm_locust.live.view import Gauges, RunInfo
-from llm_locust.live.webui import SATURATED_NOW, LiveWebUI
+from llm_locust.live.webui import LiveWebUI
 from llm_locust.results.summary_model import RunSummary
 
 MESSAGE = "client saturated from users=48: this process used a whole core (up to 97 %): add workers"
