@@ -25,9 +25,10 @@ Pure module: no network, no Locust.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Protocol
+from typing import Protocol
 
-from llm_locust.protocol.reasoning import detail_count, settle_reasoning
+from llm_locust.config.jsontypes import JsonObject, JsonValue
+from llm_locust.protocol.reasoning import detail_count, settle_reasoning, usage_count
 from llm_locust.record import RequestRecord
 
 __all__ = [
@@ -46,7 +47,7 @@ class TokenCounter(Protocol):
     def count_batch(self, texts: Sequence[str]) -> list[int]: ...
 
 
-def requested_tokens(body: dict[str, Any]) -> int | None:
+def requested_tokens(body: JsonObject) -> int | None:
     """The output length the body asks for (``max_tokens`` or ``max_completion_tokens``)."""
     for key in ("max_tokens", "max_completion_tokens"):
         value = body.get(key)
@@ -70,21 +71,21 @@ def usage_conflict(reported: int, chunks: int, max_tokens: int | None) -> str | 
     return None
 
 
-def settle_counts(record: RequestRecord, usage: dict[str, Any] | None) -> None:
+def settle_counts(record: RequestRecord, usage: JsonObject | None) -> None:
     """Marks and counts from what the stream delivered; partial streams keep theirs."""
     if record.chunk_times:
         record.t_first_token = record.chunk_times[0]
     if record.status != 200:
         return
     chunks = len(record.chunk_times)
-    reported = usage.get("completion_tokens") if usage else None
+    reported = usage_count(usage, "completion_tokens")
     if reported is not None:
         record.usage_conflict = usage_conflict(reported, chunks, record.max_tokens)
     if reported is not None and record.usage_conflict is None:
         record.completion_tokens, record.token_source = reported, "usage"
     else:  # no usage, or one the stream contradicts: what was received
         record.completion_tokens, record.token_source = chunks, "chunks"
-    prompt = usage.get("prompt_tokens") if usage else None
+    prompt = usage_count(usage, "prompt_tokens")
     if prompt is not None:
         record.prompt_tokens, record.prompt_token_source = prompt, "usage"
     elif record.target_input_tokens is not None:
@@ -93,7 +94,7 @@ def settle_counts(record: RequestRecord, usage: dict[str, Any] | None) -> None:
     settle_reasoning(record, usage)
 
 
-def prompt_texts(body: dict[str, Any]) -> list[str]:
+def prompt_texts(body: JsonObject) -> list[str]:
     """The text of the prompt as sent: each message's content (chat's ``messages``, the Responses
     API's ``input``), or the completion prompt."""
     messages = body.get("messages", body.get("input"))
@@ -109,18 +110,18 @@ def prompt_texts(body: dict[str, Any]) -> list[str]:
     return []
 
 
-def _content_texts(content: Any) -> list[str]:
+def _content_texts(content: JsonValue) -> list[str]:
     if isinstance(content, str):
         return [content]
     if isinstance(content, list):  # multimodal parts: count the text parts
-        return [p["text"] for p in content if isinstance(p, dict) and isinstance(p.get("text"), str)]
+        return [text for p in content if isinstance(p, dict) and isinstance(text := p.get("text"), str)]
     return []
 
 
 def apply_tokenizer(
     record: RequestRecord,
     counter: TokenCounter,
-    body: dict[str, Any],
+    body: JsonObject,
     text: str,
     reasoning: str = "",
     first_visible: str = "",

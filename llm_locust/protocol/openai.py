@@ -5,15 +5,26 @@ Pure module: builds dicts and strings; the client sends them.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Protocol
 from urllib.parse import urlsplit
 
+from llm_locust.config.jsontypes import JsonObject, JsonValue
 from llm_locust.config.redact import strip_credentials
 from llm_locust.protocol.responses import parse_response_event, responses_tool
 from llm_locust.protocol.sse import Chunk, parse_chunk
+from llm_locust.protocol.tools import ToolOffer
+from llm_locust.workload.base import RequestSpec
 
-__all__ = ["ENDPOINT_PATHS", "api_prefix", "build_body", "classify_status", "event_parser", "shown_host"]
+__all__ = [
+    "ENDPOINT_PATHS",
+    "BodySettings",
+    "api_prefix",
+    "build_body",
+    "classify_status",
+    "event_parser",
+    "shown_host",
+]
 
 ENDPOINT_PATHS = {
     "chat": "/v1/chat/completions",
@@ -28,37 +39,63 @@ def event_parser(endpoint: str) -> Callable[[str], Chunk]:
     return parse_response_event if endpoint == "responses" else parse_chunk
 
 
-def build_body(config: Any, spec: Any) -> dict[str, Any]:
-    """The JSON body for ``spec`` (a :class:`~llm_locust.workload.RequestSpec`) under ``config``
-    (a :class:`~llm_locust.client.streaming.ClientConfig`). The Responses API takes the messages as its
+class BodySettings(Protocol):
+    """What of the client's settings goes into a body (:class:`~llm_locust.client.streaming.ClientConfig`)."""
+
+    @property
+    def endpoint(self) -> str: ...
+
+    @property
+    def model(self) -> str | None: ...
+
+    @property
+    def temperature(self) -> float | None: ...
+
+    @property
+    def extra_body(self) -> Mapping[str, JsonValue]: ...
+
+    @property
+    def tools(self) -> ToolOffer | None: ...
+
+
+def build_body(config: BodySettings, spec: RequestSpec) -> JsonObject:
+    """The JSON body for ``spec`` under ``config``. The Responses API takes the messages as its
     ``input``, ``max_output_tokens``, its tools flat, reports usage in every stream and stores
     nothing."""
     if config.endpoint == "responses":
-        body: dict[str, Any] = {"model": config.model, "stream": True, "store": False, "input": spec.messages}
+        body: JsonObject = {"model": config.model, "stream": True, "store": False}
+        body["input"] = _messages(spec)
         if spec.max_tokens is not None:
             body["max_output_tokens"] = spec.max_tokens
-        if _offers_tools(config):
-            body["tools"] = [responses_tool(d) for d in config.tools.definitions]
+        tools = _offered(config)
+        if tools is not None:
+            body["tools"] = [responses_tool(d) for d in tools.definitions]
         return _finish(body, config, spec)
     body = {"model": config.model, "stream": True, "stream_options": {"include_usage": True}}
     if config.endpoint == "chat":
-        body["messages"] = spec.messages
+        body["messages"] = _messages(spec)
     else:
         body["prompt"] = spec.prompt
     if spec.max_tokens is not None:  # the workload applies --max-tokens (its one meaning)
         body["max_tokens"] = spec.max_tokens
-    if config.endpoint == "chat" and _offers_tools(config):
-        body["tools"] = config.tools.definitions
+    tools = _offered(config) if config.endpoint == "chat" else None
+    if tools is not None:
+        body["tools"] = [*tools.definitions]
     return _finish(body, config, spec)
 
 
-def _offers_tools(config: Any) -> bool:
-    """Whether this request offers ``--tools`` (a ``ToolOffer``: ``--tool-share`` of them)."""
-    tools = getattr(config, "tools", None)
-    return tools is not None and bool(tools.next())
+def _messages(spec: RequestSpec) -> JsonValue:
+    """The request's messages as a JSON list (``None`` without them)."""
+    return None if spec.messages is None else [*spec.messages]
 
 
-def _finish(body: dict[str, Any], config: Any, spec: Any) -> dict[str, Any]:
+def _offered(config: BodySettings) -> ToolOffer | None:
+    """The tools this request offers (a ``ToolOffer`` offers ``--tool-share`` of the requests)."""
+    tools = config.tools
+    return tools if tools is not None and tools.next() else None
+
+
+def _finish(body: JsonObject, config: BodySettings, spec: RequestSpec) -> JsonObject:
     """The sampling settings and the extra bodies (the request's, then ``--extra-body``)."""
     if config.temperature is not None:
         body["temperature"] = config.temperature

@@ -22,8 +22,7 @@ Pure module: no network, no Locust.
 
 from __future__ import annotations
 
-from typing import Any
-
+from llm_locust.config.jsontypes import JsonObject
 from llm_locust.record import RequestRecord
 
 __all__ = [
@@ -33,6 +32,7 @@ __all__ = [
     "detail_count",
     "estimate_first_tokens",
     "settle_reasoning",
+    "usage_count",
 ]
 
 #: Which tokens (and which chunks) each latency covers.
@@ -45,7 +45,13 @@ PHASES = {
 REASONING_SOURCES = ("usage", "tokenizer", "chunks")
 
 
-def detail_count(usage: dict[str, Any] | None, section: str, key: str) -> int | None:
+def usage_count(usage: JsonObject | None, key: str) -> int | None:
+    """A count of a checked ``usage`` (``prompt_tokens``, ``completion_tokens``), or ``None``."""
+    value = usage.get(key) if usage else None
+    return value if isinstance(value, int) else None
+
+
+def detail_count(usage: JsonObject | None, section: str, key: str) -> int | None:
     """``usage[section][key]`` when it is a token count (``completion_tokens_details``,
     ``reasoning_tokens``); ``None`` when absent or not a non-negative int."""
     if not usage:
@@ -59,7 +65,7 @@ def detail_count(usage: dict[str, Any] | None, section: str, key: str) -> int | 
     return None
 
 
-def settle_reasoning(record: RequestRecord, usage: dict[str, Any] | None) -> None:
+def settle_reasoning(record: RequestRecord, usage: JsonObject | None) -> None:
     """The reasoning / answer split from the usage, else from the reasoning chunks."""
     reported = detail_count(usage, "completion_tokens_details", "reasoning_tokens")
     if reported is not None and record.token_source == "usage":

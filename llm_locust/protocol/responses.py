@@ -33,8 +33,8 @@ Pure: no network.
 from __future__ import annotations
 
 import json
-from typing import Any
 
+from llm_locust.config.jsontypes import JsonObject, JsonValue
 from llm_locust.protocol.sse import Chunk, PayloadError, _clip, _usage, load_payload
 
 __all__ = ["END_EVENTS", "parse_response_event", "responses_tool", "usage_as_chat"]
@@ -59,7 +59,7 @@ def parse_response_event(data: str) -> Chunk:
         text = _delta(obj)
         return Chunk(text=text, reasoning=bool(text))
     if kind == _ARGS:
-        piece = {"index": _index(obj), "function": {"arguments": _delta(obj)}}
+        piece: JsonObject = {"index": _index(obj), "function": {"arguments": _delta(obj)}}
         return Chunk(tool_calls=[piece])
     if kind == "response.output_item.added":
         return Chunk(tool_calls=_call_opened(obj))
@@ -70,7 +70,7 @@ def parse_response_event(data: str) -> Chunk:
     return Chunk()
 
 
-def responses_tool(definition: dict[str, Any]) -> dict[str, Any]:
+def responses_tool(definition: JsonObject) -> JsonObject:
     """A chat ``tools`` entry (``{"type": "function", "function": {...}}``, as ``--tools`` reads
     it) in the Responses API's flat form (``{"type": "function", "name": ..., "parameters": ...}``)."""
     function = definition.get("function")
@@ -79,13 +79,13 @@ def responses_tool(definition: dict[str, Any]) -> dict[str, Any]:
     return {"type": "function", **function}
 
 
-def usage_as_chat(usage: Any) -> dict[str, Any] | None:
+def usage_as_chat(usage: JsonValue) -> JsonObject | None:
     """A Responses ``usage`` under the chat stream's names (the counts checked as chat's are)."""
     if not usage:
         return None
     if not isinstance(usage, dict):
         raise PayloadError(f"usage is not an object: {_clip(json.dumps(usage))}")
-    chat: dict[str, Any] = {}
+    chat: JsonObject = {}
     for ours, theirs in (("prompt_tokens", "input_tokens"), ("completion_tokens", "output_tokens")):
         if usage.get(theirs) is not None:
             chat[ours] = usage[theirs]
@@ -100,30 +100,30 @@ def usage_as_chat(usage: Any) -> dict[str, Any] | None:
     return _usage(chat)
 
 
-def _delta(obj: dict[str, Any]) -> str:
+def _delta(obj: JsonObject) -> str:
     delta = obj.get("delta")
     if delta is None or isinstance(delta, str):
         return delta or ""
     raise PayloadError(f"{obj.get('type')}: delta is not a string: {_clip(json.dumps(delta))}")
 
 
-def _index(obj: dict[str, Any]) -> int:
+def _index(obj: JsonObject) -> int:
     index = obj.get("output_index", 0)
     if not isinstance(index, int) or isinstance(index, bool):
         raise PayloadError(f"{obj.get('type')}: output_index is not an integer: {_clip(json.dumps(index))}")
     return index
 
 
-def _call_opened(obj: dict[str, Any]) -> list[dict[str, Any]] | None:
+def _call_opened(obj: JsonObject) -> list[JsonObject] | None:
     """A ``function_call`` item's opening as a chat tool-call piece (its id and name)."""
     item = obj.get("item")
     if not isinstance(item, dict) or item.get("type") != "function_call":
         return None
-    function = {"name": item.get("name") or "", "arguments": item.get("arguments") or ""}
+    function: JsonObject = {"name": item.get("name") or "", "arguments": item.get("arguments") or ""}
     return [{"index": _index(obj), "id": item.get("call_id") or item.get("id"), "function": function}]
 
 
-def _ended(kind: str, obj: dict[str, Any]) -> Chunk:
+def _ended(kind: str, obj: JsonObject) -> Chunk:
     response = obj.get("response")
     if not isinstance(response, dict):
         raise PayloadError(f"{kind}: response is not an object: {_clip(json.dumps(response))}")
@@ -143,7 +143,7 @@ def _ended(kind: str, obj: dict[str, Any]) -> Chunk:
     return chunk
 
 
-def _message(error: Any) -> str:
+def _message(error: JsonValue) -> str:
     if isinstance(error, dict):
         return str(error.get("message") or error)
     return str(error)

@@ -23,9 +23,10 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import orjson
+
+from llm_locust.config.jsontypes import JsonObject, JsonValue
 
 __all__ = [
     "DONE",
@@ -61,10 +62,10 @@ class Chunk:
 
     text: str = ""  # content or reasoning text; non-empty marks a token-bearing chunk
     reasoning: bool = False  # the text is reasoning (``reasoning_content`` / ``reasoning``), not content
-    usage: dict[str, Any] | None = None  # counts checked: absent, or non-negative ints
+    usage: JsonObject | None = None  # counts checked: absent, or non-negative ints
     finish_reason: str | None = None  # set on any choice: the stream is complete
     error: str | None = None  # an in-stream error object's message
-    tool_calls: list[dict[str, Any]] | None = None  # ``delta.tool_calls`` pieces (llm_locust.protocol.tools)
+    tool_calls: list[JsonObject] | None = None  # ``delta.tool_calls`` pieces (llm_locust.protocol.tools)
     end: bool = False  # the stream's last event (a Responses stream's ``response.completed``)
 
 
@@ -201,7 +202,7 @@ def _text(raw: bytes) -> str:
 def _error_payload(text: str) -> str:
     """``{"error": ...}`` for an error reported outside ``data``, unless it already is one."""
     try:
-        obj: Any = json.loads(text)
+        obj: JsonValue = json.loads(text)
     except ValueError:
         obj = text
     if isinstance(obj, dict) and "error" in obj:
@@ -214,7 +215,7 @@ def parse_chunk(data: str) -> Chunk:
     return chunk_of(load_payload(data), data)
 
 
-def content_text(obj: Any) -> str | None:
+def content_text(obj: JsonValue) -> str | None:
     """The text of the usual chunk, one choice carrying only a content string (no usage, error,
     tool calls or finish reason): what :func:`chunk_of` would read as ``Chunk(text=...)``, in
     a third of its time (the hot path: once per token). ``None`` for every other chunk."""
@@ -233,7 +234,7 @@ def content_text(obj: Any) -> str | None:
     return content if content and type(content) is str else None
 
 
-def chunk_of(obj: Any, data: str) -> Chunk:
+def chunk_of(obj: JsonValue, data: str) -> Chunk:
     """Interpret one decoded payload (``data``: its text, for messages)."""
     if not isinstance(obj, dict):
         raise PayloadError(f"stream chunk is not an object: {_clip(data)}")
@@ -264,20 +265,23 @@ def chunk_of(obj: Any, data: str) -> Chunk:
     return chunk
 
 
-def load_payload(data: str) -> Any:
+def load_payload(data: str) -> JsonValue:
     """orjson (1.2 µs per chunk less than ``json``); ``json`` for what orjson refuses
     (NaN, integers over 64 bits, lone surrogates), so both accept the same payloads."""
+    value: JsonValue
     try:
-        return orjson.loads(data)
+        value = orjson.loads(data)
+        return value
     except orjson.JSONDecodeError:
         pass
     try:
-        return json.loads(data)
+        value = json.loads(data)
+        return value
     except ValueError as exc:
         raise PayloadError(f"invalid JSON in stream: {_clip(data)}") from exc
 
 
-def _choice_text(choice: dict[str, Any]) -> tuple[str, bool]:
+def _choice_text(choice: JsonObject) -> tuple[str, bool]:
     """The choice's text and whether it is reasoning (content wins when a delta has both)."""
     delta = choice.get("delta")
     if delta is None:  # completions
@@ -294,7 +298,7 @@ def _choice_text(choice: dict[str, Any]) -> tuple[str, bool]:
     return "", False
 
 
-def _tool_calls(choice: dict[str, Any]) -> list[dict[str, Any]] | None:
+def _tool_calls(choice: JsonObject) -> list[JsonObject] | None:
     """The choice's ``delta.tool_calls`` pieces (each an object), or ``None``."""
     delta = choice.get("delta")
     calls = delta.get("tool_calls") if isinstance(delta, dict) else None
@@ -302,17 +306,17 @@ def _tool_calls(choice: dict[str, Any]) -> list[dict[str, Any]] | None:
         return None
     if not isinstance(calls, list) or not all(isinstance(call, dict) for call in calls):
         raise PayloadError(f"delta.tool_calls is not a list of objects: {_clip(json.dumps(calls))}")
-    return calls
+    return [call for call in calls if isinstance(call, dict)]  # all of them
 
 
-def _string(obj: dict[str, Any], key: str, where: str) -> str:
+def _string(obj: JsonObject, key: str, where: str) -> str:
     value = obj.get(key)
     if value is None or isinstance(value, str):
         return value or ""
     raise PayloadError(f"{where} is not a string: {_clip(json.dumps(value))}")
 
 
-def _usage(usage: Any) -> dict[str, Any] | None:
+def _usage(usage: JsonValue) -> JsonObject | None:
     if not usage:
         return None
     if not isinstance(usage, dict):
@@ -324,7 +328,7 @@ def _usage(usage: Any) -> dict[str, Any] | None:
     return usage
 
 
-def _error_message(error: Any) -> str:
+def _error_message(error: JsonValue) -> str:
     if isinstance(error, dict):
         return str(error.get("message") or error)
     return str(error)

@@ -18,8 +18,8 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
+from llm_locust.config.jsontypes import JsonObject
 from llm_locust.protocol.sse import (
     DONE,
     Chunk,
@@ -59,7 +59,7 @@ class Failure(Exception):
 class Stream:
     """What the stream said besides its text and timing (those go on the record)."""
 
-    usage: dict[str, Any] | None = None
+    usage: JsonObject | None = None
     parts: list[str] | None = None  # the streamed text, when someone needs it
     reasoning: list[str] | None = None  # its reasoning part (kept with ``parts``)
     first_visible: str = ""  # the first content chunk's text

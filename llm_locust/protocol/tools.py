@@ -24,8 +24,8 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import Any
 
+from llm_locust.config.jsontypes import JsonObject
 from llm_locust.record import RequestRecord
 
 __all__ = [
@@ -45,7 +45,7 @@ class ToolOffer:
 
     __slots__ = ("definitions", "sent", "share")
 
-    def __init__(self, definitions: Sequence[dict[str, Any]], share: float = 1.0) -> None:
+    def __init__(self, definitions: Sequence[JsonObject], share: float = 1.0) -> None:
         self.definitions = list(definitions)
         self.share = share
         self.sent = 0
@@ -55,9 +55,7 @@ class ToolOffer:
         return int((n + 1) * self.share + 1e-9) > int(n * self.share + 1e-9)
 
 
-def note_tool_deltas(
-    record: RequestRecord, args: ToolArgs, deltas: Sequence[dict[str, Any]], now: float
-) -> None:
+def note_tool_deltas(record: RequestRecord, args: ToolArgs, deltas: Sequence[JsonObject], now: float) -> None:
     """One chunk's ``delta.tool_calls``, read at ``now``: the first-delta and last-argument marks."""
     if record.t_first_tool_call is None:
         record.t_first_tool_call = now

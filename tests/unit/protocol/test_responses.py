@@ -171,6 +171,7 @@ def test_a_malformed_event_is_a_payload_error(data: str) -> None:
 def test_the_request_body_is_a_responses_request() -> None:
     class Config:
         endpoint, model, temperature, extra_body = "responses", "m", 0.5, {"top_p": 0.9}
+        tools = None
 
     class Spec:
         messages: ClassVar = [{"role": "user", "content": "hello"}]
