@@ -21,8 +21,8 @@ Pure module: no Locust, no network. Times are wall-clock seconds (``time.time()`
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
+from llm_locust.config.jsontypes import JsonObject
 from llm_locust.load.stages import StageKind, StagePlan
 
 __all__ = ["LevelTracker", "StageLevel"]
@@ -38,7 +38,7 @@ class StageLevel:
     time_at_target_s: float = 0.0
     samples: int = 0
 
-    def to_json(self, stage_start: float) -> dict[str, Any]:
+    def to_json(self, stage_start: float) -> JsonObject:
         reached = None if self.reached_at is None else round(self.reached_at - stage_start, 3)
         return {
             "peak_users": self.peak_users,
@@ -101,7 +101,7 @@ class LevelTracker:
             return False
         return level.reached_at is None or sent_at < level.reached_at
 
-    def facts(self, index: int) -> dict[str, Any]:
+    def facts(self, index: int) -> JsonObject:
         """``peak_users``, ``target_reached_s``, ``time_at_target_s`` of a ``users`` stage ({} else)."""
         level = self.levels.get(index)
         if level is None:

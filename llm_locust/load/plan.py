@@ -14,10 +14,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 from llm_locust.config.burst import BurstSpec
 from llm_locust.config.demand import Demand
+from llm_locust.config.jsontypes import JsonObject
 from llm_locust.config.model import LoadConfig
 from llm_locust.load.arrivals import parse_arrival
 from llm_locust.load.search import SearchSpec, SearchStages
@@ -64,8 +64,8 @@ class LoadPlan:
     def open_loop(self) -> bool:
         return self.arrivals is not None
 
-    def describe(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"mode": "open" if self.open_loop else "closed"}
+    def describe(self) -> JsonObject:
+        out: JsonObject = {"mode": "open" if self.open_loop else "closed"}
         if self.arrivals is not None:
             out.update(self.arrivals.describe())
         if self.max_concurrency:

@@ -16,8 +16,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
 
+from llm_locust.config.jsontypes import JsonObject
 from llm_locust.load.arrivals import ArrivalProcess, ArrivalSchedule, RateStep, split_for_worker
 from llm_locust.load.stages import StagePlan
 from llm_locust.load.trace_reuse import PrefixReuse
@@ -36,7 +37,7 @@ class ArrivalSource(Protocol):
         """Worker ``index`` of ``count``'s arrivals, in time order."""
         ...
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> JsonObject:
         """What the summary's ``config.load_model`` says about these arrivals."""
         ...
 
@@ -58,7 +59,7 @@ class RateArrivals:
         for offset in self.schedule(index, count):
             yield offset, None
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> JsonObject:
         return {"arrival": {"kind": self.process.kind, "burstiness": self.process.burstiness}}
 
 
@@ -83,7 +84,7 @@ class TraceArrivals:
         for entry in mine:
             yield entry.offset_s, entry
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> JsonObject:
         trace = self.trace.describe()
         if self.reuse is not None:
             trace["prefix_reuse"] = self.reuse.describe()

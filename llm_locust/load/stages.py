@@ -27,8 +27,8 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from enum import Enum
 from pathlib import Path
-from typing import Any
 
+from llm_locust.config.jsontypes import JsonObject, JsonValue
 from llm_locust.config.matrix import CELL_KEYS, MatrixSpec, parse_matrix_spec
 from llm_locust.config.units import OptionError, parse_duration, parse_levels
 
@@ -90,7 +90,7 @@ class Stage:
         items = {"input": self.input, "output": self.output, "profile": self.profile}
         return {k: v for k, v in items.items() if v is not None}
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {
             "index": self.index,
             "kind": self.kind.value,
@@ -138,7 +138,7 @@ class StagePlan:
     def __getitem__(self, index: int) -> Stage:
         return self.stages[index]
 
-    def to_json(self) -> list[dict[str, Any]]:
+    def to_json(self) -> list[JsonObject]:
         return [s.to_json() for s in self.stages]
 
     def stage_at(self, elapsed_s: float) -> tuple[Stage | None, float]:
@@ -217,7 +217,7 @@ def _level_stages(
 
 
 def parse_ramp(
-    levels: str | Sequence[Any],
+    levels: str | Sequence[JsonValue],
     step_time: str | float = "60s",
     spawn_rate: float | None = None,
     warmup: str | float | None = None,
@@ -233,7 +233,7 @@ def parse_ramp(
 
 
 def parse_rate_ramp(
-    levels: str | Sequence[Any],
+    levels: str | Sequence[JsonValue],
     step_time: str | float = "60s",
     warmup: str | float | None = None,
 ) -> StagePlan:
@@ -244,7 +244,7 @@ def parse_rate_ramp(
 
 
 def parse_matrix(
-    spec: str | dict[str, Any] | MatrixSpec,
+    spec: str | JsonObject | MatrixSpec,
     step_time: str | float = "60s",
     spawn_rate: float | None = None,
     warmup: str | float | None = None,

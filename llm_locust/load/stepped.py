@@ -17,8 +17,8 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any
 
+from llm_locust.config.jsontypes import JsonObject
 from llm_locust.load.arrivals import ArrivalProcess, ArrivalSchedule, RateStep, split_for_worker
 
 __all__ = ["POLL_S", "WAIT", "SteppedArrivals", "SteppedRates"]
@@ -123,5 +123,5 @@ class SteppedRates:
             stepped.pop()
             yield float(due), None
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> JsonObject:
         return {"arrival": {"kind": self.process.kind, "burstiness": self.process.burstiness}}

@@ -31,8 +31,8 @@ import itertools
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Any
 
+from llm_locust.config.jsontypes import JsonObject
 from llm_locust.load.traces import Trace, TraceEntry
 
 __all__ = ["GLOBAL_SHARE", "PrefixReuse", "block_sizes", "global_ids", "hit_ceiling", "with_sessions"]
@@ -55,7 +55,7 @@ class PrefixReuse:
         """The hit ceiling: reusable / prompt tokens."""
         return self.reusable_tokens / self.prompt_tokens if self.prompt_tokens else 0.0
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> JsonObject:
         return {
             "block_tokens": self.block_tokens,
             "sessions": self.sessions,

@@ -36,9 +36,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
-from typing import Any
 
 import numpy as np
+
+from llm_locust.config.jsontypes import JsonObject
 
 __all__ = [
     "SPREAD_MODES",
@@ -97,7 +98,7 @@ class Trace:
     def offsets(self) -> np.ndarray:
         return np.fromiter((e.offset_s for e in self.entries), float, len(self.entries))
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> JsonObject:
         return {
             "path": self.path,
             "format": self.format,
@@ -156,7 +157,7 @@ class _Rows:
             self.errors.append(msg)
 
 
-def _tokens(value: Any) -> int:
+def _tokens(value: object) -> int:
     if isinstance(value, bool):
         raise ValueError("boolean token count")
     n = int(value) if isinstance(value, int) else int(str(value).strip())
