@@ -81,7 +81,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from llm_locust.commands.capacity.cli import exit_on_sigterm
+    from llm_locust.commands.capacity.host import exit_on_sigterm
 
     parser = _parser()
     args = parser.parse_args(argv)

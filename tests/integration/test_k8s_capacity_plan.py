@@ -74,7 +74,7 @@ def test_each_plan_s_job_passes_the_kubernetes_schemas(tmp_path: Path, name: str
 
 @pytest.mark.parametrize("name", NAMES)
 def test_the_job_runs_the_search_a_local_comparison_runs(tmp_path: Path, name: str) -> None:
-    from llm_locust.commands.capacity.cli import run_args
+    from llm_locust.commands.capacity.plan_run import run_args
 
     docs = _rendered(tmp_path, name)
     env = _env(docs)

@@ -21,6 +21,7 @@ import os
 import signal
 import socket
 import subprocess
+import sys
 import threading
 import time
 
@@ -28,6 +29,7 @@ __all__ = [
     "CORES_PER_PLAN",
     "Progress",
     "cores",
+    "exit_on_sigterm",
     "host_parallel",
     "master_port_args",
     "oversubscribed",
@@ -47,6 +49,12 @@ def cores() -> int:
         return len(os.sched_getaffinity(0))
     except AttributeError:  # not on Linux
         return os.cpu_count() or 1
+
+
+def exit_on_sigterm() -> None:
+    """SIGTERM raises ``SystemExit(143)`` so cleanup (``finally``) runs: no run or simulator is
+    left behind by a terminated comparison."""
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
 
 
 def host_parallel(plans: int, host_cores: int | None = None, workers: int | None = None) -> int:

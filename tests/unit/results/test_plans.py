@@ -191,7 +191,7 @@ def test_progress_lines_in_deployment_time() -> None:
 
 
 def test_a_search_without_a_minimum_starts_near_the_demand(file: Any, tmp_path: Path) -> None:
-    from llm_locust.commands.capacity.cli import first_level, run_args
+    from llm_locust.commands.capacity.plan_run import first_level, run_args
 
     assert first_level(file) == 32  # 50 concurrent, closed loop without think time: 32 users
     args = run_args(file, file.plans[0], tmp_path / "A", 10.0)

@@ -109,7 +109,7 @@ def test_a_rate_search_step_has_its_level_in_deployment_rate() -> None:
 
 
 def test_capacity_tells_a_sped_up_plans_run_its_factor(tmp_path: Any) -> None:
-    from llm_locust.commands.capacity.cli import run_args
+    from llm_locust.commands.capacity.plan_run import run_args
 
     path = tmp_path / "plans.yaml"
     path.write_text(PLANS)

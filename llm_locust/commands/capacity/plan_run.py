@@ -1,0 +1,185 @@
+"""One plan's search for ``llm-locust capacity``: its ``llm-locust run`` arguments (the plan
+file's SLO, demand, workload and search, durations and thresholds divided by a simulated
+target's speedup K), the run itself with its progress lines, and the finished search read back
+from the plan's folder (``plan-args.json`` holds the exact command: a folder whose finished
+search was made with the same command is not run again)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from llm_locust.commands.capacity.host import STOP_WAIT_S, Progress, master_port_args, worker_args
+from llm_locust.commands.capacity.sim_clock import clock_text, sim_clock
+from llm_locust.config.plans import Plan, PlanFile
+from llm_locust.config.slo import scaled_slo
+from llm_locust.config.think import parse_think_time
+from llm_locust.load.search import start_near
+from llm_locust.results.capacity import amount
+from llm_locust.results.capacity_model import PlanResult
+from llm_locust.results.plans import plan_result
+from llm_locust.results.timescale import deployment_time
+
+__all__ = ["ARGS_FILE", "first_level", "plan_search", "run_args"]
+
+ARGS_FILE = "plan-args.json"
+
+
+def _flag(args: list[str], flag: str, value: Any) -> None:
+    if value is not None:
+        args += [flag, str(value)]
+
+
+def run_args(file: PlanFile, plan: Plan, folder: Path, k: float, workers: int | None = None) -> list[str]:
+    """The ``llm-locust run`` arguments of ``plan`` (durations and thresholds divided by ``k``), in
+    one load process or on a master with ``workers`` local workers (its port is chosen at launch)."""
+    search, workload, demand = file.search, file.workload, file.demand
+    args = ["--host", plan.endpoints[0], "--endpoints", ",".join(plan.endpoints), "--headless"]
+    args += ["--search", search.kind, "--slo", scaled_slo(file.slo, k)]
+    rate = k if search.kind == "rate" else 1.0
+    minimum = search.min if search.min is not None else first_level(file)
+    _flag(args, "--search-min", None if minimum is None else f"{minimum * rate:g}")
+    _flag(args, "--search-max", None if search.max is None else f"{search.max * rate:g}")
+    args += ["--search-precision", f"{search.precision:g}", "--search-max-steps", str(search.max_steps)]
+    args += ["--search-extensions", str(search.extensions)]
+    args += ["--step-time", f"{search.step_time / k:g}s", "--warmup", f"{search.warmup / k:g}s"]
+    args += ["--balance", search.balance, "--balance-scope", search.balance_scope]
+    think = workload.think_time or (demand.think if demand.kind == "users" else None)
+    if think:
+        args += ["--think-time", parse_think_time(think).scaled(1 / k).spec()]
+    args += ["--demand", _demand_text(file, k)]
+    for key, flag in (
+        ("profile", "--workload"),
+        ("max_tokens", "--max-tokens"),
+        ("input_tokens", "--input-tokens"),
+        ("output_tokens", "--output-tokens"),
+        ("prompt_tokens", "--prompt-tokens"),
+        ("dataset", "--dataset"),
+        ("seed", "--seed"),
+    ):
+        _flag(args, flag, getattr(workload, key))
+    _flag(args, "--model", plan.model)
+    if k != 1:  # the folder's report in deployment time; its summary says the factor
+        args += ["--target-speedup", f"{k:g}"]
+    args += worker_args(workers)
+    return [*args, "--results-dir", str(folder), "--overwrite", "--only-summary", "--loglevel", "INFO"]
+
+
+def first_level(file: PlanFile) -> float | None:
+    """Where a plan's search starts when the file gives no ``search.min``: near the demand
+    (:func:`~llm_locust.load.search.start_near`) when it is in the search's unit (users, or
+    concurrency for a closed loop without think time, whose users are its concurrency; req/s for
+    a rate search), else ``llm-locust run``'s own default."""
+    demand, kind = file.demand, file.search.kind
+    think = file.workload.think_time or demand.think
+    if kind == "users" and (demand.kind == "users" or (demand.kind == "concurrency" and not think)):
+        level = start_near(demand.value)
+        return max(level, 1.0)
+    if kind == "rate" and demand.kind == "rate":
+        return start_near(demand.value)
+    return None
+
+
+def _demand_text(file: PlanFile, k: float) -> str:
+    demand = file.demand
+    if demand.kind == "rate":
+        return f"rate={demand.value * k:g}"
+    if demand.kind == "concurrency":
+        return f"concurrency={demand.value:g}"
+    return f"users={demand.users}"  # the think time goes in --think-time, already scaled
+
+
+def _finished(folder: Path, args: list[str] | None) -> dict[str, Any] | None:
+    """The finished search of ``folder`` if it was made with ``args`` (``None``: whatever made
+    it, a plan measured elsewhere: ``--no-run``), else ``None``."""
+    try:
+        same = args is None or json.loads((folder / ARGS_FILE).read_text()) == args
+        summary = json.loads((folder / "summary.json").read_text())
+    except (OSError, ValueError):
+        return None
+    search = summary.get("search") or {}
+    if not same or summary.get("interrupted") or search.get("stop_reason") is None:
+        return None
+    return search
+
+
+def _run(name: str, folder: Path, args: list[str], progress: Progress, k: float = 1.0) -> tuple[int, str]:
+    """Run one plan's search, printing its progress (latencies in deployment time); (exit
+    code, last error line)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / ARGS_FILE).write_text(json.dumps(args) + "\n")
+    cmd = [sys.executable, "-m", "llm_locust.cli", "run", *args]
+    if "--processes" in args:  # a master of its own: a free port, not part of the saved command
+        cmd += master_port_args()
+    error = ""
+    with open(folder / "run.log", "w", encoding="utf-8") as log:
+        proc = progress.start(cmd)
+        assert proc.stdout is not None
+        try:
+            for line in proc.stdout:
+                log.write(line)
+                if "llm-locust: search" in line or "llm-locust: error" in line:
+                    message = line.split("llm-locust: ", 1)[1].strip()
+                    progress.say(name, deployment_time(message, k))
+                    if message.startswith("error"):
+                        error = message
+            code = proc.wait()
+        finally:  # interrupted (SIGINT, or SIGTERM: see host.exit_on_sigterm): the run stops too
+            if proc.poll() is None:
+                proc.terminate()
+                proc.wait(STOP_WAIT_S)
+            progress.running.discard(proc)
+    return code, error
+
+
+def _capacity_text(file: PlanFile, search: dict[str, Any], result: PlanResult | None) -> str:
+    """The plan's capacity as the table and its verdict say it (one number, one unit)."""
+    if result is None:
+        return str(search["withheld"])
+    if result.capacity is None:
+        return "no level was shown to meet the SLO"
+    return f"capacity {amount(file.demand.kind, result.capacity)}"
+
+
+def plan_search(
+    file: PlanFile,
+    root: Path,
+    number: int,
+    plan: Plan,
+    k: float,
+    progress: Progress,
+    rerun: bool = False,
+    workers: int | None = None,
+    no_run: bool = False,
+) -> tuple[str, dict[str, Any] | None, str]:
+    """One plan's search (or the finished one in its folder): (name, search block, error)."""
+    folder = root / plan.name
+    plan_args = run_args(file, plan, folder, k, workers)
+    head = f"plan {number}/{sum(1 for p in file.plans if not p.predicted)}"
+    done = None if rerun else _finished(folder, None if no_run else plan_args)
+    if done is not None:
+        progress.say(plan.name, f"{head}: {'measured' if no_run else 'finished'} before, not run again")
+        return plan.name, done, ""
+    if no_run:
+        error = f"{folder} holds no finished search (--no-run runs none)"
+        progress.say(plan.name, f"not measured: {error}")
+        return plan.name, None, error
+    scaled = f" (simulated at {k:g}x: latencies below are x{k:g}, in deployment time)" if k != 1 else ""
+    progress.say(plan.name, f"{head}: searching{scaled}, results in {folder}")
+    code, error = _run(plan.name, folder, plan_args, progress, k)
+    search = _finished(folder, plan_args)
+    if search is None:
+        error = error or f"the run ended with exit code {code} before its search did"
+        progress.say(plan.name, f"not measured: {error}")
+        return plan.name, None, error
+    result = None if search.get("withheld") else plan_result(plan, file.demand, search, k)
+    progress.say(plan.name, f"done: {_capacity_text(file, search, result)}; stopped: {search['stop']}")
+    if k != 1:
+        clocks = {url: sim_clock(url) for url in plan.endpoints}
+        text, behind = clock_text(clocks, result is not None and result.capacity is not None)
+        search = {**search, "simulator_clock": {"endpoints": clocks, "fell_behind": behind}}
+        if text:
+            progress.say(plan.name, text)
+    return plan.name, search, ""
