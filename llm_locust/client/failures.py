@@ -13,10 +13,9 @@ import json
 import logging
 import socket
 import time
-from typing import Any
 
 import gevent
-from geventhttpclient.response import HTTPParseError
+from geventhttpclient.response import HTTPParseError, HTTPSocketResponse
 
 from llm_locust.client.http_adapter import early_body, response_in_traceback
 from llm_locust.protocol.openai import classify_status, shown_host
@@ -73,13 +72,17 @@ def early_break(exc: HTTPParseError, record: RequestRecord, stream: Stream) -> N
     end_of_transport(record, exc)
 
 
-def error_text(response: Any) -> str:
+def error_text(response: HTTPSocketResponse) -> str:
     """A short message from an error response (OpenAI-style JSON if present); a redirect
     names where it points (it is not followed: ``--host`` should name the server itself)."""
     status = response.status_code
     if 300 <= status < 400:
         location = response.get("location")
-        where = f"redirects to {shown_host(location)[:200]}" if location else "a redirect without a Location"
+        where = (  # a repeated Location header comes as a list (not handled: reported, issue 23)
+            f"redirects to {shown_host(location)[:200]}"  # type: ignore[arg-type]
+            if location
+            else "a redirect without a Location"
+        )
         return f"HTTP {status}: {where} (not followed)"
     try:
         with gevent.Timeout(5):

@@ -35,14 +35,18 @@ import os
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING
 
 import gevent
+
+if TYPE_CHECKING:  # the loop's timer type exists in gevent's stubs only
+    from gevent._types import _TimerWatcher
 
 __all__ = [
     "INTERVAL",
     "PERIOD",
     "STALL_FLOOR",
+    "HealthInterval",
     "LoopMonitor",
     "host_cpu_times",
     "host_share",
@@ -50,6 +54,9 @@ __all__ = [
     "since",
 ]
 
+#: One closed interval's figures by name: start, end (wall clock), cpu, lag_mean_s, lag_p90_s,
+#: lag_max_s, stall_s, ticks; host_cpu and cores where the host's CPU is known.
+HealthInterval = dict[str, float]
 #: Seconds between the timer's due times.
 PERIOD = 0.02
 #: A lateness at least this long is a stall (the client's own pause, not the server's).
@@ -93,12 +100,12 @@ class LoopMonitor:
         self.stall_floor = stall_floor
         self.interval = interval
         # closed intervals, in order (the last day's: 86,400 of ~300 bytes)
-        self.intervals: deque[dict[str, Any]] = deque(maxlen=86_400)
-        self._unshipped: list[dict[str, Any]] = []
-        self._listeners: list[Callable[[dict[str, Any]], None]] = []
+        self.intervals: deque[HealthInterval] = deque(maxlen=86_400)
+        self._unshipped: list[HealthInterval] = []
+        self._listeners: list[Callable[[HealthInterval], None]] = []
         self._stall_starts: deque[float] = deque()
         self._stall_ends: deque[float] = deque()
-        self._timer: Any = None
+        self._timer: _TimerWatcher | None = None
         self._due = 0.0
         self._lags: list[float] = []
         self._open_at = (0.0, 0.0, 0.0)  # perf_counter, wall clock, process_time
@@ -118,9 +125,9 @@ class LoopMonitor:
     def _arm(self, now: float) -> None:
         # a fresh one-shot timer each time: gevent fires a timer restarted inside its own
         # callback at once, over and over
-        self._timer = gevent.get_hub().loop.timer(self.period, ref=False)
+        timer = self._timer = gevent.get_hub().loop.timer(self.period, ref=False)
         self._due = now + self.period
-        self._timer.start(self._tick, update=True)
+        timer.start(self._tick, update=True)
 
     def stop(self) -> None:
         if self._timer is not None:
@@ -141,7 +148,8 @@ class LoopMonitor:
                 self._stall_ends.popleft()
         if now - self._open_at[0] >= self.interval:
             self._close_interval(now)
-        self._timer.close()
+        if self._timer is not None:  # the timer that called this tick
+            self._timer.close()
         self._arm(now)
 
     def _close_interval(self, now: float) -> None:
@@ -149,7 +157,7 @@ class LoopMonitor:
         wall, cpu = time.time(), time.process_time()
         lags = sorted(self._lags)
         host = host_cpu_times()
-        entry: dict[str, Any] = {
+        entry: HealthInterval = {
             "start": wall0,
             "end": wall,
             "cpu": (cpu - cpu0) / max(now - t0, 1e-9),
@@ -174,11 +182,11 @@ class LoopMonitor:
         self._lags = []
         self._stall_in_interval = 0.0
 
-    def subscribe(self, listener: Callable[[dict[str, Any]], None]) -> None:
+    def subscribe(self, listener: Callable[[HealthInterval], None]) -> None:
         """Call ``listener(interval)`` as each interval closes (in the hub: it must not block)."""
         self._listeners.append(listener)
 
-    def unsubscribe(self, listener: Callable[[dict[str, Any]], None]) -> None:
+    def unsubscribe(self, listener: Callable[[HealthInterval], None]) -> None:
         if listener in self._listeners:
             self._listeners.remove(listener)
 
@@ -199,7 +207,7 @@ class LoopMonitor:
                 total += min(now, t1) - max(self._due, t0)
         return max(total, 0.0)
 
-    def take_intervals(self) -> list[dict[str, Any]]:
+    def take_intervals(self) -> list[HealthInterval]:
         """The intervals closed since the last call (a worker ships them with its records)."""
         new, self._unshipped = self._unshipped, []
         return new
@@ -214,7 +222,7 @@ def monitor() -> LoopMonitor:
     return _MONITOR
 
 
-def since(intervals: Sequence[dict[str, Any]], start: float) -> list[dict[str, Any]]:
+def since(intervals: Sequence[HealthInterval], start: float) -> list[HealthInterval]:
     """The intervals (in time order) that end after ``start`` (wall clock), read from the end."""
     out = []
     for interval in reversed(intervals):

@@ -24,11 +24,14 @@ the reader calls them once per request (``parser_feed`` is bound, not wrapped).
 
 from __future__ import annotations
 
+import socket
+import ssl
 from collections.abc import Callable
-from typing import Any
 
+from gevent.socket import socket as GeventSocket
 from geventhttpclient._parser import HTTPResponseParser
-from geventhttpclient.response import HTTPResponse
+from geventhttpclient.client import HTTPClient
+from geventhttpclient.response import HTTPResponse, HTTPSocketResponse
 
 __all__ = [
     "CHECKED_WITH",
@@ -47,45 +50,46 @@ __all__ = [
 CHECKED_WITH = {"geventhttpclient": ("2.6.1",), "gevent": ("26.9.0",)}
 
 #: ``parser_feed(response, data)``: feed raw bytes to the response's llhttp parser (``b""``: EOF).
-parser_feed: Callable[[Any, bytes], None] = HTTPResponseParser.feed
+parser_feed: Callable[[HTTPResponseParser, bytes], None] = HTTPResponseParser.feed
 
 
-def early_body(response: Any) -> bytearray:
+def early_body(response: HTTPResponse) -> bytearray:
     """The body bytes parsed with the headers, not yet taken (the buffer itself: clear it to
     take them)."""
     buffer: bytearray = response._body_buffer
     return buffer
 
 
-def divert_body(response: Any, sink: Callable[[bytes], object]) -> None:
+def divert_body(response: HTTPResponse, sink: Callable[[bytes], object]) -> None:
     """From now on, each body piece llhttp de-frames goes to ``sink`` (not the buffer)."""
-    response._on_body = sink
+    response._on_body = sink  # type: ignore[method-assign, assignment]  # shadows the method on this instance
 
 
-def restore_body(response: Any) -> None:
+def restore_body(response: HTTPResponse) -> None:
     """Undo :func:`divert_body`: body pieces go to the response's buffer again."""
     del response._on_body
 
 
-def response_socket(response: Any) -> Any:
+def response_socket(response: HTTPSocketResponse) -> GeventSocket | None:
     """The socket a response reads from (``None`` once it was released)."""
     return response._sock
 
 
-def tls_object(sock: Any) -> Any:
+def tls_object(sock: GeventSocket) -> ssl.SSLObject | None:
     """The ``ssl.SSLObject`` under a gevent TLS socket (``None`` for a plain socket)."""
-    return getattr(sock, "_sslobj", None)
+    sslobj: ssl.SSLObject | None = getattr(sock, "_sslobj", None)
+    return sslobj
 
 
-def plain_recv(sock: Any) -> Callable[[int], bytes]:
+def plain_recv(sock: GeventSocket) -> Callable[[int], bytes]:
     """``recv`` of the real socket under a gevent socket: non-blocking, never yields to the hub."""
-    recv: Callable[[int], bytes] = sock._sock.recv
-    return recv
+    real: socket.socket = getattr(sock, "_sock")  # noqa: B009 (gevent's stub does not declare it)
+    return real.recv
 
 
-def install_alive_check(http: Any, check: Callable[[Any], bool]) -> None:
+def install_alive_check(http: HTTPClient, check: Callable[[GeventSocket | None], bool]) -> None:
     """Make ``http``'s (an ``HTTPClient``) pool ask ``check(sock)`` before reusing a connection."""
-    http._connection_pool._is_socket_alive = check
+    http._connection_pool._is_socket_alive = check  # type: ignore[method-assign, assignment]  # on this pool
 
 
 def response_in_traceback(exc: BaseException) -> HTTPResponse | None:

@@ -41,12 +41,13 @@ import functools
 import ssl
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import gevent
 import gevent.event
 from gevent.hub import Waiter
-from geventhttpclient.response import HTTPConnectionClosed
+from gevent.socket import socket as GeventSocket
+from geventhttpclient.response import HTTPConnectionClosed, HTTPSocketResponse
 
 from llm_locust.client.http_adapter import (
     divert_body,
@@ -57,6 +58,9 @@ from llm_locust.client.http_adapter import (
     restore_body,
     tls_object,
 )
+
+if TYPE_CHECKING:  # the loop's watcher type exists in gevent's stubs only
+    from gevent._types import _TimerWatcher
 
 __all__ = ["DONE_GRACE_S", "FIRST_PRIORITY", "PRIORITY", "READ_SIZE", "BodyReader"]
 
@@ -93,16 +97,17 @@ class BodyReader:
 
     def __init__(
         self,
-        response: Any,
+        response: HTTPSocketResponse,
         sink: Callable[[bytes, float], bool | None],
         started: Callable[[], bool] = lambda: True,
     ) -> None:
         self._response = response
         self._sink = sink
         self._started = started  # has the stream's first content chunk arrived?
+        # libev's io watcher: Any, as gevent's stub declares no `priority` (set per stream, below)
         self._watcher: Any = None
-        self._timer: Any = None  # set while the rest of a body is drained after [DONE]
-        self._idle: Any = None  # an Event, for whoever waits for the end of that drain
+        self._timer: _TimerWatcher | None = None  # set while the rest of a body is drained after [DONE]
+        self._idle: gevent.event.Event | None = None  # for whoever waits for the end of that drain
         self._error: BaseException | None = None
         self._waiter: Waiter | None = None
         self._recv: Callable[[int], bytes] | None = None
@@ -278,7 +283,7 @@ class BodyReader:
             waiter.switch(None)
 
 
-def _receiver(sock: Any) -> Callable[[int], bytes]:
+def _receiver(sock: GeventSocket) -> Callable[[int], bytes]:
     """A non-blocking read of the socket: ``b""`` at the end, ``BlockingIOError`` if empty."""
     sslobj = tls_object(sock)
     if sslobj is None:
@@ -286,7 +291,7 @@ def _receiver(sock: Any) -> Callable[[int], bytes]:
     return functools.partial(_read_tls, sslobj)
 
 
-def _read_tls(sslobj: Any, size: int) -> bytes:
+def _read_tls(sslobj: ssl.SSLObject, size: int) -> bytes:
     """Every decrypted byte there is: epoll cannot see the rest of a record OpenSSL has
     already decrypted (``pending``); whole records still in the kernel it does see."""
     parts: list[bytes] = []

@@ -30,7 +30,9 @@ import functools
 import json
 import logging
 import socket
+import ssl
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -38,8 +40,9 @@ import gevent
 import gevent.ssl
 from gevent import GreenletExit
 from gevent.monkey import get_original
+from gevent.socket import socket as GeventSocket
 from geventhttpclient import HTTPClient
-from geventhttpclient.response import HTTPConnectionClosed, HTTPParseError
+from geventhttpclient.response import HTTPConnectionClosed, HTTPParseError, HTTPSocketPoolResponse
 
 from llm_locust.client import health
 from llm_locust.client.failures import (
@@ -55,7 +58,7 @@ from llm_locust.client.reader import BodyReader
 from llm_locust.config.cancel import CancelPoint
 from llm_locust.config.tls import INSECURE_WARNING, TlsSettings, tls_context
 from llm_locust.load.cancel import CancelPolicy
-from llm_locust.protocol.counts import apply_tokenizer, requested_tokens, settle_counts
+from llm_locust.protocol.counts import TokenCounter, apply_tokenizer, requested_tokens, settle_counts
 from llm_locust.protocol.encoding import decoding
 from llm_locust.protocol.openai import (
     ENDPOINT_PATHS,
@@ -89,7 +92,7 @@ _select = get_original("select", "select")  # the original, not gevent's yieldin
 _SIZE_HINT_SKIP = ("connect", "http_429", INCOMPLETE, CANCELLED)
 
 
-def _socket_alive(sock: Any) -> bool:
+def _socket_alive(sock: GeventSocket | None) -> bool:
     """geventhttpclient's keep-alive check without its hidden ``gevent.sleep(0)``.
 
     The pool asks ``select([sock], [], [], 0)`` before reusing a connection; gevent's
@@ -124,7 +127,7 @@ class ClientConfig:
     connect_timeout: float = 10.0
     ca_cert: str | None = None
     insecure: bool = False
-    tokenizer: Any = None
+    tokenizer: TokenCounter | None = None
     cancel: CancelPolicy | None = None  # --cancel-rate / --cancel-after
     tools: ToolOffer | None = None  # --tools / --tool-share (llm_locust.protocol.tools)
     session_header: str | None = None  # --session-header: the request's session id in this header
@@ -135,7 +138,7 @@ class ClientConfig:
 
 
 @functools.lru_cache(maxsize=8)
-def _gevent_context(settings: TlsSettings) -> Any:
+def _gevent_context(settings: TlsSettings) -> ssl.SSLContext:
     if settings.insecure:
         log.warning("llm-locust: %s", INSECURE_WARNING)
     return tls_context(settings, gevent.ssl.create_default_context)
@@ -258,7 +261,8 @@ class StreamingClient:
                     "bad_payload", f"expected text/event-stream, got {got!r} ({error_text(response)})"
                 )
             events = StreamEvents(record, stream, self._parse)
-            sink = decoding(response.get("content-encoding"), events.feed)
+            # a repeated Content-Encoding header comes as a list (not handled: reported, issue 23)
+            sink = decoding(response.get("content-encoding"), events.feed)  # type: ignore[arg-type]
             reader = BodyReader(response, sink, started=lambda: bool(record.chunk_times))
             try:
                 reader.run()
@@ -272,7 +276,7 @@ class StreamingClient:
             elif reader.release() and self._one_connection:
                 self._draining = reader
 
-    def _open(self, payload: bytes, record: RequestRecord, stream: Stream) -> Any | None:
+    def _open(self, payload: bytes, record: RequestRecord, stream: Stream) -> HTTPSocketPoolResponse | None:
         """Send the request; retry once if a kept-alive connection was closed before any reply.
 
         An idle connection the server closed (keep-alive timeout) fails only when reused;
@@ -311,14 +315,16 @@ def _add_size_hint(record: RequestRecord) -> None:
 class _OffLoop:
     """A CPU-bound tokenizer run on gevent's thread pool: the loop keeps timing other streams."""
 
-    def __init__(self, counter: Any) -> None:
+    def __init__(self, counter: TokenCounter) -> None:
         self.counter = counter
 
-    def count_batch(self, texts: list[str]) -> list[int]:
+    def count_batch(self, texts: Sequence[str]) -> list[int]:
         return gevent.get_hub().threadpool.apply(self.counter.count_batch, (texts,))
 
 
-def _count_with(counter: Any, record: RequestRecord, body: dict[str, Any], text: str, stream: Stream) -> None:
+def _count_with(
+    counter: TokenCounter, record: RequestRecord, body: dict[str, Any], text: str, stream: Stream
+) -> None:
     if record.token_source == "usage" and record.prompt_token_source == "usage":
         return
     if getattr(counter, "cpu_bound", False):

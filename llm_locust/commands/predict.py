@@ -35,7 +35,7 @@ from llm_locust.load.search import SearchSpec, start_near
 from llm_locust.load.stages import StageKind
 from llm_locust.sim.predict import Horizon, search_capacity, unsupported_lines
 from llm_locust.workload.distributions import SpecError, SyntheticLengths, parse_distribution
-from llm_locust.workload.profiles import load_profile
+from llm_locust.workload.profiles import ProfileLengths, load_profile
 
 __all__ = ["main", "predict"]
 
@@ -43,7 +43,7 @@ NOT_MET = 3
 T = TypeVar("T")
 
 
-def _sampler(args: argparse.Namespace) -> Any:
+def _sampler(args: argparse.Namespace) -> SyntheticLengths | ProfileLengths:
     if args.input_tokens or args.output_tokens:
         try:
             inp = parse_distribution(args.input_tokens or "fixed:512")
@@ -61,7 +61,7 @@ def _sampler(args: argparse.Namespace) -> Any:
 
 
 def _make_draw(
-    sampler: Any, max_tokens: int | None, seed: int
+    sampler: SyntheticLengths | ProfileLengths, max_tokens: int | None, seed: int
 ) -> Callable[[int], Callable[[], tuple[int, int]]]:
     def make(replica: int) -> Callable[[], tuple[int, int]]:
         rng = np.random.default_rng(seed * 1000 + replica)

@@ -27,7 +27,7 @@ __all__ = ["ARGS_FILE", "first_level", "plan_search", "run_args"]
 ARGS_FILE = "plan-args.json"
 
 
-def _flag(args: list[str], flag: str, value: Any) -> None:
+def _flag(args: list[str], flag: str, value: object) -> None:
     if value is not None:
         args += [flag, str(value)]
 
