@@ -273,8 +273,11 @@ class RunConfig(Part):
             )
         if self.workload.agent_steps is not None and self.load.open_loop:
             raise ValueError("--agent-steps: agents are closed-loop users; an open-loop run has no sessions")
-        if self.workload.agent_steps is not None and self.request.endpoint != "chat":
-            raise ValueError("--agent-steps: agent loops send tool messages; they need --endpoint chat")
+        if self.workload.agent_steps is not None and self.request.endpoint == "completions":
+            raise ValueError(
+                "--agent-steps: agent loops send tool calls and results; "
+                "they need --endpoint chat or responses"
+            )
         if self.load.search is not None and self.slo is None:
             raise ValueError("--search needs an --slo to judge its steps by")
         return self

@@ -96,12 +96,18 @@ def settle_counts(record: RequestRecord, usage: JsonObject | None) -> None:
 
 def prompt_texts(body: JsonObject) -> list[str]:
     """The text of the prompt as sent: each message's content (chat's ``messages``, the Responses
-    API's ``input``), or the completion prompt."""
+    API's ``input``, where a tool's result is a ``function_call_output`` item's ``output``), or
+    the completion prompt."""
     messages = body.get("messages", body.get("input"))
     if isinstance(messages, str):  # a Responses ``input`` may be one text
         return [messages]
     if isinstance(messages, list):
-        return [t for m in messages if isinstance(m, dict) for t in _content_texts(m.get("content"))]
+        return [
+            t
+            for m in messages
+            if isinstance(m, dict)
+            for t in _content_texts(m["content"] if "content" in m else m.get("output"))
+        ]
     prompt = body.get("prompt")
     if isinstance(prompt, str):
         return [prompt]

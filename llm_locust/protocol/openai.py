@@ -11,7 +11,7 @@ from urllib.parse import urlsplit
 
 from llm_locust.config.jsontypes import JsonObject, JsonValue
 from llm_locust.config.redact import strip_credentials
-from llm_locust.protocol.responses import parse_response_event, responses_tool
+from llm_locust.protocol.responses import input_items, parse_response_event, responses_tool
 from llm_locust.protocol.sse import Chunk, parse_chunk
 from llm_locust.protocol.tools import ToolOffer
 from llm_locust.workload.base import RequestSpec
@@ -60,11 +60,11 @@ class BodySettings(Protocol):
 
 def build_body(config: BodySettings, spec: RequestSpec) -> JsonObject:
     """The JSON body for ``spec`` under ``config``. The Responses API takes the messages as its
-    ``input``, ``max_output_tokens``, its tools flat, reports usage in every stream and stores
-    nothing."""
+    ``input`` items (an agent's tool calls and results as function items: :func:`input_items`),
+    ``max_output_tokens``, its tools flat, reports usage in every stream and stores nothing."""
     if config.endpoint == "responses":
         body: JsonObject = {"model": config.model, "stream": True, "store": False}
-        body["input"] = _messages(spec)
+        body["input"] = input_items(_messages(spec))
         if spec.max_tokens is not None:
             body["max_output_tokens"] = spec.max_tokens
         tools = _offered(config)

@@ -37,7 +37,7 @@ import json
 from llm_locust.config.jsontypes import JsonObject, JsonValue
 from llm_locust.protocol.sse import Chunk, PayloadError, _clip, _usage, load_payload
 
-__all__ = ["END_EVENTS", "parse_response_event", "responses_tool", "usage_as_chat"]
+__all__ = ["END_EVENTS", "input_items", "parse_response_event", "responses_tool", "usage_as_chat"]
 
 #: The events that end a Responses stream (the reader stops there, as at chat's ``[DONE]``).
 END_EVENTS = frozenset({"response.completed", "response.incomplete", "response.failed"})
@@ -68,6 +68,44 @@ def parse_response_event(data: str) -> Chunk:
     if kind in END_EVENTS:
         return _ended(str(kind), obj)
     return Chunk()
+
+
+def input_items(messages: JsonValue) -> JsonValue:
+    """Chat messages as the Responses API's ``input`` items: a message as itself; an assistant's
+    ``tool_calls`` as ``function_call`` items after its text (``call_id``, ``name``,
+    ``arguments``); a ``tool`` message as the ``function_call_output`` of its ``call_id`` (an agent
+    loop's history, :mod:`llm_locust.workload.agent`). Messages without tools are sent as they are."""
+    if not isinstance(messages, list) or not any(
+        isinstance(m, dict) and (m.get("role") == "tool" or "tool_calls" in m) for m in messages
+    ):
+        return messages
+    items: list[JsonValue] = []
+    for m in messages:
+        if not isinstance(m, dict):
+            items.append(m)
+        elif m.get("role") == "tool":
+            output = m.get("content") or ""
+            items.append({"type": "function_call_output", "call_id": m.get("tool_call_id"), "output": output})
+        elif not isinstance(calls := m.get("tool_calls"), list):
+            items.append(m)
+        else:
+            if m.get("content"):
+                items.append({"role": m.get("role"), "content": m["content"]})
+            items.extend(_call_item(call) for call in calls)
+    return items
+
+
+def _call_item(call: JsonValue) -> JsonObject:
+    """A chat ``tool_calls`` entry as a ``function_call`` input item."""
+    call = call if isinstance(call, dict) else {}
+    function = call.get("function")
+    function = function if isinstance(function, dict) else {}
+    return {
+        "type": "function_call",
+        "call_id": call.get("id"),
+        "name": function.get("name"),
+        "arguments": function.get("arguments") or "",
+    }
 
 
 def responses_tool(definition: JsonObject) -> JsonObject:

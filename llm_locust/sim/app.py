@@ -245,7 +245,10 @@ class SimApp(StreamOwner):
         limits = Limits(cfg.model, cfg.max_model_len, cfg.output_tokens)
         body = json_body(request)
         if responses:  # the Responses API: the chat request it amounts to (sim/responses.py)
-            body = as_chat_body(body)
+            try:
+                body = as_chat_body(body)
+            except PromptError as e:
+                raise bad_request(str(e)) from None
         gen = validate(body, chat, self.counter, limits, with_ids=self.caching)
         fault = self.config.faults.decide(self.rng, gen.n_tokens)
         if fault is not None:

@@ -3,7 +3,8 @@
 A Responses request is read as the chat request it amounts to (:func:`as_chat_body`: ``input``
 as the messages, a text ``input`` as one user message, ``instructions`` as a system message,
 ``max_output_tokens`` as ``max_tokens``; usage is always reported), so its prompt, output length,
-faults and scheduling are the chat path's. The stream (:class:`ResponsesStream`) is vLLM's
+faults and scheduling are the chat path's; an agent's history comes as ``function_call`` and
+``function_call_output`` items (:func:`chat_messages`). The stream (:class:`ResponsesStream`) is vLLM's
 event sequence (``vllm/entrypoints/openai/responses``), ``event: <type>`` and
 ``data: {"type": <type>, "sequence_number": n, ...}`` per event:
 
@@ -35,15 +36,18 @@ from typing import Any
 
 from llm_locust.sim.http import chunk, response_bytes
 from llm_locust.sim.stream import Stream
-from llm_locust.sim.tokens import OUTPUT_WORDS
+from llm_locust.sim.tokens import OUTPUT_WORDS, PromptError
 
-__all__ = ["ResponsesStream", "as_chat_body"]
+__all__ = ["ResponsesStream", "as_chat_body", "chat_messages"]
 
 
 def as_chat_body(body: dict[str, Any]) -> dict[str, Any]:
-    """The chat request a Responses request amounts to (its ``input`` as the messages)."""
+    """The chat request a Responses request amounts to (its ``input`` items as the messages:
+    :func:`chat_messages`). Raises :class:`PromptError` for an input the Responses API refuses."""
     given = body.get("input")
     messages: Any = [{"role": "user", "content": given}] if isinstance(given, str) else given
+    if isinstance(messages, list):
+        messages = chat_messages(messages)
     instructions = body.get("instructions")
     if isinstance(instructions, str) and isinstance(messages, list):
         messages = [{"role": "system", "content": instructions}, *messages]
@@ -57,6 +61,59 @@ def as_chat_body(body: dict[str, Any]) -> dict[str, Any]:
     if body.get("max_output_tokens") is not None:
         chat["max_tokens"] = body["max_output_tokens"]
     return chat
+
+
+def chat_messages(items: list[Any]) -> list[dict[str, Any]]:
+    """Responses input items as chat messages, as vLLM reads them: a message (``role`` user,
+    assistant, system or developer) as itself, a ``function_call`` item as the tool call of the
+    assistant message before it (or of one of its own), a ``function_call_output`` as the ``tool``
+    message answering its ``call_id``; ``reasoning`` items carry no prompt here. A chat-only shape
+    (a ``tool`` role, a message with ``tool_calls``) is refused, as the API refuses it."""
+    out: list[dict[str, Any]] = []
+    for item in items:
+        if not isinstance(item, dict):
+            raise PromptError("each input item must be an object")
+        kind = item.get("type", "message")
+        if kind == "function_call":
+            call = {"id": item.get("call_id"), "type": "function", "function": _call_function(item)}
+            if out and out[-1]["role"] == "assistant":
+                out[-1] = {**out[-1], "tool_calls": [*out[-1].get("tool_calls", ()), call]}
+            else:
+                out.append({"role": "assistant", "content": None, "tool_calls": [call]})
+        elif kind == "function_call_output":
+            out.append({"role": "tool", "tool_call_id": item.get("call_id"), "content": item.get("output")})
+        elif kind == "message":
+            role = item.get("role")
+            if role not in _ROLES:
+                raise PromptError(
+                    f"input item role {role!r} is not one of {', '.join(_ROLES)} "
+                    "(a tool's result is a function_call_output item)"
+                )
+            if "tool_calls" in item:
+                raise PromptError("an input message has no tool_calls (a tool call is a function_call item)")
+            out.append({"role": role, "content": _parts_as_text(item.get("content"))})
+        elif kind != "reasoning":
+            raise PromptError(f"input item type {kind!r} is not supported by the simulator")
+    return out
+
+
+_ROLES = ("user", "assistant", "system", "developer")
+
+
+def _call_function(item: dict[str, Any]) -> dict[str, Any]:
+    return {"name": item.get("name"), "arguments": item.get("arguments", "")}
+
+
+def _parts_as_text(content: Any) -> Any:
+    """A message's ``input_text``/``output_text`` parts as chat's ``text`` parts (counted as such)."""
+    if not isinstance(content, list):
+        return content
+    return [
+        {"type": "text", "text": p.get("text", "")}
+        if isinstance(p, dict) and p.get("type") in ("input_text", "output_text")
+        else p
+        for p in content
+    ]
 
 
 def _chat_tool(tool: Any) -> Any:

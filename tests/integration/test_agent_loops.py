@@ -130,3 +130,44 @@ def test_bad_agent_options_exit_2_in_one_line(args: tuple[str, ...], message: st
     res = run_locust("http://127.0.0.1:9", *args, run_time="2s")
     expect_exit(res, 2)
     assert message in res.stderr and "Traceback" not in res.stderr
+
+
+def test_an_agent_loop_over_the_responses_api_sends_its_history_as_input_items(tmp_path: Path) -> None:
+    # The Responses API has no ``tool`` role and no ``tool_calls``: the reply's call goes as a
+    # ``function_call`` item and the tool's result as its ``function_call_output``, which the
+    # simulator (as vLLM) reads back into the chat history it stands for and refuses otherwise
+    # (400). The same loop over chat is the yardstick: each step's prompt as the server counted it.
+    runs = {}
+    with running_sim("--ttft-ms", str(TTFT_MS), "--tpot-ms", str(TPOT_MS)) as url:
+        for endpoint in ("chat", "responses"):
+            res = run_locust(
+                url, "--endpoint", endpoint, "--input-tokens", f"fixed:{TOOL_TOKENS}",
+                "--output-tokens", f"fixed:{OUT}", "--ignore-eos",
+                "--agent-steps", f"fixed:{STEPS}", "--tool-latency", "0.1",
+                results_dir=tmp_path / endpoint, users=2, run_time="5s",
+            )  # fmt: skip
+            expect_exit(res, 0)
+            runs[endpoint] = res
+    prompts: dict[str, dict[int, list[int]]] = {}
+    for endpoint, res in runs.items():
+        assert res.summary["failed"] == 0, res.summary.get("errors_by_class")
+        assert {r["endpoint"] for r in res.rows} == {endpoint}
+        complete = [
+            own
+            for own in _sessions(res.rows).values()
+            if [r["turn"] for r in own] == list(range(STEPS)) and all(r["outcome"] == "ok" for r in own)
+        ]
+        assert len(complete) >= 4, (endpoint, len(complete))
+        assert res.summary["sessions"]["completed"] >= 4
+        for own in complete:
+            for prev, nxt in itertools.pairwise(own):
+                grown = nxt["prompt_tokens"] - prev["prompt_tokens"]
+                assert grown >= prev["completion_tokens"] + TOOL_TOKENS, (endpoint, grown)
+        by_turn: dict[int, list[int]] = defaultdict(list)
+        for own in complete:
+            for r in own:
+                by_turn[r["turn"]].append(r["prompt_tokens"])
+        prompts[endpoint] = by_turn
+    for turn in range(STEPS):  # the server saw the same history, turn by turn
+        chat, responses = (float(np.median(prompts[e][turn])) for e in ("chat", "responses"))
+        assert abs(responses - chat) <= 2, (turn, chat, responses)

@@ -209,3 +209,31 @@ def test_tools_are_offered_flat_as_the_responses_api_takes_them() -> None:
     bodies = [build_body(Config(), Spec()) for _ in range(4)]
     assert [("tools" in b) for b in bodies] == [False, True, False, True]
     assert bodies[1]["tools"] == [{"type": "function", "name": "f", "parameters": {"type": "object"}}]
+
+
+def test_an_agents_history_is_sent_as_responses_input_items() -> None:
+    # an agent loop's second step (llm_locust.workload.agent): the task, the reply with its tool
+    # call, the tool's result; the Responses API takes no ``tool`` role and no ``tool_calls``
+    call = {"id": "call_s_0", "type": "function", "function": {"name": "run_tool", "arguments": "{}"}}
+    history = [
+        {"role": "user", "content": "do it"},
+        {"role": "assistant", "content": "calling", "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "call_s_0", "content": "the result"},
+    ]
+
+    class Config:
+        endpoint, model, temperature, extra_body = "responses", "m", None, {}
+
+    class Spec:
+        messages: ClassVar = history
+        prompt, max_tokens, extra_body = "", 8, {}
+
+    body = build_body(Config(), Spec())
+    assert body["input"] == [
+        {"role": "user", "content": "do it"},
+        {"role": "assistant", "content": "calling"},
+        {"type": "function_call", "call_id": "call_s_0", "name": "run_tool", "arguments": "{}"},
+        {"type": "function_call_output", "call_id": "call_s_0", "output": "the result"},
+    ]
+    assert prompt_texts(body) == ["do it", "calling", "the result"]  # the tool's output is prompt text
+    assert Spec.messages[1]["tool_calls"] == [call]  # the workload's history is left as it was
