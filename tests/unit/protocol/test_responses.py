@@ -223,6 +223,7 @@ def test_an_agents_history_is_sent_as_responses_input_items() -> None:
 
     class Config:
         endpoint, model, temperature, extra_body = "responses", "m", None, {}
+        tools = None
 
     class Spec:
         messages: ClassVar = history
