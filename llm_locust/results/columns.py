@@ -33,7 +33,7 @@ import numpy as np
 import orjson
 
 from llm_locust.record import CANCELLED, INCOMPLETE, OK
-from llm_locust.results.arrivals import ChunkStore
+from llm_locust.results.chunk_arrivals import ChunkStore
 from llm_locust.results.inclusion import EXCLUSIONS, Coverage, covered, exclusion, row_covers
 from llm_locust.results.sessions import SessionBuilder
 from llm_locust.results.stats import ItlBudget, ItlPool, ItlValues, percentile
@@ -190,7 +190,7 @@ class Columns:
         self._exclusion_names = built.exclusion.names()
         self.itl_own = {stat: _array(col, float) for stat, col in built.itl_own.items()}
         self.pools = built.pools
-        self.chunks = built.chunks  # every content chunk's time (results.arrivals)
+        self.chunks = built.chunks  # every content chunk's time (results.chunk_arrivals)
         self.ok = self._is_outcome(OK)
         self.incomplete = self._is_outcome(INCOMPLETE)
         self.cancelled = self._is_outcome(CANCELLED)  # abandoned by the client: not a failure

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from llm_locust.record import CANCELLED, INCOMPLETE, OK
-from llm_locust.results.arrivals import ChunkStore, chunk_table
+from llm_locust.results.chunk_arrivals import ChunkStore, chunk_table
 from llm_locust.results.inclusion import Coverage, covered
 
 if TYPE_CHECKING:
@@ -41,7 +41,7 @@ class Timeline:
 
     :meth:`from_columns` builds the same columns from :class:`~llm_locust.results.columns.Columns`
     (the end of a run reads ``requests.jsonl`` once, into those), without keeping the rows:
-    its chunks come from the columns' :class:`~llm_locust.results.arrivals.ChunkStore`.
+    its chunks come from the columns' :class:`~llm_locust.results.chunk_arrivals.ChunkStore`.
     """
 
     def __init__(self, rows: Sequence[dict[str, Any]]) -> None:
@@ -110,7 +110,7 @@ class Timeline:
 
     @property
     def binned(self) -> bool:
-        """Chunks are binned by time (a run past :data:`~llm_locust.results.arrivals.EXACT_CHUNK_GAPS`)."""
+        """Chunks are binned by time (a run past :data:`.chunk_arrivals.EXACT_CHUNK_GAPS`)."""
         return self.store is not None and not self.store.exact
 
     def gaps(self, mask: np.ndarray) -> np.ndarray:
@@ -124,7 +124,7 @@ class Timeline:
     def chunk_times(self, mask: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
         """(wall time of every content chunk of the successful requests, or of those in
         ``mask``; the tokens each chunk carried). Binned chunks (see
-        :mod:`llm_locust.results.arrivals`): the bins' centres and tokens, for every
+        :mod:`llm_locust.results.chunk_arrivals`): the bins' centres and tokens, for every
         successful request or the measured ones only."""
         if self.binned:
             assert self.store is not None

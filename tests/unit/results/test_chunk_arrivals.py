@@ -13,7 +13,7 @@ import json
 import numpy as np
 import pytest
 
-from llm_locust.results import arrivals
+from llm_locust.results import chunk_arrivals as arrivals
 from llm_locust.results.analysis import analyse, analyse_timeline
 from llm_locust.results.columns import Columns
 from llm_locust.results.timeline import Timeline
