@@ -26,8 +26,8 @@ from llm_locust.runtime.bursts import BurstDispatcher
 from llm_locust.runtime.context import LiveState, RunContext
 from llm_locust.runtime.fold import IdleFolder
 from llm_locust.runtime.prepare import PREPARER, workload_info
+from llm_locust.runtime.request_sources import RequestSources
 from llm_locust.runtime.requests import Requests
-from llm_locust.runtime.sources import RequestSources
 from llm_locust.workload.base import RequestSource, RequestSpec
 from llm_locust.workload.build import BuiltWorkload
 from llm_locust.workload.tokenizer import counting_tokenizer

@@ -40,7 +40,7 @@ from llm_locust.config.role import Role
 from llm_locust.load.plan import LoadPlan
 from llm_locust.runtime.context import LiveState, RunContext
 from llm_locust.runtime.prepare import PREPARER, Prepared, source_of
-from llm_locust.runtime.sources import client_config
+from llm_locust.runtime.request_sources import client_config
 from llm_locust.workload.build import BuiltWorkload
 
 if TYPE_CHECKING:

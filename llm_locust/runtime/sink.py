@@ -44,9 +44,9 @@ from llm_locust.runtime.context import RunContext
 from llm_locust.runtime.front import Row
 from llm_locust.runtime.node import Node, node_of
 from llm_locust.runtime.prepare import results_dir, salted
+from llm_locust.runtime.request_sources import client_config
 from llm_locust.runtime.search import SearchDriver
 from llm_locust.runtime.session import TestResults
-from llm_locust.runtime.sources import client_config
 
 __all__ = ["SinkNode", "sink_of"]
 

@@ -10,7 +10,7 @@ from llm_locust.config.role import Role
 from llm_locust.load.plan import build_load_plan
 from llm_locust.load.traces import TraceEntry
 from llm_locust.runtime.context import RunContext
-from llm_locust.runtime.sources import RequestSources
+from llm_locust.runtime.request_sources import RequestSources
 from llm_locust.workload.build import build_workload
 
 
