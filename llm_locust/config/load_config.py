@@ -66,11 +66,12 @@ class LoadConfig(Part):
     search_min: Positive | None
     search_max: Positive | None
     search_precision: Annotated[float, Field(gt=0, lt=1)]
+    search_settled_precision: Annotated[float, Field(gt=0, lt=1)] | None = None
     search_max_steps: Annotated[int, Field(ge=1)]
     search_extensions: Annotated[int, Field(ge=0)]
     demand: Demand | None
 
-    @field_validator("search_precision", mode="before")
+    @field_validator("search_precision", "search_settled_precision", mode="before")
     @classmethod
     def _fraction(cls, value: Any) -> Any:
         if isinstance(value, str) and value.strip().endswith("%"):

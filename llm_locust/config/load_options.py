@@ -112,6 +112,12 @@ LOAD_OPTIONS: tuple[Option, ...] = (
         "Stop when the highest pass and lowest fail are this close (relative to the pass)",
         default="10%",
     ),
+    _o(
+        "--search-settled-precision",
+        "load",
+        "With --demand: the coarser precision once a level at or below the demand fails (a finer "
+        "capacity would not change the verdict; the stop reason says so). Default: --search-precision",
+    ),
     _o("--search-max-steps", "load", "Stop after this many search steps", default=12, type="int"),
     _o(
         "--search-extensions",

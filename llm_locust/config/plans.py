@@ -88,6 +88,7 @@ class SearchSettings(_Strict):
     min: Annotated[float, Field(gt=0)] | None = None
     max: Annotated[float, Field(gt=0)] | None = None
     precision: Annotated[float, Field(gt=0, lt=1)] = 0.10
+    settled_precision: Annotated[float, Field(gt=0, lt=1)] | None = None
     max_steps: Annotated[int, Field(ge=1)] = 12
     extensions: Annotated[int, Field(ge=0)] = 2
     step_time: Annotated[float, Field(gt=0)] = 60.0
@@ -95,7 +96,7 @@ class SearchSettings(_Strict):
     balance: Literal["round-robin", "least-in-flight"] = "round-robin"
     balance_scope: Literal["request", "user"] = "request"
 
-    @field_validator("precision", mode="before")
+    @field_validator("precision", "settled_precision", mode="before")
     @classmethod
     def _percent(cls, value: Any) -> Any:
         if isinstance(value, str) and value.strip().endswith("%"):

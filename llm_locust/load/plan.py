@@ -183,6 +183,7 @@ def _search(load: LoadConfig, seed: int, thinking: bool = False) -> LoadPlan:
         load.search_max_steps,
         load.search_extensions,
         demand=search_demand(load.search, load.demand, thinking),
+        settled_precision=load.search_settled_precision,
     )
     stages = SearchStages(spec, load.warmup, FOREVER)
     arrivals = (

@@ -12,7 +12,11 @@ taken from them):
    **bisect**: probe the midpoint (users: ``(lo + hi) // 2``; rates: ``(lo + hi) / 2``).
 3. **Stop** when the bracket is within the precision, ``hi - lo <= precision * lo`` (users
    also when ``hi - lo <= 1``: no whole number lies between), or after ``--search-max-steps``
-   probes, or when the maximum passes, or the lowest level fails.
+   probes, or when the maximum passes, or the lowest level fails. With a demand and a
+   ``settled_precision`` (``--search-settled-precision``), a plan already shown short of the
+   demand (a level at or below it not shown to pass) is bracketed to that coarser precision
+   instead: a finer capacity cannot change whether it meets the demand, and the stop reason
+   (``settled``) says the capacity is the bracket's lower end at that precision.
 
 A step's verdict (:class:`Verdict`) is ``pass``, ``fail``, ``inconclusive`` or ``invalid``.
 A step where every request failed is a ``fail`` like any other (the level is beyond what the
@@ -66,6 +70,7 @@ __all__ = [
     "decide",
     "demand_level",
     "replay",
+    "short_of_demand",
     "start_near",
 ]
 
@@ -107,6 +112,7 @@ class StopReason(StrEnum):
     MAXIMUM = "maximum"
     MINIMUM = "minimum"
     INVALID = "invalid"
+    SETTLED = "settled"  # short of the demand, bracketed within the coarser settled precision
 
 
 VERDICTS = tuple(Verdict)
@@ -117,6 +123,8 @@ STOP_REASONS = {
     StopReason.MAXIMUM: "the maximum level passed",
     StopReason.MINIMUM: "the lowest level was not shown to pass",
     StopReason.INVALID: "a step was invalid twice at its level: the answer is withheld",
+    StopReason.SETTLED: "short of the demand: the boundary is bracketed within the coarser precision "
+    "for such plans (a finer one would not change the answer)",
 }
 #: Verdicts that bound the search from above: not shown to pass.
 NOT_PASSED = (Verdict.FAIL, Verdict.INCONCLUSIVE)
@@ -136,6 +144,7 @@ class SearchSpec:
     max_extensions: int = 2
     demand: float | None = None  # the demand in the search's unit (None: none, or another unit)
     max_reruns: int = 1  # new steps at the level of an invalid one before the answer is withheld
+    settled_precision: float | None = None  # the precision once a level <= the demand did not pass
 
     def __post_init__(self) -> None:
         try:  # given as its text too ("users", "rate": a summary's search log)
@@ -150,6 +159,8 @@ class SearchSpec:
             raise ValueError("the search's maximum is below its minimum")
         if not 0 < self.precision < 1:
             raise ValueError("the precision is a fraction in (0, 1)")
+        if self.settled_precision is not None and not 0 < self.settled_precision < 1:
+            raise ValueError("the settled precision is a fraction in (0, 1)")
         if self.max_steps < 1 or self.max_extensions < 0 or self.max_reruns < 0:
             raise ValueError("the step limit is at least 1 and the extensions at least 0")
         if self.demand is not None and not (self.demand > 0 and math.isfinite(self.demand)):
@@ -261,8 +272,10 @@ def decide(spec: SearchSpec, probes: Sequence[Probe]) -> Decision:
     at_demand = demand_level(spec, lo, hi)
     if at_demand is not None:
         return _or_limit(spec, probes, Decision(Action.PROBE, at_demand, Phase.DEMAND))
-    if _converged(spec, lo, hi):
+    if _converged(spec, lo, hi, spec.precision):
         return Decision(Action.STOP, reason=StopReason.PRECISION)
+    if short_of_demand(spec, hi) and _converged(spec, lo, hi, spec.settled_precision):
+        return Decision(Action.STOP, reason=StopReason.SETTLED)
     return _or_limit(spec, probes, Decision(Action.PROBE, _midpoint(spec, lo, hi), Phase.BISECT))
 
 
@@ -271,6 +284,12 @@ def demand_level(spec: SearchSpec, lo: float, hi: float) -> float | None:
     (so it has not been judged yet), else ``None``."""
     level = spec.level_of_demand()
     return level if level is not None and lo < level < hi else None
+
+
+def short_of_demand(spec: SearchSpec, hi: float | None) -> bool:
+    """Is the search shown short of its demand (a level at or below it not shown to pass)?"""
+    level = spec.level_of_demand()
+    return level is not None and hi is not None and hi <= level
 
 
 def _or_limit(spec: SearchSpec, probes: Sequence[Probe], decision: Decision) -> Decision:
@@ -289,10 +308,12 @@ def _halved(spec: SearchSpec, hi: float) -> float:
     return max(spec.level(hi / 2), spec.level(spec.floor))
 
 
-def _converged(spec: SearchSpec, lo: float, hi: float) -> bool:
+def _converged(spec: SearchSpec, lo: float, hi: float, precision: float | None) -> bool:
+    if precision is None:
+        return False
     if spec.kind is StageKind.USERS and hi - lo <= 1:
         return True
-    return hi - lo <= spec.precision * lo * (1 + 1e-9)
+    return hi - lo <= precision * lo * (1 + 1e-9)
 
 
 def _midpoint(spec: SearchSpec, lo: float, hi: float) -> float:

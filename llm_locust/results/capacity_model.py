@@ -77,6 +77,7 @@ class PlanSearch(Model):
     capacity: float | None = None
     stop_reason: StopReason | None = None
     stop: str | None = None
+    settled_precision: float | None = None  # the precision once the demand was shown not met
 
 
 class SimulatorClock(Model):
@@ -140,6 +141,9 @@ class PlanResult(Model):
     steps: list[JudgedStep] = Field(default_factory=list)
     capacity_step: JudgedStep | None = None
     upper_step: JudgedStep | None = None
+    #: the search stopped short of the demand at its coarser settled precision: the capacity is
+    #: the bracket ``[capacity, capacity_below)``, not a number to the search's precision
+    capacity_below: float | None = None
     capacity: float | None = None
     capacity_unit: DemandUnit
     demand: float

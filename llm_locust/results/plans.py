@@ -31,6 +31,7 @@ from typing import Any
 
 from llm_locust.config.demand import Demand
 from llm_locust.config.plans import Plan, PlanFile
+from llm_locust.load.search import StopReason
 from llm_locust.results.capacity import amount, measure
 from llm_locust.results.capacity_model import CapacityReport, PlanResult, ScalingDimension
 from llm_locust.results.cost import (
@@ -91,6 +92,7 @@ def _plan_row(plan: Plan, demand: Demand, search: dict[str, Any], time_scale: fl
         "steps": steps,
         "capacity_step": best,
         "upper_step": upper,
+        "capacity_below": _settled_bound(search, demand, upper, by_level, capacity),
         "capacity": capacity,
         "capacity_unit": demand.kind,
         "demand": demand.value,
@@ -103,6 +105,20 @@ def _plan_row(plan: Plan, demand: Demand, search: dict[str, Any], time_scale: fl
     out.update(_at_capacity(plan, best))
     out["verdict"] = verdict_sentence(out, demand, passes)
     return out
+
+
+def _settled_bound(
+    search: dict[str, Any],
+    demand: Demand,
+    upper: dict[str, Any] | None,
+    by_level: bool,
+    capacity: float | None,
+) -> float | None:
+    """The bracket's upper end when the search stopped at its settled precision (short of the
+    demand), else ``None``: the capacity is then only known to lie below it."""
+    if search.get("stop_reason") != StopReason.SETTLED or upper is None or capacity is None:
+        return None
+    return measure(demand, upper, by_level)
 
 
 def plan_fields(plan: Plan) -> dict[str, Any]:
@@ -139,6 +155,7 @@ def _search_block(search: dict[str, Any], k: float) -> dict[str, Any]:
         "kind": search.get("kind"),
         "capacity": capacity,
         "stop_reason": search.get("stop_reason"),
+        "settled_precision": search.get("settled_precision"),
         "stop": deployment_time(stop, k) if isinstance(stop, str) else stop,
     }
 
@@ -205,6 +222,13 @@ def verdict_sentence(result: dict[str, Any], demand: Demand, passes: Sequence[di
         return f"meets {want}: {where}, capacity {_unit(demand, capacity)}{price}"
     upper = result["upper_step"]
     cap = "no step was shown to pass" if capacity is None else f"capacity {_unit(demand, capacity)}"
+    if capacity is not None and result.get("capacity_below") is not None:
+        settled = result["search"].get("settled_precision") or 0
+        cap = (
+            f"capacity {_unit(demand, capacity).split(' ')[0]} to under "
+            f"{_unit(demand, result['capacity_below'])}: bracketed to {100 * settled:.0f} % only, "
+            "as it cannot meet the demand"
+        )
     if upper is None:
         return f"not shown to meet {want}: {cap}; stopped: {result['search'].get('stop')}"
     at = measure(demand, upper, by_level)
@@ -305,7 +329,10 @@ def _shown(result: PlanResult, key: str, fmt: str | None) -> str:
     """A table cell; the capacity as the verdict says it (``22``, not ``22.0`` or ``21.9``)."""
     value = getattr(result, key)
     if fmt is None:
-        return "-" if value is None else amount(result.capacity_unit, value).split(" ")[0]
+        shown = "-" if value is None else amount(result.capacity_unit, value).split(" ")[0]
+        if value is not None and key == "capacity" and result.capacity_below is not None:
+            shown += "-<" + amount(result.capacity_unit, result.capacity_below).split(" ")[0]
+        return shown
     return _cell(value, fmt)
 
 

@@ -160,6 +160,7 @@ def search_log(
                 "max_extensions": spec.max_extensions,
                 "demand": spec.demand,
                 "max_reruns": spec.max_reruns,
+                "settled_precision": spec.settled_precision,
             },
             "step_time_s": step_time_s,
             "t0": t0,
@@ -239,6 +240,7 @@ class RecordedSearch:
             spec.max_extensions,
             demand=spec.demand,
             max_reruns=spec.max_reruns,
+            settled_precision=spec.settled_precision,
         )
         self.step_time = log.step_time_s
         self.stop_reason: str | None = log.stop_reason

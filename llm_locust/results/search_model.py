@@ -182,6 +182,7 @@ class SearchResult(Model):
     min: float
     max: float | None = None
     precision: float
+    settled_precision: float | None = None  # the precision once the demand was shown not met
     max_steps: int
     max_extensions: int
     step_time_s: float
@@ -214,6 +215,7 @@ class SearchSpecBlock(Model):
     max_extensions: int
     demand: float | None = None
     max_reruns: int = 1
+    settled_precision: float | None = None  # the precision once the demand was shown not met
 
 
 class StageBlock(Model):

@@ -96,6 +96,7 @@ def search_result(
         "min": spec.minimum,
         "max": spec.maximum,
         "precision": spec.precision,
+        "settled_precision": spec.settled_precision,
         "max_steps": spec.max_steps,
         "max_extensions": spec.max_extensions,
         "step_time_s": step_time_s,

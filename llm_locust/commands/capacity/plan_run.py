@@ -43,6 +43,8 @@ def run_args(file: PlanFile, plan: Plan, folder: Path, k: float, workers: int | 
     _flag(args, "--search-min", None if minimum is None else f"{minimum * rate:g}")
     _flag(args, "--search-max", None if search.max is None else f"{search.max * rate:g}")
     args += ["--search-precision", f"{search.precision:g}", "--search-max-steps", str(search.max_steps)]
+    settled = search.settled_precision
+    _flag(args, "--search-settled-precision", None if settled is None else f"{settled:g}")
     args += ["--search-extensions", str(search.extensions)]
     args += ["--step-time", f"{search.step_time / k:g}s", "--warmup", f"{search.warmup / k:g}s"]
     args += ["--balance", search.balance, "--balance-scope", search.balance_scope]

@@ -108,6 +108,26 @@ def test_search_options_build_a_search_plan() -> None:
     assert rate.load.open_loop and build_load_plan(rate.load).open_loop
 
 
+def test_a_settled_precision_reaches_the_search_from_the_flag_and_the_plan_file(tmp_path: Path) -> None:
+    """``--search-settled-precision`` (a plan file's ``search.settled_precision``) is the precision
+    once the demand is shown not met; unset, the search's own precision holds throughout."""
+    from llm_locust.commands.capacity.plan_run import run_args
+
+    values = {"search": "users", "slo": SLO, "demand": "concurrency=50", "search_settled_precision": "25%"}
+    plan = build_load_plan(build_config(values, environ={}).load)
+    assert plan.search is not None and plan.search.settled_precision == 0.25 and plan.search.precision == 0.1
+    plain = build_load_plan(build_config({"search": "users", "slo": SLO}, environ={}).load)
+    assert plain.search is not None and plain.search.settled_precision is None
+    path = tmp_path / "plans.yaml"
+    path.write_text(PLAN_FILE.replace("search: {min: 8", "search: {settled_precision: 25%, min: 8"))
+    file = load_plan_file(path)
+    assert file.search.settled_precision == 0.25
+    args = run_args(file, file.plans[0], tmp_path / "a", 1.0)
+    assert args[args.index("--search-settled-precision") + 1] == "0.25"
+    path.write_text(PLAN_FILE)
+    assert "--search-settled-precision" not in run_args(load_plan_file(path), file.plans[0], tmp_path, 1.0)
+
+
 @pytest.mark.parametrize(
     ("kind", "demand", "thinking", "level"),
     [

@@ -293,3 +293,49 @@ def test_a_demand_that_is_no_number_is_refused() -> None:
     for bad in (0, -1, math.inf, math.nan):
         with pytest.raises(ValueError, match="positive"):
             start_near(bad)
+
+
+@pytest.mark.parametrize(
+    ("boundary_at", "demand"), [(24, 50), (41, 50), (44, 50), (45, 50), (53, 50), (6, 9)]
+)
+def test_a_plan_short_of_the_demand_stops_at_the_settled_precision(boundary_at: int, demand: int) -> None:
+    """Once a level at or below the demand fails, the bracket only needs the coarser settled
+    precision (the answer "short of the demand" cannot change); a plan that meets the demand is
+    still bracketed to the search's own precision. Each stop is checked against its rule here."""
+    fine = SearchSpec("users", start_near(demand), demand=demand)
+    coarse = SearchSpec("users", start_near(demand), demand=demand, settled_precision=0.25)
+    fine_probes, fine_stop = run(fine, boundary(boundary_at))
+    probes, stop = run(coarse, boundary(boundary_at))
+    lo, hi = bracket(probes)
+    assert lo is not None and hi is not None and lo <= boundary_at < hi  # still a true bracket
+    if boundary_at >= demand:  # meets the demand: refined exactly as before
+        assert probes == fine_probes and stop == fine_stop
+        return
+    assert hi <= demand  # shown short of the demand
+    if hi - lo > max(0.10 * lo, 1):  # coarser than the search's precision: stopped by the settled one
+        assert stop == Decision(Action.STOP, reason=StopReason.SETTLED)
+        assert hi - lo <= 0.25 * lo
+        assert len(probes) < len(fine_probes)
+    else:
+        assert stop.reason == StopReason.PRECISION
+    # the bracket before the last probe was wider than 25 %: the search stopped as soon as it could
+    before = bracket(probes[:-1])
+    assert before[0] is None or before[1] is None or before[1] - before[0] > 0.25 * before[0]
+
+
+def test_the_demo_sequences_with_a_settled_precision() -> None:
+    """The demo's plans A and C (demand 50, from 32): A stops at 24-28, C at 41-50."""
+    spec = SearchSpec("users", 32, demand=50, settled_precision=0.25)
+    a = [Probe(32, "fail"), Probe(16, "pass"), Probe(24, "pass"), Probe(28, "fail")]
+    assert decide(spec, a[:3]) == Decision(Action.PROBE, 28, Phase.BISECT)
+    assert decide(spec, a) == Decision(Action.STOP, reason=StopReason.SETTLED)
+    c = [Probe(32, "pass"), Probe(64, "fail"), Probe(50, "fail"), Probe(41, "pass")]
+    assert decide(spec, c[:3]) == Decision(Action.PROBE, 41, Phase.BISECT)
+    assert decide(spec, c) == Decision(Action.STOP, reason=StopReason.SETTLED)
+    # an inconclusive step at or below the demand settles it too (it is not shown to pass)
+    undecided = [*c[:2], Probe(50, "inconclusive", 2), Probe(41, "pass")]
+    assert decide(spec, undecided).reason == StopReason.SETTLED
+    # without a settled precision the 10 % bisection goes on
+    assert decide(SearchSpec("users", 32, demand=50), c) == Decision(Action.PROBE, 45, Phase.BISECT)
+    with pytest.raises(ValueError, match="settled precision"):
+        SearchSpec("users", 32, settled_precision=1.5)

@@ -244,6 +244,29 @@ def test_one_number_one_unit_when_the_search_ran_in_the_demand_s_unit(file: Any)
     assert "A: decided by users=22 (pass, valid) and users=23 (fail, valid)" in format_comparison(model)
 
 
+def test_a_plan_settled_short_of_the_demand_shows_its_capacity_as_a_bracket(file: Any) -> None:
+    """With a settled precision the search stops once the plan cannot meet the demand: the table
+    and the verdict then say the capacity is a bracket, not a number to the search's precision."""
+    spec = SearchSpec("users", 32, demand=50, settled_precision=0.25)
+    steps = [(32, "pass", 20.0), (64, "fail", 36.0), (50, "fail", 32.0), (41, "pass", 28.0)]
+    probes = [probe(i, u, v, e) for i, (u, v, e) in enumerate(steps)]
+    settled = search_result(spec, probes, "settled", 300.0)
+    fine = search_result(SearchSpec("users", 32, demand=50), probes, "precision", 300.0)
+    report = compare_plans(file, {"C": settled, "A": fine}, {})
+    c = next(p for p in report.to_json()["plans"] if p["name"] == "C")
+    assert c["capacity"] == 41 and c["capacity_below"] == 50 and not c["meets"]
+    assert c["search"]["settled_precision"] == 0.25 and c["search"]["stop_reason"] == "settled"
+    assert "(capacity 41 to under 50 concurrent: bracketed to 25 % only, as it cannot meet" in c["verdict"]
+    assert c["verdict"].startswith("fails 50 concurrent: E2E P95 32.00 s at 50 concurrent")
+    text = format_comparison(report)
+    row = next(line for line in text.splitlines() if line.startswith("C "))
+    assert row.split()[2] == "41-<50", row
+    # the same steps stopped by the search's own precision: one number, as before
+    a = next(p for p in report.to_json()["plans"] if p["name"] == "A")
+    assert a["capacity_below"] is None and "bracketed" not in a["verdict"]
+    assert next(line for line in text.splitlines() if line.startswith("A ")).split()[2] == "41"
+
+
 def test_a_withheld_plan_as_cheap_as_the_answer_withholds_the_comparison(file: Any) -> None:
     from llm_locust.results.search_result import search_result as result_of
 
