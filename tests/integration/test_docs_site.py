@@ -156,3 +156,36 @@ def test_the_readme_links_resolve(site: Path) -> None:
         if anchor and path.startswith("docs/") and path.endswith(".md"):
             page = (site / path.removeprefix("docs/")).with_suffix(".html").read_text(encoding="utf-8")
             assert f'id="{anchor}"' in page, f"{path}#{anchor}"
+
+
+OVERFLOWING = """
+JSON.stringify(Array.from(document.querySelectorAll('.md-content pre > code'))
+  .filter(code => code.scrollWidth > code.clientWidth + 1)
+  .map(code => code.textContent.split('\\n').reduce((a, b) => (b.length > a.length ? b : a), '')))
+"""
+
+
+@pytest.mark.parametrize("page", ["index.html", "tutorial-gpus.html", "capacity.md"])
+def test_a_long_command_stays_inside_its_code_block(site: Path, page: str) -> None:
+    """The new-user trial (2026-12-02): the home page's comment and the tutorial's simulator
+    commands and plan file ran off the content column (Material scrolls a code block, its
+    scrollbar shows only on hover, so the line looked cut off). Every code block of the page,
+    in a 1000-px window, must hold its longest line without scrolling."""
+    import json
+
+    from tests.browser import DevTools, chromium_binary
+
+    if chromium_binary() is None:
+        pytest.skip("chromium not on PATH (make system-deps)")
+    name = page.replace(".md", ".html")
+    with DevTools("about:blank") as browser:
+        browser.call(
+            "Emulation.setDeviceMetricsOverride",
+            {"width": 1000, "height": 800, "deviceScaleFactor": 1, "mobile": False},
+            session=browser.session,
+        )
+        browser.navigate((site / name).as_uri())
+        blocks = browser.evaluate("document.querySelectorAll('.md-content pre > code').length")
+        overflowing = json.loads(browser.evaluate(OVERFLOWING))
+    assert blocks > 0, f"{name} has no code block to check"
+    assert overflowing == [], f"{name}: lines cut at the column's edge: {overflowing}"
