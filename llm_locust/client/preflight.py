@@ -42,7 +42,6 @@ import logging
 import socket
 import ssl
 from dataclasses import dataclass, field, replace
-from typing import Any
 
 import gevent
 from geventhttpclient.response import HTTPConnectionClosed, HTTPParseError
@@ -58,6 +57,7 @@ from llm_locust.client.streaming import (
     shown_host,
 )
 from llm_locust.config.build import ConfigError
+from llm_locust.config.jsontypes import JsonObject
 from llm_locust.protocol.retry import RETRY_STATUSES, retry_after_seconds
 from llm_locust.record import RequestRecord
 from llm_locust.workload.base import RequestSpec
@@ -116,9 +116,9 @@ class Preflight:
     #: counters reconcile with the run's records: ``{"requests", "prompt_tokens", "completion_tokens"}``.
     sent: dict[str, int] = field(default_factory=dict)
 
-    def server_info(self) -> dict[str, Any]:
+    def server_info(self) -> JsonObject:
         """The facts a run needs, in :func:`fetch_server_info`'s shape, plus what the check sent."""
-        info: dict[str, Any] = {"model": self.model, "models": list(self.models)}
+        info: JsonObject = {"model": self.model, "models": list(self.models)}
         if self.max_model_len is not None:
             info["max_model_len"] = self.max_model_len
         if self.sent:
@@ -239,13 +239,13 @@ def _parse_models(body: bytes) -> ModelList:
     return ModelList(models, lengths, 200, "" if models else "lists no model")
 
 
-def fetch_server_info(config: ClientConfig, timeout: float = LIST_TIMEOUT) -> dict[str, Any]:
+def fetch_server_info(config: ClientConfig, timeout: float = LIST_TIMEOUT) -> JsonObject:
     """``GET /v1/models``: the model to use, the ids served and its ``max_model_len``, or ``{"error"}``."""
     listing = list_models(config, min(timeout, config.request_timeout))
     if not listing.models:
         return {"error": f"GET /v1/models: {listing.problem}"}
     model = config.model or listing.models[0]
-    info: dict[str, Any] = {"model": model, "models": list(listing.models)}
+    info: JsonObject = {"model": model, "models": list(listing.models)}
     if model in listing.lengths:
         info["max_model_len"] = listing.lengths[model]
     return info
@@ -373,7 +373,7 @@ def run_preflight(config: ClientConfig, replicas: tuple[str, ...] | None = None)
     return result
 
 
-def server_facts(checked: Preflight | None, config: ClientConfig) -> dict[str, Any]:
+def server_facts(checked: Preflight | None, config: ClientConfig) -> JsonObject:
     """The target's facts for a test's start: ``checked``'s when it checked this target (and
     model), else asked now; fills ``config.model`` or raises :class:`ConfigError`."""
     same = (
@@ -389,7 +389,8 @@ def server_facts(checked: Preflight | None, config: ClientConfig) -> dict[str, A
         if "error" in info:
             log.warning("llm-locust: %s", info["error"])
     if config.model is None:
-        config.model = info.get("model")
+        listed = info.get("model")
+        config.model = listed if isinstance(listed, str) else None
     if config.model is None:
         raise ConfigError(f"no model to request ({info.get('error', 'none listed')}); pass --model NAME")
     return info

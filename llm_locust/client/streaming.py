@@ -34,7 +34,6 @@ import ssl
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 import gevent
 import gevent.ssl
@@ -56,6 +55,7 @@ from llm_locust.client.failures import (
 from llm_locust.client.http_adapter import install_alive_check
 from llm_locust.client.reader import BodyReader
 from llm_locust.config.cancel import CancelPoint
+from llm_locust.config.jsontypes import JsonObject
 from llm_locust.config.tls import INSECURE_WARNING, TlsSettings, tls_context
 from llm_locust.load.cancel import CancelPolicy
 from llm_locust.protocol.counts import TokenCounter, apply_tokenizer, requested_tokens, settle_counts
@@ -121,7 +121,7 @@ class ClientConfig:
     endpoint: str = "chat"
     api_key: str | None = None
     temperature: float | None = None
-    extra_body: dict[str, Any] = field(default_factory=dict)
+    extra_body: JsonObject = field(default_factory=dict)
     headers: dict[str, str] = field(default_factory=dict)
     request_timeout: float = 600.0
     connect_timeout: float = 10.0
@@ -199,7 +199,7 @@ class StreamingClient:
             return self._headers
         return {**self._headers, name: record.session_id}
 
-    def send(self, body: dict[str, Any], record: RequestRecord, keep_text: bool = False) -> str:
+    def send(self, body: JsonObject, record: RequestRecord, keep_text: bool = False) -> str:
         """Send ``body``, stream the reply into ``record``; returns the text if ``keep_text``."""
         payload = json.dumps(body).encode()
         counter = self.config.tokenizer
@@ -323,7 +323,7 @@ class _OffLoop:
 
 
 def _count_with(
-    counter: TokenCounter, record: RequestRecord, body: dict[str, Any], text: str, stream: Stream
+    counter: TokenCounter, record: RequestRecord, body: JsonObject, text: str, stream: Stream
 ) -> None:
     if record.token_source == "usage" and record.prompt_token_source == "usage":
         return
