@@ -26,7 +26,6 @@ import random
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import Any
 
 from llm_locust.sim.deploy import Deployment
 from llm_locust.sim.engine import Engine, EngineConfig
@@ -134,7 +133,7 @@ class SimApp(StreamOwner):
             self.active.discard(stream)
             self._kv_fixed -= stream.prompt_tokens + stream.n_tokens
 
-    def call_later(self, delay: float, callback: Callable[[], Any]) -> Any:
+    def call_later(self, delay: float, callback: Callable[[], object]) -> asyncio.TimerHandle:
         return self.loop.call_later(delay, callback)
 
     def _gauges(self) -> dict[str, float]:
@@ -221,7 +220,9 @@ class SimApp(StreamOwner):
             ids = prompt_ids(json_body(request), self.counter)
         except PromptError as e:
             raise bad_request(str(e)) from None
-        conn.respond_json(200, {"count": len(ids), "max_model_len": self.config.max_model_len, "tokens": ids})
+        conn.respond_json(
+            200, {"count": len(ids), "max_model_len": self.config.max_model_len, "tokens": [*ids]}
+        )
 
     # -- generation ------------------------------------------------------------------
 

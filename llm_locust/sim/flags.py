@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-from typing import Any
+from typing import TypeVar
 
 from llm_locust.config.engine_model import EngineModel, ModelFileError, load_engine_model
 from llm_locust.sim import argtypes as T
@@ -38,9 +38,13 @@ __all__ = [
     "resolve",
 ]
 
-FIXED_DEFAULTS: dict[str, Any] = {"ttft_ms": 100.0, "tpot_ms": 20.0}
+#: A flag's default value.
+Default = float | int | str | bool | None
+_T = TypeVar("_T")
+
+FIXED_DEFAULTS: dict[str, Default] = {"ttft_ms": 100.0, "tpot_ms": 20.0}
 #: Hand-set engine costs: engine mode only, and derived (so refused) with a deployment.
-COST_DEFAULTS: dict[str, Any] = {
+COST_DEFAULTS: dict[str, Default] = {
     "kv_cache_tokens": 200_000,
     "prefill_ms_per_token": 0.05,
     "decode_base_ms": 8.0,
@@ -48,17 +52,19 @@ COST_DEFAULTS: dict[str, Any] = {
     "decode_ms_per_ctx_token": 0.0,
 }
 #: Engine options a deployment may override.
-LIMIT_DEFAULTS: dict[str, Any] = {
+LIMIT_DEFAULTS: dict[str, Default] = {
     "max_num_seqs": 64,
     "max_num_batched_tokens": None,
     "block_size": 16,
     "no_prefix_caching": False,
 }
-DEPLOY_DEFAULTS: dict[str, Any] = {
+DEFAULT_GPU = "h100"
+DEFAULT_DTYPE = "bf16"
+DEPLOY_DEFAULTS: dict[str, Default] = {
     "gpus": None,
     "tp": None,
-    "gpu": "h100",
-    "dtype": "bf16",
+    "gpu": DEFAULT_GPU,
+    "dtype": DEFAULT_DTYPE,
     "gpu_memory_utilization": 0.9,
     "mbu": 0.8,
     "mfu": 0.5,
@@ -156,11 +162,11 @@ def add_deployment_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _given(args: argparse.Namespace, names: dict[str, Any]) -> list[str]:
+def _given(args: argparse.Namespace, names: dict[str, Default]) -> list[str]:
     return [n for n in names if getattr(args, n, None) is not None]
 
 
-def _fill(args: argparse.Namespace, defaults: dict[str, Any]) -> None:
+def _fill(args: argparse.Namespace, defaults: dict[str, Default]) -> None:
     for name, value in defaults.items():
         if getattr(args, name, None) is None:
             setattr(args, name, value)
@@ -227,10 +233,10 @@ def _deployment(args: argparse.Namespace) -> Deployment:
     )
     try:
         d = Deployment(
-            gpu=GPUS[args.gpu or DEPLOY_DEFAULTS["gpu"]],
+            gpu=GPUS[args.gpu or DEFAULT_GPU],
             model=MODELS[model_key(args.model)],
             tp=tp,
-            dtype=args.dtype or DEPLOY_DEFAULTS["dtype"],
+            dtype=args.dtype or DEFAULT_DTYPE,
             replicas=args.replicas,
             max_num_seqs=args.max_num_seqs,
             max_num_batched_tokens=args.max_num_batched_tokens,
@@ -242,7 +248,7 @@ def _deployment(args: argparse.Namespace) -> Deployment:
     return d
 
 
-def _or(value: Any, default: Any) -> Any:
+def _or(value: _T | None, default: _T) -> _T:
     return default if value is None else value
 
 

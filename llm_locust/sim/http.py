@@ -23,7 +23,9 @@ import json
 import socket
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
+
+from llm_locust.config.jsontypes import JsonValue
 
 __all__ = [
     "SSE_HEADERS",
@@ -79,7 +81,7 @@ class Request:
             return conn == "keep-alive"
         return conn != "close"
 
-    def json(self) -> Any:
+    def json(self) -> JsonValue:
         return json.loads(self.body)
 
 
@@ -174,7 +176,9 @@ class HttpConnection(asyncio.Protocol):
         self.write(response_bytes(status, body, content_type, extra_headers, close=not self.keep_alive))
         self.finish()
 
-    def respond_json(self, status: int, obj: Any, extra_headers: tuple[tuple[str, str], ...] = ()) -> None:
+    def respond_json(
+        self, status: int, obj: JsonValue, extra_headers: tuple[tuple[str, str], ...] = ()
+    ) -> None:
         self.respond(status, json.dumps(obj).encode(), extra_headers=extra_headers)
 
     def finish(self) -> None:

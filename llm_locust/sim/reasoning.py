@@ -27,7 +27,12 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from llm_locust.workload.distributions import Distribution
 
 __all__ = ["ReasoningSpec", "parse_reasoning"]
 
@@ -38,9 +43,9 @@ class ReasoningSpec:
 
     kind: str
     value: float = 0.0
-    dist: Any = None  # llm_locust.workload.distributions.Distribution
+    dist: Distribution | None = None
     text: str = ""
-    _np: Any = field(default=None, repr=False)  # numpy Generator for ``dist``, seeded on first use
+    _np: np.random.Generator | None = field(default=None, repr=False)  # for for ``dist``, seeded on first use
 
     def draw(self, rng: random.Random, n_tokens: int) -> int:
         """Reasoning tokens for a response of ``n_tokens`` (at least one answer token left)."""
@@ -49,6 +54,7 @@ class ReasoningSpec:
         elif self.kind == "ratio":
             n = round(self.value * n_tokens)
         else:
+            assert self.dist is not None  # kind "dist" comes with one
             if self._np is None:
                 import numpy as np
 

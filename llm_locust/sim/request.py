@@ -16,8 +16,8 @@ Pure module: no network.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
+from llm_locust.config.jsontypes import JsonObject
 from llm_locust.sim.http import Request
 from llm_locust.sim.tokens import PromptError, TokenCounter, completion_prompt
 
@@ -34,7 +34,7 @@ class HttpError(Exception):
         self.status = status
         self.err_type = err_type
 
-    def body(self) -> dict[str, Any]:
+    def body(self) -> JsonObject:
         return {"error": {"message": str(self), "type": self.err_type, "param": None, "code": self.status}}
 
 
@@ -65,7 +65,7 @@ class GenRequest:
     limit: int = 0  # the output tokens the request allows (max_tokens, or what fits)
 
 
-def json_body(request: Request) -> dict[str, Any]:
+def json_body(request: Request) -> JsonObject:
     """The request's JSON object, or a 400."""
     try:
         body = request.json()
@@ -76,7 +76,7 @@ def json_body(request: Request) -> dict[str, Any]:
     return body
 
 
-def prompt_ids(body: dict[str, Any], counter: TokenCounter, chat: bool | None = None) -> list[int]:
+def prompt_ids(body: JsonObject, counter: TokenCounter, chat: bool | None = None) -> list[int]:
     """Token ids of the prompt (``/tokenize``, and the prefix cache); raises ``PromptError``.
 
     ``chat`` None (``/tokenize``): ``messages`` if present, else ``prompt``.
@@ -89,7 +89,7 @@ def prompt_ids(body: dict[str, Any], counter: TokenCounter, chat: bool | None = 
     raise PromptError("send 'prompt' or 'messages'")
 
 
-def _ids(body: dict[str, Any], chat: bool, counter: TokenCounter) -> list[int]:
+def _ids(body: JsonObject, chat: bool, counter: TokenCounter) -> list[int]:
     """Prompt token ids; their number is the prompt's token count (one pass instead of two)."""
     try:
         if not chat and "prompt" not in body:
@@ -99,7 +99,7 @@ def _ids(body: dict[str, Any], chat: bool, counter: TokenCounter) -> list[int]:
         raise bad_request(str(e)) from None
 
 
-def _count_prompt(body: dict[str, Any], chat: bool, counter: TokenCounter) -> int:
+def _count_prompt(body: JsonObject, chat: bool, counter: TokenCounter) -> int:
     try:
         if chat:
             return counter.count_chat(body.get("messages"))
@@ -111,7 +111,7 @@ def _count_prompt(body: dict[str, Any], chat: bool, counter: TokenCounter) -> in
         raise bad_request(str(e)) from None
 
 
-def _output_limit(body: dict[str, Any], chat: bool, prompt_tokens: int, limits: Limits) -> int:
+def _output_limit(body: JsonObject, chat: bool, prompt_tokens: int, limits: Limits) -> int:
     requested = body.get("max_completion_tokens") if chat else None
     if requested is None:
         requested = body.get("max_tokens")
@@ -133,7 +133,7 @@ def _output_limit(body: dict[str, Any], chat: bool, prompt_tokens: int, limits: 
 
 
 def validate(
-    body: dict[str, Any], chat: bool, counter: TokenCounter, limits: Limits, with_ids: bool = False
+    body: JsonObject, chat: bool, counter: TokenCounter, limits: Limits, with_ids: bool = False
 ) -> GenRequest:
     """Check a chat or completions body; raises :class:`HttpError`."""
     model = body.get("model")

@@ -32,8 +32,8 @@ at ``--tool-call-rate`` as on chat (:mod:`~llm_locust.sim.tools`): a ``function_
 from __future__ import annotations
 
 import json
-from typing import Any
 
+from llm_locust.config.jsontypes import JsonObject, JsonValue
 from llm_locust.sim.http import chunk, response_bytes
 from llm_locust.sim.stream import Stream
 from llm_locust.sim.tokens import OUTPUT_WORDS, PromptError
@@ -41,17 +41,17 @@ from llm_locust.sim.tokens import OUTPUT_WORDS, PromptError
 __all__ = ["ResponsesStream", "as_chat_body", "chat_messages"]
 
 
-def as_chat_body(body: dict[str, Any]) -> dict[str, Any]:
+def as_chat_body(body: JsonObject) -> JsonObject:
     """The chat request a Responses request amounts to (its ``input`` items as the messages:
     :func:`chat_messages`). Raises :class:`PromptError` for an input the Responses API refuses."""
     given = body.get("input")
-    messages: Any = [{"role": "user", "content": given}] if isinstance(given, str) else given
+    messages: JsonValue = [{"role": "user", "content": given}] if isinstance(given, str) else given
     if isinstance(messages, list):
-        messages = chat_messages(messages)
+        messages = [*chat_messages(messages)]
     instructions = body.get("instructions")
     if isinstance(instructions, str) and isinstance(messages, list):
         messages = [{"role": "system", "content": instructions}, *messages]
-    chat: dict[str, Any] = {"messages": messages, "stream": body.get("stream", False)}
+    chat: JsonObject = {"messages": messages, "stream": body.get("stream", False)}
     tools = body.get("tools")
     if isinstance(tools, list):  # flat function tools back in the chat form (sim/tools.py reads it)
         chat["tools"] = [_chat_tool(t) for t in tools]
@@ -63,21 +63,26 @@ def as_chat_body(body: dict[str, Any]) -> dict[str, Any]:
     return chat
 
 
-def chat_messages(items: list[Any]) -> list[dict[str, Any]]:
+def chat_messages(items: list[JsonValue]) -> list[JsonObject]:
     """Responses input items as chat messages, as vLLM reads them: a message (``role`` user,
     assistant, system or developer) as itself, a ``function_call`` item as the tool call of the
     assistant message before it (or of one of its own), a ``function_call_output`` as the ``tool``
     message answering its ``call_id``; ``reasoning`` items carry no prompt here. A chat-only shape
     (a ``tool`` role, a message with ``tool_calls``) is refused, as the API refuses it."""
-    out: list[dict[str, Any]] = []
+    out: list[JsonObject] = []
     for item in items:
         if not isinstance(item, dict):
             raise PromptError("each input item must be an object")
         kind = item.get("type", "message")
         if kind == "function_call":
-            call = {"id": item.get("call_id"), "type": "function", "function": _call_function(item)}
+            call: JsonObject = {
+                "id": item.get("call_id"),
+                "type": "function",
+                "function": _call_function(item),
+            }
             if out and out[-1]["role"] == "assistant":
-                out[-1] = {**out[-1], "tool_calls": [*out[-1].get("tool_calls", ()), call]}
+                calls = out[-1].get("tool_calls")
+                out[-1] = {**out[-1], "tool_calls": [*(calls if isinstance(calls, list) else ()), call]}
             else:
                 out.append({"role": "assistant", "content": None, "tool_calls": [call]})
         elif kind == "function_call_output":
@@ -100,11 +105,11 @@ def chat_messages(items: list[Any]) -> list[dict[str, Any]]:
 _ROLES = ("user", "assistant", "system", "developer")
 
 
-def _call_function(item: dict[str, Any]) -> dict[str, Any]:
+def _call_function(item: JsonObject) -> JsonObject:
     return {"name": item.get("name"), "arguments": item.get("arguments", "")}
 
 
-def _parts_as_text(content: Any) -> Any:
+def _parts_as_text(content: JsonValue) -> JsonValue:
     """A message's ``input_text``/``output_text`` parts as chat's ``text`` parts (counted as such)."""
     if not isinstance(content, list):
         return content
@@ -116,13 +121,13 @@ def _parts_as_text(content: Any) -> Any:
     ]
 
 
-def _chat_tool(tool: Any) -> Any:
+def _chat_tool(tool: JsonValue) -> JsonValue:
     if isinstance(tool, dict) and tool.get("type") == "function" and "function" not in tool:
         return {"type": "function", "function": {k: v for k, v in tool.items() if k != "type"}}
     return tool
 
 
-def _dumps(obj: Any) -> str:
+def _dumps(obj: JsonValue) -> str:
     return json.dumps(obj, separators=(",", ":"))
 
 
@@ -134,7 +139,7 @@ class ResponsesStream(Stream):
     def _build_templates(self) -> None:
         self._seq = 0
 
-    def _event(self, kind: str, **fields: Any) -> str:
+    def _event(self, kind: str, **fields: JsonValue) -> str:
         seq, self._seq = self._seq, self._seq + 1
         payload = {"type": kind, "sequence_number": seq, **fields}
         return f"event: {kind}\ndata: {_dumps(payload)}\n\n"
@@ -145,13 +150,13 @@ class ResponsesStream(Stream):
     def _opened(self, kind: str, index: int) -> str:
         item_id = self._item_id(kind)
         if kind == "reasoning":
-            item: dict[str, Any] = {
+            item: JsonObject = {
                 "id": item_id,
                 "summary": [],
                 "type": "reasoning",
                 "status": "in_progress",
             }
-            part: dict[str, Any] = {"text": "", "type": "reasoning_text"}
+            part: JsonObject = {"text": "", "type": "reasoning_text"}
         else:
             item = {
                 "id": item_id,
@@ -167,7 +172,7 @@ class ResponsesStream(Stream):
 
     def _closed(self, kind: str, index: int, text: str) -> str:
         item_id = self._item_id(kind)
-        where = {"output_index": index, "item_id": item_id, "content_index": 0}
+        where: JsonObject = {"output_index": index, "item_id": item_id, "content_index": 0}
         done = "response.reasoning_text.done" if kind == "reasoning" else "response.output_text.done"
         part_type = "reasoning_text" if kind == "reasoning" else "output_text"
         return (
@@ -176,10 +181,10 @@ class ResponsesStream(Stream):
             + self._event("response.output_item.done", output_index=index, item=self._item(kind, text))
         )
 
-    def _item(self, kind: str, text: str) -> dict[str, Any]:
+    def _item(self, kind: str, text: str) -> JsonObject:
         item_id = self._item_id(kind)
         if kind == "reasoning":
-            thought: list[dict[str, Any]] = [{"text": text, "type": "reasoning_text"}]
+            thought: list[JsonValue] = [{"text": text, "type": "reasoning_text"}]
             return {
                 "id": item_id,
                 "summary": [],
@@ -187,7 +192,7 @@ class ResponsesStream(Stream):
                 "content": thought,
                 "status": "completed",
             }
-        content: list[dict[str, Any]] = [{"annotations": [], "text": text, "type": "output_text"}]
+        content: list[JsonValue] = [{"annotations": [], "text": text, "type": "output_text"}]
         return {
             "id": item_id,
             "content": content,
@@ -196,9 +201,9 @@ class ResponsesStream(Stream):
             "type": "message",
         }
 
-    def _response(self, status: str) -> dict[str, Any]:
+    def _response(self, status: str) -> JsonObject:
         rid, created, model = self.meta
-        response: dict[str, Any] = {
+        response: JsonObject = {
             "id": rid,
             "object": "response",
             "created_at": created,
@@ -220,8 +225,8 @@ class ResponsesStream(Stream):
             response["incomplete_details"] = {"reason": "max_output_tokens"}
         return response
 
-    def _responses_usage(self) -> dict[str, Any]:
-        usage: dict[str, Any] = {
+    def _responses_usage(self) -> JsonObject:
+        usage: JsonObject = {
             "input_tokens": self.prompt_tokens,
             "input_tokens_details": {"cached_tokens": self.cached_tokens or 0},
             "output_tokens": self.n_tokens,
@@ -230,7 +235,7 @@ class ResponsesStream(Stream):
         }
         return usage
 
-    def _call_item(self, done: bool, n: int) -> dict[str, Any]:
+    def _call_item(self, done: bool, n: int) -> JsonObject:
         call = self.tool_call
         assert call is not None
         return {

@@ -31,7 +31,6 @@ import asyncio
 import heapq
 import itertools
 import math
-from typing import Any
 
 from llm_locust.sim.engine import Engine, Seq
 from llm_locust.sim.faults import Drift
@@ -166,7 +165,7 @@ class EngineDriver:
     def _end(self) -> None:
         end = self._step_end
         for seq in self._batch:
-            stream: Any = seq.payload
+            stream: Stream = seq.payload
             stream.on_token(end)
         self._batch = []
         self._timer = None

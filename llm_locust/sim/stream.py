@@ -28,14 +28,17 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Protocol
 
+from llm_locust.config.jsontypes import JsonObject
 from llm_locust.sim.faults import FaultPlan
 from llm_locust.sim.http import SSE_HEADERS, HttpConnection, chunk, response_bytes
 from llm_locust.sim.tokens import OUTPUT_WORDS, escaped_word
 from llm_locust.sim.tools import ToolCall
 
 if TYPE_CHECKING:
+    import asyncio
+
     from llm_locust.sim.metrics import Metrics
 
 __all__ = ["Stream", "StreamOwner"]
@@ -46,7 +49,7 @@ _END = chunk(b"data: [DONE]\n\n") + b"0\r\n\r\n"
 _MALFORMED = chunk(b'data: {"id": broken\n\n')
 
 
-class StreamOwner:
+class StreamOwner(Protocol):
     """What a stream needs from the server (implemented by the app)."""
 
     metrics: Metrics
@@ -54,7 +57,7 @@ class StreamOwner:
 
     def stream_ended(self, stream: Stream) -> None: ...
 
-    def call_later(self, delay: float, callback: Callable[[], Any]) -> Any: ...
+    def call_later(self, delay: float, callback: Callable[[], object]) -> asyncio.TimerHandle: ...
 
 
 class Stream:
@@ -164,8 +167,8 @@ class Stream:
     def reasoning_tokens(self) -> int:
         return self.n_reasoning or 0
 
-    def _usage(self) -> dict[str, Any]:
-        usage: dict[str, Any] = {
+    def _usage(self) -> JsonObject:
+        usage: JsonObject = {
             "prompt_tokens": self.prompt_tokens,
             "total_tokens": self.prompt_tokens + self.n_tokens,
             "completion_tokens": self.n_tokens,
@@ -275,13 +278,13 @@ class Stream:
         rid, created, model = self.meta
         r = self.reasoning_tokens
         if self.chat:
-            message: dict[str, Any] = {"role": "assistant", "content": self._text(r, self.n_tokens)}
+            message: JsonObject = {"role": "assistant", "content": self._text(r, self.n_tokens)}
             if self.n_reasoning is not None:
                 message[self.reasoning_field] = self._text(0, r)
             message["tool_calls"] = [] if self.tool_call is None else self.tool_call.message(self.n_tokens)
             if self.tool_call is not None:
                 message["content"] = None
-            choice: dict[str, Any] = {"index": 0, "message": message}
+            choice: JsonObject = {"index": 0, "message": message}
         else:
             choice = {"index": 0, "text": self._text(0, self.n_tokens)}
         choice.update(logprobs=None, finish_reason=self.finish_reason, stop_reason=None)

@@ -22,7 +22,12 @@ from __future__ import annotations
 import json
 import re
 import zlib
-from typing import Any
+from typing import TYPE_CHECKING
+
+from llm_locust.config.jsontypes import JsonValue
+
+if TYPE_CHECKING:
+    from tokenizers import Tokenizer
 
 __all__ = [
     "OUTPUT_WORDS",
@@ -55,7 +60,7 @@ class TokenCounter:
 
     def __init__(self, tokenizer_path: str | None = None, chat_template_tokens: int = 0) -> None:
         self.chat_template_tokens = chat_template_tokens
-        self._tokenizer: Any = None
+        self._tokenizer: Tokenizer | None = None
         if tokenizer_path:
             from tokenizers import Tokenizer  # deferred: only needed with --tokenizer
 
@@ -76,11 +81,11 @@ class TokenCounter:
             return len(self._tokenizer.encode(text, add_special_tokens=False).ids)
         return len(_TOKEN_RE.findall(text))
 
-    def count_chat(self, messages: Any) -> int:
+    def count_chat(self, messages: JsonValue) -> int:
         texts = chat_texts(messages)
         return sum(self.count(t) for t in texts) + self.chat_template_tokens * len(texts)
 
-    def chat_ids(self, messages: Any) -> list[int]:
+    def chat_ids(self, messages: JsonValue) -> list[int]:
         """Ids for ``/tokenize``: each message's template tokens appear as id 0 before its content."""
         ids: list[int] = []
         for text in chat_texts(messages):
@@ -89,7 +94,7 @@ class TokenCounter:
         return ids
 
 
-def _content_text(content: Any) -> str:
+def _content_text(content: JsonValue) -> str:
     if content is None:
         return ""
     if isinstance(content, str):
@@ -100,7 +105,7 @@ def _content_text(content: Any) -> str:
     raise PromptError("message content must be a string or a list of content parts")
 
 
-def chat_texts(messages: Any) -> list[str]:
+def chat_texts(messages: JsonValue) -> list[str]:
     """The text content of each message."""
     if not isinstance(messages, list) or not messages:
         raise PromptError("'messages' must be a non-empty list")
@@ -112,14 +117,14 @@ def chat_texts(messages: Any) -> list[str]:
     return texts
 
 
-def completion_prompt(prompt: Any) -> str | list[int]:
+def completion_prompt(prompt: JsonValue) -> str | list[int]:
     """The completions ``prompt`` as text, or as a list of token ids (counted as given)."""
     if isinstance(prompt, str):
         return prompt
     if isinstance(prompt, list) and len(prompt) == 1 and isinstance(prompt[0], str):
         return prompt[0]
     if isinstance(prompt, list) and prompt and all(isinstance(t, int) for t in prompt):
-        return prompt
+        return [t for t in prompt if isinstance(t, int)]  # all of them
     if isinstance(prompt, list) and len(prompt) > 1:
         raise PromptError("batched prompts are not supported by the simulator; send one prompt")
     raise PromptError("'prompt' must be a string or a list of token ids")

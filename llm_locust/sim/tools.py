@@ -18,8 +18,8 @@ from __future__ import annotations
 import json
 import random
 from dataclasses import dataclass
-from typing import Any
 
+from llm_locust.config.jsontypes import JsonObject, JsonValue
 from llm_locust.sim.tokens import OUTPUT_WORDS
 
 __all__ = ["ToolCall", "decide_tool_call"]
@@ -33,37 +33,37 @@ class ToolCall:
     name: str
     pieces: list[str]
 
-    def delta(self, i: int) -> dict[str, Any]:
+    def delta(self, i: int) -> JsonObject:
         """The ``delta`` of token ``i``: the call's head with the first piece, then pieces."""
         if i == 0:
-            function = {"name": self.name, "arguments": self.pieces[0]}
+            function: JsonObject = {"name": self.name, "arguments": self.pieces[0]}
             return {
                 "tool_calls": [{"index": 0, "id": self.call_id, "type": "function", "function": function}]
             }
         return {"tool_calls": [{"index": 0, "function": {"arguments": self.pieces[i]}}]}
 
-    def message(self, n: int) -> list[dict[str, Any]]:
+    def message(self, n: int) -> list[JsonValue]:
         """The whole call (a non-streaming response) with its first ``n`` pieces."""
-        function = {"name": self.name, "arguments": "".join(self.pieces[:n])}
+        function: JsonObject = {"name": self.name, "arguments": "".join(self.pieces[:n])}
         return [{"id": self.call_id, "type": "function", "function": function}]
 
 
 def decide_tool_call(
-    body: dict[str, Any], rng: random.Random, rate: float, n_args: int, call_id: str, offset: int
+    body: JsonObject, rng: random.Random, rate: float, n_args: int, call_id: str, offset: int
 ) -> ToolCall | None:
     """A call when the body offers tools and the draw falls under ``rate``; else ``None``."""
     tools = body.get("tools")
     if rate <= 0 or not isinstance(tools, list) or not tools or rng.random() >= rate:
         return None
-    first: dict[str, Any] = tools[0] if isinstance(tools[0], dict) else {}
+    first: JsonObject = tools[0] if isinstance(tools[0], dict) else {}
     found = first.get("function")
-    function: dict[str, Any] = found if isinstance(found, dict) else {}
+    function: JsonObject = found if isinstance(found, dict) else {}
     given = function.get("name")
     name = given if isinstance(given, str) else "tool"
     return ToolCall(call_id, name, _pieces(_param(function.get("parameters")), n_args, offset))
 
 
-def _param(parameters: Any) -> str:
+def _param(parameters: JsonValue) -> str:
     if not isinstance(parameters, dict):
         return "input"
     required, properties = parameters.get("required"), parameters.get("properties")
