@@ -21,8 +21,8 @@ Pure module: no Locust, no network.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
+from llm_locust.config.jsontypes import JsonObject
 from llm_locust.config.think import ThinkTime
 from llm_locust.workload.distributions import Distribution
 from llm_locust.workload.sessions import SessionConfig, SessionSource, Turn, TurnProvider
@@ -40,7 +40,7 @@ class AgentLoop:
     steps: Distribution
     tool_latency: ThinkTime
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> JsonObject:
         return {"steps": self.steps.spec(), "tool_latency": self.tool_latency.spec()}
 
 
@@ -58,18 +58,18 @@ class AgentSource(SessionSource):
     def _call_id(self, step: int) -> str:
         return f"call_{self.session_id}_{step}"
 
-    def _message(self, turn: Turn) -> dict[str, Any]:
+    def _message(self, turn: Turn) -> JsonObject:
         if self.k == 0:
             return super()._message(turn)
         return {"role": "tool", "tool_call_id": self._call_id(self.k - 1), "content": turn.user}
 
-    def _reply(self, text: str) -> dict[str, Any]:
-        function = {"name": TOOL_NAME, "arguments": "{}"}
-        call: dict[str, Any] = {"id": self._call_id(self.k), "type": "function", "function": function}
+    def _reply(self, text: str) -> JsonObject:
+        function: JsonObject = {"name": TOOL_NAME, "arguments": "{}"}
+        call: JsonObject = {"id": self._call_id(self.k), "type": "function", "function": function}
         return {"role": "assistant", "content": text, "tool_calls": [call]}
 
-    def _info(self) -> dict[str, Any]:
-        info: dict[str, Any] = {"session_steps": self.turns}
+    def _info(self) -> JsonObject:
+        info: JsonObject = {"session_steps": self.turns}
         if self.k:
             info["tool_wait_s"] = self.wait_s
         return info

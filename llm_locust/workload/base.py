@@ -12,6 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from llm_locust.config.jsontypes import JsonObject
+
 __all__ = ["RequestSource", "RequestSpec", "Workload"]
 
 
@@ -24,6 +26,8 @@ class RequestSpec:
     ``info`` carries workload details worth recording (e.g. ``prefix_group``).
     """
 
+    # JSON objects, their values not typed as JsonValue: a text message is a dict[str, str], which
+    # a dict[str, JsonValue] cannot hold without a copy per request (dict values are invariant)
     messages: list[dict[str, Any]] | None = None
     prompt: str | None = None
     max_tokens: int | None = None
@@ -31,8 +35,8 @@ class RequestSpec:
     target_output_tokens: int | None = None
     session_id: str | None = None
     turn: int | None = None
-    extra_body: dict[str, Any] = field(default_factory=dict)
-    info: dict[str, Any] = field(default_factory=dict)
+    extra_body: JsonObject = field(default_factory=dict)
+    info: JsonObject = field(default_factory=dict)
 
 
 class RequestSource(Protocol):
@@ -52,6 +56,6 @@ class Workload(Protocol):
 
     def source(self, index: int) -> RequestSource: ...
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> JsonObject:
         """A JSON-able description for ``summary.json``'s config block."""
         ...

@@ -24,26 +24,54 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import TypedDict
 
 from llm_locust.config.model import WorkloadConfig
 from llm_locust.config.tls import TlsSettings
 from llm_locust.workload.agent import AgentLoop
 from llm_locust.workload.datasets import Dataset, DatasetError, count_tokens, load_dataset
-from llm_locust.workload.distributions import Distribution, SpecError, SyntheticLengths, parse_distribution
+from llm_locust.workload.distributions import (
+    Distribution,
+    LengthSampler,
+    SpecError,
+    SyntheticLengths,
+    parse_distribution,
+)
 from llm_locust.workload.limits import LengthGuard
 from llm_locust.workload.prefix import BlockPrefix, NoPrefix, SharedPrefix
-from llm_locust.workload.profiles import UnknownProfile, load_profile
+from llm_locust.workload.profiles import ProfileLengths, UnknownProfile, load_profile
 from llm_locust.workload.prompts import PromptBuilder
 from llm_locust.workload.replay import DatasetWorkload
 from llm_locust.workload.sampled import SampledWorkload
-from llm_locust.workload.tokenizer import ApproxTokenizer, LengthCalibrator, TokenizerError, load_tokenizer
+from llm_locust.workload.tokenizer import (
+    ApproxTokenizer,
+    LengthCalibrator,
+    Tokenizer,
+    TokenizerError,
+    load_tokenizer,
+)
 
 #: What a workload option builds: lengths sampled (synthetic, profiles) or a dataset replayed.
 BuiltWorkload = SampledWorkload | DatasetWorkload
 
-__all__ = ["WorkloadError", "WorkloadFactory", "build_workload"]
+__all__ = ["ServerInfo", "WorkloadError", "WorkloadFactory", "build_workload"]
+
+#: What a workload takes from the server (:func:`llm_locust.runtime.prepare.workload_info`):
+#: ``max_model_len`` (int), ``base_url``, ``model`` and ``api_key`` (str) and ``tls``
+#: (:class:`~llm_locust.config.tls.TlsSettings`) for ``--tokenizer server``; each read and checked.
+ServerInfo = Mapping[str, object]
+
+
+class Common(TypedDict):
+    """The settings every built workload takes."""
+
+    seed: int
+    guard: LengthGuard
+    ignore_eos: bool
+    max_tokens_cap: int | None
+    multi_turn: int
+
 
 log = logging.getLogger("llm_locust.workload")
 DEFAULT_TOKENS = 128
@@ -60,7 +88,7 @@ class WorkloadFactory:
     def __init__(self) -> None:
         self._datasets: dict[tuple[str, str, bool], Dataset] = {}
 
-    def build(self, config: WorkloadConfig, server_info: dict[str, Any] | None = None) -> BuiltWorkload:
+    def build(self, config: WorkloadConfig, server_info: ServerInfo | None = None) -> BuiltWorkload:
         """The workload ``config`` describes. ``server_info`` may hold ``max_model_len``,
         ``base_url`` (for ``--tokenizer server``) and ``model``."""
         try:
@@ -82,24 +110,27 @@ class WorkloadFactory:
         return self._datasets[key]
 
 
-def build_workload(config: WorkloadConfig, server_info: dict[str, Any] | None = None) -> BuiltWorkload:
+def build_workload(config: WorkloadConfig, server_info: ServerInfo | None = None) -> BuiltWorkload:
     """The workload ``config`` describes (a fresh :class:`WorkloadFactory`'s)."""
     return WorkloadFactory().build(config, server_info)
 
 
 def _build(
-    opt: WorkloadConfig, info: dict[str, Any], dataset: Callable[[WorkloadConfig], Dataset]
+    opt: WorkloadConfig, info: ServerInfo, dataset: Callable[[WorkloadConfig], Dataset]
 ) -> BuiltWorkload:
+    tls = info.get("tls")
     tokenizer = load_tokenizer(
         opt.tokenizer,
-        info.get("base_url"),
-        info.get("model"),
-        tls=info.get("tls") or TlsSettings(),
-        api_key=info.get("api_key"),
+        _text(info.get("base_url")),
+        _text(info.get("model")),
+        tls=tls if isinstance(tls, TlsSettings) else TlsSettings(),
+        api_key=_text(info.get("api_key")),
     )
-    limit = opt.max_model_len or info.get("max_model_len") or getattr(tokenizer, "max_model_len", None)
+    limit = (
+        opt.max_model_len or _count(info.get("max_model_len")) or getattr(tokenizer, "max_model_len", None)
+    )
     guard = LengthGuard(limit, opt.length_policy)
-    common: dict[str, Any] = {
+    common: Common = {
         "seed": opt.seed,
         "guard": guard,
         "ignore_eos": opt.ignore_eos,
@@ -128,6 +159,14 @@ def _build(
     )
 
 
+def _text(value: object) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _count(value: object) -> int | None:
+    return value if isinstance(value, int) else None
+
+
 def _agent(opt: WorkloadConfig) -> AgentLoop | None:
     """``--agent-steps`` and ``--tool-latency``; ``None``: users are not agents."""
     if opt.agent_steps is None:
@@ -145,7 +184,7 @@ def _lengths(flag: str, text: str | None, default: int | None) -> Distribution:
         raise WorkloadError(f"{flag}: {exc}") from None
 
 
-def _sampler(opt: WorkloadConfig) -> tuple[str, Any, int]:
+def _sampler(opt: WorkloadConfig) -> tuple[str, SyntheticLengths | ProfileLengths, int]:
     """(name, sampler, longest input worth preparing text for)."""
     if opt.input_tokens or opt.output_tokens:
         inp = _lengths("--input-tokens", opt.input_tokens, opt.prompt_tokens)
@@ -165,7 +204,7 @@ def _longest(d: Distribution) -> int:
     return int(d.params.get("mean", 1) + 6 * d.params.get("std", 0))
 
 
-def _check_fits(opt: WorkloadConfig, sampler: Any, limit: int | None) -> None:
+def _check_fits(opt: WorkloadConfig, sampler: LengthSampler, limit: int | None) -> None:
     if limit is None or not isinstance(sampler, SyntheticLengths):
         return
     lo_in, lo_out = sampler.input.lower, sampler.output.lower
@@ -179,7 +218,9 @@ def _check_fits(opt: WorkloadConfig, sampler: Any, limit: int | None) -> None:
         )
 
 
-def _prefix(opt: WorkloadConfig, builder: PromptBuilder, sampler: Any, limit: int | None) -> Any:
+def _prefix(
+    opt: WorkloadConfig, builder: PromptBuilder, sampler: LengthSampler, limit: int | None
+) -> SharedPrefix | BlockPrefix | NoPrefix:
     if opt.shared_prefix_fraction > 0:
         tokens = opt.shared_prefix_tokens
         if limit is not None and tokens >= limit:
@@ -192,7 +233,7 @@ def _prefix(opt: WorkloadConfig, builder: PromptBuilder, sampler: Any, limit: in
 
 
 def _dataset(
-    opt: WorkloadConfig, ds: Dataset, tokenizer: Any, common: dict[str, Any], limit: int | None
+    opt: WorkloadConfig, ds: Dataset, tokenizer: Tokenizer, common: Common, limit: int | None
 ) -> DatasetWorkload:
     if ds.skipped:
         log.warning("dataset %s: skipped %d malformed rows (first: %s)", ds.path, ds.skipped, ds.problems[0])
@@ -207,7 +248,7 @@ def _dataset(
     return DatasetWorkload(ds, builder, out, **common)
 
 
-def _any_fits(ds: Any, builder: PromptBuilder, limit: int) -> bool:
+def _any_fits(ds: Dataset, builder: PromptBuilder, limit: int) -> bool:
     if ds.lengths:
         return any(r.input_tokens + 1 <= limit for r in ds.lengths)
     return any(sum(c.counts) + builder.nonce_tokens < limit for c in ds.conversations)

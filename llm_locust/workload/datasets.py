@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from llm_locust.config.jsontypes import JsonObject
 from llm_locust.workload.prompts import PromptBuilder
 
 __all__ = [
@@ -203,10 +204,12 @@ def _text(value: Any) -> str:
     raise ValueError("message content is not text")
 
 
-def _max_tokens(row: dict[str, Any]) -> int | None:
+def _max_tokens(row: JsonObject) -> int | None:
     for key in ("max_tokens", "max_completion_tokens", "output_tokens"):
         v = row.get(key)
         if v not in (None, ""):
+            if not isinstance(v, (int, float, str)):
+                raise TypeError(f"{key} is not a number")
             n = int(v)
             if n < 1:
                 raise ValueError(f"{key} must be positive")

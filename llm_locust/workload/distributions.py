@@ -23,10 +23,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Protocol
 
 import numpy as np
 
+from llm_locust.config.jsontypes import JsonObject
 from llm_locust.config.units import parse_kind_spec
 
 __all__ = [
@@ -54,11 +55,12 @@ class LengthSample:
 
 
 class LengthSampler(Protocol):
-    name: str
+    @property
+    def name(self) -> str: ...
 
     def draw(self, rng: np.random.Generator) -> LengthSample: ...
 
-    def describe(self) -> dict[str, Any]: ...
+    def describe(self) -> JsonObject: ...
 
 
 @dataclass(frozen=True)
@@ -166,5 +168,5 @@ class SyntheticLengths:
     def draw(self, rng: np.random.Generator) -> LengthSample:
         return LengthSample(self.input.draw(rng), self.output.draw(rng))
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> JsonObject:
         return {"name": self.name, "input_tokens": self.input.spec(), "output_tokens": self.output.spec()}

@@ -11,8 +11,8 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
+from llm_locust.config.jsontypes import JsonObject
 from llm_locust.workload.distributions import LengthSample
 
 __all__ = ["POLICIES", "LengthGuard"]
@@ -58,7 +58,7 @@ class LengthGuard:
         with self._lock:
             setattr(self, name, getattr(self, name) + 1)
 
-    def stats(self) -> dict[str, Any]:
+    def stats(self) -> JsonObject:
         return {
             "max_model_len": self.max_model_len,
             "policy": self.policy,

@@ -22,10 +22,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any
 
 import numpy as np
 
+from llm_locust.config.jsontypes import JsonObject
 from llm_locust.workload.distributions import LengthSample
 from llm_locust.workload.prompts import PromptBuilder
 
@@ -37,7 +37,7 @@ class PrefixChoice:
     system: str | None = None  # a system message
     head: str = ""  # text at the very start of the user message
     tokens: int = 0
-    info: dict[str, Any] = field(default_factory=dict)
+    info: JsonObject = field(default_factory=dict)
 
 
 _NONE = PrefixChoice()
@@ -47,7 +47,7 @@ class NoPrefix:
     def pick(self, rng: np.random.Generator, sample: LengthSample, written: int) -> PrefixChoice:
         return _NONE
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> JsonObject:
         return {}
 
 
@@ -64,7 +64,7 @@ class SharedPrefix:
             return _NONE
         return PrefixChoice(system=self.texts[k], tokens=self.tokens, info={"prefix_group": k})
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> JsonObject:
         return {
             "shared_prefix_fraction": self.fraction,
             "shared_prefixes": self.count,
@@ -97,7 +97,7 @@ class BlockPrefix:
             head=head, tokens=k * self.block_tokens, info={"prefix_group": g, "reused_blocks": k}
         )
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> JsonObject:
         return {
             "prefix_blocks": {
                 "block_tokens": self.block_tokens,

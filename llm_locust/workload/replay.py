@@ -10,11 +10,11 @@ from ``--output-tokens``.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 
-from llm_locust.workload.base import RequestSpec
+from llm_locust.config.jsontypes import JsonObject
+from llm_locust.workload.base import RequestSource, RequestSpec
 from llm_locust.workload.datasets import (
     Conversation,
     Dataset,
@@ -47,13 +47,13 @@ class DatasetWorkload:
     def __post_init__(self) -> None:
         self.shared_ids = popular_ids(self.dataset.lengths) if self.dataset.lengths else frozenset()
 
-    def source(self, index: int) -> Any:
+    def source(self, index: int) -> RequestSource:
         if self.multi_turn > 1 and self.dataset.conversations:
             return SessionSource(DatasetTurns(self, index), index, self)
         return DatasetSource(self, index)
 
-    def describe(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
+    def describe(self) -> JsonObject:
+        out: JsonObject = {
             "name": self.name,
             "dataset": self.dataset.path,
             "format": self.dataset.format,

@@ -13,12 +13,12 @@ a matter of timing. (With ``--tokenizer none`` the run-time calibration may chan
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 
+from llm_locust.config.jsontypes import JsonObject
 from llm_locust.workload.agent import AgentLoop, AgentSource
-from llm_locust.workload.base import RequestSpec
+from llm_locust.workload.base import RequestSource, RequestSpec
 from llm_locust.workload.datasets import LengthRow, mooncake_text
 from llm_locust.workload.distributions import LengthSample, LengthSampler
 from llm_locust.workload.limits import LengthGuard
@@ -45,7 +45,7 @@ class SampledWorkload:
     multi_turn: int = 0
     agent: AgentLoop | None = None  # --agent-steps: users are agents
 
-    def source(self, index: int) -> Any:
+    def source(self, index: int) -> RequestSource:
         if self.agent is not None:
             return AgentSource(SyntheticTurns(self, index), index, self, self.agent)
         if self.multi_turn > 1:
@@ -87,8 +87,8 @@ class SampledWorkload:
             info={"blocks": len(lengths.hash_ids)},
         )
 
-    def describe(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
+    def describe(self) -> JsonObject:
+        out: JsonObject = {
             "name": self.name,
             "lengths": self.sampler.describe(),
             "seed": self.seed,
@@ -122,7 +122,7 @@ class LengthSource:
         choice = w.prefix.pick(rng, sample, written)
         body = w.builder.prompt(max(1, written - choice.tokens), self.index, self.counter)
         self.counter += 1
-        messages = [{"role": "user", "content": user_text(choice, body)}]
+        messages: list[JsonObject] = [{"role": "user", "content": user_text(choice, body)}]
         if choice.system is not None:
             messages.insert(0, {"role": "system", "content": choice.system})
         info = {**choice.info, "written_tokens": written}
@@ -141,5 +141,5 @@ class LengthSource:
     def observe_usage(self, spec: RequestSpec, prompt_tokens: int | None) -> None:
         """Feed the server's ``usage.prompt_tokens`` to the calibrator (``--tokenizer none``)."""
         written = spec.info.get("written_tokens")
-        if self.w.calibrator is not None and prompt_tokens and written:
+        if self.w.calibrator is not None and prompt_tokens and isinstance(written, int) and written:
             self.w.calibrator.observe(written, prompt_tokens)

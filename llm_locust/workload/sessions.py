@@ -20,14 +20,19 @@ dataset conversation).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
+from llm_locust.config.jsontypes import JsonObject
 from llm_locust.workload.base import RequestSpec
 from llm_locust.workload.prefix import PrefixChoice
 from llm_locust.workload.specs import make_spec, stream_rng, user_text
 from llm_locust.workload.tokenizer import approx_count
+
+if TYPE_CHECKING:
+    from llm_locust.workload.limits import LengthGuard
+    from llm_locust.workload.sampled import SampledWorkload
 
 __all__ = ["SessionConfig", "SessionSource", "SyntheticTurns", "Turn"]
 
@@ -37,7 +42,7 @@ class Turn:
     user: str
     user_tokens: int
     output_tokens: int
-    info: dict[str, Any] = field(default_factory=dict)
+    info: JsonObject = field(default_factory=dict)
     system: str | None = None  # on a first turn: the session's system prompt
     system_tokens: int = 0
 
@@ -46,7 +51,7 @@ class Turn:
 class SessionStart:
     system: str | None = None
     system_tokens: int = 0
-    info: dict[str, Any] = field(default_factory=dict)
+    info: JsonObject = field(default_factory=dict)
 
 
 class TurnProvider(Protocol):
@@ -61,7 +66,7 @@ class SessionConfig(Protocol):
     ignore_eos: bool
     max_tokens_cap: int | None
     multi_turn: int
-    guard: Any
+    guard: LengthGuard
 
 
 class SessionSource:
@@ -75,10 +80,10 @@ class SessionSource:
 
     def _new_session(self) -> None:
         self.start = self.p.start()
-        self.history: list[dict[str, Any]] = []
+        self.history: list[JsonObject] = []
         self.history_tokens = self.start.system_tokens
         self.k = 0
-        self.pending: tuple[dict[str, Any], int] | None = None
+        self.pending: tuple[JsonObject, int] | None = None
         self.session_id = f"{self.index}-{self.sessions}"
         self.sessions += 1
         self.turns = self._turns()
@@ -104,11 +109,11 @@ class SessionSource:
     def _fits(self, turn: Turn) -> bool:
         return bool(self.cfg.guard.fits(self.history_tokens + turn.user_tokens, turn.output_tokens))
 
-    def _message(self, turn: Turn) -> dict[str, Any]:
+    def _message(self, turn: Turn) -> JsonObject:
         """The message this turn adds to the history: the user's."""
         return {"role": "user", "content": turn.user}
 
-    def _reply(self, text: str) -> dict[str, Any]:
+    def _reply(self, text: str) -> JsonObject:
         """The server's reply as the history keeps it."""
         return {"role": "assistant", "content": text}
 
@@ -129,7 +134,7 @@ class SessionSource:
             info={**self.start.info, **turn.info, **self._info()},
         )
 
-    def _info(self) -> dict[str, Any]:
+    def _info(self) -> JsonObject:
         return {}
 
     def observe(self, spec: RequestSpec, response_text: str, ok: bool) -> None:
@@ -151,7 +156,7 @@ class SessionSource:
 class SyntheticTurns:
     """Turns for a sampled workload: each turn's new user message has a sampled length."""
 
-    def __init__(self, workload: Any, index: int) -> None:
+    def __init__(self, workload: SampledWorkload, index: int) -> None:
         self.w, self.index = workload, index
         self.rng = stream_rng(workload.seed, index)
         self.counter = 0

@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from llm_locust.config.jsontypes import JsonObject
 from llm_locust.workload.base import RequestSpec
 from llm_locust.workload.prefix import PrefixChoice
 
@@ -22,7 +23,7 @@ def stream_rng(seed: int, index: int) -> np.random.Generator:
     return np.random.default_rng(np.random.SeedSequence([seed, index]))
 
 
-def output_fields(out: int, ignore_eos: bool, cap: int | None) -> tuple[int, dict[str, Any]]:
+def output_fields(out: int, ignore_eos: bool, cap: int | None) -> tuple[int, JsonObject]:
     """``max_tokens`` and the extra body that makes the server generate exactly ``out``."""
     if cap is not None:
         out = min(out, cap)
@@ -30,7 +31,15 @@ def output_fields(out: int, ignore_eos: bool, cap: int | None) -> tuple[int, dic
 
 
 def make_spec(
-    messages: list[dict[str, Any]], target_in: int, out: int, *, ignore_eos: bool, cap: int | None, **kw: Any
+    messages: list[dict[str, Any]],
+    target_in: int,
+    out: int,
+    *,
+    ignore_eos: bool,
+    cap: int | None,
+    info: JsonObject,
+    session_id: str | None = None,
+    turn: int | None = None,
 ) -> RequestSpec:
     """Both forms: chat ``messages`` and a completions ``prompt`` (contents joined by a space)."""
     max_tokens, extra = output_fields(out, ignore_eos, cap)
@@ -41,7 +50,9 @@ def make_spec(
         target_input_tokens=target_in,
         target_output_tokens=max_tokens,
         extra_body=extra,
-        **kw,
+        info=info,
+        session_id=session_id,
+        turn=turn,
     )
 
 

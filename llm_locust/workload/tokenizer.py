@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any, Protocol
 from urllib.parse import urlsplit
 
+from llm_locust.config.jsontypes import JsonObject
 from llm_locust.config.tls import TlsSettings, tls_context
 
 __all__ = [
@@ -159,8 +160,8 @@ class ServerTokenizer:
                 return
         raise TokenizerError(f"no tokenize endpoint at {self.base_url} ({'; '.join(errors)})")
 
-    def _post(self, path: str, key: str, text: str) -> dict[str, Any]:
-        body: dict[str, Any] = {key: text}
+    def _post(self, path: str, key: str, text: str) -> JsonObject:
+        body: JsonObject = {key: text}
         if key == "prompt":
             body["add_special_tokens"] = False
         elif key == "content":
@@ -227,7 +228,7 @@ _MEMO_SIZE = 200_000
 _SERVERS: dict[tuple[Any, ...], ServerTokenizer] = {}
 
 
-def _count_of(reply: dict[str, Any]) -> int:
+def _count_of(reply: JsonObject) -> int:
     count = reply.get("count")
     if isinstance(count, int):
         return count
