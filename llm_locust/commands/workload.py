@@ -16,14 +16,16 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
-from typing import Any, TextIO
+from typing import TextIO
 
 import numpy as np
 
 from llm_locust.config.build import ConfigError, build_config
+from llm_locust.config.jsontypes import JsonObject
 from llm_locust.config.model import RequestConfig
 from llm_locust.config.register import OneLineParser, register
-from llm_locust.workload.build import WorkloadError, build_workload
+from llm_locust.workload.base import RequestSpec
+from llm_locust.workload.build import BuiltWorkload, WorkloadError, build_workload
 from llm_locust.workload.tokenizer import TokenizerError
 
 __all__ = ["main", "request_body"]
@@ -90,7 +92,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
-def _draw(workload: Any, stream: int, n: int) -> list[Any]:
+def _draw(workload: BuiltWorkload, stream: int, n: int) -> list[RequestSpec]:
     source = workload.source(stream)
     builder = workload.builder
     specs = []
@@ -102,15 +104,15 @@ def _draw(workload: Any, stream: int, n: int) -> list[Any]:
     return specs
 
 
-def _sample(workload: Any, specs: list[Any], request: RequestConfig, out: TextIO) -> None:
+def _sample(workload: BuiltWorkload, specs: list[RequestSpec], request: RequestConfig, out: TextIO) -> None:
     for s in specs:
-        row: dict[str, Any] = {"input_tokens": s.target_input_tokens, "output_tokens": s.target_output_tokens}
+        row: JsonObject = {"input_tokens": s.target_input_tokens, "output_tokens": s.target_output_tokens}
         if s.session_id is not None:
             row.update(session_id=s.session_id, turn=s.turn)
         out.write(json.dumps(row) + "\n")
 
 
-def _stats(values: list[int]) -> dict[str, float]:
+def _stats(values: list[int | None]) -> dict[str, float]:
     a = np.array(values, dtype=float)
     p50, p90, p99 = np.percentile(a, [50, 90, 99])
     return {
@@ -123,12 +125,12 @@ def _stats(values: list[int]) -> dict[str, float]:
     }
 
 
-def length_accuracy(workload: Any, specs: list[Any]) -> dict[str, Any]:
+def length_accuracy(workload: BuiltWorkload, specs: list[RequestSpec]) -> JsonObject:
     """Count each prompt with the workload's tokenizer (message contents, summed)."""
     tok = workload.builder.tokenizer
-    texts = [m["content"] for s in specs for m in s.messages]
+    texts = [m["content"] for s in specs for m in s.messages or ()]  # a workload fills messages
     counts = iter(tok.count_batch(texts))
-    actual = [sum(next(counts) for _ in s.messages) for s in specs]
+    actual = [sum(next(counts) for _ in s.messages or ()) for s in specs]
     targets = [s.target_input_tokens for s in specs]
     pairs = np.array([(a, t) for a, t in zip(actual, targets, strict=True) if t], dtype=float).reshape(-1, 2)
     err = np.abs(pairs[:, 0] - pairs[:, 1]) / pairs[:, 1]  # |actual - target| / target
@@ -141,7 +143,7 @@ def length_accuracy(workload: Any, specs: list[Any]) -> dict[str, Any]:
     }
 
 
-def _describe(workload: Any, specs: list[Any], request: RequestConfig, out: TextIO) -> None:
+def _describe(workload: BuiltWorkload, specs: list[RequestSpec], request: RequestConfig, out: TextIO) -> None:
     report = {
         "workload": workload.describe(),
         "count": len(specs),
@@ -152,16 +154,16 @@ def _describe(workload: Any, specs: list[Any], request: RequestConfig, out: Text
     out.write(json.dumps(report, indent=2) + "\n")
 
 
-def request_body(spec: Any, model: str, endpoint: str) -> dict[str, Any]:
+def request_body(spec: RequestSpec, model: str, endpoint: str) -> JsonObject:
     """The OpenAI request body for ``spec``: the run's own body builder, so exactly what is sent."""
     from llm_locust.client.streaming import ClientConfig, build_body
 
     return build_body(ClientConfig(host="", model=model, endpoint=endpoint), spec)
 
 
-def _prompts(workload: Any, specs: list[Any], request: RequestConfig, out: TextIO) -> None:
+def _prompts(workload: BuiltWorkload, specs: list[RequestSpec], request: RequestConfig, out: TextIO) -> None:
     for s in specs:
-        row = {
+        row: JsonObject = {
             "endpoint": request.endpoint,
             "body": request_body(s, request.model or "model", request.endpoint),
             "target_input_tokens": s.target_input_tokens,
