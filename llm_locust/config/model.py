@@ -38,6 +38,7 @@ from pydantic import (
     Field,
     PlainSerializer,
     SecretStr,
+    ValidationInfo,
     field_validator,
     model_validator,
 )
@@ -50,7 +51,7 @@ from llm_locust.config.redact import REDACTED, redact_headers, strip_credentials
 from llm_locust.config.slo import SloSpec, parse_slo
 from llm_locust.config.think import ThinkTime, parse_think_time
 from llm_locust.config.tls import check_tls_options
-from llm_locust.config.tools import load_tools
+from llm_locust.config.tools import check_tool_choice, load_tools
 from llm_locust.config.units import parse_percentiles, split_list
 from llm_locust.config.urls import check_target_url
 
@@ -80,6 +81,7 @@ class RequestConfig(Part):
     cancel_rate: Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)]
     cancel_after: Annotated[CancelAfter, PlainSerializer(str, return_type=str)]
     tools: str | None = None
+    tool_choice: str | None = None
     tool_share: Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)] = 1.0
     session_header: Annotated[str, Field(pattern=r"^[A-Za-z0-9!#$%&'*+.^_`|~-]+$")] | None = None
 
@@ -89,6 +91,11 @@ class RequestConfig(Part):
         if value:
             load_tools(value)  # a missing or malformed file is refused before the test starts
         return value or None
+
+    @field_validator("tool_choice")
+    @classmethod
+    def _tool_choice(cls, value: str | None, info: ValidationInfo) -> str | None:
+        return check_tool_choice(value, info.data.get("tools")) if value else None
 
     @field_validator("cancel_after", mode="before")
     @classmethod

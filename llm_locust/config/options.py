@@ -105,6 +105,11 @@ _REQUEST = (
         "(get_weather, search_docs); records time the streamed tool calls",
     ),
     _o(
+        "--tool-choice",
+        "request",
+        "With --tools: the tool_choice sent: auto, required, none, or a tool's name (that call forced)",
+    ),
+    _o(
         "--tool-share",
         "request",
         "Share of requests that offer --tools (0..1, spread evenly)",

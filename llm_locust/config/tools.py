@@ -15,7 +15,10 @@ from typing import Any
 
 import yaml
 
-__all__ = ["BUILTIN_TOOLS", "load_tools"]
+__all__ = ["BUILTIN_TOOLS", "TOOL_CHOICE_MODES", "check_tool_choice", "load_tools"]
+
+#: ``--tool-choice`` values sent as they are (any other value names one tool: that call forced).
+TOOL_CHOICE_MODES = ("auto", "required", "none")
 
 BUILTIN_TOOLS: tuple[dict[str, Any], ...] = (
     {
@@ -77,3 +80,14 @@ def load_tools(value: str) -> list[dict[str, Any]]:
             raise ValueError(f"{value}: tool {i} is not {{type: function, function: {{name: ...}}}}")
         tool.setdefault("type", "function")
     return tools
+
+
+def check_tool_choice(choice: str, tools: str | None) -> str:
+    """``--tool-choice``: a mode of :data:`TOOL_CHOICE_MODES` or the name of one of ``--tools``'
+    functions (llama.cpp's server calls a tool only when one is named). Raises ``ValueError``."""
+    if not tools:
+        raise ValueError("needs --tools (the definitions it chooses among)")
+    names = [t["function"]["name"] for t in load_tools(tools)]
+    if choice not in TOOL_CHOICE_MODES and choice not in names:
+        raise ValueError(f"not {', '.join(TOOL_CHOICE_MODES)} or a tool of --tools ({', '.join(names)})")
+    return choice

@@ -70,6 +70,7 @@ def build_body(config: BodySettings, spec: RequestSpec) -> JsonObject:
         tools = _offered(config)
         if tools is not None:
             body["tools"] = [responses_tool(d) for d in tools.definitions]
+            _choose(body, tools.choice_body(flat=True))
         return _finish(body, config, spec)
     body = {"model": config.model, "stream": True, "stream_options": {"include_usage": True}}
     if config.endpoint == "chat":
@@ -81,6 +82,7 @@ def build_body(config: BodySettings, spec: RequestSpec) -> JsonObject:
     tools = _offered(config) if config.endpoint == "chat" else None
     if tools is not None:
         body["tools"] = [*tools.definitions]
+        _choose(body, tools.choice_body())
     return _finish(body, config, spec)
 
 
@@ -93,6 +95,11 @@ def _offered(config: BodySettings) -> ToolOffer | None:
     """The tools this request offers (a ``ToolOffer`` offers ``--tool-share`` of the requests)."""
     tools = config.tools
     return tools if tools is not None and tools.next() else None
+
+
+def _choose(body: JsonObject, choice: JsonValue) -> None:
+    if choice is not None:
+        body["tool_choice"] = choice
 
 
 def _finish(body: JsonObject, config: BodySettings, spec: RequestSpec) -> JsonObject:

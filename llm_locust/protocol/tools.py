@@ -25,7 +25,8 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
-from llm_locust.config.jsontypes import JsonObject
+from llm_locust.config.jsontypes import JsonObject, JsonValue
+from llm_locust.config.tools import TOOL_CHOICE_MODES
 from llm_locust.record import RequestRecord
 
 __all__ = [
@@ -43,12 +44,24 @@ class ToolOffer:
     """Which requests offer the tools: a share ``share`` of them, evenly spread (request ``n``
     offers them when ``floor((n + 1) * share)`` passes ``floor(n * share)``), reproducibly."""
 
-    __slots__ = ("definitions", "sent", "share")
+    __slots__ = ("choice", "definitions", "sent", "share")
 
-    def __init__(self, definitions: Sequence[JsonObject], share: float = 1.0) -> None:
+    def __init__(
+        self, definitions: Sequence[JsonObject], share: float = 1.0, choice: str | None = None
+    ) -> None:
         self.definitions = list(definitions)
         self.share = share
+        self.choice = choice  # --tool-choice: a mode (auto, required, none) or a tool's name
         self.sent = 0
+
+    def choice_body(self, flat: bool = False) -> JsonValue:
+        """``tool_choice`` as sent: a mode as it is, a name as that function (the Responses API's
+        ``flat`` form ``{"type": "function", "name": N}``); ``None``: none sent."""
+        if self.choice is None or self.choice in TOOL_CHOICE_MODES:
+            return self.choice
+        if flat:
+            return {"type": "function", "name": self.choice}
+        return {"type": "function", "function": {"name": self.choice}}
 
     def next(self) -> bool:
         n, self.sent = self.sent, self.sent + 1

@@ -99,6 +99,9 @@ def client_config(request: RequestConfig, host: str) -> ClientConfig:
     """The HTTP client's settings: the request part of the configuration and the target."""
     if not host:
         raise ConfigError("--host: no target given (e.g. --host http://127.0.0.1:8000)")
+    tools = None
+    if request.tools:
+        tools = ToolOffer(load_tools(request.tools), request.tool_share, request.tool_choice)
     return ClientConfig(
         host=host,
         model=request.model,
@@ -111,6 +114,6 @@ def client_config(request: RequestConfig, host: str) -> ClientConfig:
         ca_cert=request.ca_cert,
         insecure=request.insecure,
         cancel=CancelPolicy(request.cancel_rate, request.cancel_after) if request.cancel_rate > 0 else None,
-        tools=ToolOffer(load_tools(request.tools), request.tool_share) if request.tools else None,
+        tools=tools,
         session_header=request.session_header,
     )

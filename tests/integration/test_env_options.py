@@ -128,6 +128,7 @@ def _cases(tmp: Path) -> list[tuple[dict[str, str], dict[str, Any]]]:
     rate_ramp = {
         "LLM_LOCUST_TOOLS": ("builtin", "request.tools", "builtin"),  # chat: not with base's completions
         "LLM_LOCUST_TOOL_SHARE": ("0.5", "request.tool_share", 0.5),
+        "LLM_LOCUST_TOOL_CHOICE": ("get_weather", "request.tool_choice", "get_weather"),
         "LLM_LOCUST_RATE_RAMP": ("1,2.5", "load.rate_ramp", [1.0, 2.5]),
         "LLM_LOCUST_INSECURE": ("true", "request.insecure", True),  # not with --ca-cert
     }

@@ -113,6 +113,11 @@ def test_strings_from_anywhere_become_the_same_typed_values() -> None:
         ({"tools": "/no/tools.json"}, "--tools '/no/tools.json': cannot read /no/tools.json"),
         ({"tools": "builtin", "endpoint": "completions"}, "--tools builtin: tool calls need --endpoint chat"),
         ({"tool_share": "2"}, "--tool-share '2': must be at most 1"),
+        ({"tool_choice": "get_weather"}, "--tool-choice 'get_weather': needs --tools"),
+        (
+            {"tools": "builtin", "tool_choice": "lookup"},
+            "--tool-choice 'lookup': not auto, required, none or a tool of --tools (get_weather, search_",
+        ),
     ],
 )
 def test_one_line_naming_flag_and_value(values: dict[str, object], line: str) -> None:

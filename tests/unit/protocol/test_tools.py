@@ -164,3 +164,22 @@ def test_the_body_offers_the_tools_on_the_share_of_requests() -> None:
     assert [t["function"]["name"] for t in bodies[1]["tools"]] == ["get_weather", "search_docs"]
     config.tools = None
     assert "tools" not in build_body(config, spec)
+
+
+def test_tool_choice_goes_with_the_tools_a_name_as_that_function() -> None:
+    from types import SimpleNamespace
+
+    from llm_locust.protocol.openai import build_body
+
+    spec = SimpleNamespace(messages=[{"role": "user", "content": "hi"}], max_tokens=8, extra_body={})
+    offer = ToolOffer(BUILTIN_TOOLS, 0.5, "get_weather")
+    config = SimpleNamespace(model="m", endpoint="chat", temperature=None, extra_body={}, tools=offer)
+    bodies = [build_body(config, spec) for _ in range(2)]
+    assert "tool_choice" not in bodies[0]  # no tools offered: no choice among them
+    assert bodies[1]["tool_choice"] == {"type": "function", "function": {"name": "get_weather"}}
+    config.tools = ToolOffer(BUILTIN_TOOLS, 1.0, "required")
+    assert build_body(config, spec)["tool_choice"] == "required"
+    config.tools = ToolOffer(BUILTIN_TOOLS)
+    assert "tool_choice" not in build_body(config, spec)  # none asked: none sent
+    config.endpoint, config.tools = "responses", ToolOffer(BUILTIN_TOOLS, 1.0, "search_docs")
+    assert build_body(config, spec)["tool_choice"] == {"type": "function", "name": "search_docs"}
