@@ -20,12 +20,14 @@ Pure module: no Locust, no network.
 
 from __future__ import annotations
 
+import argparse
 import difflib
 import os
 from collections.abc import Mapping
 from typing import Any
 
 from pydantic import ValidationError
+from pydantic_core import ErrorDetails
 
 from llm_locust.config.model import RunConfig
 from llm_locust.config.options import OPTIONS, RUN_GROUPS, WORKLOAD_PROFILES, options_in
@@ -84,7 +86,7 @@ def raw_values(values: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _truth(value: Any, flag: str) -> bool:
+def _truth(value: object, flag: str) -> bool:
     if isinstance(value, bool) or value is None:
         return bool(value)
     text = str(value).strip().lower()
@@ -144,7 +146,7 @@ def load_warnings(config: RunConfig) -> list[str]:
     return [f"-u/--users {load.num_users} is ignored: {decides} decides the number of users of each stage"]
 
 
-def _first_endpoint(endpoints: Any) -> str:
+def _first_endpoint(endpoints: object) -> str:
     """With ``--endpoints`` and no ``--host``, the first replica stands in for Locust's target."""
     if isinstance(endpoints, str):
         return endpoints.split(",")[0].strip().rstrip("/")
@@ -153,11 +155,11 @@ def _first_endpoint(endpoints: Any) -> str:
     return ""
 
 
-def _blank_none(value: Any) -> Any:
+def _blank_none(value: object) -> object:
     return None if isinstance(value, str) and not value.strip() else value
 
 
-def _check_profile_label(label: Any, workload: Any) -> None:
+def _check_profile_label(label: object, workload: object) -> None:
     """Locust's ``--profile`` is a run label; naming a workload profile there would silently do nothing."""
     if workload is None and isinstance(label, str) and label.strip() in WORKLOAD_PROFILES:
         name = label.strip()
@@ -168,7 +170,10 @@ def _check_profile_label(label: Any, workload: Any) -> None:
 
 
 def config_from_options(
-    options: Any, *, require_host: bool = False, environ: Mapping[str, str] | None = None
+    options: argparse.Namespace | None,
+    *,
+    require_host: bool = False,
+    environ: Mapping[str, str] | None = None,
 ) -> RunConfig:
     """The configuration from Locust's parsed options (``None``: every default)."""
     return build_config(
@@ -177,7 +182,7 @@ def config_from_options(
 
 
 def config_from_form(
-    options: Any, form: Mapping[str, str], *, environ: Mapping[str, str] | None = None
+    options: argparse.Namespace | None, form: Mapping[str, str], *, environ: Mapping[str, str] | None = None
 ) -> RunConfig:
     """The configuration a test started from the web UI's form will run with.
 
@@ -226,7 +231,7 @@ def describe(exc: ValidationError) -> str:
     return f"{_FLAGS[dest]} {show(err.get('input'))}: {reason}"
 
 
-def _reason(err: Any) -> str:
+def _reason(err: ErrorDetails) -> str:
     ctx = err.get("ctx") or {}
     kind = err["type"]
     if kind in ("int_parsing", "int_type", "int_from_float"):

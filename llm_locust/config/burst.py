@@ -35,7 +35,7 @@ class BurstSpec:
         return self.text
 
 
-def parse_burst(text: str) -> BurstSpec:
+def parse_burst(text: object) -> BurstSpec:
     """Parse ``--burst``; ``ValueError`` with the reason (the caller names the flag)."""
     spec = str(text).strip()
     values: dict[str, str] = {}

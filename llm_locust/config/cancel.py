@@ -60,7 +60,7 @@ class CancelAfter:
         return self.text
 
 
-def parse_cancel_after(text: str) -> CancelAfter:
+def parse_cancel_after(text: object) -> CancelAfter:
     """Parse ``--cancel-after``; ``ValueError`` with the reason (the caller names the flag)."""
     spec = str(text).strip().lower()
     if spec in ("first-token", "first_token", "first"):

@@ -16,10 +16,11 @@ Pure module: no Locust, no network.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Annotated, Any
+from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from llm_locust.config.jsontypes import JsonObject
 from llm_locust.config.think import ThinkTime, parse_think_time
 
 __all__ = ["DEMAND_KINDS", "Demand", "parse_demand"]
@@ -38,7 +39,7 @@ class Demand(BaseModel):
 
     @field_validator("think", mode="before")
     @classmethod
-    def _think(cls, value: Any) -> Any:
+    def _think(cls, value: object) -> object:
         return None if value is None else parse_think_time(value).spec()
 
     @model_validator(mode="after")
@@ -70,13 +71,13 @@ class Demand(BaseModel):
             return f"{self.value:g} req/s"
         return f"{self.users} users" + (f" (think {self.think})" if self.think else "")
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {k: v for k, v in self.model_dump().items() if v is not None}
 
 
-def _from_text(text: str) -> dict[str, Any]:
+def _from_text(text: str) -> dict[str, str]:
     head, sep, think = text.partition("think=")
-    data: dict[str, Any] = {"think": think.strip()} if sep else {}
+    data: dict[str, str] = {"think": think.strip()} if sep else {}
     for item in (p.strip() for p in head.split(",") if p.strip()):
         key, eq, value = item.partition("=")
         if not eq:
@@ -85,7 +86,7 @@ def _from_text(text: str) -> dict[str, Any]:
     return data
 
 
-def parse_demand(spec: str | Mapping[str, Any]) -> Demand:
+def parse_demand(spec: str | Mapping[str, object]) -> Demand:
     """``--demand`` text or a mapping -> :class:`Demand`; ``ValueError`` with one line."""
     data = dict(spec) if isinstance(spec, Mapping) else _from_text(str(spec))
     try:

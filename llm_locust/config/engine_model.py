@@ -34,6 +34,8 @@ from typing import Any
 
 import yaml
 
+from llm_locust.config.jsontypes import JsonObject
+
 __all__ = [
     "KIND",
     "PARAMETERS",
@@ -73,8 +75,8 @@ class Param:
     identified: bool = True
     note: str = ""
 
-    def to_dict(self, unit: str) -> dict[str, Any]:
-        out: dict[str, Any] = {"value": self.value, "low": self.low, "high": self.high, "unit": unit}
+    def to_dict(self, unit: str) -> JsonObject:
+        out: JsonObject = {"value": self.value, "low": self.low, "high": self.high, "unit": unit}
         out["identified"] = self.identified
         if self.note:
             out["note"] = self.note
@@ -90,10 +92,10 @@ class EngineModel:
     runs: tuple[str, ...] = ()
     levels: tuple[float, ...] = ()
     holdout: float | None = None
-    residuals: tuple[dict[str, Any], ...] = ()
+    residuals: tuple[JsonObject, ...] = ()
     notes: tuple[str, ...] = ()
     source: str = ""  # the file it was read from
-    extra: dict[str, Any] = field(default_factory=dict)
+    extra: JsonObject = field(default_factory=dict)
 
     def values(self, draw: Mapping[str, float] | None = None) -> dict[str, float]:
         """Every parameter's value (``draw``'s where it gives one)."""
@@ -108,7 +110,7 @@ class EngineModel:
         v = self.values(draw)
         out: dict[str, Any] = {name: v[name] for name in PARAMETERS if name != "overhead"}
         for name in _INTEGERS:
-            out[name] = max(1, round(out[name]))
+            out[name] = max(1, round(v[name]))
         out["compute_per_token"] = 0.0
         out["max_num_batched_tokens"] = None
         return out
@@ -116,11 +118,11 @@ class EngineModel:
     def overhead(self, draw: Mapping[str, float] | None = None) -> float:
         return self.values(draw)["overhead"]
 
-    def with_residuals(self, residuals: Sequence[dict[str, Any]]) -> EngineModel:
+    def with_residuals(self, residuals: Sequence[JsonObject]) -> EngineModel:
         return replace(self, residuals=tuple(residuals))
 
-    def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"kind": KIND, "version": VERSION, "clock": "deployment seconds"}
+    def to_dict(self) -> JsonObject:
+        out: JsonObject = {"kind": KIND, "version": VERSION, "clock": "deployment seconds"}
         out["runs"] = list(self.runs)
         out["levels"] = list(self.levels)
         if self.holdout is not None:

@@ -2,7 +2,7 @@
 
 Where data truly is any JSON (a block not modelled yet, a body read back as it came), its
 type is :data:`JsonValue` (pydantic's recursive alias: ``None``, bool, int, float, str, or a
-list or a str-keyed dict of JSON values), never ``Any``: a reader narrows each value it uses.
+list or a str-keyed dict of JSON values), never untyped: a reader narrows each value it uses.
 
 Pure module: no Locust, no network.
 """

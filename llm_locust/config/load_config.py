@@ -7,9 +7,9 @@ Pure module: no Locust, no network.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
-from pydantic import Field, PlainSerializer, field_validator, model_validator
+from pydantic import Field, PlainSerializer, ValidationInfo, field_validator, model_validator
 
 from llm_locust.config.burst import BurstSpec, parse_burst
 from llm_locust.config.demand import Demand, parse_demand
@@ -57,7 +57,7 @@ class LoadConfig(Part):
 
     @field_validator("burst", mode="before")
     @classmethod
-    def _burst(cls, value: Any) -> Any:
+    def _burst(cls, value: object) -> object:
         if value is None or isinstance(value, BurstSpec) or not str(value).strip():
             return value or None
         return parse_burst(value)
@@ -73,7 +73,7 @@ class LoadConfig(Part):
 
     @field_validator("search_precision", "search_settled_precision", mode="before")
     @classmethod
-    def _fraction(cls, value: Any) -> Any:
+    def _fraction(cls, value: object) -> object:
         if isinstance(value, str) and value.strip().endswith("%"):
             try:
                 return float(value.strip()[:-1]) / 100
@@ -83,12 +83,12 @@ class LoadConfig(Part):
 
     @field_validator("demand", mode="before")
     @classmethod
-    def _demand(cls, value: Any) -> Any:
+    def _demand(cls, value: object) -> object:
         return parse_demand(value) if isinstance(value, (str, dict)) else value
 
     @field_validator("ramp", "rate_ramp", mode="before")
     @classmethod
-    def _levels(cls, value: Any, info: Any) -> Any:
+    def _levels(cls, value: object, info: ValidationInfo) -> object:
         if value is None or isinstance(value, tuple):
             return value
         ramp = info.field_name == "ramp"
@@ -97,14 +97,14 @@ class LoadConfig(Part):
 
     @field_validator("run_time", "step_time", "warmup", "trace_start", "trace_duration", mode="before")
     @classmethod
-    def _durations(cls, value: Any, info: Any) -> Any:
-        name = info.field_name
+    def _durations(cls, value: object, info: ValidationInfo) -> object:
+        name = info.field_name or ""
         flag = "-t/--run-time" if name == "run_time" else "--" + name.replace("_", "-")
         return seconds_of(flag, positive=name == "step_time")(value)
 
     @field_validator("matrix", mode="before")
     @classmethod
-    def _matrix(cls, value: Any) -> Any:
+    def _matrix(cls, value: object) -> object:
         return parse_matrix_spec(value) if isinstance(value, (str, dict)) else value
 
     @model_validator(mode="after")

@@ -13,11 +13,13 @@ Pure module: no Locust, no network.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Union
+from typing import Union
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from llm_locust.config.jsontypes import JsonObject
 from llm_locust.config.units import names_file, read_yaml, split_list
 
 __all__ = ["CELL_KEYS", "MATRIX_KEYS", "MatrixFile", "MatrixSpec", "load_matrix_file", "parse_matrix_spec"]
@@ -58,7 +60,7 @@ class MatrixFile(BaseModel):
     spawn_rate: float | None = None
 
 
-def parse_matrix_spec(spec: str | dict[str, Any]) -> MatrixSpec:
+def parse_matrix_spec(spec: str | JsonObject) -> MatrixSpec:
     """``--matrix`` text, a YAML file's path (see :func:`~llm_locust.config.units.names_file`),
     or a mapping (the YAML form) -> :class:`MatrixSpec`."""
     if isinstance(spec, str) and names_file(spec):
@@ -110,7 +112,7 @@ def _text_axes(spec: str) -> tuple[tuple[str, tuple[str, ...]], ...]:
     return tuple(axes.items())
 
 
-def _mapping_axes(data: dict[str, Any]) -> tuple[tuple[str, tuple[str, ...]], ...]:
+def _mapping_axes(data: JsonObject) -> tuple[tuple[str, tuple[str, ...]], ...]:
     axes: dict[str, tuple[str, ...]] = {}
     for key, values in data.items():
         key = str(key).strip().lower()
@@ -120,7 +122,7 @@ def _mapping_axes(data: dict[str, Any]) -> tuple[tuple[str, tuple[str, ...]], ..
     return tuple(axes.items())
 
 
-def _check_key(key: str, axes: dict[str, Any]) -> None:
+def _check_key(key: str, axes: Mapping[str, object]) -> None:
     if key not in MATRIX_KEYS:
         raise ValueError(f"--matrix: unknown key {key!r} (expected one of {', '.join(MATRIX_KEYS)})")
     if key in axes:

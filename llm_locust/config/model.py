@@ -44,6 +44,7 @@ from pydantic import (
 )
 
 from llm_locust.config.cancel import CancelAfter, parse_cancel_after
+from llm_locust.config.jsontypes import JsonObject
 from llm_locust.config.load_config import LOAD_MODELS, LoadConfig
 from llm_locust.config.options import WORKLOAD_PROFILES
 from llm_locust.config.part import Finite, NonNegative, Part, Positive, seconds_of
@@ -52,7 +53,7 @@ from llm_locust.config.slo import SloSpec, parse_slo
 from llm_locust.config.think import ThinkTime, parse_think_time
 from llm_locust.config.tls import check_tls_options
 from llm_locust.config.tools import check_tool_choice, load_tools
-from llm_locust.config.units import parse_percentiles, split_list
+from llm_locust.config.units import as_items, parse_percentiles, split_list
 from llm_locust.config.urls import check_target_url
 
 __all__ = [
@@ -71,7 +72,7 @@ class RequestConfig(Part):
     api_key: SecretStr | None
     endpoint: Literal["chat", "completions", "responses"]
     temperature: Finite | None
-    extra_body: dict[str, Any]
+    extra_body: JsonObject
     headers: dict[str, str] = Field(alias="header")
     request_timeout: Positive
     ca_cert: str | None
@@ -99,7 +100,7 @@ class RequestConfig(Part):
 
     @field_validator("cancel_after", mode="before")
     @classmethod
-    def _cancel_after(cls, value: Any) -> Any:
+    def _cancel_after(cls, value: object) -> object:
         return value if isinstance(value, CancelAfter) else parse_cancel_after(value)
 
     endpoints: tuple[str, ...] | None
@@ -108,7 +109,7 @@ class RequestConfig(Part):
 
     @field_validator("endpoints", mode="before")
     @classmethod
-    def _endpoints(cls, value: Any) -> Any:
+    def _endpoints(cls, value: object) -> object:
         if value is None or isinstance(value, tuple):
             return value
         urls = [check_target_url(u, "--endpoints") for u in split_list(value, "--endpoints")]
@@ -118,7 +119,7 @@ class RequestConfig(Part):
 
     @field_validator("extra_body", mode="before")
     @classmethod
-    def _json(cls, value: Any) -> Any:
+    def _json(cls, value: object) -> object:
         if value is None or value == "":
             return {}
         if not isinstance(value, str):
@@ -133,18 +134,18 @@ class RequestConfig(Part):
 
     @field_validator("allowed_hosts", mode="before")
     @classmethod
-    def _hosts(cls, value: Any) -> Any:
+    def _hosts(cls, value: object) -> object:
         if value is None:
             return ()
-        items = value.split(",") if isinstance(value, str) else list(value)
+        items = value.split(",") if isinstance(value, str) else list(as_items(value))
         return tuple(str(item).strip() for item in items if str(item).strip())
 
     @field_validator("headers", mode="before")
     @classmethod
-    def _headers(cls, value: Any) -> Any:
+    def _headers(cls, value: object) -> object:
         if isinstance(value, dict):
             return value
-        items = [value] if isinstance(value, str) else list(value or [])
+        items = [value] if isinstance(value, str) else list(as_items(value or []))
         headers: dict[str, str] = {}
         for item in items:
             name, sep, text = str(item).partition(":")
@@ -193,7 +194,7 @@ class WorkloadConfig(Part):
 
     @field_validator("think_time", "tool_latency", mode="before")
     @classmethod
-    def _think(cls, value: Any) -> Any:
+    def _think(cls, value: object) -> object:
         think = parse_think_time(value)
         return think.params["value"] if think.kind == "fixed" else think.spec()
 
@@ -234,14 +235,14 @@ class ResultsConfig(Part):
 
     @field_validator("window", mode="before")
     @classmethod
-    def _window(cls, value: Any) -> Any:
+    def _window(cls, value: object) -> object:
         if value is None or (isinstance(value, str) and value.strip().lower() in ("", "auto")):
             return None
         return seconds_of("--window", positive=True)(value)
 
     @field_validator("percentiles", mode="before")
     @classmethod
-    def _percentiles(cls, value: Any) -> Any:
+    def _percentiles(cls, value: object) -> object:
         return parse_percentiles(value) if isinstance(value, str) else value
 
 
@@ -267,7 +268,7 @@ class RunConfig(Part):
 
     @field_validator("slo", mode="before")
     @classmethod
-    def _slo(cls, value: Any) -> Any:
+    def _slo(cls, value: object) -> object:
         return parse_slo(value) if isinstance(value, (str, list, dict)) else value
 
     @model_validator(mode="after")

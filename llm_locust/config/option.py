@@ -46,7 +46,7 @@ class Option:
     flag: str
     group: str
     help: str
-    default: Any = None
+    default: object = None
     type: str = "text"  # for the help only: text, int, float, duration, list, json, path, url
     choices: tuple[str, ...] | None = None
     action: str = "store"

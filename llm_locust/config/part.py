@@ -7,7 +7,8 @@ Pure module: no Locust, no network.
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from collections.abc import Callable
+from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -26,10 +27,10 @@ class Part(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 
 
-def seconds_of(flag: str, positive: bool) -> Any:
+def seconds_of(flag: str, positive: bool) -> Callable[[object], float | None]:
     """A field validator's parse of a duration flag (``"30s"``, ``"2m"``) into seconds."""
 
-    def parse(value: Any) -> Any:
+    def parse(value: object) -> float | None:
         seconds = None if value is None else parse_duration(value, flag)
         if positive and seconds is not None and seconds <= 0:
             raise OptionError(flag, value, "must be above 0")

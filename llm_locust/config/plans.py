@@ -35,14 +35,14 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from llm_locust.config.demand import Demand, parse_demand
 from llm_locust.config.slo import SloSpec, parse_slo
 from llm_locust.config.think import parse_think_time
-from llm_locust.config.units import one_line, parse_duration, read_yaml
+from llm_locust.config.units import as_items, one_line, parse_duration, read_yaml
 from llm_locust.config.urls import check_target_url
 
 __all__ = ["Plan", "PlanFile", "PlanFileError", "SearchSettings", "WorkloadSettings", "load_plan_file"]
@@ -58,7 +58,7 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-def _seconds(value: Any) -> Any:
+def _seconds(value: object) -> float | None:
     return None if value is None else parse_duration(value, "duration")
 
 
@@ -74,12 +74,12 @@ class WorkloadSettings(_Strict):
 
     @field_validator("input_tokens", "output_tokens", mode="before")
     @classmethod
-    def _text(cls, value: Any) -> Any:
+    def _text(cls, value: object) -> object:
         return None if value is None else str(value)
 
     @field_validator("think_time", mode="before")
     @classmethod
-    def _think(cls, value: Any) -> Any:
+    def _think(cls, value: object) -> object:
         return None if value is None else parse_think_time(value).spec()
 
 
@@ -98,14 +98,14 @@ class SearchSettings(_Strict):
 
     @field_validator("precision", "settled_precision", mode="before")
     @classmethod
-    def _percent(cls, value: Any) -> Any:
+    def _percent(cls, value: object) -> object:
         if isinstance(value, str) and value.strip().endswith("%"):
             return float(value.strip()[:-1]) / 100
         return value
 
     @field_validator("step_time", "warmup", mode="before")
     @classmethod
-    def _duration(cls, value: Any) -> Any:
+    def _duration(cls, value: object) -> object:
         return _seconds(value)
 
 
@@ -123,7 +123,7 @@ class Plan(_Strict):
 
     @model_validator(mode="before")
     @classmethod
-    def _count(cls, data: Any) -> Any:
+    def _count(cls, data: object) -> object:
         if isinstance(data, dict) and data.get("predict_from") is None and "replicas" not in data:
             urls = data.get("endpoints")
             return {**data, "replicas": 1 if isinstance(urls, str) else max(1, len(urls or ()))}
@@ -138,8 +138,8 @@ class Plan(_Strict):
 
     @field_validator("endpoints", mode="before")
     @classmethod
-    def _urls(cls, value: Any) -> Any:
-        urls = [value] if isinstance(value, str) else list(value or ())
+    def _urls(cls, value: object) -> object:
+        urls = [value] if isinstance(value, str) else list(as_items(value or ()))
         return tuple(check_target_url(u, "endpoint") for u in urls)
 
     @model_validator(mode="after")
@@ -178,20 +178,20 @@ class PlanFile(_Strict):
 
     @field_validator("demand", mode="before")
     @classmethod
-    def _demand(cls, value: Any) -> Any:
+    def _demand(cls, value: object) -> object:
         return parse_demand(value) if isinstance(value, (str, dict)) else value
 
     @field_validator("slo", mode="before")
     @classmethod
-    def _slo(cls, value: Any) -> Any:
+    def _slo(cls, value: object) -> object:
         return parse_slo(value) if isinstance(value, (str, list, dict)) else value
 
     @model_validator(mode="before")
     @classmethod
-    def _predicted_replicas(cls, data: Any) -> Any:
+    def _predicted_replicas(cls, data: object) -> object:
         """A predicted plan without ``replicas`` has its measured plan's."""
         plans = data.get("plans") if isinstance(data, dict) else None
-        if not isinstance(plans, list):
+        if not isinstance(data, dict) or not isinstance(plans, list):
             return data
         urls = {p.get("name"): p.get("endpoints") for p in plans if isinstance(p, dict)}
         filled = []
@@ -221,7 +221,7 @@ class PlanFile(_Strict):
         return self
 
 
-def _where(loc: tuple[Any, ...]) -> str:
+def _where(loc: tuple[int | str, ...]) -> str:
     out = ""
     for part in loc:
         out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))

@@ -19,6 +19,7 @@ import os
 from collections.abc import Mapping
 from typing import Any, NoReturn
 
+from llm_locust.config.jsontypes import JsonObject, JsonValue
 from llm_locust.config.option import SECTIONS
 from llm_locust.config.options import RUN_GROUPS, Option, options_in
 
@@ -34,13 +35,13 @@ class OneLineParser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message}\n")
 
 
-def is_locust_parser(parser: Any) -> bool:
+def is_locust_parser(parser: object) -> bool:
     """Locust's ``LocustArgumentParser`` knows which options its web UI shows."""
     return hasattr(parser, "args_included_in_web_ui")
 
 
 def register(
-    parser: Any,
+    parser: argparse.ArgumentParser,
     groups: tuple[str, ...] = RUN_GROUPS,
     *,
     environ: Mapping[str, str] | None = None,
@@ -55,11 +56,11 @@ def register(
     chosen = [o for group in groups for o in options_in(group) if only is None or o.dest in only]
     if titled:
         chosen.sort(key=section_order)
-    headings: dict[str, Any] = {}
+    headings: dict[str, argparse._ArgumentGroup] = {}
     for opt in chosen:
         if opt.flag in getattr(parser, "_option_string_actions", {}):
             continue
-        target = parser
+        target: argparse._ActionsContainer = parser
         if titled:
             if opt.section not in headings:
                 headings[opt.section] = parser.add_argument_group(opt.section)
@@ -131,12 +132,12 @@ def help_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def form_layout() -> dict[str, Any]:
+def form_layout() -> JsonObject:
     """The web UI's start form as ``llm-locust run --help`` lays it out: each section's fields in
     order, and each field's whole help with its default (``llm_locust/web/form.js`` applies it)."""
     shown = sorted((o for o in options_in(*RUN_GROUPS) if o.web_ui), key=section_order)
-    sections: dict[str, list[str]] = {}
-    helps: dict[str, str] = {}
+    sections: dict[str, list[JsonValue]] = {}
+    helps: JsonObject = {}
     for opt in shown:
         sections.setdefault(opt.section, []).append(opt.dest)
         default = opt.default_text

@@ -31,7 +31,7 @@ import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Union
+from typing import Union
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
@@ -147,7 +147,7 @@ def _parse_line(part: str) -> SloLine:
     return SloLine(metric, stat, op, threshold, intended, f"{name}{op}{value.strip()}")
 
 
-def parse_slo(spec: str | Sequence[str] | Mapping[str, Any]) -> SloSpec:
+def parse_slo(spec: str | Sequence[str] | Mapping[str, object]) -> SloSpec:
     """``--slo`` text, a YAML file path, a list of lines, or a mapping (the YAML form)."""
     if isinstance(spec, Mapping):
         return _from_mapping(spec)
@@ -167,7 +167,7 @@ def parse_slo(spec: str | Sequence[str] | Mapping[str, Any]) -> SloSpec:
     return SloSpec(lines)
 
 
-def _from_mapping(data: Mapping[str, Any]) -> SloSpec:
+def _from_mapping(data: Mapping[str, object]) -> SloSpec:
     parts = []
     for key, value in data.items():
         name = str(key).strip()

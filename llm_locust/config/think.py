@@ -117,7 +117,7 @@ def _seconds(text: str) -> float:
         raise ValueError("not a duration") from None
 
 
-def parse_think_time(text: str | float | int) -> ThinkTime:
+def parse_think_time(text: object) -> ThinkTime:
     """A think-time spec (see the module docstring); ``ValueError`` with a one-line reason."""
     if isinstance(text, (int, float)) and not isinstance(text, bool):
         text = str(float(text))

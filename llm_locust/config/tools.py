@@ -11,16 +11,17 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 import yaml
+
+from llm_locust.config.jsontypes import JsonObject
 
 __all__ = ["BUILTIN_TOOLS", "TOOL_CHOICE_MODES", "check_tool_choice", "load_tools"]
 
 #: ``--tool-choice`` values sent as they are (any other value names one tool: that call forced).
 TOOL_CHOICE_MODES = ("auto", "required", "none")
 
-BUILTIN_TOOLS: tuple[dict[str, Any], ...] = (
+BUILTIN_TOOLS: tuple[JsonObject, ...] = (
     {
         "type": "function",
         "function": {
@@ -54,7 +55,7 @@ BUILTIN_TOOLS: tuple[dict[str, Any], ...] = (
 )
 
 
-def load_tools(value: str) -> list[dict[str, Any]]:
+def load_tools(value: str) -> list[JsonObject]:
     """The definitions ``--tools`` names: ``builtin`` or a JSON / YAML file holding a list of
     ``{"type": "function", "function": {"name": ...}}``. Raises ``ValueError`` (one line)."""
     if value == "builtin":
@@ -87,7 +88,8 @@ def check_tool_choice(choice: str, tools: str | None) -> str:
     functions (llama.cpp's server calls a tool only when one is named). Raises ``ValueError``."""
     if not tools:
         raise ValueError("needs --tools (the definitions it chooses among)")
-    names = [t["function"]["name"] for t in load_tools(tools)]
+    functions = [t.get("function") for t in load_tools(tools)]  # each checked by load_tools
+    names = [str(f.get("name")) for f in functions if isinstance(f, dict)]
     if choice not in TOOL_CHOICE_MODES and choice not in names:
         raise ValueError(f"not {', '.join(TOOL_CHOICE_MODES)} or a tool of --tools ({', '.join(names)})")
     return choice

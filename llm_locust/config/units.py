@@ -17,13 +17,14 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 __all__ = [
     "FILE_SUFFIXES",
     "OptionError",
+    "as_items",
     "names_file",
     "one_line",
     "parse_duration",
@@ -41,7 +42,7 @@ _UNIT_S = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001}
 _DURATION_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ms|h|m|s)")
 
 
-def show(value: Any) -> str:
+def show(value: object) -> str:
     """A value as the user typed it, quoted: ``'1,x'``; lists joined with commas."""
     if isinstance(value, (list, tuple)):
         value = ",".join(str(v) for v in value)
@@ -51,12 +52,12 @@ def show(value: Any) -> str:
 class OptionError(ValueError):
     """A bad option value: ``<flag> '<value>': <reason>``, one line."""
 
-    def __init__(self, flag: str, value: Any, reason: str) -> None:
+    def __init__(self, flag: str, value: object, reason: str) -> None:
         self.flag, self.value, self.reason = flag, value, one_line(reason)
         super().__init__(f"{flag} {show(value)}: {self.reason}" if value is not None else f"{flag}: {reason}")
 
 
-def one_line(text: Any) -> str:
+def one_line(text: object) -> str:
     """``text`` with every run of whitespace (newlines too) collapsed to one space."""
     return " ".join(str(text).split())
 
@@ -79,7 +80,7 @@ def names_file(text: str) -> bool:
     return value.lower().endswith(FILE_SUFFIXES) and not (_SPEC_CHARS & set(value))
 
 
-def parse_duration(text: str | float | int, flag: str = "--step-time") -> float:
+def parse_duration(text: object, flag: str = "--step-time") -> float:
     """``"60s"``, ``"2m"``, ``"1h30m"``, ``"500ms"`` or a bare ``"90"`` (seconds) -> seconds."""
     if isinstance(text, bool):
         raise OptionError(flag, text, "expected a duration such as 60s, 2m or 1h30m")
@@ -108,13 +109,18 @@ def _duration_text(s: str, flag: str, original: object) -> float:
     return total
 
 
-def split_list(text: str | Sequence[Any], flag: str) -> list[str]:
+def split_list(text: object, flag: str) -> list[str]:
     """``"1, 5,10"`` (or a sequence) -> ``["1", "5", "10"]``; an empty item is an error."""
-    items = text.split(",") if isinstance(text, str) else [str(x) for x in text]
+    items = text.split(",") if isinstance(text, str) else [str(x) for x in as_items(text)]
     items = [x.strip() for x in items]
     if not items or any(not x for x in items):
         raise OptionError(flag, text, "expected a comma-separated list")
     return items
+
+
+def as_items(value: object) -> Iterable[object]:
+    """A YAML list's items; a single value is a list of one."""
+    return value if isinstance(value, (list, tuple)) else [value]
 
 
 def parse_percentiles(text: str) -> tuple[float, ...]:
@@ -131,7 +137,7 @@ def parse_percentiles(text: str) -> tuple[float, ...]:
     return tuple(sorted(out))
 
 
-def parse_levels(text: str | Sequence[Any], kind: str, flag: str) -> list[float]:
+def parse_levels(text: object, kind: str, flag: str) -> list[float]:
     """Load levels: positive numbers; whole numbers when ``kind`` is ``users``."""
     levels = []
     for item in split_list(text, flag):
