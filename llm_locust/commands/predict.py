@@ -31,7 +31,7 @@ from llm_locust.config.engine_model import EngineModel, ModelFileError, load_eng
 from llm_locust.config.register import OneLineParser
 from llm_locust.config.slo import SloSpec, parse_slo
 from llm_locust.config.think import ThinkTime, parse_think_time
-from llm_locust.load.search import SearchSpec, start_near
+from llm_locust.load.search import Probe, SearchSpec, start_near
 from llm_locust.load.stages import StageKind
 from llm_locust.sim.predict import Horizon, search_capacity, unsupported_lines
 from llm_locust.workload.distributions import SpecError, SyntheticLengths, parse_distribution
@@ -95,7 +95,7 @@ def predict(model: EngineModel, slo: SloSpec, demand: Demand, args: argparse.Nam
     horizon = Horizon(args.virtual_seconds, args.virtual_seconds / 6)
     make = _make_draw(sampler, args.max_tokens, args.seed)
 
-    def one(draw: dict[str, float] | None) -> tuple[float, list[Any]]:
+    def one(draw: dict[str, float] | None) -> tuple[float, list[Probe]]:
         return search_capacity(model, slo, spec, make, horizon, args.replicas, _think(think, args.seed), draw)
 
     capacity, probes = one(None)
