@@ -13,8 +13,8 @@ from pydantic import BaseModel
 from llm_locust.config.jsontypes import JsonObject
 from llm_locust.load.search import Verdict
 from llm_locust.results.headline import headline
-from llm_locust.results.summary import inconclusive_reason
 from llm_locust.results.summary_model import RunSummary, StageRow
+from llm_locust.results.summary_text import inconclusive_reason
 
 if TYPE_CHECKING:
     from llm_locust.config.slo import SloLine

@@ -23,12 +23,14 @@ from typing import Any
 import numpy as np
 
 from llm_locust.config.demand import Demand
+from llm_locust.load.search import Verdict
 from llm_locust.record import OK
 from llm_locust.results.columns import Columns
 from llm_locust.results.concurrency import littles_law, peak_in_flight
 from llm_locust.results.cost import headroom
 from llm_locust.results.inclusion import Coverage, row_covers
 from llm_locust.results.probe import show_value
+from llm_locust.results.search_model import SearchResult, SloTerm
 from llm_locust.results.summary_model import RunSummary
 
 __all__ = [
@@ -193,34 +195,34 @@ def replica_block(rows: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def _term(term: dict[str, Any]) -> str:
-    margin = "" if term.get("margin") is None else f" ({term['margin']:+.0%})"
-    return f"{show_value(term['name'], term['value'])}{margin}"
+def _term(term: SloTerm) -> str:
+    margin = "" if term.margin is None else f" ({term.margin:+.0%})"
+    return f"{show_value(term.name, term.value)}{margin}"
 
 
-def format_search_table(search: dict[str, Any]) -> str:
+def format_search_table(search: SearchResult) -> str:
     """Every probe of a capacity search: level, how it was chosen, throughput, each SLO term's
     value and margin, verdict; then the bracket and why the search stopped."""
-    names = [t["name"] for t in (search["steps"][0]["terms"] if search["steps"] else [])]
+    names = [t.name for t in (search.steps[0].terms if search.steps else [])]
     head = f"{'step':<5}{'level':<12}{'phase':<8}{'reqs':>6}{'req/s':>8}{'out tok/s':>10}{'goodput':>9}"
     head += "".join(f"{name + ' (margin)':>22}" for name in names) + f"{'verdict':>14}"
-    precision = f"{search['precision']:.0%}"
     lines = [
-        f"capacity search ({search['kind']} from {search['min']:g}, {precision} precision):",
+        f"capacity search ({search.kind.value} from {search.min:g}, {search.precision:.0%} precision):",
         head,
         "-" * len(head),
     ]
-    for i, p in enumerate(search["steps"], 1):
-        verdict = p["verdict"] + (f" +{p['extensions']}x" if p["extensions"] else "")
+    for i, p in enumerate(search.steps, 1):
+        verdict = p.verdict + (f" +{p.extensions}x" if p.extensions else "")
+        phase = "" if p.phase is None else p.phase.value
         lines.append(
-            f"{i:<5}{p['label'][:11]:<12}{p.get('phase', '')[:7]:<8}{p['requests']:>6}"
-            f"{p['request_throughput']:>8.2f}{p['output_throughput']:>10.1f}{p['goodput_rps']:>9.2f}"
-            + "".join(f"{_term(t):>22}" for t in p["terms"])
+            f"{i:<5}{p.label[:11]:<12}{phase[:7]:<8}{p.requests:>6}"
+            f"{p.request_throughput:>8.2f}{p.output_throughput:>10.1f}{p.goodput_rps:>9.2f}"
+            + "".join(f"{_term(t):>22}" for t in p.terms)
             + f"{verdict:>14}"
         )
-    for p in search["steps"]:
-        if p["verdict"] != "pass" and p["reason"]:
-            lines.append(f"{p['label']}: {p['verdict']}: {p['reason']}")
+    for p in search.steps:
+        if p.verdict != Verdict.PASS and p.reason:
+            lines.append(f"{p.label}: {p.verdict}: {p.reason}")
     return "\n".join(lines)
 
 

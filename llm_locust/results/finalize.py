@@ -202,10 +202,10 @@ def exit_code(summary: RunSummary, interrupt_code: int | None) -> int | None:
     if nothing_recorded(summary):
         return NOTHING_RECORDED_EXIT
     if summary.search is not None:  # the search's answer, not the SLO over every level
-        if summary.search.get("withheld"):
+        if summary.search.withheld:
             return WITHHELD_EXIT
         meets = summary.demand is None or summary.demand.meets is not False
-        return 0 if summary.search.get("passed") and meets else SLO_FAILED_EXIT
+        return 0 if summary.search.passed and meets else SLO_FAILED_EXIT
     if summary.slo is not None:
         return 0 if summary.slo.passed else SLO_FAILED_EXIT
     return None

@@ -12,11 +12,10 @@ Pure module: no Locust, no network.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from enum import StrEnum
-from typing import Any
 
 from llm_locust.load.search import Verdict
+from llm_locust.results.search_model import SearchResult
 from llm_locust.results.summary_blocks import DemandBlock
 from llm_locust.results.summary_model import RunSummary
 
@@ -51,23 +50,24 @@ def headline(summary: RunSummary) -> tuple[Headline, str] | None:
     return Headline.INCONCLUSIVE, f"{undecided.objective} is not shown to pass ({note})"
 
 
-def _search(search: Mapping[str, Any], demand: DemandBlock | None) -> tuple[Headline, str]:
-    if search.get("withheld"):
-        return Headline.WITHHELD, search["withheld"]
-    upper = search.get("upper")
-    if search.get("capacity") is None:
-        word = Headline.FAIL if upper is not None and upper["verdict"] == "fail" else Headline.INCONCLUSIVE
-        why = f": {upper['label']} {upper['verdict']}s ({upper['reason']})" if upper is not None else ""
+def _search(search: SearchResult, demand: DemandBlock | None) -> tuple[Headline, str]:
+    if search.withheld:
+        return Headline.WITHHELD, search.withheld
+    upper = search.upper
+    if search.capacity is None:
+        word = Headline.FAIL if upper is not None and upper.verdict == Verdict.FAIL else Headline.INCONCLUSIVE
+        why = f": {upper.label} {upper.verdict}s ({upper.reason})" if upper is not None else ""
         return word, "no search step was shown to meet the SLO" + why.replace(
             "inconclusives", "is inconclusive"
         )
-    if search.get("stop_reason") is None:
+    if search.stop_reason is None:
         return Headline.INCONCLUSIVE, "the run ended before the search did"
-    best = search["highest_pass"]
+    best = search.highest_pass
     if demand is not None and not demand.meets:
-        at = search.get("demand_step") or upper
-        shown = at is not None and at["verdict"] == "fail"
+        at = search.demand_step or upper
+        shown = at is not None and at.verdict == Verdict.FAIL
         return (Headline.FAIL if shown else Headline.INCONCLUSIVE), demand.text
-    return Headline.PASS, f"{best['label']} is shown to meet the SLO" + (
+    label = "" if best is None else best.label
+    return Headline.PASS, f"{label} is shown to meet the SLO" + (
         f"; {demand.text}" if demand is not None else ""
     )

@@ -31,6 +31,7 @@ from llm_locust.results.capacity_model import (
 )
 from llm_locust.results.plans import compare_plans
 from llm_locust.results.rebuild import RebuildError, rebuild
+from llm_locust.results.search_model import SearchResult
 from llm_locust.results.summary_model import RunSummary
 
 __all__ = ["CAPACITY_FILE", "RejudgeError", "rejudge_capacity", "rejudge_run", "unmeasured"]
@@ -46,23 +47,21 @@ def _unit(demand: Demand) -> str:
     return {"concurrency": "concurrent", "rate": "req/s"}.get(demand.kind, "users")
 
 
-def unmeasured(search: dict[str, Any], demand: Demand | None) -> str | None:
+def unmeasured(search: SearchResult, demand: Demand | None) -> str | None:
     """What the measured levels cannot tell under this SLO: a capacity above the highest step
     measured, or below the lowest; ``None`` when a failure above the capacity bounds it."""
-    steps = [s for s in search.get("steps") or () if s.get("verdict") != "invalid"]
+    steps = [s for s in search.steps if s.valid]
     if not steps:
         return None
-    best, upper = search.get("highest_pass"), search.get("upper")
-    top = max(steps, key=lambda s: s["level"])
+    best, upper = search.highest_pass, search.upper
+    top = max(steps, key=lambda s: s.level)
     if best is not None and upper is None:
-        at = None if demand is None else measure(demand, best)
-        shown = (
-            best["label"] if at is None or demand is None else f"{at:.3g} {_unit(demand)} ({best['label']})"
-        )
-        return f"at least {shown}: no step above {top['label']} was measured"
-    low = min(steps, key=lambda s: s["level"])
-    if best is None and upper is not None and upper["level"] == low["level"]:
-        return f"below {low['label']}: no step below {low['label']} was measured"
+        at = None if demand is None else measure(demand, best.to_json())
+        shown = best.label if at is None or demand is None else f"{at:.3g} {_unit(demand)} ({best.label})"
+        return f"at least {shown}: no step above {top.label} was measured"
+    low = min(steps, key=lambda s: s.level)
+    if best is None and upper is not None and upper.level == low.level:
+        return f"below {low.label}: no step below {low.label} was measured"
     return None
 
 
@@ -123,7 +122,7 @@ def rejudge_capacity(
         message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise RejudgeError(f"{root / CAPACITY_FILE}: cannot be compared again ({message})") from None
     same = slo.to_json() == report.slo
-    searches: dict[str, dict[str, Any]] = {}
+    searches: dict[str, SearchResult] = {}
     scales: dict[str, float] = {}
     summaries: dict[str, RunSummary] = {}
     for result in report.plans:
@@ -135,11 +134,13 @@ def rejudge_capacity(
         if not summary.search:
             raise RejudgeError(f"{folder}: no capacity search to judge again (no search.json)")
         summary.rejudged = _note(slo, demand, folder)
-        search: dict[str, Any] = summary.search
+        search = summary.search
         if not same:  # the search stopped for its own SLO; these are the levels it measured
-            search = {**search, "stop": "judged again under another SLO: the levels the search measured"}
+            search = search.model_copy(
+                update={"stop": "judged again under another SLO: the levels the search measured"}
+            )
         searches[result.name], scales[result.name], summaries[result.name] = search, k, summary
-    out = compare_plans(file, searches, scales)
+    out = compare_plans(file, {name: search.to_json() for name, search in searches.items()}, scales)
     before = {p.name: p for p in report.plans}
     for row in out.plans:
         row.folder = before[row.name].folder

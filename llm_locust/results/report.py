@@ -14,9 +14,9 @@ from __future__ import annotations
 
 from llm_locust.results.capacity import capacity_lines
 from llm_locust.results.finalize import NOTHING_RECORDED, nothing_recorded
-from llm_locust.results.summary import format_stage_table, format_table
 from llm_locust.results.summary_blocks import Excluded
 from llm_locust.results.summary_model import RunSummary
+from llm_locust.results.summary_text import format_stage_table, format_table
 from llm_locust.results.traffic import stage_cache_lines
 
 __all__ = ["LEGEND", "LOCUST_TABLE_LABEL", "end_of_run_text", "exclusions_line"]

@@ -25,8 +25,9 @@ from llm_locust.results.columns import EXCLUSIONS, Columns, Part
 from llm_locust.results.concurrency import littles_law
 from llm_locust.results.saturation import advice
 from llm_locust.results.slo import evaluate, itl_stats_of
-from llm_locust.results.summary import inconclusive_reason, summarize
+from llm_locust.results.summary import summarize
 from llm_locust.results.summary_blocks import Slo
+from llm_locust.results.summary_text import inconclusive_reason
 from llm_locust.results.validity import rate_validity, users_validity
 
 __all__ = [

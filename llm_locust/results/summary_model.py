@@ -12,9 +12,11 @@ percentiles), gathered from the flat keys when a file is read and flattened back
 written, in the same place, so ``summary.ttft.p(95)`` reads what ``p95_ttft_ms`` holds. The
 schema names the flat keys by pattern (``patternProperties``).
 
-A block not typed here yet (``config``, ``search``, ``windows``, ``drift``...) is a JSON
-value (:data:`JsonObject`): typed, never ``Any``. Keys a model does not name are kept as
-they were (``extra="allow"``), so no number a run wrote is ever lost when read back.
+The ``search`` block is :class:`~llm_locust.results.search_model.SearchResult` (the model
+``search.json`` and ``capacity.json`` use). A block not typed here yet (``config``,
+``windows``, ``drift``...) is a JSON value (:data:`JsonObject`): typed, never ``Any``. Keys a
+model does not name are kept as they were (``extra="allow"``), so no number a run wrote is
+ever lost when read back.
 
 Pure module: no Locust, no network.
 """
@@ -42,6 +44,7 @@ from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import CoreSchema
 
 from llm_locust.load.search import Verdict
+from llm_locust.results.search_model import SearchResult
 from llm_locust.results.session_model import SessionsBlock
 from llm_locust.results.summary_blocks import (
     Block,
@@ -213,6 +216,8 @@ class Stats(Block):
     e2el_intended: Latency | None = None
 
     _LATENCIES: ClassVar[frozenset[str]] = frozenset(LATENCY_NAMES)
+    #: The keys a file states first, before the statistics (what the row or file is).
+    _FIRST: ClassVar[tuple[str, ...]] = ()
 
     @model_validator(mode="before")
     @classmethod
@@ -230,7 +235,8 @@ class Stats(Block):
                 out.update(latency.flat(key))
             else:
                 out[key] = value
-        return out
+        first = {key: out.pop(key) for key in self._FIRST if key in out}
+        return first | out
 
     @classmethod
     def __get_pydantic_json_schema__(cls, core: CoreSchema, handler: GetJsonSchemaHandler) -> JsonSchemaValue:
@@ -264,6 +270,9 @@ class Stats(Block):
 
 class StageRow(Stats):
     """One stage of the stage table (or one step of a capacity search)."""
+
+    #: What the stage is (its plan's :meth:`~llm_locust.load.stages.Stage.to_json`) before its statistics.
+    _FIRST = ("index", "kind", "target", "start_s", "duration_s", "spawn_rate", "warmup_s", "label")
 
     index: int = 0
     kind: str = "users"
@@ -299,6 +308,8 @@ class ReplicaRow(Stats):
 class RunSummary(Stats):
     """``summary.json``: the run's statistics over its measured records, and its blocks."""
 
+    _FIRST = ("schema_version",)
+
     schema_version: int | None = None  # None: a file written before the schema had a version
     percentiles: list[float] | None = None
     measured_span: MeasuredSpan | None = None
@@ -311,7 +322,7 @@ class RunSummary(Stats):
     slo: Slo | None = None
     generator_lagging: bool | None = None
     stages: list[StageRow] | None = None
-    search: JsonObject | None = None
+    search: SearchResult | None = None
     capacity: str | None = None
     highest_passing_stage: int | None = None
     client: ClientBlock | None = None
@@ -360,7 +371,7 @@ class RunSummary(Stats):
 
     def to_json(self) -> dict[str, Any]:
         """The keys of ``summary.json``: exactly those the run stated, flat latency keys included."""
-        out: dict[str, Any] = self.model_dump(exclude_unset=True)
+        out: dict[str, Any] = self.model_dump(exclude_unset=True, by_alias=True)
         return out
 
 

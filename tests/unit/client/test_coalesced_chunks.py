@@ -15,8 +15,9 @@ from llm_locust.record import RequestRecord
 from llm_locust.results.columns import Columns, ColumnsBuilder
 from llm_locust.results.report import end_of_run_text
 from llm_locust.results.stats import ItlBudget
-from llm_locust.results.summary import format_stage_table, summarize
+from llm_locust.results.summary import summarize
 from llm_locust.results.summary_model import RunSummary, StageRow
+from llm_locust.results.summary_text import format_stage_table
 from tests.scripted_server import running_peer
 
 

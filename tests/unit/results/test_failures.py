@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from llm_locust.results.failures import MESSAGE_CHARS, TOP, FailureTally, failure_lines, tally_of
-from llm_locust.results.summary import format_table
 from llm_locust.results.summary_model import RunSummary
+from llm_locust.results.summary_text import format_table
 
 
 def test_messages_are_counted_per_class_most_frequent_first() -> None:

@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from llm_locust.results.headline import Headline, headline
-from llm_locust.results.summary import format_table
 from llm_locust.results.summary_model import RunSummary
+from llm_locust.results.summary_text import format_table
 
 
 def objective(name: str, verdict: str, passed: bool, note: str = "") -> dict[str, Any]:
@@ -45,10 +45,22 @@ def step(label: str, verdict: str, reason: str = "") -> dict[str, Any]:
     return {"label": label, "verdict": verdict, "reason": reason, "index": 0, "level": 1.0}
 
 
+#: What every search block states besides its bracket (the model requires them).
+SPEC = {
+    "kind": "users",
+    "min": 1.0,
+    "precision": 0.1,
+    "max_steps": 8,
+    "max_extensions": 2,
+    "step_time_s": 30.0,
+}
+
+
 def test_a_search_that_found_no_capacity_is_no_pass_whatever_the_pooled_lines_say() -> None:
     """ "SLO: PASS" stood above "no search step was shown to meet the SLO"."""
     pooled = slo(objective("e2e_p95<=30s", "pass", True))
-    search = {"capacity": None, "upper": step("users=32", "fail", "e2e_p95 35.1 s misses e2e_p95<=30s"),
+    search = {**SPEC, "capacity": None,
+              "upper": step("users=32", "fail", "e2e_p95 35.1 s misses e2e_p95<=30s"),
               "stop_reason": "minimum", "highest_pass": None}  # fmt: skip
     summary = {"slo": pooled, "search": search}
     word, reason = headline(RunSummary.of(summary)) or (None, "")
@@ -64,8 +76,8 @@ def test_a_search_that_found_no_capacity_is_no_pass_whatever_the_pooled_lines_sa
         Headline.WITHHELD,
         withheld["withheld"],
     )
-    found = {"capacity": 24.0, "highest_pass": step("users=24", "pass"), "upper": step("users=25", "fail"),
-             "stop_reason": "precision", "demand_step": None}  # fmt: skip
+    found = {**SPEC, "capacity": 24.0, "highest_pass": step("users=24", "pass"),
+             "upper": step("users=25", "fail"), "stop_reason": "precision", "demand_step": None}  # fmt: skip
     assert headline(RunSummary.of({"slo": pooled, "search": found}))[0] is Headline.PASS  # type: ignore[index]
     TEXT = "does not meet 50 concurrent: capacity 24 concurrent (-52%)"
     below = {"slo": pooled, "search": {**found, "demand_step": step("users=50", "fail")},

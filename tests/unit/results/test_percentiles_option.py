@@ -12,8 +12,9 @@ from llm_locust.config.options import by_dest
 from llm_locust.results.columns import Columns, ColumnsBuilder
 from llm_locust.results.finalize import RunFacts, build_summary
 from llm_locust.results.stats import ItlBudget
-from llm_locust.results.summary import format_table, summarize
+from llm_locust.results.summary import summarize
 from llm_locust.results.summary_model import RunSummary
+from llm_locust.results.summary_text import format_table
 from tests.records import linear_percentile
 
 HOST = "http://127.0.0.1:9"

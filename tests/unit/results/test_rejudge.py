@@ -6,22 +6,28 @@ from typing import Any
 
 from llm_locust.config.demand import parse_demand
 from llm_locust.results.rejudge import unmeasured
+from llm_locust.results.search_model import SearchResult
+from tests.unit.results.test_headline import SPEC
 
 
 def _step(level: float, verdict: str, in_flight: float) -> dict[str, Any]:
-    return {"level": level, "label": f"users={level:g}", "verdict": verdict, "mean_in_flight": in_flight}
+    return {"index": 0, "level": level, "label": f"users={level:g}", "verdict": verdict,
+            "mean_in_flight": in_flight}  # fmt: skip
 
 
-def _search(*steps: dict[str, Any]) -> dict[str, Any]:
+def _search(*steps: dict[str, Any]) -> SearchResult:
     passes = [s for s in steps if s["verdict"] == "pass"]
     others = [s for s in steps if s["verdict"] in ("fail", "inconclusive")]
     upper = min(others, key=lambda s: s["level"], default=None)
     below = [s for s in passes if upper is None or s["level"] < upper["level"]]
-    return {
-        "steps": list(steps),
-        "highest_pass": max(below, key=lambda s: s["level"], default=None),
-        "upper": upper,
-    }
+    return SearchResult.model_validate(
+        {
+            **SPEC,
+            "steps": list(steps),
+            "highest_pass": max(below, key=lambda s: s["level"], default=None),
+            "upper": upper,
+        }
+    )
 
 
 def test_every_level_passes_names_the_highest_measured() -> None:

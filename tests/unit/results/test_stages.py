@@ -12,8 +12,9 @@ from llm_locust.results.columns import Columns
 from llm_locust.results.report import end_of_run_text, exclusions_line
 from llm_locust.results.slo import evaluate, parse_slo
 from llm_locust.results.stages import capacity_verdict, excluded_counts, stage_summaries
-from llm_locust.results.summary import format_stage_table, summarize
+from llm_locust.results.summary import summarize
 from llm_locust.results.summary_model import RunSummary, StageRow
+from llm_locust.results.summary_text import format_stage_table
 from llm_locust.results.validity import rate_validity, users_validity
 
 T0 = 1_000.0

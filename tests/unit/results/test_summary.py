@@ -5,8 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from llm_locust.results.summary import format_table, summarize
+from llm_locust.results.summary import summarize
 from llm_locust.results.summary_model import RunSummary
+from llm_locust.results.summary_text import format_table
 
 VLLM_KEYS = [
     "completed",

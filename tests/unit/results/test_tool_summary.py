@@ -5,8 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from llm_locust.results.summary import format_table, summarize
+from llm_locust.results.summary import summarize
 from llm_locust.results.summary_model import RunSummary
+from llm_locust.results.summary_text import format_table
 
 
 def _row(i: int, first: float, done: float, ok_json: bool, **more: object) -> dict:
