@@ -18,11 +18,10 @@ Pure module: files in, no Locust, no network.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from llm_locust.config.demand import parse_demand
 from llm_locust.load.search import Verdict
@@ -36,7 +35,8 @@ from llm_locust.results.capacity_model import (
     load_capacity,
 )
 from llm_locust.results.cost import cost_per_million, per_gpu, tokens_per_user
-from llm_locust.results.search_model import Decider, JudgedStep
+from llm_locust.results.search_model import JudgedStep
+from llm_locust.results.summary_model import RunSummary, StageRow
 
 if TYPE_CHECKING:
     from llm_locust.config.demand import Demand
@@ -80,19 +80,10 @@ class Latency(_Loose):
 
 
 class StepView(_Loose):
-    index: int
-    label: str
-    level: float
-    verdict: Verdict
-    reason: str = ""
-    requests: int | None = None
-    window_s: float | None = None
+    """A judged step (:class:`JudgedStep`, in deployment time) and what the page derives of it."""
+
+    step: JudgedStep
     load: float | None = None  # in the demand's unit
-    mean_in_flight: float | None = None
-    request_throughput: float | None = None
-    output_throughput: float | None = None
-    goodput_output_tokens_per_s: float | None = None
-    median_tpot_ms: float | None = None
     tokens_per_user: float | None = None
     output_per_gpu: float | None = None
     cost_per_million: float | None = None
@@ -102,36 +93,33 @@ class StepView(_Loose):
 
 
 class PlanView(_Loose):
-    name: str
+    """A plan of the comparison (:class:`PlanResult`) and what the page derives of it: the folder
+    its files are in, the bound in the demand's unit, its steps in level order."""
+
+    result: PlanResult
     folder: str
-    gpus: int
-    replicas: int = 1
-    gpus_per_replica: int = 1
-    gpu: str | None = None
-    model: str | None = None
-    gpu_hour_cost: float
-    dollars_per_hour: float
-    time_scale: float = 1.0
-    capacity: float | None = None
-    capacity_unit: str
     upper: float | None = None  # the lowest step not shown to pass, in the demand's unit
-    upper_verdict: Verdict | None = None
-    capacity_index: int | None = None
-    upper_index: int | None = None
-    headroom: float | None = None
-    meets: bool = False
-    verdict: str = ""
-    stop: str = ""
-    cost_per_million_at_demand: float | None = None
-    cost_per_million_at_capacity: float | None = None
-    output_throughput_at_demand: float | None = None
-    output_throughput_per_gpu: float | None = None
-    tokens_per_user: float | None = None
-    simulator_fell_behind: bool = False
-    unmeasured: str | None = None  # re-judged: what the levels measured cannot tell
-    withheld: str | None = None  # the search withheld its answer (a step invalid twice): why
-    decided_by: list[Decider] = []
     steps: list[StepView]
+
+    @property
+    def upper_verdict(self) -> Verdict | None:
+        upper = self.result.upper_step
+        return None if upper is None else upper.verdict
+
+    @property
+    def capacity_index(self) -> int | None:
+        best = self.result.capacity_step
+        return None if best is None else best.index
+
+    @property
+    def upper_index(self) -> int | None:
+        upper = self.result.upper_step
+        return None if upper is None else upper.index
+
+    @property
+    def simulator_fell_behind(self) -> bool:
+        clock = self.result.simulator_clock
+        return clock is not None and clock.fell_behind
 
 
 class PredictedView(_Loose):
@@ -181,17 +169,17 @@ class Decision(_Loose):
 
     @property
     def time_scales(self) -> list[float]:
-        return sorted({p.time_scale for p in self.plans if p.time_scale != 1})
+        return sorted({p.result.time_scale for p in self.plans if p.result.time_scale != 1})
 
     def plan(self, name: str) -> PlanView:
-        return next(p for p in self.plans if p.name == name)
+        return next(p for p in self.plans if p.result.name == name)
 
 
 def is_capacity_folder(directory: str | Path) -> bool:
     return (Path(directory) / CAPACITY_FILE).is_file()
 
 
-def _latency(step: JudgedStep, stage: dict[str, Any] | None, metric: str, k: float) -> Latency | None:
+def _latency(step: JudgedStep, stage: StageRow | None, metric: str, k: float) -> Latency | None:
     """``metric`` (ttft or e2e) P95 of a step: its SLO line when it has one, else the stage's P95."""
     term = next((t for t in step.terms if t.name == f"{metric}_p95"), None)
     if term is not None and term.value is not None:
@@ -204,8 +192,7 @@ def _latency(step: JudgedStep, stage: dict[str, Any] | None, metric: str, k: flo
             verdict=term.verdict,
             source=f"SLO line {metric}_p95 as judged (95 % interval: order statistics)",
         )
-    key = "p95_e2el_ms" if metric == "e2e" else "p95_ttft_ms"
-    value = (stage or {}).get(key)
+    value = None if stage is None else stage.ms("p95", "e2el" if metric == "e2e" else "ttft")
     if value is None:
         return None
     scaled = f" x{k:g}" if k != 1 else ""
@@ -219,23 +206,12 @@ def _load(demand: Demand, plan: PlanResult, step: JudgedStep) -> float | None:
     return measure(demand, step.to_json(), plan.by_level)
 
 
-def _step(plan: PlanResult, step: JudgedStep, stages: dict[int, dict[str, Any]], demand: Demand) -> StepView:
+def _step(plan: PlanResult, step: JudgedStep, stages: dict[int, StageRow], demand: Demand) -> StepView:
     k = plan.time_scale or 1.0
     tpot, out = step.median_tpot_ms, step.output_throughput
     folder_name = Path(plan.folder or plan.name).name
     return StepView(
-        index=step.index,
-        label=step.label,
-        level=step.level,
-        verdict=step.verdict,
-        reason=step.reason,
-        requests=step.requests,
-        window_s=step.window_s,
-        mean_in_flight=step.mean_in_flight,
-        request_throughput=step.request_throughput,
-        output_throughput=out,
-        goodput_output_tokens_per_s=step.goodput_output_tokens_per_s,
-        median_tpot_ms=tpot,
+        step=step,
         load=_load(demand, plan, step),
         tokens_per_user=tokens_per_user(None if not tpot else tpot / 1000.0),
         output_per_gpu=per_gpu(out, plan.gpus),
@@ -246,13 +222,14 @@ def _step(plan: PlanResult, step: JudgedStep, stages: dict[int, dict[str, Any]],
     )
 
 
-def _stages(folder: Path) -> dict[int, dict[str, Any]]:
-    """The plan summary's stages by index (none when the folder is not at hand)."""
+def _stages(folder: Path) -> dict[int, StageRow]:
+    """The plan summary's stages by index (none when the folder is not at hand or its summary
+    does not read as one)."""
     try:
-        summary = json.loads((folder / "summary.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        summary = RunSummary.model_validate_json((folder / "summary.json").read_bytes())
+    except (OSError, ValidationError):
         return {}
-    return {int(s["index"]): s for s in summary.get("stages") or () if isinstance(s, dict) and "index" in s}
+    return {s.index: s for s in summary.stages or ()}
 
 
 def _plan(root: Path, plan: PlanResult, demand: Demand) -> PlanView:
@@ -260,38 +237,14 @@ def _plan(root: Path, plan: PlanResult, demand: Demand) -> PlanView:
     if not folder.is_dir():  # a capacity folder moved or copied: its plans are beside capacity.json
         folder = root / plan.name
     stages = _stages(folder)
-    steps = sorted((_step(plan, s, stages, demand) for s in plan.steps), key=lambda s: (s.level, s.index))
-    best, upper = plan.capacity_step, plan.upper_step
+    steps = sorted(
+        (_step(plan, s, stages, demand) for s in plan.steps), key=lambda s: (s.step.level, s.step.index)
+    )
+    upper = plan.upper_step
     return PlanView(
-        name=plan.name,
+        result=plan,
         folder=str(folder),
-        gpus=plan.gpus,
-        replicas=plan.replicas,
-        gpus_per_replica=plan.gpus_per_replica,
-        gpu=plan.gpu,
-        model=plan.model,
-        gpu_hour_cost=plan.gpu_hour_cost,
-        dollars_per_hour=plan.dollars_per_hour,
-        time_scale=plan.time_scale,
-        capacity=plan.capacity,
-        capacity_unit=plan.capacity_unit.value,
         upper=None if upper is None else _load(demand, plan, upper),
-        upper_verdict=None if upper is None else upper.verdict,
-        capacity_index=None if best is None else best.index,
-        upper_index=None if upper is None else upper.index,
-        headroom=plan.headroom,
-        meets=plan.meets,
-        verdict=plan.verdict,
-        stop=plan.search.stop or "",
-        cost_per_million_at_demand=plan.cost_per_million_at_demand,
-        cost_per_million_at_capacity=plan.cost_per_million_at_capacity,
-        output_throughput_at_demand=plan.output_throughput_at_demand,
-        output_throughput_per_gpu=plan.output_throughput_per_gpu,
-        tokens_per_user=plan.tokens_per_user,
-        simulator_fell_behind=plan.simulator_clock is not None and plan.simulator_clock.fell_behind,
-        unmeasured=plan.unmeasured,
-        withheld=plan.withheld,
-        decided_by=list(plan.decided_by),
         steps=steps,
     )
 

@@ -60,10 +60,10 @@ def _r(value: float | None, digits: int = 4) -> float | None:
 def _point(step: StepView, x: float | None, y: float | None, line: Verdict | None = None) -> dict[str, Any]:
     """One step as a data item: its label and verdict in the tooltip, the colour and shape of the
     verdict of ``line`` (an SLO line's own, at this step) or else of the step."""
-    shown = step.verdict if line is None or step.verdict is Verdict.INVALID else line
-    what = f"step {step.verdict.value}" + (f", this line {line.value}" if line is not None else "")
+    shown = step.step.verdict if line is None or step.step.verdict is Verdict.INVALID else line
+    what = f"step {step.step.verdict.value}" + (f", this line {line.value}" if line is not None else "")
     return {
-        "name": f"{step.label} ({what})",
+        "name": f"{step.step.label} ({what})",
         "value": [_r(x), _r(y)],
         "symbol": VERDICT_SYMBOL[shown],
         "symbolSize": 9,
@@ -76,11 +76,11 @@ def capacity_chart(d: Decision) -> dict[str, Any] | None:
     pass, and the demand as a line."""
     if not d.plans:
         return None
-    names = [p.name for p in d.plans]
+    names = [p.result.name for p in d.plans]
     unit = UNIT_AXIS.get(d.demand_kind, d.demand_kind)
     # the axis holds the demand: ECharts scales to the series only, and a demand line above every
     # bar was not drawn (the new-user trial: capacities 22-24 against a demand of 50)
-    top = max([d.demand or 0.0, *(v for p in d.plans for v in (p.capacity, p.upper) if v is not None)])
+    top = max([d.demand or 0.0, *(v for p in d.plans for v in (p.result.capacity, p.upper) if v is not None)])
     option = base_option(
         f"Capacity against the demand ({d.demand_text})",
         _axis("plan", "category", data=names),
@@ -89,10 +89,10 @@ def capacity_chart(d: Decision) -> dict[str, Any] | None:
     option["tooltip"] = {"trigger": "item"}
     bars = [
         {
-            "name": p.name,
-            "value": _r(p.capacity),
-            "itemStyle": {"color": VERDICT_COLOR[Verdict.PASS] if p.meets else SHORT_COLOR},
-            "label": {"formatter": "-" if p.capacity is None else f"{p.capacity:.1f}"},
+            "name": p.result.name,
+            "value": _r(p.result.capacity),
+            "itemStyle": {"color": VERDICT_COLOR[Verdict.PASS] if p.result.meets else SHORT_COLOR},
+            "label": {"formatter": "-" if p.result.capacity is None else f"{p.result.capacity:.1f}"},
         }
         for p in d.plans
     ]
@@ -114,10 +114,10 @@ def capacity_chart(d: Decision) -> dict[str, Any] | None:
     )
     bracket = []
     for x, p in enumerate(d.plans):
-        if p.capacity is not None and p.upper is not None:
-            bracket.append([x, _r(p.capacity), _r(p.upper), 0])
-        elif p.capacity is not None:
-            bracket.append([x, _r(p.capacity), _r(p.capacity), 2])  # nothing above it failed
+        if p.result.capacity is not None and p.upper is not None:
+            bracket.append([x, _r(p.result.capacity), _r(p.upper), 0])
+        elif p.result.capacity is not None:
+            bracket.append([x, _r(p.result.capacity), _r(p.result.capacity), 2])  # nothing above it failed
     option["series"].append(
         {
             "name": "bracket",
@@ -131,7 +131,7 @@ def capacity_chart(d: Decision) -> dict[str, Any] | None:
     )
     upper = [
         {
-            "name": f"{p.name}: {p.upper_verdict.value if p.upper_verdict else ''}",
+            "name": f"{p.result.name}: {p.upper_verdict.value if p.upper_verdict else ''}",
             "value": [x, _r(p.upper)],
             "itemStyle": {"color": VERDICT_COLOR[p.upper_verdict or Verdict.FAIL]},
         }
@@ -163,7 +163,7 @@ def _nice(value: float) -> float:
 
 def _x_top(d: Decision) -> float:
     """The latency charts' shared x range: the highest load measured or the demand, rounded up."""
-    xs = [s.mean_in_flight for p in d.plans for s in p.steps if s.mean_in_flight is not None]
+    xs = [s.step.mean_in_flight for p in d.plans for s in p.steps if s.step.mean_in_flight is not None]
     top = max([*xs, d.demand if d.demand_kind == "concurrency" else 0.0], default=1.0) * 1.05
     step = 10.0 if top > 20 else 1.0
     return math.ceil(top / step) * step
@@ -175,20 +175,20 @@ def latency_chart(d: Decision, plan: PlanView, metric: str) -> dict[str, Any] | 
     it is a concurrency) as vertical lines; invalid steps apart, not joined."""
     title = {"ttft": "TTFT", "e2e": "E2E"}[metric]
     rows = [(s, getattr(s, metric)) for s in plan.steps if getattr(s, metric) is not None]
-    rows = [(s, lat) for s, lat in rows if s.mean_in_flight is not None]
+    rows = [(s, lat) for s, lat in rows if s.step.mean_in_flight is not None]
     if not rows:
         return None
     option = base_option(
-        f"{plan.name}: {title} P95 against load",
+        f"{plan.result.name}: {title} P95 against load",
         _axis("mean requests in flight (measured)", min=0, max=_r(_x_top(d), 1)),
         _axis("seconds (deployment time)", nameGap=45),
     )
     option["tooltip"] = {"trigger": "item"}
-    joined = [(s, lat) for s, lat in rows if s.verdict is not Verdict.INVALID]
+    joined = [(s, lat) for s, lat in rows if s.step.verdict is not Verdict.INVALID]
     line: dict[str, Any] = {
         "name": f"{title} P95",
         "type": "line",
-        "data": [_point(s, s.mean_in_flight, lat.p95_s, lat.verdict) for s, lat in joined],
+        "data": [_point(s, s.step.mean_in_flight, lat.p95_s, lat.verdict) for s, lat in joined],
         "lineStyle": {"color": "#1f77b4"},
         "itemStyle": {"color": "#1f77b4"},
     }
@@ -202,12 +202,12 @@ def latency_chart(d: Decision, plan: PlanView, metric: str) -> dict[str, Any] | 
                 "lineStyle": {"color": "#c62828", "type": "dashed", "width": 1.5},
             }
         )
-    cap = next((s for s in plan.steps if s.index == plan.capacity_index), None)
-    if cap is not None and cap.mean_in_flight is not None:
+    cap = next((s for s in plan.steps if s.step.index == plan.capacity_index), None)
+    if cap is not None and cap.step.mean_in_flight is not None:
         marks.append(
             {
-                "xAxis": _r(cap.mean_in_flight),
-                "name": f"capacity ({cap.label})",
+                "xAxis": _r(cap.step.mean_in_flight),
+                "name": f"capacity ({cap.step.label})",
                 "lineStyle": {"color": "#2e7d32", "type": "solid", "width": 2},
             }
         )
@@ -222,7 +222,7 @@ def latency_chart(d: Decision, plan: PlanView, metric: str) -> dict[str, Any] | 
     option["series"].append(line)
     bars = [
         [
-            _r(s.mean_in_flight),
+            _r(s.step.mean_in_flight),
             _r(lat.low_s),
             _r(lat.high_s if lat.high_s is not None else lat.low_s),
             0 if lat.high_s is not None else 2,
@@ -242,13 +242,13 @@ def latency_chart(d: Decision, plan: PlanView, metric: str) -> dict[str, Any] | 
                 "z": 3,
             }
         )
-    invalid = [(s, lat) for s, lat in rows if s.verdict is Verdict.INVALID]
+    invalid = [(s, lat) for s, lat in rows if s.step.verdict is Verdict.INVALID]
     if invalid:
         option["series"].append(
             {
                 "name": "invalid step (not at its level)",
                 "type": "scatter",
-                "data": [_point(s, s.mean_in_flight, lat.p95_s) for s, lat in invalid],
+                "data": [_point(s, s.step.mean_in_flight, lat.p95_s) for s, lat in invalid],
             }
         )
     option["legend"]["data"] = [s["name"] for s in option["series"] if s["type"] != "custom"]
@@ -264,13 +264,13 @@ def _plan_lines(d: Decision, title: str, x_name: str, y_name: str, xy: Any) -> d
         points = []
         for s in plan.steps:
             x, y = xy(plan, s)
-            if s.verdict is not Verdict.INVALID and x is not None and y is not None:
+            if s.step.verdict is not Verdict.INVALID and x is not None and y is not None:
                 points.append(_point(s, x, y) | {"itemStyle": {"color": COLORS[i % len(COLORS)]}})
         if points:
             color = COLORS[i % len(COLORS)]
             option["series"].append(
                 {
-                    "name": plan.name,
+                    "name": plan.result.name,
                     "type": "line",
                     "data": points,
                     "lineStyle": {"color": color},

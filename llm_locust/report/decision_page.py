@@ -40,7 +40,7 @@ def time_note(d: Decision) -> str:
     if not d.time_scales:
         return ""
     shown = ", ".join(f"{k:g}x" for k in d.time_scales)
-    names = ", ".join(p.name for p in d.plans if p.time_scale != 1)
+    names = ", ".join(p.result.name for p in d.plans if p.result.time_scale != 1)
     return (
         f'<p class="note"><b>Simulated at {shown} real time</b> ({escape(names)}): every number on this '
         "page is in deployment time (latencies multiplied, rates and throughputs divided by the "
@@ -50,21 +50,21 @@ def time_note(d: Decision) -> str:
 
 
 def _bracket(d: Decision, p: PlanView) -> str:
-    if p.capacity is None:
+    if p.result.capacity is None:
         return "no step passed"
     if p.upper is None:
-        return f"at least {p.capacity:.1f} (no step above it failed)"
-    return f"{p.capacity:.1f} to {p.upper:.1f}"
+        return f"at least {p.result.capacity:.1f} (no step above it failed)"
+    return f"{p.result.capacity:.1f} to {p.upper:.1f}"
 
 
 def answer_block(d: Decision) -> str:
     parts = []
     if d.cheapest is not None:
-        p = d.plan(d.cheapest)
+        r = d.plan(d.cheapest).result
         parts.append(
-            f'<p class="answer pass">{escape(p.name)}: the cheapest plan that meets {escape(d.demand_text)}, '
-            f"${p.dollars_per_hour:.2f}/hour ({p.gpus} GPU x ${p.gpu_hour_cost:g}), headroom "
-            f"{_num(p.headroom, '{:+.0%}')}, ${_num(p.cost_per_million_at_demand, '{:.2f}')} per 1M output "
+            f'<p class="answer pass">{escape(r.name)}: the cheapest plan that meets {escape(d.demand_text)}, '
+            f"${r.dollars_per_hour:.2f}/hour ({r.gpus} GPU x ${r.gpu_hour_cost:g}), headroom "
+            f"{_num(r.headroom, '{:+.0%}')}, ${_num(r.cost_per_million_at_demand, '{:.2f}')} per 1M output "
             "tokens at the demand.</p>"
         )
     elif d.withheld:
@@ -75,11 +75,13 @@ def answer_block(d: Decision) -> str:
         )
     else:
         close = max(
-            (p for p in d.plans if p.capacity is not None), key=lambda p: p.capacity or 0, default=None
+            (p for p in d.plans if p.result.capacity is not None),
+            key=lambda p: p.result.capacity or 0,
+            default=None,
         )
         nearest = (
-            f" The closest is {escape(close.name)}: capacity {close.capacity:.1f} against "
-            f"{d.demand:g} ({_num(close.headroom, '{:+.0%}')})."
+            f" The closest is {escape(close.result.name)}: capacity {close.result.capacity:.1f} against "
+            f"{d.demand:g} ({_num(close.result.headroom, '{:+.0%}')})."
             if close is not None
             else ""
         )
@@ -100,10 +102,10 @@ def answer_block(d: Decision) -> str:
 
 def _verdict_item(p: PlanView) -> str:
     """The plan's verdict and the steps it rests on, in the words of ``llm-locust capacity``'s table."""
-    more = f"; <b>{escape(p.unmeasured)}</b>" if p.unmeasured else ""
-    decided = deciders_text(p.decided_by)
+    more = f"; <b>{escape(p.result.unmeasured)}</b>" if p.result.unmeasured else ""
+    decided = deciders_text(p.result.decided_by)
     rests = f' <span class="deciders">({escape(decided)})</span>' if decided else ""
-    return f"<li><b>{escape(p.name)}</b>: {escape(p.verdict)}{more}{rests}</li>"
+    return f"<li><b>{escape(p.result.name)}</b>: {escape(p.result.verdict)}{more}{rests}</li>"
 
 
 def rejudged_note(d: Decision) -> str:
@@ -129,14 +131,15 @@ def plan_table(d: Decision) -> str:
     )
     rows = []
     for p in d.plans:
-        shape = f"{p.replicas} x {p.gpus_per_replica}"
+        r = p.result
+        shape = f"{r.replicas} x {r.gpus_per_replica}"
         rows.append(
-            f"<tr><td>{escape(p.name)}{' (cheapest)' if p.name == d.cheapest else ''}</td>"
-            f"<td>{p.gpus} ({shape})</td><td>{p.dollars_per_hour:.2f}</td><td>{escape(_bracket(d, p))}</td>"
-            f"<td>{_num(p.headroom, '{:+.0%}')}</td><td>{_num(p.cost_per_million_at_demand, '{:.2f}')}</td>"
-            f"<td>{_num(p.cost_per_million_at_capacity, '{:.2f}')}</td>"
-            f"<td>{_num(p.output_throughput_per_gpu)}</td><td>{_num(p.tokens_per_user)}</td>"
-            f"<td>{_badge('withheld' if p.withheld else 'pass' if p.meets else 'fail')}</td></tr>"
+            f"<tr><td>{escape(r.name)}{' (cheapest)' if r.name == d.cheapest else ''}</td>"
+            f"<td>{r.gpus} ({shape})</td><td>{r.dollars_per_hour:.2f}</td><td>{escape(_bracket(d, p))}</td>"
+            f"<td>{_num(r.headroom, '{:+.0%}')}</td><td>{_num(r.cost_per_million_at_demand, '{:.2f}')}</td>"
+            f"<td>{_num(r.cost_per_million_at_capacity, '{:.2f}')}</td>"
+            f"<td>{_num(r.output_throughput_per_gpu)}</td><td>{_num(r.tokens_per_user)}</td>"
+            f"<td>{_badge('withheld' if r.withheld else 'pass' if r.meets else 'fail')}</td></tr>"
         )
     return f'<table class="plans">{head}{"".join(rows)}</table>'
 
@@ -169,17 +172,21 @@ def predicted_table(d: Decision) -> str:
 
 def _notes(plan: PlanView) -> str:
     """The steps that decide nothing (invalid) or could not be decided (inconclusive), and why."""
-    odd = [s for s in plan.steps if s.verdict in (Verdict.INVALID, Verdict.INCONCLUSIVE)]
+    odd = [s for s in plan.steps if s.step.verdict in (Verdict.INVALID, Verdict.INCONCLUSIVE)]
     sim = (
-        f'<p class="muted">{escape(plan.name)}: its simulator fell behind its schedule: its latencies '
+        f'<p class="muted">{escape(plan.result.name)}: its simulator fell behind its schedule: its latencies '
         "ran slow, its capacity is a lower bound.</p>"
         if plan.simulator_fell_behind
         else ""
     )
     if not odd:
         return sim
-    items = "".join(f"<li>{escape(s.label)} {_badge(s.verdict)}: {escape(s.reason)}</li>" for s in odd)
-    return f"<p><b>{escape(plan.name)}</b>: steps not decided by their numbers:</p><ul>{items}</ul>{sim}"
+    items = "".join(
+        f"<li>{escape(s.step.label)} {_badge(s.step.verdict)}: {escape(s.step.reason)}</li>" for s in odd
+    )
+    return (
+        f"<p><b>{escape(plan.result.name)}</b>: steps not decided by their numbers:</p><ul>{items}</ul>{sim}"
+    )
 
 
 def _latency_cell(lat: Latency | None) -> str:
@@ -201,9 +208,9 @@ def steps_table(d: Decision) -> str:
     rows = []
     for p in d.plans:
         for s in p.steps:
-            mark = " (capacity)" if s.index == p.capacity_index else ""
-            mark += " (lowest not passed)" if s.index == p.upper_index else ""
-            deciders = [x for x in p.decided_by if x.index == s.index]
+            mark = " (capacity)" if s.step.index == p.capacity_index else ""
+            mark += " (lowest not passed)" if s.step.index == p.upper_index else ""
+            deciders = [x for x in p.result.decided_by if x.index == s.step.index]
             mark += "".join(f" (decides: {x.role}{'' if x.valid else ', INVALID'})" for x in deciders)
             rows.append(_step_row(p, s, mark))
     sources = sorted({lat.source for p in d.plans for s in p.steps for lat in (s.ttft, s.e2e) if lat})
@@ -219,21 +226,21 @@ def steps_table(d: Decision) -> str:
 
 def _step_row(p: PlanView, s: StepView, mark: str) -> str:
     cells = [
-        escape(p.name),
-        escape(s.label + mark),
-        _badge(s.verdict),
-        _num(s.mean_in_flight),
-        _num(s.request_throughput, "{:.3f}"),
-        _num(s.output_throughput, "{:.0f}"),
-        _num(s.goodput_output_tokens_per_s, "{:.0f}"),
+        escape(p.result.name),
+        escape(s.step.label + mark),
+        _badge(s.step.verdict),
+        _num(s.step.mean_in_flight),
+        _num(s.step.request_throughput, "{:.3f}"),
+        _num(s.step.output_throughput, "{:.0f}"),
+        _num(s.step.goodput_output_tokens_per_s, "{:.0f}"),
         _latency_cell(s.ttft),
         _latency_cell(s.e2e),
-        _num(s.median_tpot_ms),
+        _num(s.step.median_tpot_ms),
         _num(s.output_per_gpu),
         _num(s.cost_per_million, "{:.2f}"),
-        _num(s.requests, "{:d}"),
+        _num(s.step.requests, "{:d}"),
         f"<code>{escape(s.source)}</code>",
-        escape(s.reason),
+        escape(s.step.reason),
     ]
     return "<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>"
 

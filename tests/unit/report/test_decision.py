@@ -89,14 +89,14 @@ def _folder(tmp_path: Path) -> Path:
 def test_model_reads_capacity_json_tolerantly_sorted_by_level_with_sources(tmp_path: Path) -> None:
     d = load_decision(_folder(tmp_path))
     (plan,) = d.plans
-    assert [s.level for s in plan.steps] == [16, 24, 28, 32]  # search order was 32, 16, 24, 28
+    assert [s.step.level for s in plan.steps] == [16, 24, 28, 32]  # search order was 32, 16, 24, 28
     assert plan.folder == str(tmp_path / "A")  # moved folder: found beside capacity.json
-    assert plan.capacity == 15.5 and plan.upper == 31.0 and plan.upper_verdict is Verdict.FAIL
+    assert plan.result.capacity == 15.5 and plan.upper == 31.0 and plan.upper_verdict is Verdict.FAIL
     low, mid, _, high = plan.steps
     assert low.ttft is not None and (low.ttft.p95_s, low.ttft.low_s, low.ttft.high_s) == (1.0, 0.9, 1.1)
     # no ttft_p95 line: the summary's stage P95 (wall clock 150 ms) x the time scale 10, no interval
     assert mid.ttft is not None and mid.ttft.p95_s == pytest.approx(1.5) and mid.ttft.low_s is None
-    assert mid.verdict is Verdict.INVALID and mid.source == "A/summary.json stage 2 (users=24)"
+    assert mid.step.verdict is Verdict.INVALID and mid.source == "A/summary.json stage 2 (users=24)"
     assert high.cost_per_million == pytest.approx(10.0 / (31.0 * 20 * 3600 / 1e6))
     assert d.time_scales == [10.0]
 
