@@ -26,13 +26,14 @@ __all__ = [
 
 
 def withheld_text(probes: Sequence[Mapping[str, Any]]) -> str:
-    """The one line of a search that stopped on invalid steps: which level, why, what to do."""
+    """The one line of a search that stopped on invalid steps: why and what to do first, then
+    which level (the cause is what a reader acts on)."""
     last = probes[-1]
     runs = sum(1 for p in probes if p["level"] == last["level"] and p["verdict"] == Verdict.INVALID)
     remedy = REMEDY.get(Invalidity(last.get("invalidity") or Invalidity.LEVEL), "")
     return (
-        f"answer withheld: {last['label']} was invalid {runs} times, so no step above it can be "
-        f"measured on this run: {last['reason']}" + (f"; {remedy}" if remedy else "")
+        f"answer withheld: {last['reason']}" + (f"; {remedy}" if remedy else "") + f" ({last['label']} "
+        f"invalid {runs} times: no step above it can be measured on this run)"
     )
 
 

@@ -197,8 +197,8 @@ def test_a_search_stopped_on_invalid_steps_withholds_its_answer() -> None:
         result["sentence"]
         == result["withheld"]
         == (
-            "answer withheld: rate=8 was invalid 2 times, so no step above it can be measured on this run: "
-            "sent 6.00 of 8.00 req/s scheduled; add workers, or run on a quieter host"
+            "answer withheld: sent 6.00 of 8.00 req/s scheduled; add workers, or run on a quieter host "
+            "(rate=8 invalid 2 times: no step above it can be measured on this run)"
         )
     )
     failing = {**ok, "index": 3, "label": "rate=8", "level": 8.0, "verdict": "fail", "reason": "e2e"}
