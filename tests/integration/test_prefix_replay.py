@@ -138,3 +138,42 @@ def test_sessions_stay_on_one_worker_and_one_replica_and_hit_their_prefix(tmp_pa
     assert block_["completed"] == sum(1 for own in counted if len(own) == turns)
     for q in (10, 50, 90):
         assert block_["prefix_cache"][f"p{q}_token_hit_ratio"] == pytest.approx(np.percentile(ratios, q))
+
+
+def _growing_trace(path: Path, conversations: int, turns: int, block: int, partial: int) -> list[dict]:
+    """Conversations whose turn k sends k full blocks and a partial one of ``partial`` tokens, and
+    whose next turn sends that same block id in full (block ids named by position, as a trace
+    generator may name them): the ceiling credits the partial block's tokens inside the full one."""
+    rows = []
+    for c in range(conversations):
+        for k in range(turns):
+            ids = [1000 * (c + 1) + j for j in range(k + 1)]
+            rows.append(
+                {
+                    "timestamp": 200 * c + 900 * k,
+                    "input_length": block * k + partial,
+                    "output_length": 4,
+                    "hash_ids": ids,
+                }
+            )
+    rows.sort(key=lambda r: r["timestamp"])
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return rows
+
+
+def test_a_partial_block_sent_again_in_full_is_served_from_the_cache(tmp_path: Path) -> None:
+    # regression: a block's text of fewer tokens was not the start of its full text (only the
+    # nonce was shared), so the cache served 0.33 of the prompt tokens against a ceiling of 0.58
+    block, partial = 256, 192  # multiples of the simulator's 16-token cache blocks
+    trace = tmp_path / "growing.jsonl"
+    expected = _ceiling(_growing_trace(trace, 6, 4, block, partial), block)
+    with running_sim(*ENGINE) as url:
+        res = run_locust(
+            url, "--trace", str(trace), "--trace-block-tokens", str(block), "--max-tokens", "4",
+            results_dir=tmp_path / "g", users=1, run_time="20s", timeout=200,
+        )  # fmt: skip
+    expect_exit(res, 0)
+    rows = [r for r in res.rows if _counted_ok(r)]
+    assert len(rows) >= 22 and all(r["cached_tokens"] is not None for r in rows)
+    measured = sum(r["cached_tokens"] for r in rows) / sum(r["prompt_tokens"] for r in rows)
+    assert expected > 0.3 and abs(measured - expected) <= 0.02, (measured, expected)
