@@ -31,8 +31,12 @@ from llm_locust.workload.specs import make_spec, stream_rng, user_text
 from llm_locust.workload.tokenizer import approx_count
 
 if TYPE_CHECKING:
+    import numpy as np
+
+    from llm_locust.workload.distributions import LengthSample
     from llm_locust.workload.limits import LengthGuard
-    from llm_locust.workload.sampled import SampledWorkload
+    from llm_locust.workload.prefix import BlockPrefix, NoPrefix, SharedPrefix
+    from llm_locust.workload.prompts import PromptBuilder
 
 __all__ = ["SessionConfig", "SessionSource", "SyntheticTurns", "Turn"]
 
@@ -153,10 +157,23 @@ class SessionSource:
         return None
 
 
+class TurnLengths(Protocol):
+    """What :class:`SyntheticTurns` reads of its sampled workload
+    (:class:`~llm_locust.workload.sampled.SampledWorkload`)."""
+
+    seed: int
+    builder: PromptBuilder
+    prefix: NoPrefix | SharedPrefix | BlockPrefix
+
+    def draw(self, rng: np.random.Generator) -> LengthSample: ...
+
+    def written(self, target: int) -> int: ...
+
+
 class SyntheticTurns:
     """Turns for a sampled workload: each turn's new user message has a sampled length."""
 
-    def __init__(self, workload: SampledWorkload, index: int) -> None:
+    def __init__(self, workload: TurnLengths, index: int) -> None:
         self.w, self.index = workload, index
         self.rng = stream_rng(workload.seed, index)
         self.counter = 0
