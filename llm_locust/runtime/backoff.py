@@ -24,9 +24,15 @@ Pure module: no Locust, no gevent (the user sleeps).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
+from llm_locust.config.jsontypes import JsonObject
 from llm_locust.protocol.retry import RETRY_STATUSES
+from llm_locust.runtime.sender import Sender
+
+if TYPE_CHECKING:
+    from llm_locust.client.streaming import ClientConfig
+    from llm_locust.record import RequestRecord
 
 __all__ = ["BACKOFF_BASE_S", "BACKOFF_CAP_S", "RETRY_AFTER_CAP_S", "PacedClient", "Pacer"]
 
@@ -70,16 +76,16 @@ class Pacer:
 class PacedClient:
     """A streaming client whose records carry the pause its :class:`Pacer` decided."""
 
-    def __init__(self, client: Any) -> None:
+    def __init__(self, client: Sender) -> None:
         self.client = client
         self.pacer = Pacer()
 
     @property
-    def config(self) -> Any:
+    def config(self) -> ClientConfig:
         return self.client.config
 
-    def send(self, body: dict[str, Any], record: Any, keep_text: bool = False) -> str:
-        text: str = self.client.send(body, record, keep_text=keep_text)
+    def send(self, body: JsonObject, record: RequestRecord, keep_text: bool = False) -> str:
+        text = self.client.send(body, record, keep_text=keep_text)
         seconds, reason = self.pacer.pause_after(
             record.outcome, record.status, record.extra.get(RETRY_AFTER), len(record.chunk_times)
         )

@@ -14,17 +14,19 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Protocol
 
 import gevent
 from gevent.pool import Group
 
 from llm_locust.client.streaming import StreamingClient, build_body
+from llm_locust.config.jsontypes import JsonObject
 from llm_locust.load.bursts import wave_offsets, wave_share
 from llm_locust.load.stages import Stage
 from llm_locust.record import RequestRecord
 from llm_locust.runtime.context import RunContext
-from llm_locust.workload.base import RequestSpec
+from llm_locust.runtime.sender import Sender
+from llm_locust.workload.base import RequestSource, RequestSpec
 
 __all__ = ["BurstDispatcher", "BurstRun"]
 
@@ -41,12 +43,12 @@ class BurstRun(Protocol):
 
     def stage_now(self) -> Stage | None: ...
 
-    def new_source(self, stage: Stage | None = None) -> Any: ...
+    def new_source(self, stage: Stage | None = None) -> RequestSource: ...
 
     def new_record(self, spec: RequestSpec) -> RequestRecord: ...
 
     def send(
-        self, client: Any, body: dict[str, Any], record: RequestRecord, keep_text: bool = False
+        self, client: Sender, body: JsonObject, record: RequestRecord, keep_text: bool = False
     ) -> str: ...
 
 
@@ -109,7 +111,7 @@ class BurstDispatcher:
             self.stopping_since = time.time()
         return self.run.stopping
 
-    def _send_one(self, source: Any, wave: int, at: float) -> None:
+    def _send_one(self, source: RequestSource, wave: int, at: float) -> None:
         run, client = self.run, self.client
         assert client is not None
         spec = source.next_request()

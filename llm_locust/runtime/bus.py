@@ -26,12 +26,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
+from llm_locust.config.jsontypes import JsonObject
 from llm_locust.results.summary_model import RunSummary
 
 __all__ = ["Finalized", "RecordBus", "Signal", "Sink"]
 
 log = logging.getLogger("llm_locust")
-Sink = Callable[[dict[str, Any]], None]
+Sink = Callable[[JsonObject], None]
 F = TypeVar("F", bound=Callable[..., object])
 
 
@@ -57,7 +58,7 @@ class RecordBus:
     def is_open(self) -> bool:
         return self._open
 
-    def publish(self, row: dict[str, Any]) -> None:
+    def publish(self, row: JsonObject) -> None:
         if not self._open:
             self.late += 1
             if self.late == 1:

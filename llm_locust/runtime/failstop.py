@@ -23,10 +23,11 @@ import logging
 import time
 from collections import Counter
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Protocol
 
 import gevent
 
+from llm_locust.config.jsontypes import JsonObject
 from llm_locust.record import CANCELLED, INCOMPLETE, OK
 from llm_locust.runtime.bus import RecordBus
 from llm_locust.runtime.runners import ConfiguredRun, raise_in_main, runner_of
@@ -69,7 +70,7 @@ class FailureWatch:
         self.first_failure, self.fired = None, False
         self.failures.clear()
 
-    def observe(self, row: dict[str, Any]) -> None:
+    def observe(self, row: JsonObject) -> None:
         outcome = row.get("outcome", OK)
         if outcome in (INCOMPLETE, CANCELLED):  # neither a success nor a failure of the server
             return
@@ -80,7 +81,7 @@ class FailureWatch:
         now = self.clock()
         if self.first_failure is None:
             self.first_failure = now
-        self.failures[(outcome, str(row.get("message") or ""))] += 1
+        self.failures[(str(outcome), str(row.get("message") or ""))] += 1
         if not self.fired and now - self.first_failure >= self.window:
             self.fired = True
             self.stop(self.describe(now))
@@ -100,7 +101,7 @@ def install(ext: FailstopRun) -> None:
     watch = FailureWatch(lambda line: _stop(ext, line))
     tests = [ext.tests]
 
-    def observe(row: dict[str, Any]) -> None:
+    def observe(row: JsonObject) -> None:
         if ext.tests != tests[0]:  # a new test: a new watch
             tests[0] = ext.tests
             watch.reset()

@@ -22,6 +22,7 @@ import logging
 from typing import Any, Protocol
 
 from llm_locust.config.build import config_from_form
+from llm_locust.config.jsontypes import JsonObject
 from llm_locust.config.model import RunConfig
 from llm_locust.config.redact import strip_credentials
 from llm_locust.config.register import form_layout
@@ -49,7 +50,7 @@ class FormRun(ConfiguredRun, Protocol):
     @property
     def cli_spawn_rate(self) -> float | None: ...
     @property
-    def cli_options(self) -> dict[str, Any]: ...
+    def cli_options(self) -> JsonObject: ...
     @property
     def tests(self) -> int: ...
 

@@ -14,9 +14,9 @@ from locust.env import Environment
 
 import time
 from collections.abc import Callable
-from typing import Any
 
 from llm_locust.client.streaming import ClientConfig
+from llm_locust.config.jsontypes import JsonObject
 from llm_locust.config.model import RunConfig
 from llm_locust.load.replicas import Balancer
 from llm_locust.load.stages import Stage
@@ -28,6 +28,7 @@ from llm_locust.runtime.fold import IdleFolder
 from llm_locust.runtime.prepare import PREPARER, workload_info
 from llm_locust.runtime.request_sources import RequestSources
 from llm_locust.runtime.requests import Requests
+from llm_locust.runtime.sender import Sender
 from llm_locust.workload.base import RequestSource, RequestSpec
 from llm_locust.workload.build import BuiltWorkload
 from llm_locust.workload.tokenizer import counting_tokenizer
@@ -35,7 +36,7 @@ from llm_locust.workload.tokenizer import counting_tokenizer
 __all__ = ["LoadFront", "Row"]
 
 #: A finished request's row, as ``requests.jsonl`` holds it.
-Row = dict[str, Any]
+Row = JsonObject
 
 
 class LoadFront:
@@ -66,7 +67,7 @@ class LoadFront:
         return self._live.stopping
 
     # -- a test ------------------------------------------------------------------------
-    def workload(self, config: RunConfig, client: ClientConfig, server: dict[str, Any]) -> BuiltWorkload:
+    def workload(self, config: RunConfig, client: ClientConfig, server: JsonObject) -> BuiltWorkload:
         """A test starts: its workload, built anew (its matrix cells' too, when asked); ``client``
         counts tokens with it when the server reports no usage."""
         self.sources.reset()
@@ -111,7 +112,7 @@ class LoadFront:
         assert context is not None
         return self.requests.new_record(context, spec)
 
-    def send(self, client: Any, body: dict[str, Any], record: RequestRecord, keep_text: bool = False) -> str:
+    def send(self, client: Sender, body: JsonObject, record: RequestRecord, keep_text: bool = False) -> str:
         """Send one request of the current test (see :meth:`Requests.send`)."""
         context = self._current()
         assert context is not None

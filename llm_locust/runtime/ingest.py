@@ -28,7 +28,8 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Any
+
+from llm_locust.config.jsontypes import JsonObject
 
 __all__ = ["BEHIND_FOR_S", "BEHIND_S", "RATE_SPAN_S", "IngestWatch", "behind_message"]
 
@@ -134,7 +135,7 @@ class IngestWatch:
         """Rows sent by the workers and not yet applied (estimate: rate x lag, summed)."""
         return sum(s.rate() * s.lag for s in self._workers.values())
 
-    def block(self) -> dict[str, Any]:
+    def block(self) -> JsonObject:
         """The summary's ``master`` block."""
         return {
             "batches": self.batches,

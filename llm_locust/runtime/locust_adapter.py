@@ -29,6 +29,8 @@ import argparse
 from collections.abc import Callable
 from typing import Any
 
+from llm_locust.config.jsontypes import JsonObject
+
 __all__ = [
     "CHECKED_WITH",
     "after_parse",
@@ -84,7 +86,7 @@ def wrap_view(web_ui: Any, rule: str, wrapper: Callable[[View], View]) -> bool:
     return True
 
 
-def after_template_args(web_ui: Any, then: Callable[[dict[str, Any]], None]) -> None:
+def after_template_args(web_ui: Any, then: Callable[[JsonObject], None]) -> None:
     """Call ``then(web_ui.template_args)`` now and each time Locust rebuilds them."""
     update = web_ui.update_template_args
 

@@ -30,11 +30,12 @@ import locust.runners
 from locust.env import Environment
 
 import time
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from llm_locust.client.preflight import Preflight, server_facts
 from llm_locust.client.streaming import ClientConfig
 from llm_locust.config.build import config_from_options
+from llm_locust.config.jsontypes import JsonObject
 from llm_locust.config.model import RunConfig
 from llm_locust.config.role import Role
 from llm_locust.load.plan import LoadPlan
@@ -90,13 +91,13 @@ class Node:
         self.plan: LoadPlan = LoadPlan()
         self.workload: BuiltWorkload | None = None
         self.cli_spawn_rate: float | None = None  # -r as the command line gave it (None: not given)
-        self.cli_options: dict[str, Any] = {}  # llm-locust's option values as the command line gave them
-        self.drain: dict[str, Any] | None = None
+        self.cli_options: JsonObject = {}  # llm-locust's option values as the command line gave them
+        self.drain: JsonObject | None = None
         self.live = LiveState()
         self.context: RunContext | None = None  # the current test's; None before the first start
         self.preflight_result: Preflight | None = None  # the last check (headless or the web UI's)
         self.tests = 0
-        self._source: dict[str, Any] | None = None  # the option values run_config came from
+        self._source: JsonObject | None = None  # the option values run_config came from
         self._form_pending = False
         self._adopted = False
 
@@ -159,9 +160,7 @@ class Node:
         """The configuration of the test starting now (the master's and the local runner's salt it)."""
         return config
 
-    def _workload(
-        self, config: RunConfig, client: ClientConfig, server: dict[str, Any]
-    ) -> BuiltWorkload | None:
+    def _workload(self, config: RunConfig, client: ClientConfig, server: JsonObject) -> BuiltWorkload | None:
         """The test's workload, where requests are sent (it fills in ``client``'s tokenizer)."""
         if self.front is None:  # the master builds none: its users are the workers'
             return None

@@ -11,8 +11,7 @@ from __future__ import annotations
 
 from locust.env import Environment
 
-from typing import Any
-
+from llm_locust.config.jsontypes import JsonObject
 from llm_locust.config.role import Role
 from llm_locust.runtime import stopping
 from llm_locust.runtime.context import RunContext
@@ -90,8 +89,8 @@ class MasterNode(SinkNode):
     def _await_workers(self) -> None:
         stopping.collect_final_batches(self)  # bounded by the drain
 
-    def _summary_extra(self) -> dict[str, Any]:
-        return {"workers_without_final_batch": self.fleet.workers_without_final()}
+    def _summary_extra(self) -> JsonObject:
+        return {"workers_without_final_batch": [*self.fleet.workers_without_final()]}
 
 
 class LocalNode(SinkNode):

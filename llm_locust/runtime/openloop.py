@@ -15,17 +15,20 @@ from __future__ import annotations
 
 import math
 import time
-from typing import Any, Protocol
+from typing import Protocol
 
 import gevent
 from gevent.lock import BoundedSemaphore
 from gevent.pool import Group
 
 from llm_locust.client.streaming import build_body
+from llm_locust.config.jsontypes import JsonObject
+from llm_locust.load.replicas import Balancer
 from llm_locust.load.traces import TraceEntry
 from llm_locust.record import RequestRecord
 from llm_locust.runtime.context import RunContext
 from llm_locust.runtime.replicas import make_client
+from llm_locust.runtime.sender import Sender
 from llm_locust.workload.base import RequestSpec
 
 __all__ = ["OpenLoopRun", "SpecSource", "dispatch"]
@@ -43,10 +46,10 @@ class OpenLoopRun(Protocol):
     def new_record(self, spec: RequestSpec) -> RequestRecord: ...
 
     def send(
-        self, client: Any, body: dict[str, Any], record: RequestRecord, keep_text: bool = False
+        self, client: Sender, body: JsonObject, record: RequestRecord, keep_text: bool = False
     ) -> str: ...
 
-    def balancer(self) -> Any: ...
+    def balancer(self) -> Balancer | None: ...
 
 
 class SpecSource(Protocol):
@@ -86,7 +89,7 @@ def dispatch(context: RunContext, run: OpenLoopRun, user: SpecSource) -> None:
 def _send_one(
     run: OpenLoopRun,
     user: SpecSource,
-    client: Any,
+    client: Sender,
     slots: BoundedSemaphore | None,
     intended: tuple[float, float],
     entry: TraceEntry | None,

@@ -21,8 +21,9 @@ import logging
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
+from llm_locust.config.jsontypes import JsonObject
 from llm_locust.config.redact import strip_credentials
 from llm_locust.config.role import Role
 from llm_locust.live import catalog as metrics
@@ -56,7 +57,7 @@ class ViewedFleet(Protocol):
 
     def total_in_flight(self) -> int: ...
 
-    def health_intervals(self, start: float | None = None) -> list[dict[str, Any]]: ...
+    def health_intervals(self, start: float | None = None) -> list[JsonObject]: ...
 
 
 class ViewedRun(ConfiguredRun, Protocol):
@@ -140,7 +141,7 @@ class NodeView:
         stages = [(s.label, s.start_s) for s in ext.plan.stages or ()]
         return chart_marks(stages, t0 if stages else None, ext.run_config.slo or (), time.time())
 
-    def search(self) -> dict[str, Any] | None:
+    def search(self) -> JsonObject | None:
         search = self.ext.search
         return None if search is None else search.live()
 

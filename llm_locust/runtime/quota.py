@@ -17,6 +17,7 @@ from typing import Any, Protocol
 
 import gevent
 
+from llm_locust.config.jsontypes import JsonObject
 from llm_locust.config.role import Role
 from llm_locust.runtime.bus import RecordBus
 from llm_locust.runtime.context import RunContext
@@ -79,7 +80,7 @@ class RequestQuota:
         self.left -= 1
         return True
 
-    def count(self, row: dict[str, Any]) -> None:
+    def count(self, row: JsonObject) -> None:
         self.finished += 1
 
     def reached(self) -> bool:

@@ -11,9 +11,9 @@ replica opens one connection.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
 
 from llm_locust.client.streaming import ClientConfig, StreamingClient
+from llm_locust.config.jsontypes import JsonObject
 from llm_locust.load.replicas import Balancer
 from llm_locust.record import RequestRecord
 
@@ -37,7 +37,7 @@ class ReplicaClients:
             self._clients[index] = StreamingClient(replace(self.config, host=host), self.concurrency)
         return self._clients[index]
 
-    def send(self, body: dict[str, Any], record: RequestRecord, keep_text: bool = False) -> str:
+    def send(self, body: JsonObject, record: RequestRecord, keep_text: bool = False) -> str:
         if self._mine is not None:
             index = self._mine
         elif record.session_id is not None:  # a session stays on one replica (its prefix cache)

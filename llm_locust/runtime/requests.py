@@ -24,8 +24,10 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from llm_locust.config.jsontypes import JsonObject
 from llm_locust.record import CANCELLED, INCOMPLETE, RequestRecord
 from llm_locust.runtime.context import RunContext
+from llm_locust.runtime.sender import Sender
 from llm_locust.workload.base import RequestSpec
 
 __all__ = ["REQUEST_TYPE", "LLMRequestError", "Requests"]
@@ -42,8 +44,8 @@ class Requests:
 
     def __init__(
         self,
-        environment: Any,
-        deliver: Callable[[dict[str, Any]], None],
+        environment: Any,  # Locust's Environment (its stats' log() is typed int; ours are float ms)
+        deliver: Callable[[JsonObject], None],
         node: str,
         later: Callable[[Callable[[], None]], None] = lambda item: item(),
     ) -> None:
@@ -72,8 +74,8 @@ class Requests:
     def send(
         self,
         context: RunContext,
-        client: Any,
-        body: dict[str, Any],
+        client: Sender,
+        body: JsonObject,
         record: RequestRecord,
         keep_text: bool = False,
     ) -> str:

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from llm_locust import __version__
+from llm_locust.config.jsontypes import JsonObject
 from llm_locust.config.redact import strip_credentials
 from llm_locust.load.levels import LevelTracker
 from llm_locust.results.columns import read_columns
@@ -51,10 +52,10 @@ class TestResults:
         directory: Path | None,
         *,
         host: str | None,
-        options: dict[str, Any],
-        drain: dict[str, Any] | None,
+        options: JsonObject,
+        drain: JsonObject | None,
         length_policy: Callable[[], str | None] = lambda: None,
-        health: Callable[[], Sequence[dict[str, Any]]] = lambda: (),
+        health: Callable[[], Sequence[JsonObject]] = lambda: (),
         search: Any = None,
     ) -> None:
         self.context = context
@@ -77,17 +78,18 @@ class TestResults:
         self.writer.write_run(run_json(self.facts(self.start_time)))
 
     # -- while the test runs --------------------------------------------------------
-    def take(self, row: dict[str, Any]) -> None:
+    def take(self, row: JsonObject) -> None:
         """A row from the bus: mark ramp-up (sent before its stage reached its user count) or, in
         a staged run, ``outside`` (sent in no stage: a search step settling), write it."""
-        if self.levels is not None and row.get("stage") is not None:
-            row["rampup"] = self.levels.ramp_up(row["stage"], row["start_time"])
-        elif self.context.staged and row.get("stage") is None:
+        stage, start = row.get("stage"), row.get("start_time")
+        if self.levels is not None and isinstance(stage, int) and isinstance(start, (int, float)):
+            row["rampup"] = self.levels.ramp_up(stage, start)
+        elif self.context.staged and stage is None:
             row["outside"] = True
         self.writer.write(row)
         self.failures.add(row)
 
-    def take_health(self, interval: dict[str, Any]) -> None:
+    def take_health(self, interval: JsonObject) -> None:
         """A load process's health interval as it is measured (``health.jsonl``)."""
         self.writer.write_health(interval)
 
@@ -105,7 +107,7 @@ class TestResults:
             self._stage = index
             self.writer.write_run(run_json(self.facts(now), self._level_facts(index)))
 
-    def _level_facts(self, before: int | None) -> dict[int, dict[str, Any]]:
+    def _level_facts(self, before: int | None) -> dict[int, JsonObject]:
         if self.levels is None:
             return {}
         stages = self.context.plan.stages or ()
@@ -120,7 +122,7 @@ class TestResults:
         return self.stop_time is None and self.summary is None
 
     # -- the end --------------------------------------------------------------------
-    def facts(self, stop: float, extra: dict[str, Any] | None = None) -> RunFacts:
+    def facts(self, stop: float, extra: JsonObject | None = None) -> RunFacts:
         context = self.context
         return RunFacts(
             start_time=self.start_time,
@@ -144,8 +146,8 @@ class TestResults:
     def finish(
         self,
         interrupted: str | None,
-        extra: dict[str, Any] | None = None,
-        blocks: dict[str, Any] | None = None,
+        extra: JsonObject | None = None,
+        blocks: JsonObject | None = None,
     ) -> RunSummary:
         """The summary, from ``requests.jsonl`` read back in one pass (with ``blocks`` added, e.g.
         the master's own); written, the writer closed."""
@@ -171,11 +173,11 @@ class TestResults:
         self.summary = model
         return model
 
-    def config_block(self, extra: dict[str, Any]) -> dict[str, Any]:
+    def config_block(self, extra: JsonObject) -> JsonObject:
         """What was run, for ``summary.json`` (and ``run.json``). No secrets."""
         context = self.context
         client = context.client
-        block: dict[str, Any] = {
+        block: JsonObject = {
             "llm_locust_version": __version__,
             "target": strip_credentials(self.host or ""),
             "model": getattr(client, "model", None) or context.server.get("model"),

@@ -21,12 +21,12 @@ from locust.env import Environment
 import logging
 import sys
 import time
-from typing import Any
 
 import gevent
 
 from llm_locust.client import preflight
 from llm_locust.config.build import ConfigError
+from llm_locust.config.jsontypes import JsonObject
 from llm_locust.config.model import RunConfig
 from llm_locust.live.exporter import new_run_id
 from llm_locust.load.levels import LevelTracker
@@ -163,7 +163,7 @@ class SinkNode(Node):
     def _await_workers(self) -> None:
         """At the stop, before the summary: the workers' last records (the master's)."""
 
-    def _summary_extra(self) -> dict[str, Any]:
+    def _summary_extra(self) -> JsonObject:
         return {}
 
     def on_quitting(self) -> None:

@@ -38,10 +38,11 @@ import argparse
 import logging
 import signal
 import time
-from typing import Any, Protocol
+from typing import Protocol
 
 import gevent
 
+from llm_locust.config.jsontypes import JsonObject
 from llm_locust.config.role import Role
 from llm_locust.runtime.locust_adapter import send_stats_now, set_option_default
 from llm_locust.runtime.runners import ProcessRun, master_runner, raise_in_main, runner_of
@@ -103,7 +104,7 @@ def mark_default_stop_timeout(parser: argparse.ArgumentParser) -> None:
     set_option_default(parser, "--stop-timeout", _DefaultZero(0.0))
 
 
-def apply_drain(environment: Environment, request_timeout: float) -> dict[str, Any]:
+def apply_drain(environment: Environment, request_timeout: float) -> JsonObject:
     """Fix the drain at ``init``: ``--stop-timeout`` if given, else the default; returns
     ``{"seconds", "source"}`` for the summary."""
     options = environment.parsed_options

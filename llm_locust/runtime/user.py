@@ -19,12 +19,11 @@ from locust.user.users import LOCUST_STATE_STOPPING
 
 import itertools
 import time
-from typing import Any
 
 import gevent
 import numpy as np
 
-from llm_locust.client.streaming import build_body
+from llm_locust.client.streaming import StreamingClient, build_body
 from llm_locust.config.think import NO_THINK
 from llm_locust.load.traces import TraceEntry
 from llm_locust.record import RequestRecord
@@ -34,8 +33,8 @@ from llm_locust.runtime.front import LoadFront
 from llm_locust.runtime.hooks import install
 from llm_locust.runtime.node import front_of
 from llm_locust.runtime.quota import quota_of
-from llm_locust.runtime.replicas import make_client
-from llm_locust.workload.base import RequestSpec
+from llm_locust.runtime.replicas import ReplicaClients, make_client
+from llm_locust.workload.base import RequestSource, RequestSpec
 
 __all__ = ["LLMUser"]
 
@@ -58,8 +57,8 @@ class LLMUser(FastHttpUser):
 
     def on_start(self) -> None:
         self.llm_run: LoadFront = front_of(self.environment)
-        self._sources: dict[int | None, Any] = {}
-        self.llm_client: Any = None
+        self._sources: dict[int | None, RequestSource] = {}
+        self.llm_client: StreamingClient | ReplicaClients | None = None
         self.paced: PacedClient | None = None
         context = self.llm_run.context  # None: the test did not start (the run said why)
         if context is None or context.client is None:
@@ -86,7 +85,7 @@ class LLMUser(FastHttpUser):
         """The test is stopping, or Locust is stopping this user (a step down)."""
         return self.llm_run.stopping or self._state == LOCUST_STATE_STOPPING
 
-    def source(self) -> Any:
+    def source(self) -> RequestSource:
         """This user's request stream for the current stage (matrix cells have their own)."""
         stage = self.llm_run.stage_now()
         key = None if stage is None or not stage.overrides() else stage.index
@@ -138,8 +137,10 @@ class LLMUser(FastHttpUser):
         self._sent_one = True
         spec = source.next_request()
         record = run.new_record(spec)
-        body = build_body(self.llm_client.config, spec)
-        text = run.send(self.paced, body, record, keep_text=getattr(source, "keeps_history", False))
+        paced = self.paced
+        assert paced is not None  # set by on_start with the client (generate stops a user without)
+        body = build_body(paced.config, spec)
+        text = run.send(paced, body, record, keep_text=getattr(source, "keeps_history", False))
         source.observe(spec, text, record.ok)
         if record.ok and hasattr(source, "observe_usage"):
             source.observe_usage(spec, record.prompt_tokens)

@@ -38,6 +38,7 @@ PURE = (
     "llm_locust.runtime.context",
     "llm_locust.runtime.ingest",
     "llm_locust.runtime.requests",
+    "llm_locust.runtime.sender",
     "llm_locust.runtime.session",
 )
 ALLOWED = {("llm_locust.workload.tokenizer", "http.client")}  # --tokenizer server's one connection

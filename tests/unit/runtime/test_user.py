@@ -41,7 +41,7 @@ def _user(run: _Run) -> LLMUser:
     user = object.__new__(LLMUser)  # no environment: only what generate() reads
     user.llm_run = run  # type: ignore[assignment]
     user.llm_client = SimpleNamespace(config=None)  # type: ignore[assignment]
-    user.paced = None
+    user.paced = SimpleNamespace(config=None)  # type: ignore[assignment]
     user._sources = {}
     user._state = LOCUST_STATE_RUNNING
     return user
