@@ -154,6 +154,7 @@ def _cases(tmp: Path) -> list[tuple[dict[str, str], dict[str, Any]]]:
         "LLM_LOCUST_SEARCH_MIN": ("2", "load.search_min", 2.0),
         "LLM_LOCUST_SEARCH_MAX": ("40", "load.search_max", 40.0),
         "LLM_LOCUST_SEARCH_PRECISION": ("5%", "load.search_precision", 0.05),
+        "LLM_LOCUST_SEARCH_SETTLED_PRECISION": ("25%", "load.search_settled_precision", 0.25),
         "LLM_LOCUST_SEARCH_MAX_STEPS": ("9", "load.search_max_steps", 9),
         "LLM_LOCUST_SEARCH_EXTENSIONS": ("1", "load.search_extensions", 1),
     }
