@@ -290,7 +290,8 @@ def compare_plans(
     ]
     if blocking:  # a plan that might be the answer has no valid answer: the comparison has none either
         names = ", ".join(r["name"] for r in blocking)
-        why = "could not be measured validly on this run; see its line"
+        lines = "its line" if len(blocking) == 1 else "their lines"
+        why = f"could not be measured validly on this run; see {lines}"
         if cheapest is None:  # none meets: any plan without a valid answer might
             answer = f"answer withheld: no plan measured validly meets {file.demand.text()}; {names} {why}"
         else:

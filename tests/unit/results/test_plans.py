@@ -310,7 +310,7 @@ def test_a_withheld_plan_as_cheap_as_the_answer_withholds_the_comparison(file: A
     assert none["cheapest"] is None and none["withheld"] and not none["plans"][0]["meets"]
     assert none["answer"] == (
         "answer withheld: no plan measured validly meets 50 concurrent; B, C could not be measured "
-        "validly on this run; see its line"
+        "validly on this run; see their lines"
     )
     last = format_comparison(compare_plans(file, fails, {})).splitlines()[-1]
     assert last == none["answer"]  # the end-of-run line is the answer itself, not "answer: answer withheld"
