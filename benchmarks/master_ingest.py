@@ -349,11 +349,12 @@ def main(argv: list[str] | None = None) -> int:
             load = os.getloadavg()[0]
             run = run_one(args, workers, Path(tmp))
             run["load_before"] = load
+            run["load_after"] = os.getloadavg()[0]  # a busy host starves the master: say so
             runs.append(run)
             print(json.dumps(run), flush=True)
     print(
         f"{'workers':>7} {'offered':>8} {'ingested':>9} {'master CPU':>10} "
-        f"{'backlog':>8} {'exact':>6} {'load':>5}"
+        f"{'backlog':>8} {'exact':>6} {'load':>11}"
     )
     for r in runs:
         exact = (
@@ -365,7 +366,7 @@ def main(argv: list[str] | None = None) -> int:
         print(
             f"{r['workers']:>7} {r['offered_rows_per_s']:>8} {r['ingested_rows_per_s']:>9.0f} "
             f"{r['master_cpu_pct']:>9.0f}% {r['backlog_at_window_end']:>8} {exact!s:>6} "
-            f"{r['load_before']:>5.2f}"
+            f"{r['load_before']:>5.2f}-{r['load_after']:<5.2f}"
         )
     write_result("master_ingest", args, runs)
     return 0
