@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.locustproc import expect_exit, run_locust
+from tests.locustproc import expect_exit, run_distributed, run_locust
 from tests.simproc import running_sim
 
 pytestmark = pytest.mark.slow
@@ -171,3 +171,30 @@ def test_an_agent_loop_over_the_responses_api_sends_its_history_as_input_items(t
     for turn in range(STEPS):  # the server saw the same history, turn by turn
         chat, responses = (float(np.median(prompts[e][turn])) for e in ("chat", "responses"))
         assert abs(responses - chat) <= 2, (turn, chat, responses)
+
+
+def test_agent_sessions_of_two_workers_each_stay_on_theirs_and_are_pooled(tmp_path: Path) -> None:
+    # a distributed run: each agent (a user) keeps its sessions, so a session's steps are all on
+    # one worker; the master's sessions block counts the sessions of both, as the rows show
+    with running_sim("--ttft-ms", str(TTFT_MS), "--tpot-ms", str(TPOT_MS)) as url:
+        res = run_distributed(
+            url, "--input-tokens", f"fixed:{TOOL_TOKENS}", "--output-tokens", f"fixed:{OUT}", "--ignore-eos",
+            "--agent-steps", f"fixed:{STEPS}", "--tool-latency", "0.2",
+            results_dir=tmp_path / "d", workers=2, users=4, run_time="8s",
+        )  # fmt: skip
+    expect_exit(res, 0)
+    sessions = _sessions(res.rows)
+    workers = {sid: {r["worker"] for r in own} for sid, own in sessions.items()}
+    assert all(len(w) == 1 for w in workers.values()), workers
+    assert len(set().union(*workers.values())) == 2
+    complete = [
+        own
+        for own in sessions.values()
+        if [r["turn"] for r in own] == list(range(STEPS))
+        and all(r["outcome"] == "ok" and _counted(r) for r in own)
+    ]
+    assert len({own[0]["worker"] for own in complete}) == 2 and len(complete) >= 8
+    block = res.summary["sessions"]
+    assert block["completed"] == len(complete)
+    assert block["started"] == sum(1 for own in sessions.values() if any(_counted(r) for r in own))
+    assert block["p50_steps"] == STEPS
