@@ -70,3 +70,36 @@ def test_a_level_where_every_request_fails_is_a_failing_step(tmp_path: Path) -> 
     assert got == [(4, "fail"), (2, "fail"), (1, "pass")], got
     assert all(p["reason"].startswith("every request failed") for p in search["steps"][:2])
     assert search["capacity"] == 1 and search["stop_reason"] == "precision"
+
+
+ENGINE = (
+    *("--mode", "engine", "--max-num-seqs", "256", "--decode-base-ms", "20", "--decode-ms-per-seq", "40"),
+    *("--prefill-ms-per-token", "0.01", "--output-tokens", "5"),
+)
+
+
+@pytest.mark.slow
+def test_a_search_short_of_the_demand_stops_at_the_settled_precision(tmp_path: Path) -> None:
+    """An engine whose decode step lasts 20 + 40 x running ms (``benchmarks/search_steps.py``): the
+    SLO ``tpot_p90 <= 20 + 40 x 4.33`` ms holds up to 4 users. Demand 6 concurrent, from 3 users:
+    3 passes, 6 fails, and the plan is short of the demand; the bisection to 4 passes, and the
+    bracket 4-6 is within the settled 50 % (not the 10 %), so the search stops there, saying so,
+    without probing 5."""
+    threshold_s = (20 + 40 * (4 + 1 / 3)) / 1000
+    with running_sim(*ENGINE) as url:
+        res = run_locust(
+            url,
+            "--prompt-tokens", "16", "--max-tokens", "5",
+            "--search", "users", "--search-min", "3", "--step-time", "10s", "--warmup", "1s",
+            "--demand", "concurrency=6", "--search-settled-precision", "50%",
+            "--slo", f"success>=90%,tpot_p90<={threshold_s:g}s",
+            results_dir=tmp_path / "r", users=None, run_time=None, timeout=300, spawn_rate=None,
+        )  # fmt: skip
+    search = res.summary["search"]
+    got = [(p["level"], p["verdict"]) for p in search["steps"]]
+    assert got == [(3, "pass"), (6, "fail"), (4, "pass")], got
+    assert search["stop_reason"] == "settled" and search["capacity"] == 4, search["stop"]
+    assert search["settled_precision"] == 0.5 and search["precision"] == 0.1
+    assert "short of the demand" in search["stop"]
+    logged = json.loads((tmp_path / "r" / "search.json").read_text())
+    assert logged["spec"]["settled_precision"] == 0.5
