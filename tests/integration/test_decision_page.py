@@ -18,17 +18,23 @@ page's modules).
 from __future__ import annotations
 
 import hashlib
+import html
 import json
+import os
 import re
+import signal
 import subprocess
+import threading
+import time
 import urllib.request
 from pathlib import Path
 from typing import Any
 
+import psutil
 import pytest
 
 from tests.browser import NetworkTrap, chromium_binary, dump_dom, echarts_state, screenshot
-from tests.locustproc import REPO, llm_locust_cli
+from tests.locustproc import BIN, REPO, env, llm_locust_cli
 from tests.simproc import running_sim
 
 ARTIFACTS = REPO / "test-artifacts"
@@ -45,6 +51,8 @@ plans:
   - {{name: C, endpoints: [{c1}, {c2}], gpus: 2, gpu_hour_cost: 2}}
 """
 
+PAUSE_S = 1.5  # longer than a health interval (1 s): the step's client health reads it
+
 pytestmark = [
     pytest.mark.slow,
     # B's boundary (P90 TPOT 90.6 ms at 8 users, 100.1 at 9) moves when the client is slow to send a
@@ -56,9 +64,15 @@ needs_chromium = pytest.mark.skipif(chromium_binary() is None, reason="needs Deb
 
 class Comparison:
     def __init__(
-        self, root: Path, plans: Path, urls: list[str], res: subprocess.CompletedProcess[str]
+        self,
+        root: Path,
+        plans: Path,
+        urls: list[str],
+        res: subprocess.CompletedProcess[str],
+        pause: tuple[float, float],
     ) -> None:
         self.root, self.plans, self.urls, self.res, self.stdout = root, plans, urls, res, res.stdout
+        self.pause = pause  # when plan A's load process was held (SIGSTOP), wall clock
         self.report = json.loads((root / "capacity.json").read_text())
 
 
@@ -73,12 +87,53 @@ def comparison(tmp_path_factory: pytest.TempPathFactory) -> Any:
         c1, c2 = c.split(",")
         plans = tmp / "plans.yaml"
         plans.write_text(PLANS.format(a=a, b=b, c1=c1, c2=c2))
-        res = llm_locust_cli(
-            "capacity", str(plans), "--results-dir", str(tmp / "cap"), "--parallel", "3", timeout=400
-        )
+        cmd = [str(BIN / "llm-locust"), "capacity", str(plans), "--results-dir", str(tmp / "cap")]
+        res, pause = _run_pausing([*cmd, "--parallel", "3"], tmp / "cap" / "A", tmp)
         assert res.returncode in (0, 3), res.stdout[-3000:] + res.stderr[-3000:]
         assert "Traceback" not in res.stdout + res.stderr
-        yield Comparison(tmp / "cap", plans, [a, b, c1, c2], res)
+        yield Comparison(tmp / "cap", plans, [a, b, c1, c2], res, pause)
+
+
+def _run_pausing(
+    cmd: list[str], folder: Path, tmp: Path, timeout: float = 400.0
+) -> tuple[subprocess.CompletedProcess[str], tuple[float, float]]:
+    """Run the comparison, and pause plan A's load process (SIGSTOP, as a GC pause or a throttled
+    pod would) for ``PAUSE_S`` inside its second step's window: a real invalid step."""
+    err = tmp / "capacity.stderr"
+    with err.open("w") as err_file:
+        proc = subprocess.Popen(
+            cmd, stdout=subprocess.PIPE, stderr=err_file, text=True, env=env(), cwd=str(REPO)
+        )
+        killer = threading.Timer(timeout, proc.kill)  # bounded, whatever happens
+        killer.start()
+        lines: list[str] = []
+        pause = (0.0, 0.0)
+        try:
+            assert proc.stdout is not None
+            for line in proc.stdout:
+                lines.append(line)
+                if pause == (0.0, 0.0) and re.search(r"\[A\] search step 2: ", line):
+                    pause = _pause(proc.pid, folder)
+            code = proc.wait()
+        finally:
+            killer.cancel()
+    return subprocess.CompletedProcess(cmd, code, "".join(lines), err.read_text()), pause
+
+
+def _pause(parent: int, folder: Path) -> tuple[float, float]:
+    """SIGSTOP the plan's ``llm-locust run`` (found by its results folder) for ``PAUSE_S``, after the
+    step's warm-up; the wall-clock span of the pause."""
+    time.sleep(1.0)  # the warm-up is 0.5 s: the pause falls inside the measured window
+    run = next(
+        p for p in psutil.Process(parent).children(recursive=True) if str(folder) in " ".join(p.cmdline())
+    )
+    start = time.time()
+    os.kill(run.pid, signal.SIGSTOP)
+    try:
+        time.sleep(PAUSE_S)
+    finally:
+        os.kill(run.pid, signal.SIGCONT)
+    return start, time.time()
 
 
 def _values(series: dict[str, Any]) -> list[Any]:
@@ -174,15 +229,34 @@ def test_capacity_writes_a_decision_page_drawn_with_the_runs_numbers(comparison:
             assert f"{plan['name']}/summary.json stage {s['index']} ({s['label']})" in page
 
 
+def test_a_paused_step_is_invalid_run_again_and_decides_nothing(comparison: Comparison) -> None:
+    """Plan A's load process was paused for 1.5 s inside its second step (the fixture): that step is
+    invalid (the client stalled), neither a pass nor a fail; the search ran its level again, and
+    the plan's answer stands on valid steps only."""
+    a = comparison.report["plans"][0]
+    start, end = comparison.pause
+    assert end - start >= PAUSE_S  # the pause happened
+    paused = [s for s in a["steps"] if s["window"]["start"] <= start and end <= s["window"]["end"] + 1.0]
+    assert len(paused) == 1, ([s["window"] for s in a["steps"]], comparison.pause)
+    step = paused[0]
+    assert step["verdict"] == "invalid" and step["invalidity"] == "client", step
+    assert step["client"]["stall_s"] >= 1.0, step["client"]
+    again = [s for s in a["steps"] if s["level"] == step["level"] and s["index"] > step["index"]]
+    assert again, [(s["index"], s["level"], s["verdict"]) for s in a["steps"]]  # run again at its level
+    assert a["decided_by"] and all(d["valid"] for d in a["decided_by"]), a["decided_by"]
+    assert step["index"] not in {d["index"] for d in a["decided_by"]}
+    assert a["decided_by_valid_steps"] is True
+    assert f"[A] search: users={step['level']:g} invalid" in comparison.stdout, comparison.stdout[-3000:]
+
+
 @needs_chromium
 def test_invalid_and_inconclusive_steps_are_marked_and_explained(
     comparison: Comparison, tmp_path: Path
 ) -> None:
-    """The same comparison with one step of A read as invalid and one of B as inconclusive (as a
-    re-judged or interrupted search may leave them): marked apart on the page, with their reasons."""
+    """The real invalid step of A (paused) and one step of B read as inconclusive (as a re-judged or
+    interrupted search may leave one): marked apart on the page, with their reasons."""
     report = json.loads(json.dumps(comparison.report))
     a, b = report["plans"][0], report["plans"][1]
-    a["steps"][-1] |= {"verdict": "invalid", "reason": "reached 3 of 5 users (test)"}
     b["steps"][0] |= {"verdict": "inconclusive", "reason": "e2e_p95: its interval straddles (test)"}
     next(t for t in b["steps"][0]["terms"] if t["name"] == "e2e_p95")["verdict"] = "inconclusive"
     for plan in report["plans"]:
@@ -196,7 +270,7 @@ def test_invalid_and_inconclusive_steps_are_marked_and_explained(
         (s for s in a["steps"] if s["verdict"] == "invalid"), key=lambda s: (s["level"], s["index"])
     )
     ttft = [next(t["value"] for t in s["terms"] if t["name"] == "ttft_p95") for s in held]
-    assert a["steps"][-1] in held  # the one marked here (a busy host may have left others invalid)
+    assert any(s["invalidity"] == "client" for s in held)  # the paused one (a busy host may add others)
     assert _values(invalid) == [
         [pytest.approx(s["mean_in_flight"], abs=1e-3), pytest.approx(v, abs=1e-3)]
         for s, v in zip(held, ttft, strict=True)
@@ -210,7 +284,8 @@ def test_invalid_and_inconclusive_steps_are_marked_and_explained(
     edited = next(p for p in marked if p["name"].startswith(f"{b['steps'][0]['label']} ("))
     assert edited["symbol"] == "diamond"  # its E2E line inconclusive
     page = (tmp_path / "capacity.html").read_text()
-    assert "reached 3 of 5 users (test)" in page and "its interval straddles (test)" in page
+    assert all(html.escape(s["reason"], quote=False) in page for s in held), [s["reason"] for s in held]
+    assert "its interval straddles (test)" in page
 
 
 def _served(urls: list[str]) -> float:
