@@ -56,7 +56,10 @@ def test_plans_searched_over_two_workers_find_the_one_process_capacities(tmp_pat
     with running_sim(*ENGINE) as a, running_sim(*ENGINE, "--replicas", "2") as b:
         b1, b2 = b.split(",")
         (tmp_path / "plans.yaml").write_text(PLANS.format(a=a, b1=b1, b2=b2))
-        one = _capacity(tmp_path / "one")
+        # in one process the two plans are searched at once (as test_decision_page's three are):
+        # two load processes on two cores; with workers one after the other (a master and two
+        # workers each: --parallel's default on two cores)
+        one = _capacity(tmp_path / "one", "--parallel", "2")
         two = _capacity(tmp_path / "two", "--workers", "2")
     for name in "AB":
         c1, c2 = one[name]["search"]["capacity"], two[name]["search"]["capacity"]
