@@ -24,7 +24,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Generic, TypeVar
+from typing import Generic, TypeVar
 
 from llm_locust.config.jsontypes import JsonObject
 from llm_locust.results.summary_model import RunSummary
@@ -80,7 +80,7 @@ class Signal(Generic[F]):
         self._listeners.append(listener)
         return listener
 
-    def fire(self, *args: Any) -> None:
+    def fire(self, *args: object) -> None:
         for listener in list(self._listeners):
             try:
                 listener(*args)

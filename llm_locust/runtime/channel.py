@@ -18,7 +18,7 @@ from locust.env import Environment
 import argparse
 import logging
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from llm_locust.config.redact import SECRET_OPTIONS
@@ -32,7 +32,7 @@ log = logging.getLogger("llm_locust")
 HELD = "<held by the master; not sent>"
 
 
-def without_secrets(data: Any, held: dict[str, bool]) -> Any:
+def without_secrets(data: object, held: Mapping[str, bool]) -> object:
     """A copy of a message's ``data`` whose ``parsed_options`` hold no secret value."""
     if not isinstance(data, dict) or not isinstance(data.get("parsed_options"), dict):
         return data
@@ -43,7 +43,7 @@ def without_secrets(data: Any, held: dict[str, bool]) -> Any:
     return {**data, "parsed_options": options}
 
 
-def protect_master(runner: Any, held: Any) -> None:
+def protect_master(runner: Any, held: Callable[[], Mapping[str, bool]]) -> None:  # a MasterRunner
     """Wrap the master's sending so that no message to a worker carries a secret option.
 
     ``held()`` tells which secrets the master's configuration has (an ``OPENAI_API_KEY`` of the
@@ -52,11 +52,11 @@ def protect_master(runner: Any, held: Any) -> None:
 
     send = runner.server.send_to_client
 
-    def send_without_secrets(msg: Any) -> Any:
+    def send_without_secrets(msg: Message) -> None:
         data = without_secrets(msg.data, held())
         if data is not msg.data:
             msg = Message(msg.type, data, msg.node_id)
-        return send(msg)
+        send(msg)
 
     runner.server.send_to_client = send_without_secrets
 

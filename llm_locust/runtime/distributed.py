@@ -24,13 +24,15 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import gevent
 
 from llm_locust.client import health
+from llm_locust.client.health import HealthInterval
+from llm_locust.config.jsontypes import JsonObject, JsonValue
 from llm_locust.runtime.ingest import IngestWatch
 
 __all__ = ["MESSAGE_TYPE", "SHIP_INTERVAL", "Inbox", "Outbox"]
@@ -45,16 +47,16 @@ log = logging.getLogger(__name__)
 class Outbox:
     """Worker side: buffer finished records, ship them in numbered batches."""
 
-    send: Callable[[str, Any], None]  # runner.send_message
+    send: Callable[[str, object], None]  # runner.send_message
     interval: float = SHIP_INTERVAL
     in_flight: Callable[[], int] = lambda: 0
-    intervals: Callable[[], list[dict[str, Any]]] = lambda: health.monitor().take_intervals()
+    intervals: Callable[[], list[HealthInterval]] = lambda: health.monitor().take_intervals()
     oldest: Callable[[], float | None] = lambda: None  # send time of the oldest request in flight
-    _rows: list[dict[str, Any]] = field(default_factory=list)
+    _rows: list[JsonValue] = field(default_factory=list)
     _seq: int = 0
     _greenlet: gevent.Greenlet | None = None
 
-    def add(self, row: dict[str, Any]) -> None:
+    def add(self, row: JsonObject) -> None:
         self._rows.append(row)
 
     def start(self) -> None:
@@ -81,7 +83,7 @@ class Outbox:
         data = {"seq": self._seq, "rows": rows, "final": final, "health": intervals, **self._state()}
         self.send(MESSAGE_TYPE, data)
 
-    def _state(self) -> dict[str, Any]:
+    def _state(self) -> JsonObject:
         """In flight, and since when (a capacity search waits for a step's requests to finish)."""
         return {"in_flight": self.in_flight(), "oldest_in_flight": self.oldest(), "sent_at": time.time()}
 
@@ -98,16 +100,16 @@ class Outbox:
 class Inbox:
     """Master side: apply each worker batch once, track in-flight and final batches."""
 
-    deliver: Callable[[dict[str, Any]], None]
+    deliver: Callable[[JsonObject], None]
     _applied: dict[str, set[int]] = field(default_factory=dict)
     in_flight: dict[str, int] = field(default_factory=dict)
     finals: set[str] = field(default_factory=set)
     received: int = 0
-    health: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    health: dict[str, list[HealthInterval]] = field(default_factory=dict)
     #: per worker: (when its last batch was sent, send time of its oldest request in flight)
     reports: dict[str, tuple[float, float | None]] = field(default_factory=dict)
     #: each health interval as it arrives, marked with its worker (the results' health.jsonl)
-    health_sink: Callable[[dict[str, Any]], None] = lambda interval: None
+    health_sink: Callable[[Mapping[str, float | str]], None] = lambda interval: None
     ingest: IngestWatch = field(default_factory=IngestWatch)
 
     def handle(self, worker: str, data: dict[str, Any]) -> bool:
@@ -155,7 +157,7 @@ class Inbox:
     def total_in_flight(self) -> int:
         return sum(self.in_flight.values())
 
-    def health_intervals(self, start: float | None = None) -> list[dict[str, Any]]:
+    def health_intervals(self, start: float | None = None) -> list[Mapping[str, float | str]]:
         """Every worker's health intervals (those ending after ``start``, if given), each
         marked with its worker."""
         return [

@@ -25,12 +25,12 @@ from locust.env import Environment
 from locust.rpc import Message
 
 import time
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
 
 import gevent
 
 from llm_locust.client import health
+from llm_locust.config.jsontypes import JsonObject, JsonValue
 from llm_locust.load.plan import LoadPlan
 from llm_locust.load.stepped import SteppedRates
 from llm_locust.runtime import distributed, stopping
@@ -61,13 +61,13 @@ class Fleet:
     ) -> None:
         """``requests``: this process's, where it sends (a worker, the local runner)."""
         self.environment, self.requests, self._plan = environment, requests, plan
-        self._health_sink: Callable[[dict[str, Any]], None] | None = None
+        self._health_sink: Callable[[Mapping[str, float | str]], None] | None = None
 
     # -- the plan's start and a rate search's steps --------------------------------------
     def announce_plan_start(self, t0: float, workers: int) -> None:
         """The plan starts at ``t0`` on ``workers`` processes (the master tells its workers)."""
 
-    def announce_rate_steps(self, steps: list[Any], stopped_at: float | None) -> None:
+    def announce_rate_steps(self, steps: Sequence[Sequence[float]], stopped_at: float | None) -> None:
         """A rate search's steps so far (offsets from ``t0``) and its stop, for every sender."""
         arrivals = self._plan().arrivals
         if isinstance(arrivals, SteppedRates):
@@ -91,7 +91,7 @@ class Fleet:
         assert self.requests is not None
         return self.requests.in_flight
 
-    def record_health(self, results: Any, start: float) -> None:
+    def record_health(self, results: TestResults, start: float) -> None:
         """Write the load processes' health intervals into ``results`` (``health.jsonl``) as they
         arrive, starting with those that ended after ``start``."""
         self.stop_health()
@@ -100,7 +100,7 @@ class Fleet:
         self._health_sink = results.take_health
         self._health_to(results.take_health)
 
-    def _health_to(self, sink: Callable[[dict[str, Any]], None]) -> None:
+    def _health_to(self, sink: Callable[[Mapping[str, float | str]], None]) -> None:
         health.monitor().subscribe(sink)
 
     def stop_health(self) -> None:
@@ -109,14 +109,14 @@ class Fleet:
         if sink is not None:
             self._health_off(sink)
 
-    def _health_off(self, sink: Callable[[dict[str, Any]], None]) -> None:
+    def _health_off(self, sink: Callable[[Mapping[str, float | str]], None]) -> None:
         health.monitor().unsubscribe(sink)
 
-    def summary_blocks(self) -> dict[str, Any]:
+    def summary_blocks(self) -> JsonObject:
         """What the fleet adds to a test's summary (the master's blocks)."""
         return {}
 
-    def health_intervals(self, start: float | None = None) -> list[dict[str, Any]]:
+    def health_intervals(self, start: float | None = None) -> Sequence[Mapping[str, float | str]]:
         """The health intervals (ending after ``start``, if given) of the processes that time
         requests: this process's own (:mod:`llm_locust.client.health`); a master's, its workers'."""
         own = health.monitor().intervals
@@ -187,13 +187,13 @@ class MasterFleet(Fleet):
         self,
         environment: Environment,
         plan: Callable[[], LoadPlan],
-        deliver: Callable[[dict[str, Any]], None],
+        deliver: Callable[[JsonObject], None],
         on_final_batch: Callable[[], None] = lambda: None,
     ) -> None:
         """``deliver``: each of the workers' rows; ``on_final_batch``: a worker's last arrived."""
         super().__init__(environment, None, plan)
         self._on_final_batch = on_final_batch
-        self.stopped_early: list[dict[str, Any]] = []  # since the last summary
+        self.stopped_early: list[JsonValue] = []  # since the last summary
         self.inbox = distributed.Inbox(deliver)
         runner = runner_of(environment)
         runner.register_message(distributed.MESSAGE_TYPE, self._on_worker_message)
@@ -202,7 +202,7 @@ class MasterFleet(Fleet):
     def announce_plan_start(self, t0: float, workers: int) -> None:
         runner_of(self.environment).send_message(PLAN_MESSAGE, {"t0": t0, "workers": workers})
 
-    def announce_rate_steps(self, steps: list[Any], stopped_at: float | None) -> None:
+    def announce_rate_steps(self, steps: Sequence[Sequence[float]], stopped_at: float | None) -> None:
         super().announce_rate_steps(steps, stopped_at)
         data = {"steps": list(steps), "stopped_at": stopped_at}
         runner_of(self.environment).send_message(SEARCH_MESSAGE, data)
@@ -233,19 +233,19 @@ class MasterFleet(Fleet):
     def total_in_flight(self) -> int:
         return self.inbox.total_in_flight()
 
-    def _health_to(self, sink: Callable[[dict[str, Any]], None]) -> None:
+    def _health_to(self, sink: Callable[[Mapping[str, float | str]], None]) -> None:
         self.inbox.health_sink = sink
 
-    def _health_off(self, sink: Callable[[dict[str, Any]], None]) -> None:
+    def _health_off(self, sink: Callable[[Mapping[str, float | str]], None]) -> None:
         self.inbox.health_sink = lambda interval: None
 
-    def summary_blocks(self) -> dict[str, Any]:
+    def summary_blocks(self) -> JsonObject:
         """The ``master`` block and the workers that stopped their load on their own since the
         last summary."""
         stopped, self.stopped_early = self.stopped_early, []
         return {"master": self.inbox.ingest.block(), "workers_stopped_early": stopped}
 
-    def health_intervals(self, start: float | None = None) -> list[dict[str, Any]]:
+    def health_intervals(self, start: float | None = None) -> Sequence[Mapping[str, float | str]]:
         return self.inbox.health_intervals(start)  # shipped with the workers' records
 
     def _cpu(self) -> tuple[float, bool]:

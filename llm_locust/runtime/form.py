@@ -19,7 +19,7 @@ from locust.runners import STATE_RUNNING, STATE_SPAWNING
 
 import json
 import logging
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from llm_locust.config.build import config_from_form
 from llm_locust.config.jsontypes import JsonObject
@@ -31,6 +31,9 @@ from llm_locust.runtime.locust_adapter import View, wrap_view
 from llm_locust.runtime.prepare import CONFIG_ERRORS, check_results
 from llm_locust.runtime.runners import ConfiguredRun
 from llm_locust.runtime.webui_guard import WebUiGuard, scrub_page
+
+if TYPE_CHECKING:
+    from flask.typing import ResponseReturnValue
 
 __all__ = [
     "FormRun",
@@ -116,7 +119,7 @@ def install_form_check(run: FormRun) -> None:
     check_target = options is not None and not options.headless and not getattr(options, "autostart", False)
 
     def check(swarm: View) -> View:
-        def checked_swarm() -> Any:
+        def checked_swarm() -> ResponseReturnValue:
             form, problem = guard.screen(request.form)
             if problem is None:
                 request.form = form  # what Locust's own view reads next

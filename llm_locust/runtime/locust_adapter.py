@@ -27,9 +27,15 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from llm_locust.config.jsontypes import JsonObject
+
+if TYPE_CHECKING:
+    from locust.runners import Runner
+    from locust.web import WebUI
+
+    from flask.typing import ResponseReturnValue
 
 __all__ = [
     "CHECKED_WITH",
@@ -42,10 +48,11 @@ __all__ = [
 
 #: The versions whose internals were read and pinned: {package: versions}.
 CHECKED_WITH = {"locust": ("2.47.0",), "flask": ("3.1.3",)}
-View = Callable[..., Any]
+#: A Flask view function.
+View = Callable[..., "ResponseReturnValue"]
 
 
-def set_option_default(parser: argparse.ArgumentParser, flag: str, default: Any) -> bool:
+def set_option_default(parser: argparse.ArgumentParser, flag: str, default: object) -> bool:
     """Give ``flag``'s option on ``parser`` the default ``default``; ``False``: no such option."""
     action = getattr(parser, "_option_string_actions", {}).get(flag)
     if action is None:
@@ -54,7 +61,7 @@ def set_option_default(parser: argparse.ArgumentParser, flag: str, default: Any)
     return True
 
 
-def after_parse(parser: argparse.ArgumentParser, then: Callable[[Any], None]) -> None:
+def after_parse(parser: argparse.ArgumentParser, then: Callable[[argparse.Namespace], None]) -> None:
     """Call ``then(options)`` each time ``parser.parse_args`` returns (before its caller sees them)."""
     parse = parser.parse_args
 
@@ -66,18 +73,18 @@ def after_parse(parser: argparse.ArgumentParser, then: Callable[[Any], None]) ->
     parser.parse_args = parse_then  # type: ignore[method-assign]
 
 
-def send_stats_now(runner: Any) -> None:
+def send_stats_now(runner: Runner | None) -> None:
     """A worker's statistics report to its master, now (nothing on another runner)."""
     send = getattr(runner, "_send_stats", None)
     if send is not None:
         send()
 
 
-def wrap_view(web_ui: Any, rule: str, wrapper: Callable[[View], View]) -> bool:
+def wrap_view(web_ui: WebUI | None, rule: str, wrapper: Callable[[View], View]) -> bool:
     """Replace the view of URL ``rule`` (e.g. ``"/swarm"``) with ``wrapper(view)``, behind Locust's
     login check; ``False``: no web UI app or no such rule."""
     app = getattr(web_ui, "app", None)
-    if app is None:
+    if web_ui is None or app is None:
         return False
     endpoint = next((r.endpoint for r in app.url_map.iter_rules() if r.rule == rule), None)
     if endpoint is None or endpoint not in app.view_functions:
@@ -86,7 +93,7 @@ def wrap_view(web_ui: Any, rule: str, wrapper: Callable[[View], View]) -> bool:
     return True
 
 
-def after_template_args(web_ui: Any, then: Callable[[JsonObject], None]) -> None:
+def after_template_args(web_ui: WebUI, then: Callable[[JsonObject], None]) -> None:
     """Call ``then(web_ui.template_args)`` now and each time Locust rebuilds them."""
     update = web_ui.update_template_args
 
@@ -94,5 +101,5 @@ def after_template_args(web_ui: Any, then: Callable[[JsonObject], None]) -> None
         update()
         then(web_ui.template_args)
 
-    web_ui.update_template_args = update_then
+    web_ui.update_template_args = update_then  # type: ignore[method-assign]
     then(web_ui.template_args)

@@ -19,6 +19,7 @@ from locust.runners import Runner
 
 import logging
 import time
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -57,7 +58,7 @@ class ViewedFleet(Protocol):
 
     def total_in_flight(self) -> int: ...
 
-    def health_intervals(self, start: float | None = None) -> list[JsonObject]: ...
+    def health_intervals(self, start: float | None = None) -> Sequence[Mapping[str, float | str]]: ...
 
 
 class ViewedRun(ConfiguredRun, Protocol):

@@ -38,7 +38,10 @@ from __future__ import annotations
 
 import gc
 import inspect
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from locust.event import Events
 
 __all__ = ["THRESHOLDS", "install", "warm_stop"]
 
@@ -46,7 +49,7 @@ __all__ = ["THRESHOLDS", "install", "warm_stop"]
 THRESHOLDS = (20_000, 10, 10)
 
 
-def install(events: Any) -> None:
+def install(events: Events) -> None:
     """Set the thresholds and warm the stop's caller lookup now (at ``init``); freeze at every
     ``spawning_complete`` of ``events``."""
     gc.set_threshold(*THRESHOLDS)

@@ -22,6 +22,7 @@ import argparse
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from llm_locust.config.build import (
@@ -157,7 +158,7 @@ def salted(config: RunConfig, options: argparse.Namespace | None) -> RunConfig:
     return config.model_copy(update={"workload": workload})
 
 
-def results_dir(config: RunConfig, test: int) -> Any:
+def results_dir(config: RunConfig, test: int) -> Path | None:
     """Test ``test``'s results folder, named as given, created. The first test's was checked
     (``--overwrite``) when the options were prepared, a later test's when its form was: one that
     holds an earlier test's results is refused there, never renamed."""
@@ -187,7 +188,7 @@ def prepare_or_exit(options: argparse.Namespace | None, role: Role | None = None
 def check_when_parsed(parser: argparse.ArgumentParser) -> None:
     """Prepare the run as soon as ``parser`` (Locust's) has parsed the command line."""
 
-    def prepare(options: Any) -> None:
+    def prepare(options: argparse.Namespace) -> None:
         strip_target_credentials(options)
         prepared = prepare_or_exit(options)
         apply_binds(options, prepared.config.request.holds_secret())

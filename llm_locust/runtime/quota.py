@@ -13,7 +13,7 @@ Only for runs whose every request is measured (``-u`` users or a ``--request-rat
 from __future__ import annotations
 
 import logging
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import gevent
 
@@ -22,6 +22,9 @@ from llm_locust.config.role import Role
 from llm_locust.runtime.bus import RecordBus
 from llm_locust.runtime.context import RunContext
 from llm_locust.runtime.runners import ProcessRun, runner_of
+
+if TYPE_CHECKING:
+    from locust.env import Environment
 
 __all__ = ["QuotaRun", "RequestQuota", "install", "quota_of", "share"]
 
@@ -99,5 +102,5 @@ def install(ext: QuotaRun, bus: RecordBus | None) -> RequestQuota:
     return quota
 
 
-def quota_of(environment: Any) -> RequestQuota | None:
+def quota_of(environment: Environment) -> RequestQuota | None:
     return getattr(environment, _ATTRIBUTE, None)

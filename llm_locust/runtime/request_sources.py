@@ -10,7 +10,6 @@ per test; a trace replay asks for a request with the trace row's lengths.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 from llm_locust.client.streaming import ClientConfig
 from llm_locust.config.build import ConfigError
@@ -36,7 +35,7 @@ class RequestSources:
 
     def __init__(self, context: Callable[[], RunContext | None]) -> None:
         self._context = context
-        self._stage_workloads: dict[int, Any] = {}
+        self._stage_workloads: dict[int, BuiltWorkload] = {}
         self._streams = 0
         self._trace_counter = 0
         self._balancer: Balancer | None = None  # --endpoints: which replica the next request goes to

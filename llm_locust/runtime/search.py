@@ -32,14 +32,16 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 from llm_locust.config.model import RunConfig
+from llm_locust.config.slo import SloSpec
 from llm_locust.load.levels import LevelTracker
 from llm_locust.load.plan import FOREVER, LoadPlan
 from llm_locust.load.search import Action, Decision, Phase, Probe, SearchSpec, SearchStages, Verdict, decide
-from llm_locust.load.stages import StageKind
+from llm_locust.load.stages import Stage, StageKind
 from llm_locust.results.columns import Columns
 from llm_locust.results.probe import extension_s, gate, sample_extension_s, step_line
 from llm_locust.results.saturation import client_block
@@ -69,9 +71,9 @@ class SearchFleet(Protocol):
 
     def in_flight_before(self, when: float) -> int | None: ...
 
-    def health_intervals(self, start: float | None = None) -> list[dict[str, Any]]: ...
+    def health_intervals(self, start: float | None = None) -> Sequence[Mapping[str, float | str]]: ...
 
-    def announce_rate_steps(self, steps: list[Any], stopped_at: float | None) -> None: ...
+    def announce_rate_steps(self, steps: Sequence[Sequence[float]], stopped_at: float | None) -> None: ...
 
 
 class SearchRun(Protocol):
@@ -119,7 +121,7 @@ class SearchDriver:
         self.spawn_rate = run.cli_spawn_rate
         self.settle_limit = max(self.step_time, 30.0)
         self.reach_limit = max(self.step_time, 30.0)
-        self.stages: list[Any] = []
+        self.stages: list[Stage] = []
         self.steps: list[Step] = []
         self.probes: list[dict[str, Any]] = []
         self.stop_reason: str | None = None
@@ -337,7 +339,9 @@ class SearchDriver:
         self.done = True
         self._release()
 
-    def stage_entries(self, cols: Columns, stop: float, slo: Any, levels: Any) -> list[dict[str, Any]]:
+    def stage_entries(
+        self, cols: Columns, stop: float, slo: SloSpec, levels: LevelTracker | None
+    ) -> list[dict[str, Any]]:
         """The end-of-run stage table of a search (:func:`search_stage_entries`)."""
         steps = [(self.stages[s.index], s.begin, s.window_end) for s in self.steps]
         return search_stage_entries(steps, cols, stop, slo, levels)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -55,7 +55,7 @@ class TestResults:
         options: JsonObject,
         drain: JsonObject | None,
         length_policy: Callable[[], str | None] = lambda: None,
-        health: Callable[[], Sequence[JsonObject]] = lambda: (),
+        health: Callable[[], Sequence[Mapping[str, float | str]]] = lambda: (),
         search: Any = None,
     ) -> None:
         self.context = context
@@ -89,9 +89,9 @@ class TestResults:
         self.writer.write(row)
         self.failures.add(row)
 
-    def take_health(self, interval: JsonObject) -> None:
+    def take_health(self, interval: Mapping[str, float | str]) -> None:
         """A load process's health interval as it is measured (``health.jsonl``)."""
-        self.writer.write_health(interval)
+        self.writer.write_health(dict(interval))
 
     def observe(self, now: float, users: int, cpu: float, cpu_warning: bool) -> None:
         """One sample of the runner's user count and CPU."""

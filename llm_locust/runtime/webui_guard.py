@@ -26,12 +26,17 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from llm_locust.config.redact import SECRET_OPTIONS, strip_credentials
 from llm_locust.config.urls import target_url_problem
 from llm_locust.runtime.locust_adapter import after_template_args
 from llm_locust.runtime.runners import ConfiguredRun
+
+if TYPE_CHECKING:
+    from locust.web import WebUI
+
+    from werkzeug.datastructures import ImmutableMultiDict
 
 __all__ = ["WebUiGuard", "normal_host", "scrub_page", "scrub_template_args"]
 
@@ -55,7 +60,7 @@ def scrub_template_args(args: dict[str, Any]) -> None:
         args["host"] = strip_credentials(str(args["host"]))
 
 
-def scrub_page(web_ui: Any) -> None:
+def scrub_page(web_ui: WebUI) -> None:
     """Scrub Locust's page arguments now and each time Locust rebuilds them (every ``GET /``)."""
     after_template_args(web_ui, scrub_template_args)  # llm_locust/runtime/locust_adapter.py
 
@@ -105,7 +110,7 @@ class WebUiGuard:
             "or the working directory)"
         )
 
-    def screen(self, form: Any) -> tuple[Any, str | None]:
+    def screen(self, form: ImmutableMultiDict[str, str]) -> tuple[ImmutableMultiDict[str, str], str | None]:
         """The form as the run may take it (an empty secret field dropped: the configured value
         stays; credentials stripped from the target), or the one-line refusal."""
         from werkzeug.datastructures import ImmutableMultiDict
