@@ -253,18 +253,19 @@ def test_a_paused_step_is_invalid_run_again_and_decides_nothing(comparison: Comp
 def test_invalid_and_inconclusive_steps_are_marked_and_explained(
     comparison: Comparison, tmp_path: Path
 ) -> None:
-    """The real invalid step of A (paused) and one step of B read as inconclusive (as a re-judged or
-    interrupted search may leave one): marked apart on the page, with their reasons."""
-    report = json.loads(json.dumps(comparison.report))
+    """The real invalid step of A (paused), and a real inconclusive one: the comparison judged again
+    (``rejudge``, no new load) with an E2E line at B's first step's own E2E P95, so that step's
+    interval straddles it. Marked apart on the page, with their reasons."""
+    b0 = comparison.report["plans"][1]["steps"][0]
+    threshold = next(t["value"] for t in b0["terms"] if t["name"] == "e2e_p95")
+    slo = f"success>=90%,ttft_p95<=1s,e2e_p95<={threshold!r}s,tpot_p90<=0.095s"
+    res = llm_locust_cli("rejudge", str(comparison.root), "--slo", slo, "-o", str(tmp_path / "rj"))
+    assert res.returncode in (0, 3) and "capacity.html" in res.stdout, res.stdout + res.stderr
+    report = json.loads((tmp_path / "rj" / "capacity.json").read_text())
     a, b = report["plans"][0], report["plans"][1]
-    b["steps"][0] |= {"verdict": "inconclusive", "reason": "e2e_p95: its interval straddles (test)"}
-    next(t for t in b["steps"][0]["terms"] if t["name"] == "e2e_p95")["verdict"] = "inconclusive"
-    for plan in report["plans"]:
-        plan["folder"] = str(comparison.root / plan["name"])
-    (tmp_path / "capacity.json").write_text(json.dumps(report))
-    res = llm_locust_cli("report", str(tmp_path))
-    assert res.returncode == 0 and "capacity.html" in res.stdout, res.stderr
-    state = _open(tmp_path / "capacity.html", "capacity-marked.png")
+    assert b["steps"][0]["verdict"] == "inconclusive", b["steps"][0]
+    assert next(t for t in b["steps"][0]["terms"] if t["name"] == "e2e_p95")["verdict"] == "inconclusive"
+    state = _open(tmp_path / "rj" / "capacity.html", "capacity-marked.png")
     invalid = _series(state["latency-ttft-0"], "invalid step (not at its level)")
     held = sorted(
         (s for s in a["steps"] if s["verdict"] == "invalid"), key=lambda s: (s["level"], s["index"])
@@ -283,9 +284,9 @@ def test_invalid_and_inconclusive_steps_are_marked_and_explained(
     assert len(marked) == sum(s["verdict"] == "inconclusive" for s in b["steps"]), marked
     edited = next(p for p in marked if p["name"].startswith(f"{b['steps'][0]['label']} ("))
     assert edited["symbol"] == "diamond"  # its E2E line inconclusive
-    page = (tmp_path / "capacity.html").read_text()
+    page = (tmp_path / "rj" / "capacity.html").read_text()
     assert all(html.escape(s["reason"], quote=False) in page for s in held), [s["reason"] for s in held]
-    assert "its interval straddles (test)" in page
+    assert html.escape(b["steps"][0]["reason"], quote=False) in page and "straddles" in page
 
 
 def _served(urls: list[str]) -> float:
