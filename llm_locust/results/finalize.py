@@ -49,6 +49,8 @@ __all__ = [
     "add_replicas",
     "build_summary",
     "exit_code",
+    "nothing_recorded",
+    "nothing_recorded_line",
     "options_block",
     "warnings",
 ]
@@ -217,10 +219,23 @@ def nothing_recorded(summary: RunSummary) -> bool:
     return summary.records is not None and summary.records.total == 0
 
 
+def nothing_recorded_line(summary: RunSummary) -> str:
+    """:data:`NOTHING_RECORDED`, with what a master knows of why: the workers Locust counted
+    missing (no heartbeat for 3 s: a worker stopped, or starved of CPU on a busy host)."""
+    missing = summary.config.get("workers_missing")
+    if not (isinstance(missing, list) and missing):
+        return NOTHING_RECORDED
+    return (
+        f"{NOTHING_RECORDED}: the master counted {len(missing)} worker(s) missing (no heartbeat for "
+        f"3 s: stopped, or starved of CPU on a busy host), and Locust stops a test whose last "
+        f"worker is missing: {', '.join(map(str, missing))}"
+    )
+
+
 def warnings(summary: RunSummary) -> list[str]:
     """What the end of a run warns about: no record at all, a lagging generator, a saturated
     client CPU."""
-    out = [NOTHING_RECORDED] if nothing_recorded(summary) else []
+    out = [nothing_recorded_line(summary)] if nothing_recorded(summary) else []
     if summary.generator_lagging:
         out.append(
             "the load generator fell behind its arrival schedule "

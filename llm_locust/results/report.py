@@ -13,7 +13,7 @@ Pure module: no Locust, no network.
 from __future__ import annotations
 
 from llm_locust.results.capacity import capacity_lines
-from llm_locust.results.finalize import NOTHING_RECORDED, nothing_recorded
+from llm_locust.results.finalize import nothing_recorded, nothing_recorded_line
 from llm_locust.results.summary_blocks import Excluded
 from llm_locust.results.summary_model import RunSummary
 from llm_locust.results.summary_text import format_stage_table, format_table
@@ -112,7 +112,7 @@ def end_of_run_text(summary: RunSummary, paths: str | None = None) -> str:
             "the results cover the run until then"
         )
     if nothing_recorded(summary):
-        lines.append(f"llm-locust: {NOTHING_RECORDED}")
+        lines.append(f"llm-locust: {nothing_recorded_line(summary)}")
     if summary.capacity:
         lines.append(f"capacity: {summary.capacity}")
     if summary.client_saturated:

@@ -224,6 +224,12 @@ class MasterFleet(Fleet):
     def workers_without_final(self) -> list[str]:
         return sorted(self._alive() - self.inbox.finals)
 
+    def workers_missing(self) -> list[str]:
+        """Workers Locust counts missing (no heartbeat for 3 s): when the last one goes, Locust
+        stops the test."""
+        runner = master_runner(self.environment)
+        return sorted(c.id for c in runner.clients.values() if c.state == locust.runners.STATE_MISSING)
+
     def worker_count(self) -> int:
         return max(int(getattr(self.environment.runner, "worker_count", 1)), 1)
 

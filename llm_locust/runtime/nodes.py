@@ -90,7 +90,10 @@ class MasterNode(SinkNode):
         stopping.collect_final_batches(self)  # bounded by the drain
 
     def _summary_extra(self) -> JsonObject:
-        return {"workers_without_final_batch": [*self.fleet.workers_without_final()]}
+        return {
+            "workers_without_final_batch": [*self.fleet.workers_without_final()],
+            "workers_missing": [*self.fleet.workers_missing()],
+        }
 
 
 class LocalNode(SinkNode):

@@ -15,10 +15,12 @@ import shutil
 import signal
 import subprocess
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from tests.forkcli import ForkCli
 from tests.locustproc import BIN, env, llm_locust_cli
 from tests.simproc import running_sim
 
@@ -44,6 +46,14 @@ def _capacity(out: Path, *flags: str) -> dict:
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
     assert "Traceback" not in res.stdout + res.stderr
     return {p["name"]: p for p in json.loads((out / "capacity.json").read_text())["plans"]}
+
+
+@pytest.fixture(scope="module")
+def refusals() -> Iterator[ForkCli]:
+    """The refused command lines, each in a child forked from one process that imported the
+    package once (tests/forkcli.py: its server imports neither Locust nor gevent, as `capacity`)."""
+    with ForkCli(locust=False) as cli:
+        yield cli
 
 
 def _files(folder: Path) -> set[str]:
@@ -87,8 +97,10 @@ def test_plans_searched_over_two_workers_find_the_one_process_capacities(tmp_pat
 
 
 @pytest.mark.parametrize("value", ["0", "-1", "two", "1.5"])
-def test_a_bad_worker_count_is_one_line_naming_the_flag(tmp_path: Path, value: str) -> None:
-    res = llm_locust_cli(
+def test_a_bad_worker_count_is_one_line_naming_the_flag(
+    refusals: ForkCli, tmp_path: Path, value: str
+) -> None:
+    res = refusals.run(
         "capacity", str(tmp_path / "plans.yaml"), "--results-dir", str(tmp_path / "o"), "--workers", value
     )
     assert res.returncode == 2 and res.stdout == "" and "Traceback" not in res.stderr
@@ -98,14 +110,14 @@ def test_a_bad_worker_count_is_one_line_naming_the_flag(tmp_path: Path, value: s
     assert repr(value) in res.stderr
 
 
-def test_more_workers_than_cores_is_refused(tmp_path: Path) -> None:
+def test_more_workers_than_cores_is_refused(refusals: ForkCli, tmp_path: Path) -> None:
     import os
 
     many = str(len(os.sched_getaffinity(0)) + 1)
     (tmp_path / "plans.yaml").write_text(
         PLANS.format(a="http://127.0.0.1:1", b1="http://127.0.0.1:2", b2="http://127.0.0.1:3")
     )
-    res = llm_locust_cli(
+    res = refusals.run(
         "capacity", str(tmp_path / "plans.yaml"), "--results-dir", str(tmp_path / "o"), "--workers", many
     )
     assert res.returncode == 2 and res.stdout == "" and res.stderr.count("\n") == 1
@@ -113,11 +125,11 @@ def test_more_workers_than_cores_is_refused(tmp_path: Path) -> None:
     assert not (tmp_path / "o").exists()
 
 
-def test_no_run_with_a_plan_not_measured_says_so_and_sends_nothing(tmp_path: Path) -> None:
+def test_no_run_with_a_plan_not_measured_says_so_and_sends_nothing(refusals: ForkCli, tmp_path: Path) -> None:
     # unreachable targets: --no-run neither searches nor asks them anything
     plans = PLANS.format(a="http://127.0.0.1:9", b1="http://127.0.0.1:9", b2="http://127.0.0.1:9")
     (tmp_path / "plans.yaml").write_text(plans)
-    res = llm_locust_cli(
+    res = refusals.run(
         "capacity", str(tmp_path / "plans.yaml"), "--results-dir", str(tmp_path / "o"), "--no-run"
     )
     assert res.returncode == 2 and "Traceback" not in res.stdout + res.stderr

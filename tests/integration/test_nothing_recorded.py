@@ -11,9 +11,14 @@ which is how these tests reach it as a real process.
 from __future__ import annotations
 
 import json
+import os
+import signal
+import socket
+import subprocess
+import time
 from pathlib import Path
 
-from tests.locustproc import expect_exit, llm_locust_cli
+from tests.locustproc import BIN, LOCUSTFILE, REPO, env, expect_exit, free_port, llm_locust_cli
 
 SAID = "llm-locust: no request was recorded: the run measured nothing"
 RECORD = {
@@ -47,3 +52,54 @@ def test_a_results_folder_without_one_record_exits_7_and_says_so(tmp_path: Path)
         proc, summary = _summarize(tmp_path / name, json.dumps(row) + "\n")
         assert proc.returncode != 7 and SAID not in proc.stdout, (name, proc.returncode, proc.stdout[-2000:])
         assert summary["records"]["total"] == 1, name
+
+
+def test_a_master_whose_only_worker_went_missing_says_so_and_exits_7(tmp_path: Path) -> None:
+    """The run seen on the busy host, played: the worker stops before any of its requests is
+    answered (SIGSTOP; a target that accepts the connection and never answers), Locust counts it
+    missing after 3 s without its heartbeat and stops the test. Before: exit 0, an empty
+    ``requests.jsonl``, and the only trace Locust's "The last worker went missing" in the log."""
+    silent = socket.socket()  # listens, never accepts: each request waits for an answer
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(16)
+    host = f"http://127.0.0.1:{silent.getsockname()[1]}"
+    port = free_port()
+    common = [str(BIN / "locust"), "-f", str(LOCUSTFILE), "--host", host, "--skip-preflight"]
+    common += ["--model", "m", "--prompt-tokens", "8", "--max-tokens", "4", "--request-timeout", "60"]
+    results = tmp_path / "r"
+    master = subprocess.Popen(
+        [*common, "--master", "--master-bind-host", "127.0.0.1", "--master-bind-port", str(port),
+         "--headless", "--expect-workers", "1", "-u", "1", "-r", "1", "-t", "20s", "--stop-timeout", "2",
+         "--results-dir", str(results)],
+        stdout=subprocess.PIPE, stderr=(tmp_path / "master.log").open("w"), text=True, env=env(),
+        cwd=str(REPO),
+    )  # fmt: skip
+    worker = subprocess.Popen(
+        [*common, "--worker", "--master-host", "127.0.0.1", "--master-port", str(port)],
+        stdout=(tmp_path / "worker.log").open("w"), stderr=subprocess.STDOUT, env=env(), cwd=str(REPO),
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 90
+        while (
+            "Sending spawn jobs" not in (tmp_path / "master.log").read_text() and time.monotonic() < deadline
+        ):
+            assert master.poll() is None, (tmp_path / "master.log").read_text()[-3000:]
+            time.sleep(0.2)
+        time.sleep(1.0)
+        os.kill(worker.pid, signal.SIGSTOP)  # its user waits for an answer that never comes
+        out, _ = master.communicate(timeout=90)
+    finally:
+        os.kill(worker.pid, signal.SIGCONT)
+        worker.kill()
+        worker.wait()
+        if master.poll() is None:
+            master.kill()
+        silent.close()
+    log = (tmp_path / "master.log").read_text()
+    assert master.returncode == 7, out[-3000:] + log[-3000:]
+    assert "Traceback" not in out + log and (results / "requests.jsonl").read_text() == ""
+    summary = json.loads((results / "summary.json").read_text())
+    assert summary["records"]["total"] == 0 and len(summary["config"]["workers_missing"]) == 1
+    (missing,) = summary["config"]["workers_missing"]
+    line = next(line for line in out.splitlines() if line.startswith(SAID))
+    assert "the master counted 1 worker(s) missing (no heartbeat for 3 s" in line and line.endswith(missing)
