@@ -24,7 +24,7 @@ import sys
 from collections.abc import Mapping, Sequence
 
 from llm_locust.config.redact import has_credentials, strip_credentials
-from llm_locust.config.role import Role
+from llm_locust.config.role import Role, role_of_options
 from llm_locust.runtime.runners import ConfiguredRun
 
 __all__ = ["LOOPBACK", "apply_binds", "log_notes", "notes", "strip_target_credentials"]
@@ -54,7 +54,7 @@ def apply_binds(
     web_open = not _given(*_WEB_HOST, args, env) and not values.get("web_login")
     if holds_secret and web_open and values.get("web_host", "") in ("", "*"):
         options.web_host = LOOPBACK
-    master = values.get("master") or values.get("processes")
+    master = role_of_options(options) is Role.MASTER
     bind_open = not _given(*_MASTER_BIND, args, env) and _IN_KUBERNETES not in env
     if master and bind_open and values.get("master_bind_host", "*") in ("", "*"):
         options.master_bind_host = LOOPBACK
@@ -77,13 +77,14 @@ def notes(options: argparse.Namespace | None, holds_secret: bool) -> list[str]:
             "the credentials in --host were removed (never sent, never shown): give the key with --api-key, "
             "LLM_LOCUST_API_KEY or --header"
         )
-    has_ui = not values.get("headless") and not values.get("worker")
+    role = role_of_options(options)
+    has_ui = not values.get("headless") and role is not Role.WORKER
     if holds_secret and has_ui and values.get("web_host") == LOOPBACK:
         lines.append(
             "the web UI listens on 127.0.0.1 only, because an API key or secret header is set: "
             "--web-host 0.0.0.0 (with --web-login) to expose it"
         )
-    if (values.get("master") or values.get("processes")) and values.get("master_bind_host") == LOOPBACK:
+    if role is Role.MASTER and values.get("master_bind_host") == LOOPBACK:
         lines.append(
             "the master accepts workers on 127.0.0.1 only: --master-bind-host 0.0.0.0 to accept remote "
             "workers on a private network (workers get every option but the API key and headers)"

@@ -104,7 +104,7 @@ class LocalNode(SinkNode):
 
     def __init__(self, environment: Environment) -> None:
         super().__init__(environment)
-        self.front = LoadFront(environment, "local", self.deliver, lambda: self.context, self.live)
+        self.front = LoadFront(environment, Role.LOCAL.value, self.deliver, lambda: self.context, self.live)
         self.fleet = Fleet(environment, self.front.requests, lambda: self.plan)
 
     def _started(self, context: RunContext) -> None:

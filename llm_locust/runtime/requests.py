@@ -52,7 +52,7 @@ class Requests:
         self.environment = environment
         self.deliver = deliver
         self.later = later
-        self.node = node  # the record ids' prefix: the worker's client id, or "local"
+        self.node = node  # the record ids' prefix: the worker's client id, or Role.LOCAL's value
         self.in_flight = 0
         self.sent_at: dict[int, float] = {}  # requests in flight: when each was sent (wall clock)
         self._ids = itertools.count()
