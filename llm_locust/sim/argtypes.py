@@ -26,7 +26,9 @@ __all__ = [
 ]
 
 
-def _typed(kind: Callable[[str], float], lo: float | None, hi: float | None, what: str) -> Callable:
+def _typed(
+    kind: Callable[[str], float], lo: float | None, hi: float | None, what: str
+) -> Callable[[str], float]:
     def convert(text: str) -> float:
         try:
             value = kind(text)

@@ -168,9 +168,11 @@ def _time_scale(args: argparse.Namespace) -> float:
     """Wall seconds per simulated second (--slowdown X, or 1/K for --speedup K)."""
     if args.slowdown is not None and args.speedup is not None:
         raise flags.FlagError("--speedup", "give --slowdown or --speedup, not both")
-    if args.speedup is not None:
-        return 1.0 / args.speedup
-    return args.slowdown if args.slowdown is not None else 1.0
+    speedup: float | None = args.speedup
+    slowdown: float | None = args.slowdown
+    if speedup is not None:
+        return 1.0 / speedup
+    return slowdown if slowdown is not None else 1.0
 
 
 def build_config(args: argparse.Namespace) -> SimConfig:

@@ -169,7 +169,8 @@ def model_key(name: str) -> str:
         raise DeploymentError(
             "--model", f"no {sizes[-1]} model in the catalog ({', '.join(MODELS)}): {name!r}"
         )
-    return sizes[-1]
+    size: str = sizes[-1]
+    return size
 
 
 @dataclass(frozen=True)
@@ -223,7 +224,8 @@ class Deployment:
 
     @property
     def tp_factor(self) -> float:
-        return self.assumptions.tp_efficiency ** math.log2(self.tp)
+        factor: float = self.assumptions.tp_efficiency ** math.log2(self.tp)
+        return factor
 
     @property
     def bandwidth(self) -> float:

@@ -59,7 +59,8 @@ class FaultConfig:
 
     @property
     def total(self) -> float:
-        return sum(getattr(self, kind) for kind in FAULT_KINDS)
+        total: float = sum(getattr(self, kind) for kind in FAULT_KINDS)
+        return total
 
     def decide(self, rng: random.Random, n_tokens: int) -> FaultPlan | None:
         """Draw this request's fault (or ``None``). Always consumes one draw when enabled."""

@@ -82,7 +82,8 @@ class Request:
         return conn != "close"
 
     def json(self) -> JsonValue:
-        return json.loads(self.body)
+        value: JsonValue = json.loads(self.body)
+        return value
 
 
 class Handler(Protocol):
