@@ -119,6 +119,14 @@ def amount(kind: str, value: float) -> str:
     return {"concurrency": f"{number} concurrent", "rate": f"{number} req/s"}.get(kind, f"{number} users")
 
 
+def bracket(kind: str, capacity: float, below: float | None) -> str:
+    """A capacity as every view says it: :func:`amount`, or, for a search that stopped at a coarser
+    precision (it cannot meet the demand), the bracket: ``24 to under 28 concurrent``."""
+    if below is None:
+        return amount(kind, capacity)
+    return f"{amount(kind, capacity).split(' ')[0]} to under {amount(kind, below)}"
+
+
 def demand_block(
     demand: Demand,
     probes: Sequence[dict[str, Any]],

@@ -32,7 +32,7 @@ from typing import Any
 from llm_locust.config.demand import Demand
 from llm_locust.config.plans import Plan, PlanFile
 from llm_locust.load.search import StopReason
-from llm_locust.results.capacity import amount, measure
+from llm_locust.results.capacity import amount, bracket, measure
 from llm_locust.results.capacity_model import CapacityReport, PlanResult, ScalingDimension
 from llm_locust.results.cost import (
     cost_per_million,
@@ -225,9 +225,8 @@ def verdict_sentence(result: dict[str, Any], demand: Demand, passes: Sequence[di
     if capacity is not None and result.get("capacity_below") is not None:
         settled = result["search"].get("settled_precision") or 0
         cap = (
-            f"capacity {_unit(demand, capacity).split(' ')[0]} to under "
-            f"{_unit(demand, result['capacity_below'])}: bracketed to {100 * settled:.0f} % only, "
-            "as it cannot meet the demand"
+            f"capacity {bracket(demand.kind, capacity, result['capacity_below'])}: "
+            f"bracketed to {100 * settled:.0f} % only, as it cannot meet the demand"
         )
     if upper is None:
         return f"not shown to meet {want}: {cap}; stopped: {result['search'].get('stop')}"

@@ -17,7 +17,7 @@ from llm_locust.config.plans import Plan, PlanFile
 from llm_locust.config.slo import scaled_slo
 from llm_locust.config.think import parse_think_time
 from llm_locust.load.search import start_near
-from llm_locust.results.capacity import amount
+from llm_locust.results.capacity import bracket
 from llm_locust.results.capacity_model import PlanResult
 from llm_locust.results.plans import plan_result
 from llm_locust.results.timescale import deployment_time
@@ -142,7 +142,7 @@ def _capacity_text(file: PlanFile, search: dict[str, Any], result: PlanResult | 
         return str(search["withheld"])
     if result.capacity is None:
         return "no level was shown to meet the SLO"
-    return f"capacity {amount(file.demand.kind, result.capacity)}"
+    return f"capacity {bracket(file.demand.kind, result.capacity, result.capacity_below)}"
 
 
 def plan_search(
