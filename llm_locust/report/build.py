@@ -12,11 +12,12 @@ import logging
 from collections.abc import Sequence
 from html import escape
 from pathlib import Path
-from typing import Any
+from typing import Protocol
 
 from llm_locust.report import charts, tables, timecharts, traffic
 from llm_locust.report.compare import compare_section
 from llm_locust.report.data import RunData, load_run
+from llm_locust.report.echarts import drawn
 from llm_locust.report.html import Section, render_page
 
 __all__ = [
@@ -32,11 +33,11 @@ log = logging.getLogger("llm_locust")
 REPORT_FILE = "report.html"
 
 
-def _charts(pairs: Sequence[tuple[str, dict[str, Any] | None]]) -> list[tuple[str, dict[str, Any]]]:
-    return [(key, option) for key, option in pairs if option is not None]
+class _Render(Protocol):
+    def __call__(self, run: RunData, /) -> str: ...
 
 
-def _per_run(runs: Sequence[RunData], render: Any) -> str:
+def _per_run(runs: Sequence[RunData], render: _Render) -> str:
     if len(runs) == 1:
         return render(runs[0])
     return "".join(f"<h3>{escape(run.name)}</h3>{render(run)}" for run in runs)
@@ -46,8 +47,8 @@ def build_report(runs: Sequence[RunData], compare: bool = False) -> str:
     """The page for ``runs`` (``compare``: exactly two, A then B)."""
     if not runs:
         raise ValueError("no results folder given")
-    latency = _charts([(f"latency-{m}", charts.latency_vs_load(runs, m)) for m in charts.LATENCY_CHARTS])
-    throughput = _charts(
+    latency = drawn([(f"latency-{m}", charts.latency_vs_load(runs, m)) for m in charts.LATENCY_CHARTS])
+    throughput = drawn(
         [("throughput", charts.throughput_vs_concurrency(runs)), ("pareto", charts.pareto_chart(runs))]
     )
     no_gpus = (
@@ -58,11 +59,11 @@ def build_report(runs: Sequence[RunData], compare: bool = False) -> str:
             "(<code>llm-locust report --gpus N</code>, or <code>gpus</code> in the summary's config).</p>"
         )
     )
-    distributions = _charts(
+    distributions = drawn(
         [(f"cdf-{m}", charts.cdf_chart(runs, m)) for m in ("ttft", "tpot", "e2el")]
         + [(f"lengths-{w}", charts.lengths_chart(runs, w)) for w in ("input", "output")]
     )
-    over_time = _charts(
+    over_time = drawn(
         [
             ("time-latency", timecharts.latency_over_time(runs)),
             ("time-tokens", timecharts.tokens_over_time(runs)),

@@ -11,20 +11,22 @@ options to ECharts; the one function it adds is the error-bar shape of ``custom`
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
+from llm_locust.config.jsontypes import JsonValue
 from llm_locust.report.data import RunData, quantile_points
+from llm_locust.report.echarts import Axis, Datum, Option, Series, cells
+from llm_locust.report.points import StagePoint
 from llm_locust.report.traffic import visible_ttft_lines
 from llm_locust.results.confidence import quantile_interval
-from llm_locust.results.timeline import binned_overlap
 
 __all__ = [
     "COLORS",
     "LATENCY_CHARTS",
     "StagePoint",
+    "axis",
     "base_option",
     "cdf_chart",
     "latency_vs_load",
@@ -53,65 +55,16 @@ LATENCY_CHARTS = {
 MAX_SCATTER = 2000
 
 
-class StagePoint:
-    """One load level of a run: a stage, or the whole run when it had no stages."""
-
-    def __init__(self, run: RunData, entry: dict[str, Any], index: int | None) -> None:
-        self.run, self.entry, self.index = run, entry, index
-        self.label = str(entry.get("label") or "whole run")
-        self.verdict = entry.get("verdict") or (entry.get("slo") or {}).get("verdict")
-        self._values: dict[str, np.ndarray] = {}
-
-    def values(self, column: str) -> np.ndarray:
-        """The values of ``column`` (``itl``: every gap) the summary's latencies cover
-        (``Coverage.LATENCY``), sorted; computed once."""
-        if column not in self._values:
-            mask = self.run.timeline.timed(self.index)
-            if column == "itl":
-                values = self.run.timeline.gaps(mask)
-            else:
-                values = getattr(self.run.timeline, column)[mask]
-            self._values[column] = np.sort(values[~np.isnan(values)])
-        return self._values[column]
-
-    def in_flight(self) -> float | None:
-        law = self.entry.get("littles_law") or {}
-        if law.get("mean_in_flight") is not None:
-            return float(law["mean_in_flight"])
-        span = (self.run.t0, self.run.t_end) if self.index is None else _window(self.entry)
-        if span is None or span[1] <= span[0]:
-            return None
-        t = self.run.timeline
-        return float(binned_overlap(t.start, t.end, np.array(span))[0]) / (span[1] - span[0])
-
-
-def _window(entry: dict[str, Any]) -> tuple[float, float] | None:
-    window = entry.get("window") or {}
-    return (float(window["start"]), float(window["end"])) if window.get("start") is not None else None
-
-
 def stage_points(run: RunData) -> list[StagePoint]:
     """The load levels of ``run`` (made once per run, so their values are pulled once)."""
-    if "points" not in run.cache:
-        stages = run.stages
-        if not stages:
-            whole = {**run.summary, "label": "whole run", "verdict": _run_verdict(run)}
-            run.cache["points"] = [StagePoint(run, whole, None)]
-        else:
-            run.cache["points"] = [StagePoint(run, s, int(s["index"])) for s in stages]
-    return run.cache["points"]
+    return run.points
 
 
-def _run_verdict(run: RunData) -> str | None:
-    slo = run.summary.get("slo")
-    return None if not slo else slo.get("verdict") or ("pass" if slo.get("passed") else "fail")
-
-
-def _axis(name: str, kind: str = "value", **extra: Any) -> dict[str, Any]:
+def axis(name: str, kind: str = "value", **extra: JsonValue) -> Axis:
     return {"type": kind, "name": name, "nameLocation": "middle", "nameGap": 30, **extra}
 
 
-def base_option(title: str, x: dict[str, Any], y: dict[str, Any] | list[dict[str, Any]]) -> dict[str, Any]:
+def base_option(title: str, x: Axis, y: Axis | list[Axis]) -> Option:
     """The frame every report chart shares: title, axis tooltip, legend below, no animation."""
     return {
         "animation": False,
@@ -125,9 +78,9 @@ def base_option(title: str, x: dict[str, Any], y: dict[str, Any] | list[dict[str
     }
 
 
-def _points_base(title: str, x: str, y: str) -> dict[str, Any]:
+def _points_base(title: str, x: str, y: str) -> Option:
     """Two value axes, a tooltip per point (each point is a stage)."""
-    option = base_option(title, _axis(x), _axis(y))
+    option = base_option(title, axis(x), axis(y))
     option["tooltip"] = {"trigger": "item"}
     return option
 
@@ -148,19 +101,21 @@ def categories(runs: Sequence[RunData]) -> list[str]:
     return out
 
 
-def latency_vs_load(runs: Sequence[RunData], metric: str) -> dict[str, Any] | None:
+def latency_vs_load(runs: Sequence[RunData], metric: str) -> Option | None:
     """P50/P95/P99 of ``metric`` per stage, 95 % intervals as error bars, SLO lines, verdicts."""
     title, column, slo_metric = LATENCY_CHARTS[metric]
     labels = categories(runs)
     option = base_option(
-        f"{title}: P50 / P95 / P99 per stage", _axis("load (stage)", "category", data=labels), _axis("ms")
+        f"{title}: P50 / P95 / P99 per stage",
+        axis("load (stage)", "category", data=list[JsonValue](labels)),
+        axis("ms"),
     )
     for i, run in enumerate(runs):
         points = {p.label: p for p in stage_points(run)}
         for q in (50, 95, 99):
             color = _color(runs, i, q)
-            values = [_ms(points[c].entry.get(f"p{q}_{metric}_ms")) if c in points else None for c in labels]
-            line = {
+            values = [_ms(points[c].row.ms(f"p{q}", metric)) if c in points else None for c in labels]
+            line: Series = {
                 "name": _name(runs, run, f"P{q}"),
                 "type": "line",
                 "data": values,
@@ -184,26 +139,25 @@ def latency_vs_load(runs: Sequence[RunData], metric: str) -> dict[str, Any] | No
     return option if any(any(v is not None for v in s["data"]) for s in option["series"]) else None
 
 
-def _ms(value: Any) -> float | None:
+def _ms(value: float | None) -> float | None:
     return None if value is None else round(float(value), 3)
 
 
 def _error_bars(
     run: RunData, points: dict[str, StagePoint], labels: list[str], column: str, q: int, color: str, name: str
-) -> dict[str, Any]:
+) -> Series:
     """95 % order-statistic intervals: ``[x, low, high, flags]`` in ms; flags 1 = no lower
     bound, 2 = no upper bound (too few requests for this percentile)."""
-    data = []
+    data: list[Datum] = []
     for x, label in enumerate(labels):
         if label not in points:
             continue
         lo, hi = quantile_interval(points[label].values(column), q / 100)
-        if lo is None and hi is None:
+        low, high = (lo if lo is not None else hi), (hi if hi is not None else lo)
+        if low is None or high is None:
             continue
         flags = (1 if lo is None else 0) | (2 if hi is None else 0)
-        low = lo if lo is not None else hi
-        high = hi if hi is not None else lo
-        data.append([x, _ms(low * 1000), _ms(high * 1000), flags])  # type: ignore[operator]
+        data.append([x, _ms(low * 1000), _ms(high * 1000), flags])
     return {
         "name": f"{name} 95 % CI",
         "type": "custom",
@@ -215,12 +169,11 @@ def _error_bars(
     }
 
 
-def _mark_slo(series: dict[str, Any], run: RunData, slo_metric: str) -> None:
-    lines = []
-    for o in (run.summary.get("slo") or {}).get("objectives", []):
-        name = o.get("name", "")
-        if o.get("kind", "request") == "request" and name.split("_")[0] == slo_metric and o.get("threshold"):
-            lines.append({"yAxis": round(o["threshold"] * 1000, 3), "name": o["objective"]})
+def _mark_slo(series: Series, run: RunData, slo_metric: str) -> None:
+    lines: list[Mapping[str, JsonValue]] = []
+    for o in run.model.slo.objectives if run.model.slo is not None else ():
+        if o.kind == "request" and o.name.split("_")[0] == slo_metric and o.threshold:
+            lines.append({"yAxis": round(o.threshold * 1000, 3), "name": o.objective})
     if lines:
         series["markLine"] = {
             "symbol": "none",
@@ -230,21 +183,22 @@ def _mark_slo(series: dict[str, Any], run: RunData, slo_metric: str) -> None:
         }
 
 
-def _top(series: list[dict[str, Any]]) -> float:
+def _top(series: list[Series]) -> float:
     """The highest value drawn (line points and interval ends), for full-height bands."""
-    values = [v for s in series if s["type"] == "line" for v in s["data"] if v is not None]
-    values += [item[2] for s in series if s["type"] == "custom" for item in s["data"]]
+    values: list[object] = []
     for s in series:
-        values += [line["yAxis"] for line in (s.get("markLine") or {}).get("data", [])]
-    return max(values, default=1.0) * 1.05
+        if s["type"] == "line":
+            values += s["data"]
+        elif s["type"] == "custom":  # [x, low, high, flags]: the high end
+            values += [cells(d)[2] for d in s["data"] if len(cells(d)) > 2]
+        values += [line.get("yAxis") for line in s.get("markLine", {}).get("data", ())]
+    return max((float(v) for v in values if isinstance(v, float | int)), default=1.0) * 1.05
 
 
-def _verdict_bands(
-    runs: Sequence[RunData], run: RunData, labels: list[str], top: float
-) -> list[dict[str, Any]]:
+def _verdict_bands(runs: Sequence[RunData], run: RunData, labels: list[str], top: float) -> list[Series]:
     """A shaded full-height band behind each stage that failed, was inconclusive or invalid."""
     points = {p.label: p for p in stage_points(run)}
-    out = []
+    out: list[Series] = []
     for verdict, color in VERDICT_COLORS.items():
         data = [top if label in points and points[label].verdict == verdict else None for label in labels]
         if any(v is not None for v in data):
@@ -265,7 +219,7 @@ def _verdict_bands(
     return out
 
 
-def throughput_vs_concurrency(runs: Sequence[RunData]) -> dict[str, Any] | None:
+def throughput_vs_concurrency(runs: Sequence[RunData]) -> Option | None:
     """Output tok/s and goodput (tok/s meeting the SLO) against the mean requests in flight."""
     option = _points_base(
         "Output tokens/s and goodput against concurrency",
@@ -275,9 +229,8 @@ def throughput_vs_concurrency(runs: Sequence[RunData]) -> dict[str, Any] | None:
     for i, run in enumerate(runs):
         color = COLORS[i % len(COLORS)]
         points = [p for p in stage_points(run) if p.in_flight() is not None]
-        throughput = [
-            [round(p.in_flight() or 0, 3), round(p.entry.get("output_throughput") or 0, 3), p.label]
-            for p in points
+        throughput: list[Datum] = [
+            [round(p.in_flight() or 0, 3), round(p.row.output_throughput, 3), p.label] for p in points
         ]
         option["series"].append(
             {
@@ -287,10 +240,10 @@ def throughput_vs_concurrency(runs: Sequence[RunData]) -> dict[str, Any] | None:
                 "itemStyle": {"color": color},
             }
         )
-        good = [
-            [round(p.in_flight() or 0, 3), round(p.entry["slo"]["goodput_output_tokens_per_s"], 3), p.label]
+        good: list[Datum] = [
+            [round(p.in_flight() or 0, 3), round(goodput, 3), p.label]
             for p in points
-            if (p.entry.get("slo") or {}).get("goodput_output_tokens_per_s") is not None
+            if p.row.slo is not None and (goodput := p.row.slo.goodput_output_tokens_per_s) is not None
         ]
         if good:
             option["series"].append(
@@ -305,7 +258,7 @@ def throughput_vs_concurrency(runs: Sequence[RunData]) -> dict[str, Any] | None:
     return option if any(s["data"] for s in option["series"]) else None
 
 
-def pareto_chart(runs: Sequence[RunData]) -> dict[str, Any] | None:
+def pareto_chart(runs: Sequence[RunData]) -> Option | None:
     """Output tok/s per GPU against tok/s per user (1 / median TPOT), one curve per run."""
     option = _points_base(
         "Throughput per GPU against speed per user",
@@ -315,17 +268,11 @@ def pareto_chart(runs: Sequence[RunData]) -> dict[str, Any] | None:
     for i, run in enumerate(runs):
         if not run.gpus:
             continue
-        data = []
+        data: list[Datum] = []
         for p in stage_points(run):
-            tpot = p.entry.get("median_tpot_ms")
+            tpot = p.row.ms("median", "tpot")
             if tpot:
-                data.append(
-                    [
-                        round(1000.0 / tpot, 3),
-                        round((p.entry.get("output_throughput") or 0) / run.gpus, 3),
-                        p.label,
-                    ]
-                )
+                data.append([round(1000.0 / tpot, 3), round(p.row.output_throughput / run.gpus, 3), p.label])
         if data:
             name = f"{run.name} ({run.gpus:g} GPU)" if len(runs) > 1 else f"{run.gpus:g} GPU"
             option["series"].append(
@@ -334,13 +281,12 @@ def pareto_chart(runs: Sequence[RunData]) -> dict[str, Any] | None:
     return option if option["series"] else None
 
 
-def cdf_chart(runs: Sequence[RunData], metric: str) -> dict[str, Any] | None:
+def cdf_chart(runs: Sequence[RunData], metric: str) -> Option | None:
     """Empirical CDF of a latency over the requests the summary's latencies cover."""
     title, column, _ = LATENCY_CHARTS[metric]
-    option = base_option(f"{title}: CDF", _axis("ms"), _axis("fraction of requests", min=0, max=1))
+    option = base_option(f"{title}: CDF", axis("ms"), axis("fraction of requests", min=0, max=1))
     for i, run in enumerate(runs):
-        whole = run.cache.setdefault("whole", StagePoint(run, run.summary, None))
-        values = whole.values(column) * 1000.0
+        values = run.whole.values(column) * 1000.0
         data = [[round(v, 3), round(f, 4)] for v, f in quantile_points(values)]
         if data:
             option["series"].append(
@@ -355,12 +301,12 @@ def cdf_chart(runs: Sequence[RunData], metric: str) -> dict[str, Any] | None:
     return option if option["series"] else None
 
 
-def lengths_chart(runs: Sequence[RunData], which: str) -> dict[str, Any] | None:
+def lengths_chart(runs: Sequence[RunData], which: str) -> Option | None:
     """Requested against actual token counts per request (``input`` or ``output``)."""
     option = base_option(
         f"{which.capitalize()} tokens: requested against actual",
-        _axis(f"requested {which} tokens"),
-        _axis(f"actual {which} tokens (server's count when sent)"),
+        axis(f"requested {which} tokens"),
+        axis(f"actual {which} tokens (server's count when sent)"),
     )
     option["tooltip"] = {"trigger": "item"}
     top = 0.0
@@ -372,15 +318,15 @@ def lengths_chart(runs: Sequence[RunData], which: str) -> dict[str, Any] | None:
         keep = np.nonzero(t.ok & ~np.isnan(want) & ~np.isnan(got))[0]
         if keep.size > MAX_SCATTER:
             keep = keep[np.linspace(0, keep.size - 1, MAX_SCATTER).astype(int)]
-        data = [[float(want[k]), float(got[k])] for k in keep]
-        if data:
-            top = max(top, *(max(a, b) for a, b in data))
+        pairs = [(float(want[k]), float(got[k])) for k in keep]
+        if pairs:
+            top = max(top, *(max(a, b) for a, b in pairs))
             option["series"].append(
                 {
                     "name": run.name,
                     "type": "scatter",
                     "symbolSize": 4,
-                    "data": data,
+                    "data": [[a, b] for a, b in pairs],
                     "itemStyle": {"color": COLORS[i % len(COLORS)]},
                 }
             )

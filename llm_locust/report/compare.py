@@ -17,7 +17,6 @@ from html import escape
 from llm_locust.report.data import RunData
 from llm_locust.report.differences import Difference, Kind, Scope, difference
 from llm_locust.report.tables import fmt, table
-from llm_locust.results.columns import Columns
 from llm_locust.results.summary_model import RunSummary
 
 __all__ = ["CACHE_POINTS", "cache_warning", "compare_section", "compare_table"]
@@ -82,26 +81,17 @@ def cache_warning(a: RunData, b: RunData) -> str | None:
     return text + "."
 
 
-def _columns(run: RunData) -> Columns:
-    """The run's records as the summary reads them (built once per run)."""
-    if "columns" not in run.cache:
-        run.cache["columns"] = Columns.from_rows(run.timeline.rows)
-    return run.cache["columns"]
-
-
 def _scopes(a: RunData, b: RunData) -> list[tuple[str, Scope, Scope]]:
-    """The whole runs, then each stage of A that B has under the same label."""
-    ca, cb = _columns(a), _columns(b)
-    pairs = [("whole run", Scope(a.summary, ca.measured_part()), Scope(b.summary, cb.measured_part()))]
-    b_stages = {s.get("label"): s for s in b.stages}
+    """The whole runs, then each stage of A that B has under the same label (the records as the
+    summary reads them: the run's columns)."""
+    ca, cb = a.columns, b.columns
+    pairs = [("whole run", Scope(a.model, ca.measured_part()), Scope(b.model, cb.measured_part()))]
+    b_stages = {s.label: s for s in b.stages}
     for s in a.stages:
-        other = b_stages.get(s.get("label"))
+        other = b_stages.get(s.label)
         if other is not None:
-            sa, sb = (
-                Scope(s, ca.measured_part(s.get("index"))),
-                Scope(other, cb.measured_part(other.get("index"))),
-            )
-            pairs.append((str(s.get("label")), sa, sb))
+            sa, sb = Scope(s, ca.measured_part(s.index)), Scope(other, cb.measured_part(other.index))
+            pairs.append((s.label, sa, sb))
     return pairs
 
 
@@ -112,7 +102,7 @@ def compare_table(a: RunData, b: RunData) -> str:
     for scope, x, y in _scopes(a, b):
         for key, label, digits, kind in _COMPARED:
             diff = difference(key, kind, x, y)
-            va, vb = x.entry.get(key), y.entry.get(key)
+            va, vb = x.row.stated(key), y.row.stated(key)
             change = None if diff.delta is None or not va else diff.delta / va * 100
             rows.append(
                 [

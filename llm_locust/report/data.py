@@ -10,17 +10,19 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 from pydantic import ValidationError
 
+from llm_locust.config.jsontypes import JsonObject, JsonValue
+from llm_locust.report.points import StagePoint
 from llm_locust.results.analysis import SERVER_FILE, drift_of, span_of
-from llm_locust.results.columns import read_rows
+from llm_locust.results.columns import Columns, read_columns, read_rows
 from llm_locust.results.failures import tally_of
 from llm_locust.results.server_series import gauge_series, read_server_metrics
-from llm_locust.results.summary_model import SCHEMA_VERSION, RunSummary, file_key
+from llm_locust.results.summary_model import SCHEMA_VERSION, RunSummary, StageRow, file_key
 from llm_locust.results.timeline import Timeline
 from llm_locust.results.timescale import deployment_row, deployment_summary, speedup_of
 from llm_locust.results.windows import auto_window, window_series
@@ -38,42 +40,52 @@ class ReportError(ValueError):
 
 @dataclass
 class RunData:
-    """Everything the charts and tables read about one run."""
+    """Everything the charts and tables read about one run: the summary as its model, and its
+    records as the columns the summary is computed from (in deployment time with a sped-up
+    target)."""
 
     name: str
     directory: Path
-    summary: dict[str, Any]  # the file's keys (deployment time with a sped-up target)
-    model: RunSummary  # the same summary, typed (what the readers read)
+    model: RunSummary
+    columns: Columns
     timeline: Timeline
-    server: list[dict[str, Any]]
-    windows: list[dict[str, Any]]
+    server: list[dict[str, float]]
+    windows: list[JsonObject]
     window_s: float
     t0: float
     t_end: float
-    drift: dict[str, Any]
+    drift: JsonObject
     gpus: float | None = None
     messages: dict[str, list[tuple[str, int]]] = field(default_factory=dict)
-    #: values the charts derive once per run (stage points and their sorted columns)
-    cache: dict[str, Any] = field(default_factory=dict)
     #: the target ran this many times faster than its deployment; every number here is converted
     speedup: float = 1.0
 
     @property
-    def stages(self) -> list[dict[str, Any]]:
-        return list(self.summary.get("stages") or [])
+    def stages(self) -> list[StageRow]:
+        return list(self.model.stages or ())
 
-    def stage_start(self, stage: dict[str, Any]) -> float:
+    @cached_property
+    def points(self) -> list[StagePoint]:
+        """The load levels: each stage, or the whole run when it had none (pulled once)."""
+        if not self.model.stages:
+            return [self.whole]
+        return [StagePoint(s, self.timeline, s.index, (self.t0, self.t_end)) for s in self.model.stages]
+
+    @cached_property
+    def whole(self) -> StagePoint:
+        """The whole run as one level (what the CDFs draw)."""
+        return StagePoint(self.model, self.timeline, None, (self.t0, self.t_end))
+
+    def stage_start(self, stage: StageRow) -> float:
         """When a stage began, in seconds from the start of the test."""
-        span = stage.get("span") or {}
-        if span.get("start") is not None:
-            return float(span["start"]) - self.t0
-        window = stage.get("window") or {}
-        if window.get("start") is not None:
-            return float(window["start"]) - float(stage.get("warmup_s") or 0.0) - self.t0
-        return float(stage.get("start_s") or 0.0)
+        if stage.span is not None:
+            return stage.span.start - self.t0
+        if stage.window is not None:
+            return stage.window.start - (stage.warmup_s or 0.0) - self.t0
+        return stage.start_s or 0.0
 
 
-def _read_json(path: Path, folder: Path) -> dict[str, Any]:
+def _read_json(path: Path, folder: Path) -> JsonObject:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
@@ -87,7 +99,7 @@ def _read_json(path: Path, folder: Path) -> dict[str, Any]:
     return data
 
 
-def summary_model(summary: dict[str, Any], folder: Path) -> RunSummary:
+def summary_model(summary: JsonObject, folder: Path) -> RunSummary:
     """``summary`` read through its model: a file from before ``schema_version`` loads with
     defaults; one whose keys have the wrong type is a :class:`ReportError` of one line naming
     the first key."""
@@ -105,41 +117,51 @@ def summary_model(summary: dict[str, Any], folder: Path) -> RunSummary:
 def load_run(
     directory: str | Path, window_s: float | None = None, gpus: float | None = None, name: str | None = None
 ) -> RunData:
-    """Load one results folder; raises :class:`ReportError` for a folder it cannot use."""
+    """Load one results folder; raises :class:`ReportError` for a folder it cannot use.
+
+    The records are read once, row by row, into the columns the summary is computed from
+    (:func:`~llm_locust.results.columns.read_columns`; a sped-up target's converted to
+    deployment time on the way), never kept as rows."""
     folder = Path(directory)
     if not folder.is_dir():
         raise ReportError(f"{folder}: not a directory")
     summary = _read_json(folder / SUMMARY_FILE, folder)
     summary_model(summary, folder)  # a file its model refuses: one line, before reading the records
-    if not (folder / REQUESTS_FILE).exists():
+    requests = folder / REQUESTS_FILE
+    if not requests.exists():
         raise ReportError(f"{folder}: no {REQUESTS_FILE}")
+    speedup = speedup_of(summary)
+    samples = read_server_metrics(folder / SERVER_FILE)
     try:
-        rows = list(read_rows(folder / REQUESTS_FILE))
+        if speedup != 1:  # a sped-up simulator: the page in the deployment's time (results/timescale.py)
+            origin = _origin(summary, requests)
+            summary = deployment_summary(summary, speedup, origin)
+            rows = (deployment_row(r, speedup, origin) for r in read_rows(requests))
+            samples = [{**s, "t": origin + (float(s["t"]) - origin) * speedup} for s in samples]
+            cols = Columns.from_rows(rows)
+        else:
+            cols = read_columns(requests)
     except (OSError, ValueError) as exc:
         raise ReportError(f"{folder}: cannot read {REQUESTS_FILE}: {exc}") from None
-    samples = list(read_server_metrics(folder / SERVER_FILE))
-    messages = top_messages(summary, rows)
-    speedup = speedup_of(summary)
-    if speedup != 1:  # a sped-up simulator: the page in the deployment's time (results/timescale.py)
-        summary, rows, samples = _in_deployment_time(summary, rows, samples, speedup)
-    timeline = Timeline(rows)
+    model = summary_model(summary, folder)
+    timeline = Timeline.from_columns(cols)
     server = gauge_series(samples)
     t0, t_end = span_of(summary, timeline)
-    width = window_s or summary.get("window_s") or auto_window(t_end - t0)
-    windows = summary.get("windows")
-    if not windows or summary.get("window_s") != width:
+    width = window_s or model.window_s or auto_window(t_end - t0)
+    windows = model.windows if model.window_s == width else None
+    if not windows:
         windows = window_series(timeline, t0, t_end, width, server or None)
-    drift = summary.get("drift") if summary.get("window_s") == width else None
+    drift = model.drift if model.window_s == width else None
     if drift is None:
-        stages = [dict(s) for s in summary.get("stages") or []]
-        start = stages[0]["window"]["start"] if stages and stages[0].get("window") else t0
+        stages = [_stage_span(s) for s in model.stages or ()]
+        start = model.stages[0].window.start if model.stages and model.stages[0].window else t0
         drift = drift_of(stages, windows, t0, start, width)
-    config_gpus = (summary.get("config") or {}).get("gpus")
+    config_gpus = model.config.get("gpus")
     return RunData(
         name=name or folder.resolve().name,
         directory=folder,
-        summary=summary,
-        model=summary_model(summary, folder),
+        model=model,
+        columns=cols,
         timeline=timeline,
         server=server,
         windows=windows,
@@ -147,36 +169,47 @@ def load_run(
         t0=t0,
         t_end=t_end,
         drift=drift,
-        gpus=gpus if gpus is not None else config_gpus,
-        messages=messages,
+        gpus=gpus if gpus is not None else config_gpus if isinstance(config_gpus, int | float) else None,
+        messages=top_messages(model, requests),
         speedup=speedup,
     )
 
 
-def _in_deployment_time(
-    summary: dict[str, Any], rows: list[dict[str, Any]], samples: list[dict[str, Any]], k: float
-) -> tuple[dict[str, Any], list[dict[str, Any]], list[dict[str, Any]]]:
-    """The summary, the records and the server's samples of a run whose target ran ``k`` times
-    faster than its deployment, in deployment time (stretched from the run's start)."""
-    starts = [float(r["start_time"]) for r in rows if r.get("start_time") is not None]
-    origin = float((summary.get("config") or {}).get("start_time") or min(starts, default=0.0))
-    return (
-        deployment_summary(summary, k, origin),
-        [deployment_row(r, k, origin) for r in rows],
-        [{**s, "t": origin + (float(s["t"]) - origin) * k} for s in samples],
+def _origin(summary: JsonObject, requests: Path) -> float:
+    """Where deployment time is stretched from: the run's start (the first send of a file that
+    does not say it)."""
+    config = summary.get("config")
+    start = config.get("start_time") if isinstance(config, dict) else None
+    if isinstance(start, int | float):
+        return float(start)
+    starts = (r.get("start_time") for r in read_rows(requests))
+    return min((float(t) for t in starts if isinstance(t, int | float)), default=0.0)
+
+
+def _stage_span(stage: StageRow) -> JsonObject:
+    """What the drift verdict reads of a stage: its label, index and measured window."""
+    window: JsonValue = (
+        None if stage.window is None else {"start": stage.window.start, "end": stage.window.end}
     )
+    return {"index": stage.index, "label": stage.label, "window": window}
 
 
 def top_messages(
-    summary: dict[str, Any], rows: list[dict[str, Any]], per_class: int = REPORT_MESSAGES
+    summary: RunSummary, requests: Path, per_class: int = REPORT_MESSAGES
 ) -> dict[str, list[tuple[str, int]]]:
     """The most frequent failure messages of each failure class (message, count): the summary's
     ``error_messages`` (:class:`~llm_locust.results.failures.FailureTally`, of the failures its
-    ``errors`` counts), or the same tally of the rows for a summary written without them."""
-    tallied = summary.get("error_messages")
-    if tallied is None:
-        tallied = tally_of(rows).to_summary()["error_messages"]
-    return {outcome: [(str(m), int(n)) for m, n in top[:per_class]] for outcome, top in tallied.items()}
+    ``errors`` counts), or the same tally of the records (read again, row by row) for a summary
+    written without them."""
+    if "error_messages" in summary.model_fields_set:
+        tallied = {k: [(str(m), n) for m, n, *_ in v] for k, v in summary.error_messages.items()}
+    else:
+        counted = tally_of(read_rows(requests)).messages
+        tallied = {k: [(str(m), n) for m, n in c.most_common()] for k, c in sorted(counted.items())}
+    return {
+        outcome: [(m, int(n)) for m, n in top[:per_class] if isinstance(n, int | float)]
+        for outcome, top in tallied.items()
+    }
 
 
 def quantile_points(values: np.ndarray, points: int = 200) -> list[list[float]]:

@@ -11,10 +11,12 @@ Pure module: no Locust, no network.
 from __future__ import annotations
 
 import math
-from typing import Any
+from collections.abc import Callable, Mapping
 
-from llm_locust.report.charts import COLORS, base_option
+from llm_locust.config.jsontypes import JsonValue
+from llm_locust.report.charts import COLORS, axis, base_option
 from llm_locust.report.decision import Decision, PlanView, StepView, Verdict
+from llm_locust.report.echarts import Datum, Option, Series, Style
 
 __all__ = [
     "UNIT_AXIS",
@@ -46,18 +48,16 @@ UNIT_AXIS = {
 }
 #: a capacity bar that does not meet the demand, and its legend entry
 SHORT, SHORT_COLOR = "capacity short of the demand", "#90a4ae"
-_DEMAND_LINE = {"color": "#1565c0", "type": "dotted", "width": 2}
-
-
-def _axis(name: str, kind: str = "value", **extra: Any) -> dict[str, Any]:
-    return {"type": kind, "name": name, "nameLocation": "middle", "nameGap": 30, **extra}
+_DEMAND_LINE: Style = {"color": "#1565c0", "type": "dotted", "width": 2}
 
 
 def _r(value: float | None, digits: int = 4) -> float | None:
     return None if value is None else round(float(value), digits)
 
 
-def _point(step: StepView, x: float | None, y: float | None, line: Verdict | None = None) -> dict[str, Any]:
+def _point(
+    step: StepView, x: float | None, y: float | None, line: Verdict | None = None
+) -> dict[str, JsonValue]:
     """One step as a data item: its label and verdict in the tooltip, the colour and shape of the
     verdict of ``line`` (an SLO line's own, at this step) or else of the step."""
     shown = step.step.verdict if line is None or step.step.verdict is Verdict.INVALID else line
@@ -71,7 +71,7 @@ def _point(step: StepView, x: float | None, y: float | None, line: Verdict | Non
     }
 
 
-def capacity_chart(d: Decision) -> dict[str, Any] | None:
+def capacity_chart(d: Decision) -> Option | None:
     """Per plan: the bracket from the highest pass (the capacity) to the lowest step not shown to
     pass, and the demand as a line."""
     if not d.plans:
@@ -83,11 +83,11 @@ def capacity_chart(d: Decision) -> dict[str, Any] | None:
     top = max([d.demand or 0.0, *(v for p in d.plans for v in (p.result.capacity, p.upper) if v is not None)])
     option = base_option(
         f"Capacity against the demand ({d.demand_text})",
-        _axis("plan", "category", data=names),
-        _axis(unit, nameGap=45, min=0, max=_nice(top * 1.1)),
+        axis("plan", "category", data=list[JsonValue](names)),
+        axis(unit, nameGap=45, min=0, max=_nice(top * 1.1)),
     )
     option["tooltip"] = {"trigger": "item"}
-    bars = [
+    bars: list[Datum] = [
         {
             "name": p.result.name,
             "value": _r(p.result.capacity),
@@ -112,7 +112,7 @@ def capacity_chart(d: Decision) -> dict[str, Any] | None:
             },
         }
     )
-    bracket = []
+    bracket: list[Datum] = []
     for x, p in enumerate(d.plans):
         if p.result.capacity is not None and p.upper is not None:
             bracket.append([x, _r(p.result.capacity), _r(p.upper), 0])
@@ -129,7 +129,7 @@ def capacity_chart(d: Decision) -> dict[str, Any] | None:
             "z": 3,
         }
     )
-    upper = [
+    upper: list[Datum] = [
         {
             "name": f"{p.result.name}: {p.upper_verdict.value if p.upper_verdict else ''}",
             "value": [x, _r(p.upper)],
@@ -169,30 +169,30 @@ def _x_top(d: Decision) -> float:
     return math.ceil(top / step) * step
 
 
-def latency_chart(d: Decision, plan: PlanView, metric: str) -> dict[str, Any] | None:
+def latency_chart(d: Decision, plan: PlanView, metric: str) -> Option | None:
     """A plan's TTFT or E2E P95 (``metric``: ttft, e2e) against the measured concurrency, steps
     sorted by level, their 95 % intervals, the SLO threshold, the capacity (and the demand when
     it is a concurrency) as vertical lines; invalid steps apart, not joined."""
     title = {"ttft": "TTFT", "e2e": "E2E"}[metric]
-    rows = [(s, getattr(s, metric)) for s in plan.steps if getattr(s, metric) is not None]
-    rows = [(s, lat) for s, lat in rows if s.step.mean_in_flight is not None]
+    latencies = ((s, s.ttft if metric == "ttft" else s.e2e) for s in plan.steps)
+    rows = [(s, lat) for s, lat in latencies if lat is not None and s.step.mean_in_flight is not None]
     if not rows:
         return None
     option = base_option(
         f"{plan.result.name}: {title} P95 against load",
-        _axis("mean requests in flight (measured)", min=0, max=_r(_x_top(d), 1)),
-        _axis("seconds (deployment time)", nameGap=45),
+        axis("mean requests in flight (measured)", min=0, max=_r(_x_top(d), 1)),
+        axis("seconds (deployment time)", nameGap=45),
     )
     option["tooltip"] = {"trigger": "item"}
     joined = [(s, lat) for s, lat in rows if s.step.verdict is not Verdict.INVALID]
-    line: dict[str, Any] = {
+    line: Series = {
         "name": f"{title} P95",
         "type": "line",
         "data": [_point(s, s.step.mean_in_flight, lat.p95_s, lat.verdict) for s, lat in joined],
         "lineStyle": {"color": "#1f77b4"},
         "itemStyle": {"color": "#1f77b4"},
     }
-    marks = []
+    marks: list[Mapping[str, JsonValue]] = []
     threshold = next((lat.threshold_s for _, lat in rows if lat.threshold_s is not None), None)
     if threshold is not None:
         marks.append(
@@ -220,7 +220,7 @@ def latency_chart(d: Decision, plan: PlanView, metric: str) -> dict[str, Any] | 
             "data": marks,
         }
     option["series"].append(line)
-    bars = [
+    bars: list[Datum] = [
         [
             _r(s.step.mean_in_flight),
             _r(lat.low_s),
@@ -255,13 +255,19 @@ def latency_chart(d: Decision, plan: PlanView, metric: str) -> dict[str, Any] | 
     return option
 
 
-def _plan_lines(d: Decision, title: str, x_name: str, y_name: str, xy: Any) -> dict[str, Any] | None:
+def _plan_lines(
+    d: Decision,
+    title: str,
+    x_name: str,
+    y_name: str,
+    xy: Callable[[PlanView, StepView], tuple[float | None, float | None]],
+) -> Option | None:
     """One line per plan through its valid steps sorted by level: ``xy(plan, step) -> (x, y)``."""
-    option = base_option(title, _axis(x_name), _axis(y_name, nameGap=50))
+    option = base_option(title, axis(x_name), axis(y_name, nameGap=50))
     option["tooltip"] = {"trigger": "item"}
     option["grid"]["left"] = 80
     for i, plan in enumerate(d.plans):
-        points = []
+        points: list[Datum] = []
         for s in plan.steps:
             x, y = xy(plan, s)
             if s.step.verdict is not Verdict.INVALID and x is not None and y is not None:
@@ -280,7 +286,7 @@ def _plan_lines(d: Decision, title: str, x_name: str, y_name: str, xy: Any) -> d
     return option if option["series"] else None
 
 
-def frontier_chart(d: Decision) -> dict[str, Any] | None:
+def frontier_chart(d: Decision) -> Option | None:
     """Output tokens/s per GPU against output tokens/s per user (1 / median TPOT), per plan."""
     return _plan_lines(
         d,
@@ -291,7 +297,7 @@ def frontier_chart(d: Decision) -> dict[str, Any] | None:
     )
 
 
-def cost_chart(d: Decision) -> dict[str, Any] | None:
+def cost_chart(d: Decision) -> Option | None:
     """$ per 1M output tokens (the plan's $/hour over its output tokens/hour) against the load."""
     unit = UNIT_AXIS.get(d.demand_kind, d.demand_kind)
     option = _plan_lines(
@@ -311,7 +317,7 @@ def cost_chart(d: Decision) -> dict[str, Any] | None:
     return option
 
 
-def scaling_chart(d: Decision) -> dict[str, Any] | None:
+def scaling_chart(d: Decision) -> Option | None:
     """Scaling efficiency of each pair of plans differing in replicas or GPUs per replica (100 %: linear)."""
     if not d.scaling:
         return None
@@ -322,8 +328,8 @@ def scaling_chart(d: Decision) -> dict[str, Any] | None:
     ]
     option = base_option(
         "Scaling efficiency",
-        _axis("pair of plans", "category", data=names),
-        _axis("capacity ratio / resource ratio (%)", nameGap=45, min=0),
+        axis("pair of plans", "category", data=list[JsonValue](names)),
+        axis("capacity ratio / resource ratio (%)", nameGap=45, min=0),
     )
     option["tooltip"] = {"trigger": "item"}
     option["series"].append(

@@ -11,13 +11,12 @@ Pure module: files in, a file out; no Locust, no network.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from html import escape
 from pathlib import Path
-from typing import Any
 
 from llm_locust.report import decision_charts as dc
 from llm_locust.report.decision import Decision, Latency, PlanView, StepView, Verdict, load_decision
+from llm_locust.report.echarts import drawn
 from llm_locust.report.html import Section, render_page
 from llm_locust.results.search_result import deciders_text
 
@@ -260,12 +259,8 @@ def _scaling_text(d: Decision) -> str:
     )
 
 
-def _charts(pairs: Sequence[tuple[str, dict[str, Any] | None]]) -> list[tuple[str, dict[str, Any]]]:
-    return [(key, option) for key, option in pairs if option is not None]
-
-
 def build_decision_page(d: Decision) -> str:
-    per_plan = _charts(
+    per_plan = drawn(
         [
             (f"latency-{m}-{i}", dc.latency_chart(d, p, m))
             for i, p in enumerate(d.plans)
@@ -286,7 +281,7 @@ def build_decision_page(d: Decision) -> str:
         (
             "Capacity against the demand",
             "",
-            _charts([("capacity", dc.capacity_chart(d))]),
+            drawn([("capacity", dc.capacity_chart(d))]),
             '<p class="muted">Bar: the highest step shown to pass. Bracket: up to the lowest step not '
             "shown to pass (failed, or stayed inconclusive); the capacity lies in between. Blue dotted: "
             "the demand.</p>",
@@ -295,11 +290,11 @@ def build_decision_page(d: Decision) -> str:
         (
             "Throughput and cost",
             "",
-            _charts([("frontier", dc.frontier_chart(d)), ("cost", dc.cost_chart(d))]),
+            drawn([("frontier", dc.frontier_chart(d)), ("cost", dc.cost_chart(d))]),
             '<p class="muted">Valid steps only, sorted by level. Throughput per user: 1 / the step\'s '
             "median TPOT.</p>",
         ),
-        ("Scaling between plans", "", _charts([("scaling", dc.scaling_chart(d))]), _scaling_text(d)),
+        ("Scaling between plans", "", drawn([("scaling", dc.scaling_chart(d))]), _scaling_text(d)),
         ("Every number and where it came from", steps_table(d), [], ""),
     ]
     if d.predicted:  # beside the measured capacities, before the per-plan detail

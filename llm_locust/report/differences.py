@@ -33,13 +33,13 @@ import math
 from dataclasses import dataclass
 from enum import StrEnum
 from statistics import NormalDist
-from typing import Any
 
 import numpy as np
 
 from llm_locust.results.columns import Columns, Part
 from llm_locust.results.confidence import LEVEL, order_statistic_ranks
 from llm_locust.results.stats import ItlValues
+from llm_locust.results.summary_model import Stats
 
 __all__ = ["Difference", "Kind", "Scope", "difference", "percentile_bounds", "rate_sd"]
 
@@ -110,9 +110,10 @@ def rate_sd(rate: float, counts: np.ndarray) -> float:
 
 @dataclass(frozen=True)
 class Scope:
-    """One side of a comparison: a summary entry (the run or a stage) and its measured rows."""
+    """One side of a comparison: the summary's statistics (the run's, or a stage row's) and its
+    measured rows."""
 
-    entry: dict[str, Any]
+    row: Stats
     part: Part
 
     @property
@@ -135,8 +136,8 @@ def _bounds(scope: Scope, key: str, kind: Kind) -> tuple[float | None, float | N
 
 def difference(key: str, kind: Kind, a: Scope, b: Scope) -> Difference:
     """``B - A`` of ``key`` with its interval (:class:`Kind` says how)."""
-    va, vb = a.entry.get(key), b.entry.get(key)
-    delta = None if va is None or vb is None else float(vb) - float(va)
+    va, vb = a.row.stated(key), b.row.stated(key)
+    delta = None if va is None or vb is None else vb - va
     if delta is None or kind == Kind.COUNT:
         return Difference(delta)
     if kind == Kind.RATE:
@@ -150,7 +151,7 @@ def difference(key: str, kind: Kind, a: Scope, b: Scope) -> Difference:
 
 
 def _rate_sd(key: str, scope: Scope) -> float:
-    rate = float(scope.entry.get(key) or 0.0)
+    rate = scope.row.stated(key) or 0.0
     ok = scope.part.ok()
     if key == "request_throughput":
         return rate_sd(rate, np.ones(int(ok.sum())))

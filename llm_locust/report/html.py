@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from html import escape
 from pathlib import Path
-from typing import Any
 
 from llm_locust import __version__
+from llm_locust.report.echarts import Option
 
 __all__ = ["ECHARTS_PATH", "ECHARTS_VERSION", "Section", "render_page"]
 
@@ -26,7 +26,7 @@ ECHARTS_VERSION = "6.1.0"
 ECHARTS_PATH = Path(__file__).resolve().parent.parent / "web" / "vendor" / "echarts" / "echarts.min.js"
 
 #: (title, HTML before the charts, [(chart key, option)], HTML after the charts)
-Section = tuple[str, str, list[tuple[str, dict[str, Any]]], str]
+Section = tuple[str, str, list[tuple[str, Option]], str]
 
 ASSETS = Path(__file__).resolve().parent / "assets"
 
@@ -35,14 +35,14 @@ def _asset(name: str) -> str:
     return (ASSETS / name).read_text(encoding="utf-8")
 
 
-def _json_script(data: Any) -> str:
+def _json_script(data: Mapping[str, Mapping[str, Option]]) -> str:
     """JSON safe inside a ``<script>`` element."""
     return json.dumps(data, separators=(",", ":"), allow_nan=False).replace("</", "<\\/")
 
 
 def render_page(title: str, subtitle: str, sections: Sequence[Section]) -> str:
     """The whole page; chart keys must be unique across ``sections``."""
-    charts: dict[str, dict[str, Any]] = {}
+    charts: dict[str, Option] = {}
     body = []
     for heading, before, section_charts, after in sections:
         divs = []

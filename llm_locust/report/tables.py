@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from html import escape
-from typing import Any
 
 from llm_locust.report.data import RunData
 from llm_locust.results.headline import headline
@@ -16,7 +15,7 @@ from llm_locust.results.summary_model import StageRow, Stats
 __all__ = ["config_block", "errors_table", "fmt", "stage_table", "table", "verdict_block"]
 
 
-def fmt(value: Any, digits: int = 1) -> str:
+def fmt(value: object, digits: int = 1) -> str:
     if value is None:
         return "-"
     if isinstance(value, float):
@@ -85,10 +84,9 @@ def verdict_block(run: RunData) -> str:
             f"goodput {fmt(slo.goodput_rps, 2)} req/s)</p>"
         )
         parts.append(table(["objective", "measured", "95 % interval", "n", "verdict", "note"], rows))
-    drift = run.drift or {}
-    parts.append(
-        f'<p class="drift">Soak: {_badge(drift.get("verdict"))} {escape(str(drift.get("text", "")))}</p>'
-    )
+    verdict, text = run.drift.get("verdict"), run.drift.get("text", "")
+    badge = _badge(verdict if isinstance(verdict, str) else None)
+    parts.append(f'<p class="drift">Soak: {badge} {escape(str(text))}</p>')
     return "\n".join(parts)
 
 
@@ -162,8 +160,7 @@ def errors_table(run: RunData) -> str:
 
 
 def config_block(run: RunData) -> str:
-    config = run.summary.get("config") or {}
-    text = json.dumps(config, indent=2, sort_keys=True, default=str)
+    text = json.dumps(run.model.config, indent=2, sort_keys=True, default=str)
     return (
         f"<details><summary>Configuration of {escape(run.name)}</summary><pre>{escape(text)}</pre></details>"
     )

@@ -7,12 +7,13 @@ windows of :mod:`llm_locust.results.windows`, overlaid per run.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Mapping, Sequence
 
+from llm_locust.config.jsontypes import JsonObject, JsonValue
 from llm_locust.record import NOT_FAILED
 from llm_locust.report.charts import COLORS, base_option
 from llm_locust.report.data import RunData
+from llm_locust.report.echarts import Axis, Datum, Option, Series, cells
 
 __all__ = [
     "errors_over_time",
@@ -24,33 +25,47 @@ __all__ = [
 ]
 
 
-def _option(title: str, y: Any, runs: Sequence[RunData]) -> dict[str, Any]:
-    x = {"type": "value", "name": f"seconds since the start ({runs[0].window_s:g} s windows)", "min": 0}
+def _option(title: str, y: Axis | list[Axis], runs: Sequence[RunData]) -> Option:
+    x: Axis = {"type": "value", "name": f"seconds since the start ({runs[0].window_s:g} s windows)", "min": 0}
     option = base_option(title, {**x, "nameLocation": "middle", "nameGap": 30}, y)
     option["grid"] = {"left": 70, "right": 70, "top": 40, "bottom": 80}
     option["dataZoom"] = [{"type": "inside"}]
     return option
 
 
-def _y(name: str, **extra: Any) -> dict[str, Any]:
+def _y(name: str, **extra: JsonValue) -> Axis:
     return {"type": "value", "name": name, "nameLocation": "middle", "nameGap": 50, **extra}
 
 
-def _mid(w: dict[str, Any]) -> float:
-    return round((w["start_s"] + w["end_s"]) / 2, 3)
+def _number(w: JsonObject, key: str) -> float | None:
+    """A window's value of series ``key`` (``p95_ttft_ms``, ``in_flight``...); ``None``: none."""
+    value = w.get(key)
+    return float(value) if isinstance(value, int | float) else None
 
 
-def _points(run: RunData, key: str, scale: float = 1.0) -> list[list[float | None]]:
-    return [[_mid(w), None if w.get(key) is None else round(w[key] * scale, 4)] for w in run.windows]
+def _requests(w: JsonObject) -> Mapping[str, JsonValue]:
+    """A window's requests by outcome."""
+    value = w.get("requests")
+    return value if isinstance(value, dict) else {}
+
+
+def _mid(w: JsonObject) -> float:
+    return round(((_number(w, "start_s") or 0.0) + (_number(w, "end_s") or 0.0)) / 2, 3)
+
+
+def _points(run: RunData, key: str, scale: float = 1.0) -> list[Datum]:
+    return [[_mid(w), None if (v := _number(w, key)) is None else round(v * scale, 4)] for w in run.windows]
 
 
 def _name(runs: Sequence[RunData], run: RunData, what: str) -> str:
     return what if len(runs) == 1 else f"{run.name} {what}"
 
 
-def _stage_lines(series: dict[str, Any], run: RunData) -> None:
+def _stage_lines(series: Series, run: RunData) -> None:
     """Vertical lines at the stage boundaries of ``run`` on its first series."""
-    lines = [{"xAxis": round(run.stage_start(s), 3), "name": str(s.get("label", ""))} for s in run.stages]
+    lines: list[Mapping[str, JsonValue]] = [
+        {"xAxis": round(run.stage_start(s), 3), "name": s.label} for s in run.stages
+    ]
     if lines:
         series["markLine"] = {
             "symbol": "none",
@@ -61,41 +76,29 @@ def _stage_lines(series: dict[str, Any], run: RunData) -> None:
         }
 
 
-def _line(name: str, data: list[Any], color: str, **extra: Any) -> dict[str, Any]:
-    return {
-        "name": name,
-        "type": "line",
-        "data": data,
-        "showSymbol": False,
-        "itemStyle": {"color": color},
-        **extra,
-    }
+def _line(name: str, data: list[Datum], color: str) -> Series:
+    return {"name": name, "type": "line", "data": data, "showSymbol": False, "itemStyle": {"color": color}}
 
 
 def _two_axes(
-    option: dict[str, Any],
+    option: Option,
     runs: Sequence[RunData],
     left: tuple[str, str, float],
     right: tuple[str, str, float],
-) -> dict[str, Any] | None:
+) -> Option | None:
     """Per run, ``left`` (name, window key, scale) on the left axis and ``right`` dashed on
     the right one, in the run's colour."""
     for i, run in enumerate(runs):
         color = COLORS[i % len(COLORS)]
         first = _line(_name(runs, run, left[0]), _points(run, left[1], left[2]), color)
-        second = _line(
-            _name(runs, run, right[0]),
-            _points(run, right[1], right[2]),
-            color,
-            yAxisIndex=1,
-            lineStyle={"type": "dashed"},
-        )
+        second = _line(_name(runs, run, right[0]), _points(run, right[1], right[2]), color)
+        second["yAxisIndex"], second["lineStyle"] = 1, {"type": "dashed"}
         _stage_lines(first, run)
         option["series"] += [first, second]
     return option if _has_data(option) else None
 
 
-def latency_over_time(runs: Sequence[RunData]) -> dict[str, Any] | None:
+def latency_over_time(runs: Sequence[RunData]) -> Option | None:
     """P95 TTFT (left axis) and P95 E2E (right axis) per window."""
     option = _option(
         "P95 TTFT and P95 E2E over time", [_y("P95 TTFT (ms)"), _y("P95 E2E (ms)", position="right")], runs
@@ -103,7 +106,7 @@ def latency_over_time(runs: Sequence[RunData]) -> dict[str, Any] | None:
     return _two_axes(option, runs, ("P95 TTFT", "p95_ttft_ms", 1.0), ("P95 E2E", "p95_e2el_ms", 1.0))
 
 
-def tokens_over_time(runs: Sequence[RunData]) -> dict[str, Any] | None:
+def tokens_over_time(runs: Sequence[RunData]) -> Option | None:
     option = _option("Output tokens/s over time", _y("output tokens/s"), runs)
     for i, run in enumerate(runs):
         series = _line(
@@ -114,7 +117,7 @@ def tokens_over_time(runs: Sequence[RunData]) -> dict[str, Any] | None:
     return option if _has_data(option) else None
 
 
-def in_flight_over_time(runs: Sequence[RunData]) -> dict[str, Any] | None:
+def in_flight_over_time(runs: Sequence[RunData]) -> Option | None:
     option = _option(
         "Requests in flight over time (time-weighted mean per window)", _y("requests in flight"), runs
     )
@@ -125,14 +128,14 @@ def in_flight_over_time(runs: Sequence[RunData]) -> dict[str, Any] | None:
     return option if _has_data(option) else None
 
 
-def errors_over_time(runs: Sequence[RunData]) -> dict[str, Any] | None:
+def errors_over_time(runs: Sequence[RunData]) -> Option | None:
     """Failed requests per window, stacked by failure class (one stack per run)."""
     option = _option("Errors by class over time", _y("failed requests per window"), runs)
     for i, run in enumerate(runs):
-        classes = sorted({k for w in run.windows for k in w.get("requests", {}) if k not in NOT_FAILED})
+        classes = sorted({k for w in run.windows for k in _requests(w) if k not in NOT_FAILED})
         for j, name in enumerate(classes):
-            data = [[_mid(w), w.get("requests", {}).get(name, 0)] for w in run.windows]
-            series = {
+            data: list[Datum] = [[_mid(w), _count(_requests(w).get(name))] for w in run.windows]
+            series: Series = {
                 "name": _name(runs, run, name),
                 "type": "bar",
                 "stack": run.name,
@@ -145,7 +148,7 @@ def errors_over_time(runs: Sequence[RunData]) -> dict[str, Any] | None:
     return option if option["series"] else None
 
 
-def server_over_time(runs: Sequence[RunData]) -> dict[str, Any] | None:
+def server_over_time(runs: Sequence[RunData]) -> Option | None:
     """The server's KV-cache usage (%, left) and waiting requests (right), from its metrics."""
     y = [_y("KV-cache usage (%)", min=0, max=100), _y("waiting requests", position="right")]
     option = _option("Server: KV-cache usage and waiting requests", y, runs)
@@ -157,7 +160,7 @@ def server_over_time(runs: Sequence[RunData]) -> dict[str, Any] | None:
     )
 
 
-def gpu_over_time(runs: Sequence[RunData]) -> dict[str, Any] | None:
+def gpu_over_time(runs: Sequence[RunData]) -> Option | None:
     """GPU memory of the fullest GPU (%, left) and utilisation of the busiest (%, right), from a
     DCGM exporter among ``--server-metrics``; ``None`` without GPU series."""
     y = [
@@ -176,5 +179,11 @@ def gpu_over_time(runs: Sequence[RunData]) -> dict[str, Any] | None:
     )
 
 
-def _has_data(option: dict[str, Any]) -> bool:
-    return any(any(p[1] is not None for p in s["data"]) for s in option["series"])
+def _count(value: JsonValue) -> int:
+    return value if isinstance(value, int) else 0
+
+
+def _has_data(option: Option) -> bool:
+    return any(
+        any(cells(p)[1:2] != (None,) and len(cells(p)) > 1 for p in s["data"]) for s in option["series"]
+    )

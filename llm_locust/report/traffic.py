@@ -13,9 +13,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from html import escape
-from typing import Any
 
 from llm_locust.report.data import RunData
+from llm_locust.report.echarts import Series
+from llm_locust.report.points import StagePoint
 from llm_locust.report.tables import fmt, table
 from llm_locust.results.summary_blocks import PrefixCacheBlock
 from llm_locust.results.summary_model import RunSummary, Stats
@@ -40,15 +41,15 @@ def traffic_table(run: RunData) -> str:
 
 
 def visible_ttft_lines(
-    points: Mapping[str, Any], labels: list[str], name: str, color: str
-) -> list[dict[str, Any]]:
+    points: Mapping[str, StagePoint], labels: list[str], name: str, color: str
+) -> list[Series]:
     """The visible TTFT P50 / P95 per stage (the summary's ``pNN_ttft_visible_ms``) as two more
     lines of the TTFT chart, when the run had a reasoning phase (``points``: label -> StagePoint)."""
-    if not any(p.entry.get("reasoning") for p in points.values()):
+    if not any(p.row.reasoning for p in points.values()):
         return []
-    lines = []
+    lines: list[Series] = []
     for q, style in ((50, "solid"), (95, "dashed")):
-        values = [points[c].entry.get(f"p{q}_ttft_visible_ms") if c in points else None for c in labels]
+        values = [points[c].row.ms(f"p{q}", "ttft_visible") if c in points else None for c in labels]
         lines.append(
             {
                 "name": f"{name} P{q}",

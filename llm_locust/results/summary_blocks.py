@@ -8,12 +8,10 @@ Pure module: no Locust, no network.
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field, JsonValue, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from llm_locust.config.jsontypes import JsonObject, JsonValue
 from llm_locust.load.search import Verdict
-
-#: A block not typed yet: any JSON value by key (typed, never ``Any``).
-JsonObject = dict[str, JsonValue]
 
 __all__ = [
     "Block",

@@ -253,6 +253,16 @@ class Stats(Block):
         """The model of a block built as a dict (its numpy scalars made plain JSON first)."""
         return cls.model_validate(json.loads(json.dumps(data, default=_jsonable)))
 
+    def stated(self, key: str) -> float | None:
+        """The number the file key ``key`` states (``p95_ttft_ms``, ``request_throughput``,
+        ``completed``...); ``None``: not stated, or not a number."""
+        match = LATENCY_KEY.match(key)
+        if match is not None:
+            stat, q, name = match.groups()
+            return self.ms(stat or f"p{q}", name)
+        value = getattr(self, key) if key in type(self).model_fields else None
+        return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
     def latency(self, name: str) -> Latency:
         """The statistics of latency ``name`` (one of :data:`LATENCY_NAMES`); empty when absent."""
         value = getattr(self, name) if name in self._LATENCIES else None

@@ -30,7 +30,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from llm_locust.results.summary_blocks import JsonObject, PrefixCacheBlock
+from llm_locust.config.jsontypes import JsonObject
+from llm_locust.results.summary_blocks import PrefixCacheBlock
 from llm_locust.results.summary_model import RunSummary, StageRow, Stats
 
 __all__ = ["stage_cache_lines", "traffic_lines"]

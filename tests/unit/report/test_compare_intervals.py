@@ -11,6 +11,7 @@ import pytest
 
 from llm_locust.report.differences import Kind, Scope, difference
 from llm_locust.results.columns import Columns
+from llm_locust.results.summary_model import Stats
 
 Z95 = 1.959963984540054  # the standard normal's 97.5 % point
 
@@ -34,7 +35,7 @@ def _rows(ttft: np.ndarray, tokens: int = 10) -> list[dict]:
 
 
 def _scope(ttft: np.ndarray, entry: dict) -> Scope:
-    return Scope(entry, Columns.from_rows(_rows(ttft)).measured_part())
+    return Scope(Stats.of(entry), Columns.from_rows(_rows(ttft)).measured_part())
 
 
 def _reference_bounds(values: np.ndarray, q: float, level: float) -> tuple[float | None, float | None]:
@@ -110,7 +111,7 @@ def test_itl_takes_the_requests_as_the_independent_units() -> None:
     rows = _rows(np.full(200, 0.1))
     for row, g in zip(rows, gaps, strict=True):
         row["itl"] = [float(x) for x in g]
-    scope = Scope({"p50_itl_ms": 10.0}, Columns.from_rows(rows).measured_part())
+    scope = Scope(Stats.of({"p50_itl_ms": 10.0}), Columns.from_rows(rows).measured_part())
     diff = difference("p50_itl_ms", Kind.ITL, scope, scope)
     pooled = np.concatenate(gaps) * 1000
     lo_rank, hi_rank = _reference_bounds(np.arange(200.0), 0.5, 0.975)  # ranks of 200 requests

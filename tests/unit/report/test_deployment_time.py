@@ -30,7 +30,7 @@ def test_a_sped_up_run_is_drawn_in_deployment_time_with_a_note(tmp_path: Path) -
     before = (folder / "summary.json").read_text(), (folder / "requests.jsonl").read_text()
     run = load_run(folder)
     assert ((folder / "summary.json").read_text(), (folder / "requests.jsonl").read_text()) == before
-    for measured, shown in zip(wall.stages, run.stages, strict=True):
+    for measured, shown in zip(wall.model.to_json()["stages"], run.model.to_json()["stages"], strict=True):
         assert shown["p95_ttft_ms"] == pytest.approx(measured["p95_ttft_ms"] * 10)
         assert shown["p99_e2el_ms"] == pytest.approx(measured["p99_e2el_ms"] * 10)
         assert shown["request_throughput"] == pytest.approx(measured["request_throughput"] / 10)
@@ -43,7 +43,9 @@ def test_a_sped_up_run_is_drawn_in_deployment_time_with_a_note(tmp_path: Path) -
     # the chart: P95 per stage and its interval, from the records x 10 (computed here)
     option = charts.latency_vs_load([run], "ttft")
     p95 = next(s for s in option["series"] if s["name"] == "P95")
-    assert p95["data"] == [pytest.approx(s["p95_ttft_ms"] * 10, abs=1e-3) for s in wall.stages]
+    assert p95["data"] == [
+        pytest.approx(s["p95_ttft_ms"] * 10, abs=1e-3) for s in wall.model.to_json()["stages"]
+    ]
     stage1 = np.array([r["ttft"] for r in _rows(1.0, 1) if r["stage"] == 1 and r["ttft"] is not None])
     lo, hi = quantile_interval(stage1 * 10, 0.95)
     bars = next(s for s in option["series"] if s["name"] == "P95 95 % CI")

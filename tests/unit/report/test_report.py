@@ -80,7 +80,7 @@ def test_latency_chart_holds_the_stage_percentiles_and_their_intervals(tmp_path:
     option = charts.latency_vs_load([run], "ttft")
     assert option["xAxis"]["data"] == ["users=2", "users=16"]
     p95 = next(s for s in option["series"] if s["name"] == "P95")
-    assert p95["data"] == [pytest.approx(s["p95_ttft_ms"], abs=1e-3) for s in run.stages]
+    assert p95["data"] == [pytest.approx(s["p95_ttft_ms"], abs=1e-3) for s in run.model.to_json()["stages"]]
     bars = next(s for s in option["series"] if s["name"] == "P95 95 % CI")
     values = [
         np.array([r["ttft"] for r in _rows(1.0, 1) if r["stage"] == i and r["ttft"] is not None])
@@ -92,7 +92,10 @@ def test_latency_chart_holds_the_stage_percentiles_and_their_intervals(tmp_path:
     assert p95["markLine"]["data"] == [{"yAxis": 130.0, "name": "ttft_p95<=130ms"}]
     # the first stage is inconclusive (too few requests), the second fails (P95 TTFT ~ 142 ms)
     bands = {s["name"]: s["data"] for s in option["series"] if s["type"] == "bar"}
-    assert [run.stages[0]["verdict"], run.stages[1]["verdict"]] == ["inconclusive", "fail"]
+    assert [run.model.to_json()["stages"][0]["verdict"], run.model.to_json()["stages"][1]["verdict"]] == [
+        "inconclusive",
+        "fail",
+    ]
     top = max(max(v for v in s["data"] if v is not None) for s in option["series"] if s["type"] == "line")
     assert bands["inconclusive stage"][1] is None and bands["inconclusive stage"][0] >= top
     assert bands["fail stage"][0] is None and bands["fail stage"][1] >= top
@@ -127,7 +130,7 @@ def test_cdf_lengths_and_pareto(tmp_path: Path) -> None:
     pareto = charts.pareto_chart([with_gpus])["series"][0]["data"]
     assert pareto[1][:2] == [
         pytest.approx(100.0),
-        pytest.approx(run.stages[1]["output_throughput"] / 4, abs=1e-3),
+        pytest.approx(run.model.to_json()["stages"][1]["output_throughput"] / 4, abs=1e-3),
     ]
 
 

@@ -89,7 +89,7 @@ def _f(value: float | None, digits: int = 1) -> str:
 
 def test_modern_traffic_table_carries_the_summary_numbers(tmp_path: Path) -> None:
     run = load_run(_modern_folder(tmp_path))
-    s = run.summary
+    s = run.model.to_json()  # the file's keys, as the report read them
     assert s["reasoning"] and s["prefix_cache"] and s["bursts"] and s["cancelled"] == 3
     page = build_report([run])
     assert "Modern traffic" in page
@@ -135,7 +135,9 @@ def test_ttft_chart_has_the_visible_ttft_per_stage(tmp_path: Path) -> None:
     assert option is not None
     lines = {s["name"]: s["data"] for s in option["series"] if s["type"] == "line"}
     for q in (50, 95):
-        assert lines[f"visible P{q}"] == [round(st[f"p{q}_ttft_visible_ms"], 3) for st in run.stages]
+        assert lines[f"visible P{q}"] == [
+            round(st[f"p{q}_ttft_visible_ms"], 3) for st in run.model.to_json()["stages"]
+        ]
         assert f"visible P{q}" in option["legend"]["data"]
     tpot = charts.latency_vs_load([run], "tpot")
     assert tpot is not None and not any("visible" in s["name"] for s in tpot["series"])
@@ -143,7 +145,8 @@ def test_ttft_chart_has_the_visible_ttft_per_stage(tmp_path: Path) -> None:
 
 def test_a_plain_chat_run_has_no_modern_traffic(tmp_path: Path) -> None:
     run = load_run(_folder(tmp_path, "plain"))
-    assert "reasoning" not in run.summary and not run.summary["cancelled"]
+    summary = run.model.to_json()  # the file's keys, as the report read them
+    assert "reasoning" not in summary and not summary["cancelled"]
     page = build_report([run])
     assert "Modern traffic" not in page and "traffic-" not in page
     option = charts.latency_vs_load([run], "ttft")
