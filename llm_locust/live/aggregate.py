@@ -42,7 +42,8 @@ from numpy.typing import NDArray
 
 from llm_locust.live import catalog as metrics
 from llm_locust.record import CANCELLED, INCOMPLETE, NOT_FAILED, OK, input_tokens_of
-from llm_locust.results.histogram import FixedBucketCounts, LogHistogram
+from llm_locust.results.bucket_counts import FixedBucketCounts
+from llm_locust.results.histogram import LogHistogram
 from llm_locust.results.inclusion import Coverage, row_covers
 
 __all__ = [

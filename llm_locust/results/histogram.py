@@ -7,12 +7,13 @@ Two histograms, for two jobs:
   (:mod:`llm_locust.results.stats`). Relative error of a quantile is at most
   ``relative_error`` (default 0.5 %) for values in ``[min_value, max_value]``; memory is
   fixed: 1,978 int64 slots (16 KB) with the default layout.
-- :class:`FixedBucketCounts`: exact counts per Prometheus ``le`` edge (value <= edge),
-  for the exporter's ``_bucket`` series. Interpolating ``le`` counts out of a
+- :class:`~llm_locust.results.bucket_counts.FixedBucketCounts`: exact counts per Prometheus
+  ``le`` edge (value <= edge), for the exporter's ``_bucket`` series. Interpolating ``le`` counts out of a
   :class:`LogHistogram` would blur observations that sit on an SLO edge.
 
-Both merge by adding counts, which is exact and order-independent (a merged histogram is
-identical to one built from every sample), and serialize to sparse plain-types dicts.
+Both count in :class:`Counts` (here) and merge by adding counts, which is exact and
+order-independent (a merged histogram is identical to one built from every sample), and
+serialize to sparse plain-types dicts (:class:`CountsDict`).
 (Workers ship their raw records to the master, not histograms: :mod:`llm_locust.runtime.distributed`.)
 
 Pure module: numpy only.
@@ -22,19 +23,35 @@ from __future__ import annotations
 
 import bisect
 import functools
-import itertools
 import math
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import TypedDict
 
 import numpy as np
 
-__all__ = ["FixedBucketCounts", "LogHistogram"]
+__all__ = ["FORMAT", "Counts", "CountsDict", "LogHistogram", "check_finite", "finite_array", "same_counts"]
 
-_FORMAT = 1
+#: The version of the plain-types form (:class:`CountsDict`) both histograms write.
+FORMAT = 1
 
 
-def _finite_array(values: Iterable[float] | np.ndarray) -> np.ndarray:
+class CountsDict(TypedDict, total=False):
+    """A histogram's sparse plain-types form: its layout, the exact count, sum, min and max,
+    and the non-empty slots (``index``) with their ``counts``."""
+
+    format: int
+    kind: str  # "log" (LogHistogram) or "le" (FixedBucketCounts)
+    layout: list[float]  # LogHistogram: min_value, max_value, relative_error
+    edges: list[float]  # FixedBucketCounts: the le edges
+    count: int
+    sum: float
+    min: float | None
+    max: float | None
+    index: list[int]
+    counts: list[int]
+
+
+def finite_array(values: Iterable[float] | np.ndarray) -> np.ndarray:
     arr = np.asarray(values if isinstance(values, np.ndarray) else list(values), dtype=np.float64)
     arr = arr.reshape(-1)
     if arr.size and not np.isfinite(arr).all():
@@ -42,14 +59,14 @@ def _finite_array(values: Iterable[float] | np.ndarray) -> np.ndarray:
     return arr
 
 
-def _check_finite(x: float) -> float:
+def check_finite(x: float) -> float:
     x = float(x)
     if not math.isfinite(x):
         raise ValueError(f"observation must be finite, got {x}")
     return x
 
 
-class _Counts:
+class Counts:
     """Shared state of both histograms: slot counters, exact count/sum/min/max.
 
     Subclasses define the slot layout via ``_edges`` (``bisect``/``searchsorted``
@@ -71,7 +88,7 @@ class _Counts:
     # -- observing --
     def add(self, x: float) -> None:
         """Observe one value."""
-        x = _check_finite(x)
+        x = check_finite(x)
         find = bisect.bisect_left if self._side == "left" else bisect.bisect_right
         self._counts[find(self._edge_list, x)] += 1
         self._count += 1
@@ -81,7 +98,7 @@ class _Counts:
 
     def add_many(self, values: Iterable[float] | np.ndarray) -> None:
         """Observe many values at once (vectorized)."""
-        arr = _finite_array(values)
+        arr = finite_array(values)
         if not arr.size:
             return
         self._counts += np.bincount(self._slots(arr), minlength=self._counts.size)
@@ -126,16 +143,16 @@ class _Counts:
         return self._count > 0
 
     # -- combining --
-    def _layout(self) -> tuple[Any, ...]:
+    def _layout(self) -> tuple[float, ...]:
         raise NotImplementedError
 
-    def _check_layout(self, other: _Counts) -> None:
+    def _check_layout(self, other: Counts) -> None:
         if type(other) is not type(self) or other._layout() != self._layout():
             raise ValueError(
                 f"cannot merge histograms with different layouts: {other._layout()} != {self._layout()}"
             )
 
-    def _merge_counts(self, other: _Counts) -> None:
+    def _merge_counts(self, other: Counts) -> None:
         self._check_layout(other)
         self._counts += other._counts
         self._count += other._count
@@ -148,7 +165,7 @@ class _Counts:
         self._init_counts()
 
     # -- serialization --
-    def _counts_dict(self) -> dict[str, Any]:
+    def _counts_dict(self) -> CountsDict:
         nonzero = np.flatnonzero(self._counts)
         return {
             "count": self._count,
@@ -159,7 +176,7 @@ class _Counts:
             "counts": self._counts[nonzero].tolist(),
         }
 
-    def _load_counts(self, data: dict[str, Any]) -> None:
+    def _load_counts(self, data: CountsDict) -> None:
         index, counts = list(data["index"]), list(data["counts"])
         if len(index) != len(counts):
             raise ValueError("index and counts differ in length")
@@ -171,7 +188,10 @@ class _Counts:
             raise ValueError("bucket counts do not add up to count")
         self._sum = float(data["sum"])
         if self._count:
-            self._min, self._max = float(data["min"]), float(data["max"])
+            low, high = data["min"], data["max"]
+            if low is None or high is None:
+                raise ValueError("a histogram with observations has a min and a max")
+            self._min, self._max = float(low), float(high)
 
 
 @functools.lru_cache(maxsize=16)
@@ -191,7 +211,7 @@ def _log_layout(
     return edges, edges.tolist(), mids, padded
 
 
-class LogHistogram(_Counts):
+class LogHistogram(Counts):
     """Geometric-bucket histogram of positive values (latencies in seconds).
 
     Slot 0 holds values below ``min_value`` (an underflow slot for 0..min), slots
@@ -307,25 +327,25 @@ class LogHistogram(_Counts):
         return counts
 
     # -- serialization --
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> CountsDict:
         """Sparse plain-types form: only non-empty slots are listed."""
         return {
-            "format": _FORMAT,
+            "format": FORMAT,
             "kind": "log",
             "layout": [self.min_value, self.max_value, self.relative_error],
             **self._counts_dict(),
         }
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> LogHistogram:
-        if data.get("kind") != "log" or data.get("format") != _FORMAT:
+    def from_dict(cls, data: CountsDict) -> LogHistogram:
+        if data.get("kind") != "log" or data.get("format") != FORMAT:
             raise ValueError("not a LogHistogram dict of a known format")
         hist = cls(*data["layout"])
         hist._load_counts(data)
         return hist
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, LogHistogram) and _same_counts(self, other)
+        return isinstance(other, LogHistogram) and same_counts(self, other)
 
     __hash__ = None  # type: ignore[assignment]
 
@@ -333,74 +353,7 @@ class LogHistogram(_Counts):
         return f"LogHistogram(count={self._count}, layout={self._layout()})"
 
 
-class FixedBucketCounts(_Counts):
-    """Exact per-edge counts with Prometheus ``le`` semantics (value <= edge).
-
-    Slot ``i`` counts values in ``(edges[i-1], edges[i]]``; the last slot the values
-    above every edge (the ``+Inf`` bucket's share). Mergeable and serializable like
-    :class:`LogHistogram`.
-    """
-
-    _side = "left"
-
-    def __init__(self, edges: Sequence[float]):
-        values = [float(e) for e in edges]
-        if not values or any(not math.isfinite(e) for e in values):
-            raise ValueError("edges must be a non-empty list of finite numbers")
-        if any(b <= a for a, b in itertools.pairwise(values)):
-            raise ValueError("edges must be strictly increasing")
-        self._edge_list = values
-        self._edges = np.asarray(values, dtype=np.float64)
-        self._init_counts()
-
-    @property
-    def edges(self) -> tuple[float, ...]:
-        return tuple(self._edge_list)
-
-    def _layout(self) -> tuple[float, ...]:
-        return self.edges
-
-    def merge(self, other: FixedBucketCounts) -> FixedBucketCounts:
-        self._merge_counts(other)
-        return self
-
-    def copy(self) -> FixedBucketCounts:
-        dup = FixedBucketCounts(self._edge_list)
-        dup._merge_counts(self)
-        return dup
-
-    def take(self) -> FixedBucketCounts:
-        """Return everything observed so far and start empty (a worker's delta)."""
-        delta = self.copy()
-        self.clear()
-        return delta
-
-    def cumulative(self) -> list[int]:
-        """Count of observations <= each edge, then the total (``le="+Inf"``)."""
-        counts: list[int] = np.cumsum(self._counts).tolist()
-        return counts
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"format": _FORMAT, "kind": "le", "edges": list(self._edge_list), **self._counts_dict()}
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> FixedBucketCounts:
-        if data.get("kind") != "le" or data.get("format") != _FORMAT:
-            raise ValueError("not a FixedBucketCounts dict of a known format")
-        counts = cls(data["edges"])
-        counts._load_counts(data)
-        return counts
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, FixedBucketCounts) and _same_counts(self, other)
-
-    __hash__ = None  # type: ignore[assignment]
-
-    def __repr__(self) -> str:
-        return f"FixedBucketCounts(count={self._count}, edges={len(self._edge_list)})"
-
-
-def _same_counts(a: _Counts, b: _Counts) -> bool:
+def same_counts(a: Counts, b: Counts) -> bool:
     """Same layout and identical counts (``sum`` may differ in the last bits)."""
     return (
         a._layout() == b._layout()

@@ -10,7 +10,8 @@ import msgpack
 import numpy as np
 import pytest
 
-from llm_locust.results.histogram import FixedBucketCounts, LogHistogram
+from llm_locust.results.bucket_counts import FixedBucketCounts
+from llm_locust.results.histogram import LogHistogram
 
 QS = [0.0, 0.001, 0.01, 0.1, 0.25, 0.5, 0.75, 0.9, 0.95, 0.99, 0.999, 1.0]
 
