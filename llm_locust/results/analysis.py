@@ -27,7 +27,7 @@ import numpy as np
 
 from llm_locust.results.drift import combine_verdicts, drift_verdict
 from llm_locust.results.server_series import gauge_series, read_server_metrics
-from llm_locust.results.slo import SloSpec
+from llm_locust.results.slo import SloLineResult, SloSpec
 from llm_locust.results.slo_series import series_judge
 from llm_locust.results.timeline import Timeline
 from llm_locust.results.vllm_compat import vllm_keys
@@ -147,7 +147,7 @@ def _judge_series(
             _replace(stage["slo"], [judge(line) for line in lines])
 
 
-def _replace(result: dict[str, Any], judged: list[Any]) -> None:
+def _replace(result: dict[str, Any], judged: list[SloLineResult]) -> None:
     """Put the judged series lines in place of their unjudged entries; recompute the verdicts."""
     by_name = {j.line.name: j.to_json() for j in judged}
     result["objectives"] = [by_name.get(o["name"], o) for o in result["objectives"]]

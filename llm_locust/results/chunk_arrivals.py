@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 __all__ = ["BIN_S", "EXACT_CHUNK_GAPS", "ChunkStore", "TokenBins", "chunk_table"]
 
@@ -149,5 +150,5 @@ class ChunkStore:
         return {"method": "binned", "bin_s": BIN_S, "note": note}
 
 
-def _np(buffer: array[Any], dtype: Any) -> np.ndarray:
+def _np(buffer: array[int] | array[float], dtype: npt.DTypeLike) -> np.ndarray:
     return np.frombuffer(buffer, dtype=dtype).copy() if len(buffer) else np.empty(0, dtype=dtype)

@@ -30,6 +30,7 @@ from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 import orjson
 
 from llm_locust.record import CANCELLED, INCOMPLETE, OK
@@ -168,7 +169,7 @@ class ColumnsBuilder:
         return Columns(self)
 
 
-def _array(buffer: array[Any], dtype: Any) -> np.ndarray:
+def _array(buffer: array[int] | array[float], dtype: npt.DTypeLike) -> np.ndarray:
     return np.frombuffer(buffer, dtype=dtype) if len(buffer) else np.empty(0, dtype=dtype)
 
 

@@ -18,10 +18,12 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from llm_locust.config.demand import Demand
+from llm_locust.config.model import RunConfig
 from llm_locust.config.slo import SloSpec
+from llm_locust.load.search import SearchSpec
 from llm_locust.load.stages import StagePlan
 from llm_locust.results.accuracy import input_length_error
 from llm_locust.results.analysis import analyse_timeline
@@ -72,6 +74,21 @@ LOCUST_OPTIONS = (
 )
 
 
+class SearchFacts(Protocol):
+    """A capacity search as the summary reads it: the run's driver
+    (:class:`llm_locust.runtime.search.SearchDriver`) or one rebuilt from ``search.json``
+    (:class:`llm_locust.results.search_log.RecordedSearch`)."""
+
+    @property
+    def spec(self) -> SearchSpec: ...
+
+    def stage_entries(
+        self, cols: Columns, stop: float, slo: SloSpec | None, levels: LevelFacts | None
+    ) -> list[dict[str, Any]]: ...
+
+    def result(self) -> dict[str, Any]: ...
+
+
 @dataclass
 class RunFacts:
     """What the summary needs besides the records: when and how the test ran."""
@@ -89,7 +106,7 @@ class RunFacts:
     window_s: float | None = None  # --window (None: auto)
     detailed: bool = False  # --save-detailed
     health: Sequence[Mapping[str, Any]] = ()  # the client's health intervals (llm_locust.client.health)
-    search: Any = None  # a capacity search's driver: stage_entries(...) and result() (runtime.search)
+    search: SearchFacts | None = None  # a capacity search's driver (runtime.search), or one rebuilt
     peak_users: int = 0
     think_mean_s: float = 0.0  # --think-time's mean
     demand: Demand | None = None
@@ -253,7 +270,7 @@ def warnings(summary: RunSummary) -> list[str]:
     return out
 
 
-def options_block(config: Any, options: Mapping[str, Any]) -> dict[str, Any]:
+def options_block(config: RunConfig, options: Mapping[str, Any]) -> dict[str, Any]:
     """Every llm-locust option as the run used it (typed, secrets left out, ``Authorization``-like
     header values redacted), plus a few of Locust's own (``options``: Locust's parsed values)."""
     out = config.options()

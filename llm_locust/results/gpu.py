@@ -62,6 +62,6 @@ def gpu_values(samples: Iterable[tuple[str, Mapping[str, str], float]]) -> dict[
     return out
 
 
-def _gpu(labels: Mapping[str, str]) -> Any:
+def _gpu(labels: Mapping[str, str]) -> frozenset[tuple[str, str]]:
     """One GPU's identity: its label set (DCGM gives used and free the same labels)."""
     return frozenset(labels.items())

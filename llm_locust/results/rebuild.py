@@ -123,7 +123,7 @@ def _read_run(directory: Path) -> dict[str, Any]:
 
 def _recorded_search(
     folder: Path, data: Mapping[str, Any], facts: RunFacts, requests: Path, compare: bool = True
-) -> Any:
+) -> RecordedSearch | None:
     """The test's capacity search from ``search.json`` (``None`` without one, or with one of
     another test: its ``t0`` must be this test's); ``compare``: list where a rebuilt verdict
     differs from the run's (not when the steps are judged again under another SLO)."""

@@ -40,7 +40,7 @@ from llm_locust.results.probe import gate, judge_step
 from llm_locust.results.search_model import SearchLog, StageBlock, StepRecord
 from llm_locust.results.search_result import search_result
 from llm_locust.results.slo import itl_stats_of
-from llm_locust.results.stages import KnownLevels, stage_entry
+from llm_locust.results.stages import KnownLevels, LevelFacts, stage_entry
 from llm_locust.results.writer import SEARCH_FILE
 
 __all__ = [
@@ -94,7 +94,7 @@ def judge_rows(
     begin: float,
     window_end: float,
     slo: SloSpec,
-    levels: Any,
+    levels: LevelFacts | None,
     step: Mapping[str, Any],
 ) -> dict[str, Any]:
     """The probe of a search step whose stage is ``stage`` (beginning at ``begin``, its window
@@ -175,7 +175,7 @@ def search_stage_entries(
     cols: Columns,
     stop: float,
     slo: SloSpec | None,
-    levels: Any,
+    levels: LevelFacts | None,
 ) -> list[dict[str, Any]]:
     """The end-of-run stage table of a search: each step ``(stage, begin, window end)`` over the
     window it was judged on, the step running at the stop up to the stop. Validity counts the
@@ -275,7 +275,7 @@ class RecordedSearch:
         return probe
 
     def stage_entries(
-        self, cols: Columns, stop: float, slo: SloSpec | None, levels: Any
+        self, cols: Columns, stop: float, slo: SloSpec | None, levels: LevelFacts | None
     ) -> list[dict[str, Any]]:
         """Each step's stage as the plan ended up holding it: up to the next step's start (its
         settle ran at its level), the last one as recorded."""

@@ -26,6 +26,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from llm_locust.results.session_model import StepTtft
 from llm_locust.results.summary_model import Stats
@@ -63,7 +64,7 @@ class SessionBuilder:
         return SessionColumns(self)
 
 
-def _np(buffer: array[Any], dtype: Any) -> np.ndarray:
+def _np(buffer: array[int] | array[float], dtype: npt.DTypeLike) -> np.ndarray:
     return np.frombuffer(buffer, dtype=dtype) if len(buffer) else np.empty(0, dtype=dtype)
 
 

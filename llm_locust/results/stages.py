@@ -20,7 +20,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any, Protocol
 
 from llm_locust.config.slo import SloSpec
-from llm_locust.load.stages import StageKind
+from llm_locust.load.stages import Stage, StageKind
 from llm_locust.results.columns import EXCLUSIONS, Columns, Part
 from llm_locust.results.concurrency import littles_law
 from llm_locust.results.saturation import advice
@@ -64,7 +64,7 @@ def excluded_counts(part: Part) -> dict[str, int]:
 
 
 def stage_summaries(
-    plan: Any,
+    plan: Iterable[Stage],
     t0: float,
     stop: float,
     rows: Columns | Iterable[Mapping[str, Any]],
@@ -84,14 +84,14 @@ def stage_summaries(
     return out
 
 
-def _facts(stage: Any, levels: LevelFacts | None) -> Mapping[str, Any] | None:
+def _facts(stage: Stage, levels: LevelFacts | None) -> Mapping[str, Any] | None:
     if stage.kind is not StageKind.USERS or levels is None:
         return {}
     return levels.facts(stage.index)
 
 
 def stage_entry(
-    stage: Any, begin: float, end: float, cols: Columns, slo: SloSpec | None, levels: LevelFacts | None
+    stage: Stage, begin: float, end: float, cols: Columns, slo: SloSpec | None, levels: LevelFacts | None
 ) -> dict[str, Any]:
     facts = _facts(stage, levels)
     start = begin + stage.warmup_s

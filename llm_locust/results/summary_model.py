@@ -26,9 +26,10 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Sequence
-from typing import Any, ClassVar, Self
+from collections.abc import Mapping, Sequence
+from typing import ClassVar, Self
 
+import numpy as np
 from pydantic import (
     BaseModel,
     ConfigDict,
@@ -93,6 +94,7 @@ __all__ = [
     "Window",
     "WorkerStop",
     "file_key",
+    "jsonable",
 ]
 
 #: ``summary.json``'s schema version: raised when a key changes meaning or type, or goes away
@@ -145,10 +147,12 @@ class Latency(BaseModel):
         return out
 
 
-def _gather_latencies(data: dict[str, Any]) -> dict[str, Any]:
-    """The flat latency keys of ``data`` folded into one ``{name: Latency fields}`` each."""
-    out: dict[str, Any] = {}
-    found: dict[str, dict[str, Any]] = {}
+def _gather_latencies(data: Mapping[object, object]) -> dict[object, object]:
+    """The flat latency keys of ``data`` folded into one ``{name: Latency fields}`` each (the
+    model validates what they hold)."""
+    out: dict[object, object] = {}
+    found: dict[str, dict[str, object]] = {}
+    percentiles: dict[str, dict[float, object]] = {}
     for key, value in data.items():
         match = LATENCY_KEY.match(key) if isinstance(key, str) else None
         if match is None:
@@ -156,12 +160,13 @@ def _gather_latencies(data: dict[str, Any]) -> dict[str, Any]:
             continue
         stat, q, name = match.groups()
         if name not in found:
-            found[name] = {"percentiles": {}}
+            percentiles[name] = {}
+            found[name] = {"percentiles": percentiles[name]}
             out[name] = found[name]  # where its first key was: the order is kept
         if stat is not None:
             found[name][stat] = value
         else:
-            found[name]["percentiles"][float(q)] = value
+            percentiles[name][float(q)] = value
     return out
 
 
@@ -221,14 +226,14 @@ class Stats(Block):
 
     @model_validator(mode="before")
     @classmethod
-    def _flat_keys(cls, data: Any) -> Any:
+    def _flat_keys(cls, data: object) -> object:
         """A file's flat vLLM keys (``p95_ttft_ms``...) into one :class:`Latency` each."""
         return _gather_latencies(data) if isinstance(data, dict) else data
 
     @model_serializer(mode="wrap")
-    def _flat_out(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+    def _flat_out(self, handler: SerializerFunctionWrapHandler) -> JsonObject:
         """Each :class:`Latency` back into its flat keys, where it stands."""
-        out: dict[str, Any] = {}
+        out: JsonObject = {}
         for key, value in handler(self).items():
             latency = getattr(self, key, None) if key in self._LATENCIES else None
             if isinstance(latency, Latency):
@@ -249,9 +254,9 @@ class Stats(Block):
         return schema
 
     @classmethod
-    def of(cls, data: dict[str, Any]) -> Self:
+    def of(cls, data: Mapping[str, object]) -> Self:
         """The model of a block built as a dict (its numpy scalars made plain JSON first)."""
-        return cls.model_validate(json.loads(json.dumps(data, default=_jsonable)))
+        return cls.model_validate(json.loads(json.dumps(data, default=jsonable)))
 
     def stated(self, key: str) -> float | None:
         """The number the file key ``key`` states (``p95_ttft_ms``, ``request_throughput``,
@@ -356,13 +361,13 @@ class RunSummary(Stats):
     rejudged: JsonObject | None = None
 
     @classmethod
-    def of(cls, data: dict[str, Any]) -> Self:
+    def of(cls, data: Mapping[str, object]) -> Self:
         """The model of a summary built as a dict (its numpy scalars made plain JSON first),
         with this version of the schema."""
         return super().of({"schema_version": SCHEMA_VERSION, **data})
 
     @classmethod
-    def checked(cls, data: dict[str, Any]) -> tuple[RunSummary, str | None]:
+    def checked(cls, data: Mapping[str, object]) -> tuple[RunSummary, str | None]:
         """:meth:`of`, and ``None``; or, when the model refuses a key, the model without the keys
         it refused and the reason (the caller writes ``data`` as computed and says so)."""
         try:
@@ -371,7 +376,7 @@ class RunSummary(Stats):
             refused = {str(e["loc"][0]) for e in exc.errors() if e["loc"]}
             kept = {
                 key: value
-                for key, value in json.loads(json.dumps(data, default=_jsonable)).items()
+                for key, value in json.loads(json.dumps(data, default=jsonable)).items()
                 if key not in refused and _latency_name(key) not in refused
             }
             try:
@@ -379,9 +384,9 @@ class RunSummary(Stats):
             except ValidationError:
                 return cls(), str(exc)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         """The keys of ``summary.json``: exactly those the run stated, flat latency keys included."""
-        out: dict[str, Any] = self.model_dump(exclude_unset=True, by_alias=True)
+        out: JsonObject = self.model_dump(exclude_unset=True, by_alias=True)
         return out
 
 
@@ -407,9 +412,11 @@ def _latency_name(key: str) -> str | None:
     return None if match is None else match.group(3)
 
 
-def _jsonable(value: Any) -> Any:
-    if hasattr(value, "tolist"):
-        return value.tolist()
+def jsonable(value: object) -> JsonValue:
+    """What ``json`` cannot write as it is: a numpy scalar or array as plain numbers."""
+    if isinstance(value, np.generic | np.ndarray):
+        plain: JsonValue = value.tolist()
+        return plain
     if isinstance(value, float) and math.isnan(value):
         return None
     return str(value)

@@ -28,11 +28,11 @@ if TYPE_CHECKING:
 __all__ = ["Timeline", "binned_overlap", "binned_sum"]
 
 
-def _floats(values: Iterable[Any]) -> np.ndarray:
+def _floats(values: Iterable[float | None]) -> np.ndarray:
     return np.fromiter((np.nan if v is None else v for v in values), dtype=float)
 
 
-def _flags(values: Iterable[Any]) -> np.ndarray:
+def _flags(values: Iterable[object]) -> np.ndarray:
     return np.fromiter((bool(v) for v in values), dtype=bool)
 
 

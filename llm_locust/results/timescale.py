@@ -110,7 +110,7 @@ def _is_duration(key: str) -> bool:
     return key in _DURATION_KEYS or key.endswith(("_ms", "_s"))
 
 
-def _number(key: str, value: Any, k: float, origin: float | None) -> Any:
+def _number(key: str, value: object, k: float, origin: float | None) -> object:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or key in _KEEP:
         return value
     if value > _EPOCH and (key in _EPOCH_KEYS or key.endswith("_time")):

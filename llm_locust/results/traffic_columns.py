@@ -86,7 +86,7 @@ class TrafficBuilder:
         return TrafficColumns(self)
 
 
-def _float(value: Any) -> float:
+def _float(value: float | None) -> float:
     return _NAN if value is None else float(value)
 
 

@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from llm_locust.load.stages import Stage
 from llm_locust.results.columns import Columns
 from llm_locust.results.stats import percentile
 
@@ -47,7 +48,7 @@ MAX_SEND_LAG_MS = 50.0
 NO_LEVELS = "no samples of its user count (the summary was rebuilt after the run was lost mid-stage)"
 
 
-def users_validity(stage: Any, levels: Mapping[str, Any] | None) -> str:
+def users_validity(stage: Stage, levels: Mapping[str, Any] | None) -> str:
     """``""`` if a ``users`` stage ran at its level, else why not ("reached 31 of 48 users").
 
     ``levels``: the stage's facts (:meth:`~llm_locust.load.levels.LevelTracker.facts`);
@@ -65,7 +66,7 @@ def users_validity(stage: Any, levels: Mapping[str, Any] | None) -> str:
 
 
 def rate_validity(
-    rows: Columns | Iterable[Mapping[str, Any]], start: float, end: float, stage: Any, ran_s: float
+    rows: Columns | Iterable[Mapping[str, Any]], start: float, end: float, stage: Stage, ran_s: float
 ) -> dict[str, Any]:
     """Facts and validity of a ``rate`` stage over its measured window ``[start, end)``;
     ``ran_s``: how long the stage ran (less than planned when the run was stopped).

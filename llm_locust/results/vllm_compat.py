@@ -31,6 +31,7 @@ from typing import Any
 
 import numpy as np
 
+from llm_locust.config.jsontypes import JsonValue
 from llm_locust.record import OK
 from llm_locust.results.timeline import Timeline, binned_sum
 
@@ -96,9 +97,9 @@ def _traffic(summary: dict[str, Any], options: dict[str, Any], config: dict[str,
     return {"request_rate": rate, "burstiness": options.get("burstiness") or 1.0, "max_concurrency": limit}
 
 
-def detailed_arrays(rows: Iterable[dict[str, Any]]) -> dict[str, list[Any]]:
+def detailed_arrays(rows: Iterable[dict[str, Any]]) -> dict[str, list[JsonValue]]:
     """vLLM's per-request arrays (``--save-detailed``), one entry per row."""
-    out: dict[str, list[Any]] = {key: [] for key in DETAILED_KEYS}
+    out: dict[str, list[JsonValue]] = {key: [] for key in DETAILED_KEYS}
     for r in rows:
         good = r.get("outcome") == OK
         out["input_lens"].append(r.get("prompt_tokens") or r.get("target_input_tokens") or 0)

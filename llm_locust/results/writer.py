@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from llm_locust.record import json_line
-from llm_locust.results.summary_model import RunSummary
+from llm_locust.results.summary_model import RunSummary, jsonable
 
 if TYPE_CHECKING:
     from llm_locust.results.search_model import SearchLog
@@ -184,12 +184,6 @@ def write_summary(path: Path, summary: dict[str, Any] | RunSummary) -> RunSummar
 def write_json(path: Path, data: dict[str, Any]) -> Path:
     """Write ``data`` to ``path`` atomically (a reader never sees half a file)."""
     tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(json.dumps(data, indent=2, default=_jsonable) + "\n", encoding="utf-8")
+    tmp.write_text(json.dumps(data, indent=2, default=jsonable) + "\n", encoding="utf-8")
     tmp.replace(path)
     return path
-
-
-def _jsonable(value: Any) -> Any:
-    if hasattr(value, "tolist"):
-        return value.tolist()
-    return str(value)
