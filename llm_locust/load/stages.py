@@ -28,12 +28,15 @@ from dataclasses import dataclass, field, replace
 from enum import Enum
 from pathlib import Path
 
+from pydantic import BaseModel, ConfigDict
+
 from llm_locust.config.jsontypes import JsonObject, JsonValue
 from llm_locust.config.matrix import CELL_KEYS, MatrixSpec, parse_matrix_spec
 from llm_locust.config.units import OptionError, parse_duration, parse_levels
 
 __all__ = [
     "Stage",
+    "StageBlock",
     "StageKind",
     "StagePlan",
     "load_matrix_file",
@@ -91,17 +94,56 @@ class Stage:
         return {k: v for k, v in items.items() if v is not None}
 
     def to_json(self) -> JsonObject:
-        return {
-            "index": self.index,
-            "kind": self.kind.value,
-            "target": self.target,
-            "start_s": self.start_s,
-            "duration_s": self.duration_s,
-            "spawn_rate": self.spawn_rate,
-            "warmup_s": self.warmup_s,
-            "label": self.label,
+        """The stage as the files keep it, written through :class:`StageBlock` (what
+        ``search.json`` is read back with), so the two cannot drift."""
+        block = StageBlock(
+            index=self.index,
+            kind=self.kind,
+            target=self.target,
+            start_s=self.start_s,
+            duration_s=self.duration_s,
+            spawn_rate=self.spawn_rate,
+            warmup_s=self.warmup_s,
+            label=self.label,
             **self.overrides(),
-        }
+        )
+        out: JsonObject = block.model_dump(mode="json", exclude_unset=True)
+        return out
+
+    @classmethod
+    def of(cls, block: StageBlock) -> Stage:
+        """The stage a file kept (:meth:`to_json` read back)."""
+        return cls(
+            index=block.index,
+            kind=block.kind,
+            target=block.target,
+            duration_s=block.duration_s,
+            start_s=block.start_s,
+            spawn_rate=block.spawn_rate,
+            warmup_s=block.warmup_s,
+            input=block.input,
+            output=block.output,
+            profile=block.profile,
+            label=block.label,
+        )
+
+
+class StageBlock(BaseModel):
+    """A step's stage as the plan held it (:meth:`llm_locust.load.stages.Stage.to_json`)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    index: int
+    kind: StageKind
+    target: float
+    start_s: float = 0.0
+    duration_s: float
+    spawn_rate: float | None = None
+    warmup_s: float = 0.0
+    label: str = ""
+    input: str | None = None
+    output: str | None = None
+    profile: str | None = None
 
 
 @dataclass(frozen=True)

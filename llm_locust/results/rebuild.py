@@ -39,7 +39,7 @@ from pydantic import ValidationError
 from llm_locust.config.demand import Demand, parse_demand
 from llm_locust.config.slo import SloSpec, parse_slo
 from llm_locust.config.think import parse_think_time
-from llm_locust.load.stages import Stage, StageKind, StagePlan
+from llm_locust.load.stages import Stage, StageBlock, StagePlan
 from llm_locust.results.columns import Unreadable, read_columns, read_rows
 from llm_locust.results.failures import tally_of
 from llm_locust.results.finalize import RunFacts, add_analysis, build_summary
@@ -79,12 +79,6 @@ def run_json(facts: RunFacts, levels: Mapping[int, Mapping[str, Any]] | None = N
     }
 
 
-def _stage(data: Mapping[str, Any]) -> Stage:
-    fields = {k: v for k, v in data.items() if k in Stage.__dataclass_fields__}
-    fields["kind"] = StageKind(fields["kind"])
-    return Stage(**fields)
-
-
 def facts_from_run_json(data: Mapping[str, Any], stop_time: float, start_time: float) -> RunFacts:
     """The :class:`RunFacts` a ``run.json`` holds, for a test that ended at ``stop_time``."""
     stages = data.get("stages")
@@ -94,7 +88,7 @@ def facts_from_run_json(data: Mapping[str, Any], stop_time: float, start_time: f
     return RunFacts(
         start_time=float(data.get("start_time") or start_time),
         stop_time=stop_time,
-        stages=StagePlan(tuple(_stage(s) for s in stages)) if stages else None,
+        stages=StagePlan(tuple(Stage.of(StageBlock.model_validate(s)) for s in stages)) if stages else None,
         t0=data.get("t0"),
         slo=slo,
         levels=KnownLevels({int(i): v for i, v in (data.get("levels") or {}).items()}),

@@ -33,11 +33,11 @@ from typing import Any
 
 from llm_locust.config.slo import SloSpec
 from llm_locust.load.search import SearchSpec
-from llm_locust.load.stages import Stage, StageKind
+from llm_locust.load.stages import Stage
 from llm_locust.results.columns import Columns
 from llm_locust.results.inclusion import FIELDS as INCLUSION_FIELDS
 from llm_locust.results.probe import gate, judge_step
-from llm_locust.results.search_model import SearchLog, StageBlock, StepRecord
+from llm_locust.results.search_model import SearchLog, StepRecord
 from llm_locust.results.search_result import search_result
 from llm_locust.results.slo import itl_stats_of
 from llm_locust.results.stages import KnownLevels, LevelFacts, stage_entry
@@ -207,22 +207,6 @@ def align_stages(stages: Sequence[dict[str, Any]], probes: Sequence[Mapping[str,
             stage["search_verdict"] = probe["verdict"]
 
 
-def _stage(data: StageBlock) -> Stage:
-    return Stage(
-        index=data.index,
-        kind=StageKind(data.kind),
-        target=data.target,
-        duration_s=data.duration_s,
-        start_s=data.start_s,
-        spawn_rate=data.spawn_rate,
-        warmup_s=data.warmup_s,
-        input=data.input,
-        output=data.output,
-        profile=data.profile,
-        label=data.label,
-    )
-
-
 class RecordedSearch:
     """A search rebuilt from ``search.json`` and the records of ``requests.jsonl``: the same
     ``spec``, ``stage_entries`` and ``result`` as the run's driver, for the summary's builder."""
@@ -257,7 +241,7 @@ class RecordedSearch:
             mine = [r for r in mine if r["start_time"] + (r.get("e2e") or 0.0) <= judged_at]
         levels = KnownLevels({index: step.level_facts.to_json()})
         window_end = step.window_end if step.window_end is not None else step.begin
-        stage = replace(_stage(step.stage), duration_s=window_end - step.begin)
+        stage = replace(Stage.of(step.stage), duration_s=window_end - step.begin)
         how = {
             "extensions": step.extensions or 0,
             "unsettled": step.unsettled or 0,
@@ -281,7 +265,7 @@ class RecordedSearch:
         settle ran at its level), the last one as recorded."""
         steps = []
         for step, after in zip(self.records, [*self.records[1:], None], strict=True):
-            stage = _stage(step.stage)
+            stage = Stage.of(step.stage)
             if after is not None:
                 stage = replace(stage, duration_s=after.begin - step.begin)
             steps.append((stage, step.begin, step.window_end))

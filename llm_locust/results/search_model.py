@@ -26,7 +26,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from llm_locust.load.search import Phase, StopReason, Verdict
-from llm_locust.load.stages import StageKind
+from llm_locust.load.stages import StageBlock, StageKind
 from llm_locust.results.probe import Invalidity
 
 __all__ = [
@@ -216,22 +216,6 @@ class SearchSpecBlock(Model):
     demand: float | None = None
     max_reruns: int = 1
     settled_precision: float | None = None  # the precision once the demand was shown not met
-
-
-class StageBlock(Model):
-    """A step's stage as the plan held it (:meth:`llm_locust.load.stages.Stage.to_json`)."""
-
-    index: int
-    kind: StageKind
-    target: float
-    duration_s: float
-    start_s: float = 0.0
-    spawn_rate: float | None = None
-    warmup_s: float = 0.0
-    input: str | None = None
-    output: str | None = None
-    profile: str | None = None
-    label: str = ""
 
 
 class StepRecord(Model):
