@@ -21,7 +21,6 @@ Pure module: no network.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any
 
 __all__ = ["DCGM_FB_FREE", "DCGM_FB_USED", "DCGM_GPU_UTIL", "DCGM_NAMES", "GPU_GAUGES", "gpu_values"]
 
@@ -41,8 +40,8 @@ _MIB = 1024 * 1024
 
 def gpu_values(samples: Iterable[tuple[str, Mapping[str, str], float]]) -> dict[str, float]:
     """The GPU gauges of one scrape's ``(name, labels, value)`` samples (``{}``: no DCGM data)."""
-    used: dict[Any, float] = {}
-    free: dict[Any, float] = {}
+    used: dict[frozenset[tuple[str, str]], float] = {}
+    free: dict[frozenset[tuple[str, str]], float] = {}
     util: list[float] = []
     for name, labels, value in samples:
         if name == DCGM_FB_USED:

@@ -20,13 +20,15 @@ import json
 import os
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 from llm_locust.results.gpu import DCGM_NAMES, GPU_GAUGES, gpu_values
 
 __all__ = [
     "GAUGES",
     "GAUGE_SOURCES",
+    "Point",
+    "ServerSample",
     "counter_increase",
     "gauge_series",
     "read_server_metrics",
@@ -49,7 +51,20 @@ def source_names(gauge: str) -> tuple[str, ...]:
     return GAUGE_SOURCES[gauge][0] if gauge in GAUGE_SOURCES else GPU_GAUGES.get(gauge, ())
 
 
-def read_server_metrics(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
+class ServerSample(TypedDict, total=False):
+    """One line of ``server_metrics.jsonl``: a metric's value at a scrape (``t``, Unix seconds)."""
+
+    t: float
+    name: str
+    value: float
+    labels: dict[str, str]
+
+
+#: One scrape time's gauges by our name (``kv_cache_usage``, ``waiting``...), and ``t``.
+Point = dict[str, float]
+
+
+def read_server_metrics(path: str | os.PathLike[str]) -> list[ServerSample]:
     """The sample lines of a ``server_metrics.jsonl`` (``[]`` if it does not exist); a torn
     last line is skipped."""
     file = Path(path)
@@ -64,7 +79,7 @@ def read_server_metrics(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
     return out
 
 
-def gauge_series(samples: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+def gauge_series(samples: Iterable[ServerSample]) -> list[Point]:
     """One point per scrape time, ordered by time; a gauge the server did not expose is absent."""
     by_time: dict[float, dict[str, list[float]]] = {}
     gpus: dict[float, list[tuple[str, dict[str, str], float]]] = {}
@@ -76,7 +91,7 @@ def gauge_series(samples: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
     out = []
     for t in sorted(by_time):
         found = by_time[t]
-        point: dict[str, Any] = {"t": t}
+        point: Point = {"t": t}
         for ours, (names, combine) in GAUGE_SOURCES.items():
             name = next((n for n in names if n in found), None)
             if name is not None:
@@ -86,16 +101,16 @@ def gauge_series(samples: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-def _within(series: Sequence[dict[str, Any]], start: float, end: float) -> list[dict[str, Any]]:
+def _within(series: Sequence[Point], start: float, end: float) -> list[Point]:
     return [p for p in series if start <= p["t"] <= end]
 
 
-def series_values(series: Sequence[dict[str, Any]], gauge: str, start: float, end: float) -> list[float]:
+def series_values(series: Sequence[Point], gauge: str, start: float, end: float) -> list[float]:
     """The values of ``gauge`` over the scrapes in ``[start, end]``."""
     return [p[gauge] for p in _within(series, start, end) if p.get(gauge) is not None]
 
 
-def counter_increase(series: Sequence[dict[str, Any]], name: str, start: float, end: float) -> float | None:
+def counter_increase(series: Sequence[Point], name: str, start: float, end: float) -> float | None:
     """How much a cumulative counter rose over ``[start, end]``: from the last scrape before
     ``start`` (or the first inside) to the last inside; a reset (a restarted server) counts
     from zero."""
