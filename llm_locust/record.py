@@ -25,6 +25,7 @@ import itertools
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any
 
 import numpy as np
@@ -37,20 +38,43 @@ __all__ = [
     "NOT_FAILED",
     "OK",
     "ROW_FIELDS",
+    "Outcome",
     "RequestRecord",
     "input_tokens_of",
     "json_line",
     "rounded_gaps",
 ]
 
-#: The outcome of a success; every other outcome but :data:`INCOMPLETE` is a failure class.
-OK = "ok"
-#: Still running when the load stopped (the end of a run, a step down, an interrupt) and the
-#: drain ran out: neither a success nor a server failure. The record keeps the marks it got.
-INCOMPLETE = "incomplete"
-#: Abandoned by the client on purpose mid-stream (``--cancel-rate``): neither a success nor a
-#: failure, never in the latency percentiles; the record keeps the marks it got.
-CANCELLED = "cancelled"
+
+class Outcome(StrEnum):
+    """How a request ended: a success, one of two ends that are not the server's failure, or a
+    failure class. A str enum, so ``requests.jsonl`` keeps its strings and a row read back from a
+    file compares equal to its member."""
+
+    #: A success.
+    OK = "ok"
+    #: Still running when the load stopped (the end of a run, a step down, an interrupt) and the
+    #: drain ran out: neither a success nor a server failure. The record keeps the marks it got.
+    INCOMPLETE = "incomplete"
+    #: Abandoned by the client on purpose mid-stream (``--cancel-rate``): neither a success nor a
+    #: failure, never in the latency percentiles; the record keeps the marks it got.
+    CANCELLED = "cancelled"
+    # the failure classes
+    CONNECT = "connect"  # no connection (refused, reset before a reply, DNS, TLS)
+    TIMEOUT = "timeout"  # --request-timeout ran out
+    HTTP_429 = "http_429"
+    HTTP_4XX = "http_4xx"
+    HTTP_5XX = "http_5xx"
+    HTTP_OTHER = "http_other"  # a status that is neither a success nor 4xx/5xx (a redirect)
+    BAD_PAYLOAD = "bad_payload"  # not an event stream, undecodable, not JSON
+    STREAM_BROKEN = "stream_broken"  # cut before its end
+    STREAM_ERROR = "stream_error"  # the stream carried an error event
+    EMPTY_RESPONSE = "empty_response"  # ended without any generated text
+
+
+OK = Outcome.OK
+INCOMPLETE = Outcome.INCOMPLETE
+CANCELLED = Outcome.CANCELLED
 #: Outcomes that are not failures of the server.
 NOT_FAILED = frozenset((OK, INCOMPLETE, CANCELLED))
 

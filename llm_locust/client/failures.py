@@ -20,7 +20,7 @@ from geventhttpclient.response import HTTPParseError, HTTPSocketResponse
 from llm_locust.client.http_adapter import early_body, response_in_traceback
 from llm_locust.protocol.openai import classify_status, shown_host
 from llm_locust.protocol.stream import Failure, Stream, StreamEvents, cut_message
-from llm_locust.record import RequestRecord
+from llm_locust.record import Outcome, RequestRecord
 
 __all__ = [
     "early_break",
@@ -38,13 +38,13 @@ _ERROR_BODY_LIMIT = 64 * 1024
 def end_of_transport(record: RequestRecord, exc: BaseException, t_end: float | None = None) -> None:
     """The connection broke or the HTTP framing was wrong after the status line (at ``t_end``)."""
     if isinstance(exc, (socket.timeout, TimeoutError)):
-        raise failure_from_exception(exc, "timeout") from None
+        raise failure_from_exception(exc, Outcome.TIMEOUT) from None
     record.t_end = t_end if t_end is not None else time.perf_counter()
     if record.finish_reason is not None and record.chunk_times:
         # every choice had finished: the reply is complete, only its end was untidy
         record.message = f"the connection ended badly after finish_reason ({exc_text(exc)})"
         return
-    raise Failure("stream_broken", cut_message(record, exc_text(exc))) from None
+    raise Failure(Outcome.STREAM_BROKEN, cut_message(record, exc_text(exc))) from None
 
 
 def early_break(exc: HTTPParseError, record: RequestRecord, stream: Stream) -> None:
@@ -57,7 +57,7 @@ def early_break(exc: HTTPParseError, record: RequestRecord, stream: Stream) -> N
     """
     response = response_in_traceback(exc)
     if response is None or not response.headers_complete:
-        raise failure_from_exception(exc, "connect") from None
+        raise failure_from_exception(exc, Outcome.CONNECT) from None
     record.status = response.status_code
     if response.status_code != 200:
         raise Failure(classify_status(response.status_code), f"HTTP {response.status_code}: {exc_text(exc)}")
@@ -67,7 +67,7 @@ def early_break(exc: HTTPParseError, record: RequestRecord, stream: Stream) -> N
         events.feed(bytes(early_body(response)), now)
         events.end(now)
     except Failure as failure:
-        if failure.outcome != "stream_broken":
+        if failure.outcome != Outcome.STREAM_BROKEN:
             raise
     end_of_transport(record, exc)
 
@@ -116,9 +116,9 @@ def unexpected(exc: BaseException) -> str:
 _unexpected_seen: list[bool] = []
 
 
-def failure_from_exception(exc: BaseException, default: str) -> Failure:
+def failure_from_exception(exc: BaseException, default: Outcome) -> Failure:
     if isinstance(exc, (socket.timeout, TimeoutError)):
-        return Failure("timeout", f"timed out: {exc}")
+        return Failure(Outcome.TIMEOUT, f"timed out: {exc}")
     if isinstance(exc, (ConnectionRefusedError, socket.gaierror)):
-        return Failure("connect", exc_text(exc))
+        return Failure(Outcome.CONNECT, exc_text(exc))
     return Failure(default, exc_text(exc))

@@ -59,7 +59,7 @@ from llm_locust.client.streaming import (
 from llm_locust.config.build import ConfigError
 from llm_locust.config.jsontypes import JsonObject
 from llm_locust.protocol.retry import RETRY_STATUSES, retry_after_seconds
-from llm_locust.record import RequestRecord
+from llm_locust.record import Outcome, RequestRecord
 from llm_locust.workload.base import RequestSpec
 
 __all__ = [
@@ -81,7 +81,7 @@ LIST_TIMEOUT = 10.0
 TEST_TIMEOUT = 60.0
 TEST_TOKENS = 8
 _TEST_PROMPT = "Say hello in a few words."
-_NO_RETRY = ("connect", "http_4xx")
+_NO_RETRY = (Outcome.CONNECT, Outcome.HTTP_4XX)
 #: The longest the preflight waits for a ``Retry-After`` (once per check).
 RETRY_WAIT_CAP_S = 30.0
 
@@ -341,7 +341,7 @@ def _test_request(
 
 
 def _test_failure(record: RequestRecord, target: str, model: str, listing: ModelList, unlisted: bool) -> str:
-    if record.outcome == "connect":
+    if record.outcome == Outcome.CONNECT:
         return f"cannot reach {target}: {record.message}"
     if record.status in (401, 403):
         return record.message

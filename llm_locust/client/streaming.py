@@ -72,7 +72,7 @@ from llm_locust.protocol.reasoning import batched_first_message
 from llm_locust.protocol.retry import retry_after_seconds
 from llm_locust.protocol.stream import Cancelled, Failure, Stream, StreamEvents
 from llm_locust.protocol.tools import ToolOffer
-from llm_locust.record import CANCELLED, INCOMPLETE, RequestRecord
+from llm_locust.record import CANCELLED, INCOMPLETE, Outcome, RequestRecord
 
 __all__ = [
     "ClientConfig",
@@ -89,7 +89,7 @@ __all__ = [
 log = logging.getLogger("llm_locust")
 _select = get_original("select", "select")  # the original, not gevent's yielding one
 #: Failures for which the prompt's size is the likely cause, so the message gives it.
-_SIZE_HINT_SKIP = ("connect", "http_429", INCOMPLETE, CANCELLED)
+_SIZE_HINT_SKIP = (Outcome.CONNECT, Outcome.HTTP_429, INCOMPLETE, CANCELLED)
 
 
 def _socket_alive(sock: GeventSocket | None) -> bool:
@@ -217,7 +217,7 @@ class StreamingClient:
         record.t_sent = time.perf_counter()
         try:
             with (
-                gevent.Timeout(self.config.request_timeout, Failure("timeout", "request timed out")),
+                gevent.Timeout(self.config.request_timeout, Failure(Outcome.TIMEOUT, "request timed out")),
                 gevent.Timeout(point.seconds if point is not None else None, Cancelled()),
             ):
                 self._exchange(payload, record, stream)
@@ -229,7 +229,7 @@ class StreamingClient:
             _stopped(record, stop)  # the caller hands the partial record on, then lets it unwind
             raise
         except Exception as exc:  # every request ends in one record, whatever arrives
-            record.outcome, record.message = "bad_payload", unexpected(exc)
+            record.outcome, record.message = Outcome.BAD_PAYLOAD, unexpected(exc)
         finally:
             if record.t_end is None:
                 record.t_end = time.perf_counter()
@@ -258,7 +258,7 @@ class StreamingClient:
             if "text/event-stream" not in content_type:
                 got = content_type or "no content type"
                 raise Failure(
-                    "bad_payload", f"expected text/event-stream, got {got!r} ({error_text(response)})"
+                    Outcome.BAD_PAYLOAD, f"expected text/event-stream, got {got!r} ({error_text(response)})"
                 )
             events = StreamEvents(record, stream, self._parse)
             # a repeated Content-Encoding header comes as a list (not handled: reported, issue 23)
@@ -289,13 +289,13 @@ class StreamingClient:
                 return self._http.request("POST", self._path, body=payload, headers=self._headers_for(record))
             except HTTPConnectionClosed as exc:
                 if attempt == 2:
-                    raise failure_from_exception(exc, "connect") from None
+                    raise failure_from_exception(exc, Outcome.CONNECT) from None
                 record.wall_start, record.t_sent = time.time(), time.perf_counter()
             except HTTPParseError as exc:
                 early_break(exc, record, stream)
                 return None
             except (ConnectionError, socket.gaierror, OSError) as exc:
-                raise failure_from_exception(exc, "connect") from None
+                raise failure_from_exception(exc, Outcome.CONNECT) from None
         raise AssertionError("unreachable")
 
 

@@ -17,6 +17,7 @@ import zlib
 from collections.abc import Callable
 
 from llm_locust.protocol.stream import Failure
+from llm_locust.record import Outcome
 
 __all__ = ["decoding"]
 
@@ -32,14 +33,16 @@ def decoding(encoding: str | None, sink: Sink) -> Sink:
         return sink
     wbits = _WBITS.get(name)
     if wbits is None:
-        raise Failure("bad_payload", f"body is {name}-encoded (Content-Encoding: {encoding}), not decoded")
+        raise Failure(
+            Outcome.BAD_PAYLOAD, f"body is {name}-encoded (Content-Encoding: {encoding}), not decoded"
+        )
     decompress = zlib.decompressobj(wbits).decompress
 
     def decoded(body: bytes, now: float) -> bool:
         try:
             data = decompress(body)
         except zlib.error as exc:
-            raise Failure("bad_payload", f"body is not valid {name} ({exc})") from None
+            raise Failure(Outcome.BAD_PAYLOAD, f"body is not valid {name} ({exc})") from None
         return sink(data, now) if data else False
 
     return decoded

@@ -14,6 +14,7 @@ from llm_locust.config.redact import strip_credentials
 from llm_locust.protocol.responses import input_items, parse_response_event, responses_tool
 from llm_locust.protocol.sse import Chunk, parse_chunk
 from llm_locust.protocol.tools import ToolOffer
+from llm_locust.record import Outcome
 from llm_locust.workload.base import RequestSpec
 
 __all__ = [
@@ -111,14 +112,14 @@ def _finish(body: JsonObject, config: BodySettings, spec: RequestSpec) -> JsonOb
     return body
 
 
-def classify_status(status: int) -> str:
+def classify_status(status: int) -> Outcome:
     if status == 429:
-        return "http_429"
+        return Outcome.HTTP_429
     if 400 <= status < 500:
-        return "http_4xx"
+        return Outcome.HTTP_4XX
     if status >= 500:
-        return "http_5xx"
-    return "http_other"
+        return Outcome.HTTP_5XX
+    return Outcome.HTTP_OTHER
 
 
 def api_prefix(host: str) -> str:

@@ -31,7 +31,7 @@ from llm_locust.protocol.sse import (
     parse_chunk,
 )
 from llm_locust.protocol.tools import ToolArgs, note_tool_deltas, settle_tool_args
-from llm_locust.record import RequestRecord
+from llm_locust.record import Outcome, RequestRecord
 
 __all__ = [
     "Cancelled",
@@ -49,7 +49,7 @@ class Cancelled(Exception):
 
 
 class Failure(Exception):
-    def __init__(self, outcome: str, message: str) -> None:
+    def __init__(self, outcome: Outcome, message: str) -> None:
         super().__init__(message)
         self.outcome = outcome
         self.message = message
@@ -96,7 +96,7 @@ class StreamEvents:
                 return True  # [DONE] came first: the bad bytes are not part of the stream
         except PayloadError as exc:
             bad = exc
-        raise Failure("bad_payload", str(bad)) from None
+        raise Failure(Outcome.BAD_PAYLOAD, str(bad)) from None
 
     def end(self, t_end: float | None) -> None:
         """The body ended cleanly (a last event without its blank line still counts):
@@ -107,13 +107,13 @@ class StreamEvents:
             if not self.done:
                 self._events(self.decoder.close(), record.t_end)
         except PayloadError as exc:
-            raise Failure("bad_payload", str(exc)) from None
+            raise Failure(Outcome.BAD_PAYLOAD, str(exc)) from None
         if self.stream.tool_args:
             settle_tool_args(record, self.stream.tool_args)
         if record.finish_reason is None:
-            raise Failure("stream_broken", cut_message(record))
+            raise Failure(Outcome.STREAM_BROKEN, cut_message(record))
         if not record.chunk_times and not record.tool_calls:  # a tool call alone is an answer
-            raise Failure("empty_response", "stream ended without any generated text")
+            raise Failure(Outcome.EMPTY_RESPONSE, "stream ended without any generated text")
 
     def _events(self, payloads: Sequence[str], now: float) -> bool:
         for data in payloads:
@@ -153,7 +153,7 @@ class StreamEvents:
         """Any other chunk (reasoning, tool calls, usage, a finish reason, an error); ``True``
         at a Responses stream's last event (its ``[DONE]``)."""
         if chunk.error:
-            raise Failure("stream_error", chunk.error)
+            raise Failure(Outcome.STREAM_ERROR, chunk.error)
         if chunk.text:
             self._text(chunk.text, chunk.reasoning, now)
         if chunk.tool_calls:

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING
 
 from llm_locust.config.jsontypes import JsonObject
 from llm_locust.protocol.retry import RETRY_STATUSES
+from llm_locust.record import Outcome
 from llm_locust.runtime.sender import Sender
 
 if TYPE_CHECKING:
@@ -60,12 +61,12 @@ class Pacer:
             return min(max(retry_after, 0.0), RETRY_AFTER_CAP_S), "retry_after"
         code = status or 0
         if (
-            outcome == "connect"
+            outcome == Outcome.CONNECT
             or status in NOT_REACHED
             or status in RETRY_STATUSES
             or code >= 500
             or 300 <= code < 400
-            or (outcome == "bad_payload" and not tokens)
+            or (outcome == Outcome.BAD_PAYLOAD and not tokens)
         ):
             self.streak += 1
             return min(BACKOFF_BASE_S * 2 ** (self.streak - 1), BACKOFF_CAP_S), "backoff"
