@@ -146,6 +146,12 @@ SCENARIOS: dict[str, list[tuple[bytes, float]] | str] = {
     # a body compressed though the request asked for no coding
     "gzip": compressed("gzip", [ROLE, *ABC, sse(USAGE), sse(b"[DONE]")]),
     "brotli": compressed("br", []),
+    # Content-Encoding sent twice (a proxy adding its own): the codings stacked, "gzip, gzip"
+    "gzip_twice": [
+        (HEAD_SSE.replace(b"\r\n\r\n", b"\r\nContent-Encoding: gzip\r\nContent-Encoding: gzip\r\n\r\n"), 0.0),
+        (chunked(b"\x1f\x8b"), 0.0),
+        (b"0\r\n\r\n", 0.0),
+    ],
     # llama.cpp reports an error inside a stream as an ``error:`` field
     "llama_error": body_stream([b'error: {"code": 400, "message": "the request exceeds the context"}\n\n']),
     "context_400": [
@@ -158,6 +164,14 @@ SCENARIOS: dict[str, list[tuple[bytes, float]] | str] = {
         (
             b"HTTP/1.1 301 Moved Permanently\r\nLocation: https://login.example.test/sso?next=%2Fv1\r\n"
             b"Content-Type: text/html\r\nContent-Length: 12\r\nConnection: close\r\n\r\n<a>moved</a>",
+            0.0,
+        )
+    ],
+    # Location twice (a login proxy in front of another): both named
+    "redirect_twice": [
+        (
+            b"HTTP/1.1 302 Found\r\nLocation: https://a.example.test/sso\r\nLocation: https://b.example.test/\r\n"
+            b"Content-Length: 0\r\nConnection: close\r\n\r\n",
             0.0,
         )
     ],

@@ -17,7 +17,7 @@ import time
 import gevent
 from geventhttpclient.response import HTTPParseError, HTTPSocketResponse
 
-from llm_locust.client.http_adapter import early_body, response_in_traceback
+from llm_locust.client.http_adapter import early_body, header, response_in_traceback
 from llm_locust.protocol.openai import classify_status, shown_host
 from llm_locust.protocol.stream import Failure, Stream, StreamEvents, cut_message
 from llm_locust.record import Outcome, RequestRecord
@@ -77,12 +77,8 @@ def error_text(response: HTTPSocketResponse) -> str:
     names where it points (it is not followed: ``--host`` should name the server itself)."""
     status = response.status_code
     if 300 <= status < 400:
-        location = response.get("location")
-        where = (  # a repeated Location header comes as a list (not handled: reported, issue 23)
-            f"redirects to {shown_host(location)[:200]}"  # type: ignore[arg-type]
-            if location
-            else "a redirect without a Location"
-        )
+        location = header(response, "location")
+        where = f"redirects to {shown_host(location)[:200]}" if location else "a redirect without a Location"
         return f"HTTP {status}: {where} (not followed)"
     try:
         with gevent.Timeout(5):

@@ -14,6 +14,8 @@ API gives; every such reach is here, and nowhere else:
   under gevent's socket, the real one (non-blocking) or the TLS object, read from the hub;
 - :func:`install_alive_check`: the pool's keep-alive check before reusing a connection
   (``ConnectionPool._is_socket_alive``), replaced by one that does not yield to the hub;
+- :func:`header`: a header sent more than once comes from the response's header map as a list;
+  joined here as one field value (RFC 9110 §5.3), so every reader gets ``str | None``;
 - :func:`response_in_traceback`: geventhttpclient parses the first read inside ``request()``
   and keeps the half-built response only in the traceback's frames.
 
@@ -37,6 +39,7 @@ __all__ = [
     "CHECKED_WITH",
     "divert_body",
     "early_body",
+    "header",
     "install_alive_check",
     "parser_feed",
     "plain_recv",
@@ -51,6 +54,15 @@ CHECKED_WITH = {"geventhttpclient": ("2.6.1",), "gevent": ("26.9.0",)}
 
 #: ``parser_feed(response, data)``: feed raw bytes to the response's llhttp parser (``b""``: EOF).
 parser_feed: Callable[[HTTPResponseParser, bytes], None] = HTTPResponseParser.feed
+
+
+def header(response: HTTPResponse, name: str) -> str | None:
+    """``name``'s value, one string: a repeated header (a proxy adding its own) is a list in
+    geventhttpclient's header map, joined with ``", "`` as the field's combined value."""
+    value: str | list[str] | None = response.get(name)
+    if isinstance(value, list):
+        return ", ".join(value)
+    return value
 
 
 def early_body(response: HTTPResponse) -> bytearray:

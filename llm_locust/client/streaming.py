@@ -52,7 +52,7 @@ from llm_locust.client.failures import (
     failure_from_exception,
     unexpected,
 )
-from llm_locust.client.http_adapter import install_alive_check
+from llm_locust.client.http_adapter import header, install_alive_check
 from llm_locust.client.reader import BodyReader
 from llm_locust.config.cancel import CancelPoint
 from llm_locust.config.jsontypes import JsonObject
@@ -261,8 +261,7 @@ class StreamingClient:
                     Outcome.BAD_PAYLOAD, f"expected text/event-stream, got {got!r} ({error_text(response)})"
                 )
             events = StreamEvents(record, stream, self._parse)
-            # a repeated Content-Encoding header comes as a list (not handled: reported, issue 23)
-            sink = decoding(response.get("content-encoding"), events.feed)  # type: ignore[arg-type]
+            sink = decoding(header(response, "content-encoding"), events.feed)
             reader = BodyReader(response, sink, started=lambda: bool(record.chunk_times))
             try:
                 reader.run()

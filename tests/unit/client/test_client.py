@@ -473,6 +473,21 @@ def test_a_coding_that_cannot_be_decoded_is_named(peer: str) -> None:
     assert r.message.startswith("body is br-encoded"), r.message
 
 
+def test_a_repeated_content_encoding_is_named_as_the_stacked_codings(peer: str) -> None:
+    """Two Content-Encoding headers come from the HTTP library as a list: read as one field value
+    ("gzip, gzip", two codings stacked), named, not an unexpected error."""
+    r, _ = send(f"{peer}/gzip_twice")
+    assert r.outcome == "bad_payload", (r.outcome, r.message)
+    assert r.message.startswith("body is gzip, gzip-encoded (Content-Encoding: gzip, gzip)"), r.message
+
+
+def test_a_repeated_location_is_named_whole(peer: str) -> None:
+    r, _ = send(f"{peer}/redirect_twice")
+    assert r.outcome == "http_other", (r.outcome, r.message)
+    want = "HTTP 302: redirects to https://a.example.test/sso, https://b.example.test/ (not followed)"
+    assert want in r.message, r.message
+
+
 def requests_seen(peer: str, scenario: str) -> dict[str, int]:
     with urllib.request.urlopen(f"{peer}/{scenario}/count", timeout=5) as reply:
         return dict(json.loads(reply.read()))
