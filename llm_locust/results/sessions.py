@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from llm_locust.config.jsontypes import JsonObject, JsonValue
 from llm_locust.results.session_model import StepTtft
 from llm_locust.results.summary_model import Stats
 
@@ -90,7 +91,7 @@ class SessionColumns:
 
     def block(
         self, cols: Any, counted: np.ndarray, ok: np.ndarray, timed: np.ndarray, duration: float
-    ) -> dict[str, Any] | None:
+    ) -> JsonObject | None:
         """The ``sessions`` block over the rows ``counted`` (``None``: no session row counted). A
         session is started when one of its requests is counted, completed when every request it
         sent is counted and successful (one outside the window leaves it incomplete)."""
@@ -115,7 +116,7 @@ class SessionColumns:
         completed = int(done.sum())
         waits = self.wait[keep]
         at, turn = self.at[keep], self.turn[keep]
-        out: dict[str, Any] = {
+        out: JsonObject = {
             "started": int(started.sum()),
             "completed": completed,
             "sessions_per_s": completed / max(duration, 1e-9),
@@ -130,8 +131,8 @@ class SessionColumns:
         return out
 
     @staticmethod
-    def _step_ttft(cols: Any, at: np.ndarray, turn: np.ndarray, timed: np.ndarray) -> list[dict[str, Any]]:
-        steps = []
+    def _step_ttft(cols: Any, at: np.ndarray, turn: np.ndarray, timed: np.ndarray) -> list[JsonValue]:
+        steps: list[JsonValue] = []
         for k in sorted(set(turn[(turn >= 0) & (turn < MAX_STEPS)].tolist())):
             rows = at[(turn == k) & timed[at]]
             steps.append({"step": k, "requests": int(rows.size), **_pcts(cols.ttft[rows], "ttft_ms", 1000.0)})
@@ -140,7 +141,7 @@ class SessionColumns:
     @staticmethod
     def _cache(
         cols: Any, at: np.ndarray, cached: np.ndarray, inverse: np.ndarray, row_ok: np.ndarray, n: int
-    ) -> dict[str, Any] | None:
+    ) -> JsonObject | None:
         reported = row_ok & ~np.isnan(cached)
         if not reported.any():
             return None
@@ -149,7 +150,7 @@ class SessionColumns:
         total = np.bincount(inverse[reported], weights=prompt[reported], minlength=n)
         has = total > 0
         ratios = hit[has] / total[has]
-        out: dict[str, Any] = {"sessions": int(has.sum())}
+        out: JsonObject = {"sessions": int(has.sum())}
         for q in (10, 50, 90):
             out[f"p{q}_token_hit_ratio"] = float(np.percentile(ratios, q)) if ratios.size else None
         return out

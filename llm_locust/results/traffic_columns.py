@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from llm_locust.config.jsontypes import JsonObject
 from llm_locust.protocol.reasoning import PHASES
 
 __all__ = ["TrafficBuilder", "TrafficColumns"]
@@ -136,13 +137,13 @@ class TrafficColumns:
             out["ttft_cache_miss"] = _known(cols.ttft[ok & reporting & ~hit])
         return out
 
-    def reasoning_block(self, ok: np.ndarray) -> dict[str, Any] | None:
+    def reasoning_block(self, ok: np.ndarray) -> JsonObject | None:
         """Reasoning and answer tokens of the successful rows with a split; ``None``: none."""
         chosen = ok[self.split_at]
         if not chosen.any():
             return None
         reasoning, answer = self.reasoning[chosen], _known(self.answer[chosen])
-        out: dict[str, Any] = {
+        out: JsonObject = {
             "requests": int(chosen.sum()),
             "with_reasoning": int((reasoning > 0).sum()),
             "total_reasoning_tokens": int(reasoning.sum()),
@@ -155,7 +156,7 @@ class TrafficColumns:
         out["phases"] = dict(PHASES)
         return out
 
-    def tools_block(self, ok: np.ndarray) -> dict[str, Any] | None:
+    def tools_block(self, ok: np.ndarray) -> JsonObject | None:
         """Tool calls of the successful rows: how many offered tools, how many were answered
         with a call, the calls, the share whose arguments parse as JSON; ``None``: no tools."""
         offered, called = ok[self.offered_at], ok[self.tool_at]
@@ -169,7 +170,7 @@ class TrafficColumns:
             "args_json_ok_share": float(verdicts.mean()) if verdicts.size else None,
         }
 
-    def cache_block(self, cols: Any, ok: np.ndarray) -> dict[str, Any] | None:
+    def cache_block(self, cols: Any, ok: np.ndarray) -> JsonObject | None:
         """Prefix-cache hits of the successful rows whose server reported ``cached_tokens``."""
         chosen = ok[self.cached_at]
         if not chosen.any():

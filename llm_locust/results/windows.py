@@ -31,10 +31,11 @@ from typing import Any
 
 import numpy as np
 
+from llm_locust.config.jsontypes import JsonObject, JsonValue
 from llm_locust.load.stages import parse_duration
 from llm_locust.record import NOT_FAILED, OK
 from llm_locust.results.inclusion import Coverage
-from llm_locust.results.server_series import GAUGES, counter_increase
+from llm_locust.results.server_series import GAUGES, Point, counter_increase
 from llm_locust.results.timeline import Timeline, binned_overlap, binned_sum
 
 __all__ = ["AUTO_WINDOW_RULE", "MAX_WINDOWS", "auto_window", "parse_window", "window_series", "windows_csv"]
@@ -76,7 +77,7 @@ def window_series(
     t_end: float,
     window_s: float | None = None,
     server: Sequence[dict[str, float]] | None = None,
-) -> list[dict[str, Any]]:
+) -> list[JsonObject]:
     """The windows of ``[t0, t_end]`` (wall clock); ``server`` is the per-scrape series of
     :func:`llm_locust.results.server_series.gauge_series` (``None``: no server metrics)."""
     span = max(t_end - t0, 0.0)
@@ -109,14 +110,14 @@ def window_series(
     return out
 
 
-def _requests_in(timeline: Timeline, mask: np.ndarray) -> dict[str, Any]:
+def _requests_in(timeline: Timeline, mask: np.ndarray) -> JsonObject:
     outcomes = timeline.outcome[mask]
     names, counts = np.unique(outcomes.astype(str), return_counts=True) if outcomes.size else ((), ())
     by_outcome = {str(k): int(v) for k, v in zip(names, counts, strict=True)}
     completed = by_outcome.get(OK, 0)
     failed = sum(v for k, v in by_outcome.items() if k not in NOT_FAILED)
-    entry: dict[str, Any] = {
-        "requests": by_outcome,
+    entry: JsonObject = {
+        "requests": dict[str, JsonValue](by_outcome),
         "completed": completed,
         "failed": failed,
         "error_rate": failed / (completed + failed) if completed + failed else None,
@@ -131,9 +132,9 @@ def _requests_in(timeline: Timeline, mask: np.ndarray) -> dict[str, Any]:
     return entry
 
 
-def _server_in(server: Sequence[dict[str, float]], lo: float, hi: float) -> dict[str, Any]:
+def _server_in(server: Sequence[Point], lo: float, hi: float) -> JsonObject:
     inside = [s for s in server if lo <= s["t"] < hi]
-    out: dict[str, Any] = {}
+    out: JsonObject = {}
     for gauge in GAUGES:
         values = [s[gauge] for s in inside if s.get(gauge) is not None]
         out[f"{gauge}_mean"] = float(np.mean(values)) if values else None
