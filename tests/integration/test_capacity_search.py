@@ -135,5 +135,7 @@ def test_a_step_too_short_for_its_percentile_is_never_a_pass(tmp_path: Path) -> 
         for p in search["steps"]
     )
     assert search["capacity"] is None and search["stop_reason"] == "invalid"
-    assert search["withheld"].endswith("lengthen the step (--step-time)")
+    # the cause first, then what to do, then which step (a3c4651's order)
+    assert search["withheld"].startswith("answer withheld: too few requests after 4 step times")
+    assert "; lengthen the step (--step-time) (users=4 invalid 2 times" in search["withheld"]
     assert f"capacity: {search['withheld']}" in res.stdout
