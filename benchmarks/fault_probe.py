@@ -17,7 +17,6 @@ import argparse
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -31,6 +30,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
+from benchmarks.fault_probe_dist import closed_port, master_killed, worker_paused  # noqa: E402
 from tests.scripted_server import running_peer  # noqa: E402
 
 BIN = Path(sys.executable).parent / "llm-locust"
@@ -61,6 +61,8 @@ class Case:
     argv: Callable[[str, Path], list[str]]  # (peer base URL, scratch dir) -> arguments
     judge: Callable[[Outcome], tuple[Verdict, str]]
     setup: Callable[[Path], None] = field(default=lambda d: None)
+    #: a case of several processes (fault_probe_dist): (binary, base, dir) -> (exit, text, rows, note)
+    runner: Callable[[Path, str, Path], tuple[int | None, str, list[dict], str]] | None = None
 
 
 def _message(stderr: str, stdout: str) -> str:
@@ -76,8 +78,11 @@ def run_case(case: Case, base: str, root: Path) -> tuple[Case, Outcome]:
     scratch = root / case.name
     scratch.mkdir()
     case.setup(scratch)
-    cmd = [str(BIN), *case.argv(base, scratch)]
     start = time.monotonic()
+    if case.runner is not None:
+        rc, text, rows, note = case.runner(BIN, base, scratch)
+        return case, Outcome(rc, note, "Traceback" in text, rows, {}, text, time.monotonic() - start)
+    cmd = [str(BIN), *case.argv(base, scratch)]
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=CASE_LIMIT_S, cwd=scratch)
         rc, out, err = proc.returncode, proc.stdout, proc.stderr
@@ -219,6 +224,29 @@ def _summarize_skips(o: Outcome) -> tuple[Verdict, str]:
     return Verdict.PARTLY, f"exit {o.rc}, says skipped: {said}"
 
 
+def _resumed(o: Outcome) -> tuple[Verdict, str]:
+    """Item 1: the paused worker checks its master again and carries on (or the run says it stopped)."""
+    if o.traceback or not o.rows:
+        return Verdict.WRONG, "traceback" if o.traceback else "no records"
+    got, of = o.message.split()[0], o.message.split()[2]
+    if got == of and "outlived" not in o.message:
+        return Verdict.RIGHT, "every worker resumed its load"
+    said = [ln for ln in o.text.splitlines() if "llm_locust" in ln and ("missing" in ln or "early" in ln)]
+    return Verdict.PARTLY if said else Verdict.WRONG, f"llm-locust said so: {said[0][-80:] if said else 'no'}"
+
+
+def _orphan_exits(o: Outcome) -> tuple[Verdict, str]:
+    """Item 11: a worker whose master is gone stops and exits with a code of its own, in bounded time."""
+    if o.traceback:
+        return Verdict.WRONG, "traceback"
+    if "exited" not in o.message:
+        return Verdict.WRONG, "the worker outlived its master by 30 s"
+    gone = float(o.message.split()[2])
+    if o.rc not in (0, None) and gone <= 20:
+        return Verdict.RIGHT, f"exit {o.rc} within 20 s"
+    return Verdict.PARTLY, f"exit {o.rc} after {gone:.0f} s"
+
+
 # ----- cases -----
 
 #: Load past the preflight (which refuses a target whose test request fails, in one line: the
@@ -233,12 +261,6 @@ def load(scenario: str, *extra: str, users: int = 1) -> Callable[[str, Path], li
 
 def opts(*extra: str) -> Callable[[str, Path], list[str]]:
     return lambda base, d: [*LOAD, "-u", "1", "--host", f"{base}/ok", *extra]
-
-
-def _closed_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _write(name: str, content: str) -> Callable[[Path], None]:
@@ -287,6 +309,9 @@ CASES: list[Case] = [
     Case("preflight_429_retry_after", "10", load("busy_429"), server(_ran_after_wait)),
     Case("preflight_503_retry_after", "10", load("busy_503"), server(_ran_after_wait)),
     Case("max_tokens_ignored", "10", load("long_answer", "--max-tokens", "4"), server(_max_tokens_warned)),
+    Case("worker_paused_6s_of_2", "1", opts(), _resumed, runner=worker_paused(2)),
+    Case("only_worker_paused_6s", "1", opts(), _resumed, runner=worker_paused(1)),
+    Case("master_killed", "11", opts(), _orphan_exits, runner=master_killed),
     # more misbehaving servers
     Case("rst_mid_stream", "", load("broken", *SKIP), server()),
     Case("silent_server", "", load("silent", *SKIP), server()),
@@ -303,7 +328,7 @@ CASES: list[Case] = [
     Case(
         "connection_refused",
         "",
-        lambda b, d: [*LOAD, "-u", "1", "--host", f"http://127.0.0.1:{_closed_port()}"],
+        lambda b, d: [*LOAD, "-u", "1", "--host", f"http://127.0.0.1:{closed_port()}"],
         refused_preflight,
     ),
     # bad options and files
