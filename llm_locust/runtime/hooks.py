@@ -23,8 +23,9 @@ import gevent
 from llm_locust.config.register import register
 from llm_locust.runtime import binds, channel, failstop, master_watch, pauses, quota, stopping
 from llm_locust.runtime.form import install_form_check
+from llm_locust.runtime.locust_adapter import signal_forked_workers_at_exit
 from llm_locust.runtime.node import ATTRIBUTE, Node, node_of
-from llm_locust.runtime.nodes import WorkerNode, make_node
+from llm_locust.runtime.nodes import MasterNode, WorkerNode, make_node
 from llm_locust.runtime.outputs import install_outputs
 from llm_locust.runtime.prepare import CONFIG_ERRORS, check_when_parsed, prepare_or_exit
 from llm_locust.runtime.runners import runner_of
@@ -73,6 +74,8 @@ def init_node(environment: Environment) -> Node:
     environment.events.quitting.add_listener(lambda **_: stopping.stop_before_quitting(environment))
     if isinstance(node, WorkerNode):
         master_watch.install(node)
+    if isinstance(node, MasterNode) and getattr(options, "processes", None):
+        signal_forked_workers_at_exit()  # Locust's own kill_workers signals none (a Locust bug)
     if sink is not None:
         failstop.install(sink)
     quota.install(node, sink.bus if sink is not None else None)  # --num-requests

@@ -17,7 +17,15 @@ reach for them is here, and nowhere else:
   and both after the login check);
 - :func:`after_template_args`: the web UI rebuilds its page's arguments (``template_args``) in
   ``update_template_args`` at every ``GET /``; the method is replaced on the instance so a
-  change to them (the secrets blanked) follows each rebuild.
+  change to them (the secrets blanked) follows each rebuild;
+- :func:`signal_forked_workers_at_exit`: a work-around of a Locust bug. A ``--processes`` master
+  registers ``kill_workers`` (``main.py``) at exit, meant to give its forked workers 3 s and then
+  SIGINT those still running; its ``os.waitpid(pid, os.WNOHANG)`` loop takes ``(0, 0)`` (the
+  child still runs) for an exit and forgets the child, so no worker is ever signalled, and a
+  worker that missed the master's ``quit`` message (the master stopped before its workers
+  connected) was left behind. This handler, registered after Locust's, runs before it (atexit:
+  last in, first out) and does what it meant, without reaping (Locust's handler still collects
+  the exit codes).
 
 tests/unit/runtime/test_locust_adapter.py pins each behaviour relied on, and fails naming the
 installed versions and :data:`CHECKED_WITH` when one differs.
@@ -26,7 +34,14 @@ installed versions and :data:`CHECKED_WITH` when one differs.
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable
+import atexit
+import contextlib
+import os
+import signal
+import sys
+import time
+from collections.abc import Callable, Iterable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from llm_locust.config.jsontypes import JsonObject
@@ -43,6 +58,8 @@ __all__ = [
     "after_template_args",
     "send_stats_now",
     "set_option_default",
+    "signal_forked_workers_at_exit",
+    "stop_children",
     "wrap_view",
 ]
 
@@ -103,3 +120,64 @@ def after_template_args(web_ui: WebUI, then: Callable[[JsonObject], None]) -> No
 
     web_ui.update_template_args = update_then  # type: ignore[method-assign]
     then(web_ui.template_args)
+
+
+def signal_forked_workers_at_exit(grace_s: float = 3.0, stop_s: float = 10.0) -> None:
+    """At this process's exit, its forked workers (its children running its own command line):
+    ``grace_s`` seconds to end, then SIGINT, ``stop_s`` more, then SIGKILL (:func:`stop_children`)."""
+    if sys.platform.startswith("linux"):  # /proc; Locust forks only on POSIX
+        atexit.register(_at_exit, os.getpid(), grace_s, stop_s)
+
+
+def _at_exit(parent: int, grace_s: float, stop_s: float) -> None:
+    if os.getpid() == parent:  # not in a child forked later (it inherits the handler)
+        stop_children(_forked_children(parent), grace_s, stop_s)
+
+
+def _forked_children(parent: int) -> list[int]:
+    """The children of ``parent`` running its command line (Locust's forks keep it)."""
+    own = Path(f"/proc/{parent}/cmdline").read_bytes()
+    pids = []
+    for proc in Path("/proc").iterdir():
+        try:
+            if (
+                proc.name.isdigit()
+                and _stat(proc)[1] == str(parent)
+                and (proc / "cmdline").read_bytes() == own
+            ):
+                pids.append(int(proc.name))
+        except OSError:  # it ended meanwhile
+            continue
+    return pids
+
+
+def _stat(proc: Path) -> list[str]:
+    """(state, parent pid) of a /proc entry."""
+    return proc.joinpath("stat").read_text().rsplit(")", 1)[1].split()[:2]
+
+
+def _running(pids: Iterable[int]) -> list[int]:
+    """Those of ``pids`` still running (neither gone nor a zombie waiting to be reaped)."""
+    alive = []
+    for pid in pids:
+        try:
+            if _stat(Path(f"/proc/{pid}"))[0] != "Z":
+                alive.append(pid)
+        except OSError:
+            continue
+    return alive
+
+
+def stop_children(pids: Iterable[int], grace_s: float, stop_s: float) -> None:
+    """Wait up to ``grace_s`` for ``pids`` to end, SIGINT those still running, wait up to
+    ``stop_s``, SIGKILL the rest; reaps none (their parent's ``waitpid`` gets their codes)."""
+    pending = _running(pids)
+    for sig, wait_s in ((0, grace_s), (signal.SIGINT, stop_s), (signal.SIGKILL, 5.0)):
+        for pid in pending if sig else ():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, sig)
+        deadline = time.monotonic() + wait_s
+        while (pending := _running(pending)) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        if not pending:
+            return

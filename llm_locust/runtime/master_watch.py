@@ -17,17 +17,32 @@ again: the silence restarts at the resume, so the master has :data:`MASTER_SILEN
 to answer before the worker concludes (once per silence: a loop that is late at every check
 still concludes, counting at most :data:`COUNT_CAP_S` per check).
 
-Only while users run: between tests a master may be busy writing a large summary.
+Between tests (no users running) a master may be busy writing a large summary: the worker
+waits :data:`IDLE_EXIT_S` seconds of silence (Locust's own ``MASTER_HEARTBEAT_TIMEOUT``) before it
+exits, counted from the watch's start when no heartbeat ever came (Locust's own timeout counts
+only from a heartbeat: a worker whose master died before its first one waited forever).
+
+A worker forked by its master (``--processes``) knows its master's process: when the process
+that forked it is gone (its parent process changed), the worker stops its load and exits at once.
+Locust 2.47 never signals its forked workers when the master exits (see
+:func:`llm_locust.runtime.locust_adapter.signal_forked_workers_at_exit`), and a master killed
+with SIGKILL cannot.
+
+Once the worker decides to exit, its shutdown gets :data:`EXIT_GRACE_S` seconds; a process still
+there then (its shutdown waits on something that will not come) says so and exits at once, with
+the same code.
 """
 
 from __future__ import annotations
 
 import enum
 import logging
+import os
 import time
 from typing import Protocol
 
 import gevent
+import gevent.monkey
 
 from llm_locust.runtime.context import LiveState
 from llm_locust.runtime.runners import ProcessRun, runner_of
@@ -35,6 +50,8 @@ from llm_locust.runtime.runners import ProcessRun, runner_of
 __all__ = [
     "CHECK_S",
     "EXIT_AFTER_S",
+    "EXIT_GRACE_S",
+    "IDLE_EXIT_S",
     "MASTER_SILENCE_S",
     "ORPHANED_EXIT",
     "MasterWatch",
@@ -49,6 +66,10 @@ log = logging.getLogger("llm_locust")
 MASTER_SILENCE_S = 5.0
 #: Seconds of further silence after which a worker that stopped its load exits.
 EXIT_AFTER_S = 10.0
+#: Seconds of silence after which a worker with no users running exits.
+IDLE_EXIT_S = 60.0
+#: Seconds a worker that decided to exit gets for its shutdown before it exits at once.
+EXIT_GRACE_S = 10.0
 #: The exit code of a worker whose master is gone.
 ORPHANED_EXIT = 5
 CHECK_S = 0.5
@@ -70,8 +91,13 @@ class Verdict(enum.Enum):
 class MasterWatch:
     """Whether the master is there, from its heartbeats, on the watch's own clock (pure)."""
 
-    def __init__(self, silence_s: float = MASTER_SILENCE_S, exit_after_s: float = EXIT_AFTER_S) -> None:
-        self.silence_s, self.exit_after_s = silence_s, exit_after_s
+    def __init__(
+        self,
+        silence_s: float = MASTER_SILENCE_S,
+        exit_after_s: float = EXIT_AFTER_S,
+        idle_s: float = IDLE_EXIT_S,
+    ) -> None:
+        self.silence_s, self.exit_after_s, self.idle_s = silence_s, exit_after_s, idle_s
         self.silent_s = 0.0  # silence counted since the last heartbeat (or the resume)
         self.stall_s = 0.0  # the last stall of this worker's own, while it is being checked
         self.rechecked = False  # this silence already restarted once after a stall
@@ -84,8 +110,8 @@ class MasterWatch:
         same clock) or ``None``; ``running``: users run on this worker."""
         gap = 0.0 if self._last_check is None else now - self._last_check
         self._last_check = now
-        if heartbeat is None:
-            return Verdict.ALIVE  # not connected yet: Locust's own timeout decides
+        if heartbeat is None:  # none yet: the silence counts from the watch's start
+            heartbeat = self._heartbeat if self._heartbeat is not None else now
         if heartbeat != self._heartbeat:
             fresh = self._heartbeat is not None
             self._heartbeat, self.silent_s, self.rechecked = heartbeat, 0.0, False
@@ -103,6 +129,8 @@ class MasterWatch:
         if running and self.silent_s > self.silence_s:
             self.stopped = True
             return Verdict.LOST
+        if not running and self.silent_s > self.idle_s:
+            return Verdict.GONE
         return Verdict.ALIVE
 
 
@@ -122,14 +150,28 @@ class WatchedRun(ProcessRun, Protocol):
 
 
 def install(ext: WatchedRun) -> None:
-    """On a worker, watch the master's heartbeats for as long as the process runs."""
-    gevent.spawn(_watch, ext)
+    """On a worker, watch the master's heartbeats for as long as the process runs (a shutdown that
+    hangs ends in ``os._exit`` in a worker process started from a command line, not in a test's
+    environment without options)."""
+    gevent.spawn(_watch, ext, ext.environment.parsed_options is not None)
 
 
-def _watch(ext: WatchedRun) -> None:
+def _watch(ext: WatchedRun, hard_exit: bool) -> None:
     runner, watch = runner_of(ext.environment), MasterWatch()
+    parent = os.getppid() if getattr(ext.environment.parsed_options, "processes", None) else None
     while True:
         gevent.sleep(CHECK_S)
+        if parent is not None and os.getppid() != parent:
+            log.error(
+                "llm-locust: the master process that forked this worker (pid %d) is gone; this worker "
+                "stops its load and exits (exit code %d)",
+                parent,
+                ORPHANED_EXIT,
+            )
+            if runner.state in _RUNNING:
+                stop_now(ext)
+            exit_now(ext, hard_exit)
+            return
         last = getattr(runner, "last_heartbeat_timestamp", None)
         now = time.time()
         verdict = watch.check(now, last, runner.state in _RUNNING)
@@ -160,12 +202,30 @@ def _watch(ext: WatchedRun) -> None:
             log.error(
                 "llm-locust: no heartbeat from the master for %.0f s: the master is gone; this worker "
                 "exits (exit code %d)",
-                now - (last or now),
+                watch.silent_s if last is None else now - last,
                 ORPHANED_EXIT,
             )
-            ext.environment.process_exit_code = ORPHANED_EXIT
-            gevent.spawn(runner.quit)
+            exit_now(ext, hard_exit)
             return
+
+
+def exit_now(ext: WatchedRun, hard_exit: bool) -> None:
+    """Shut the worker down (Locust's own shutdown, exit code :data:`ORPHANED_EXIT`); with
+    ``hard_exit``, a process still there :data:`EXIT_GRACE_S` seconds later exits at once."""
+    ext.environment.process_exit_code = ORPHANED_EXIT
+    if hard_exit:  # an OS thread: it runs whatever the event loop waits on
+        gevent.monkey.get_original("_thread", "start_new_thread")(_exit_later, (EXIT_GRACE_S,))
+    gevent.spawn(runner_of(ext.environment).quit)
+
+
+def _exit_later(grace_s: float) -> None:
+    gevent.monkey.get_original("time", "sleep")(grace_s)
+    line = (
+        f"llm-locust: this worker's shutdown did not finish within {grace_s:g} s: it exits now "
+        f"(exit code {ORPHANED_EXIT})\n"
+    )
+    os.write(2, line.encode())
+    os._exit(ORPHANED_EXIT)
 
 
 def stop_now(ext: WatchedRun) -> None:

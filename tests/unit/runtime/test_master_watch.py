@@ -67,12 +67,27 @@ def test_a_loop_late_at_every_check_still_concludes() -> None:
     assert verdicts == [110.0]  # 102: stall, restart; 104, 106, 108: 4.5 s; 110: 6.0 s > 5
 
 
-def test_between_tests_no_decision_and_before_any_heartbeat_none() -> None:
+def test_between_tests_the_worker_waits_60_s_then_exits() -> None:
+    """No users running (a master may be busy writing a summary): no stop, but an exit after 60 s
+    of silence (Locust's own heartbeat timeout), not never."""
     watch = MasterWatch()
     watch.check(100.0, 100.0, False)
-    assert run(watch, 100.0, 200.0, 100.0, running=False) == []
-    fresh = MasterWatch()
-    assert run(fresh, 100.0, 200.0, None, running=True) == []  # type: ignore[arg-type]
+    verdicts = run(watch, 100.0, 200.0, 100.0, running=False)
+    assert verdicts and verdicts[0] == (160.5, Verdict.GONE)  # more than 60 s of silence
+    assert all(v is not Verdict.LOST for _, v in verdicts)
+
+
+def test_before_any_heartbeat_the_silence_counts_from_the_watch_start() -> None:
+    """A master that died before its first heartbeat (Locust's own timeout counts only from one):
+    the silence counts from the first check."""
+    running = run(MasterWatch(), 100.0, 200.0, None, running=True)  # type: ignore[arg-type]
+    assert running[0] == (106.0, Verdict.LOST)  # first check at 100.5, more than 5 s later
+    assert next(t for t, v in running if v is Verdict.GONE) == 116.0  # 10 s more: exits
+    idle = run(MasterWatch(), 100.0, 200.0, None, running=False)  # type: ignore[arg-type]
+    assert idle[0] == (161.0, Verdict.GONE)
+    late = MasterWatch()  # a first heartbeat after a while: the silence restarts from it
+    assert run(late, 100.0, 103.0, None, running=True) == []  # type: ignore[arg-type]
+    assert run(late, 103.0, 108.0, 103.0, running=True) == []
 
 
 def test_a_master_that_answers_after_the_stop_cancels_the_exit() -> None:
