@@ -10,7 +10,9 @@ folders hold the same files, and every plan's records were sent by two workers.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import shutil
 import signal
 import subprocess
@@ -143,24 +145,61 @@ def _running(marker: Path) -> list[str]:
     return subprocess.run(["pgrep", "-f", str(marker)], capture_output=True, text=True).stdout.split()
 
 
-@pytest.mark.slow
-def test_a_stopped_comparison_leaves_no_master_or_worker_behind(tmp_path: Path) -> None:
+def _stop_comparison(
+    tmp_path: Path, flags: list[str], e: dict[str, str], started: int, wait_s: float
+) -> None:
+    """Start a comparison, SIGTERM it once ``started`` processes name its results folder (itself
+    included), check it exits 143 within ``wait_s`` seconds and leaves none of them behind."""
     with running_sim(*ENGINE) as a:
         (tmp_path / "plans.yaml").write_text(PLANS.format(a=a, b1=a, b2=a))
         out = tmp_path / "out"
         cmd = [str(BIN / "llm-locust"), "capacity", str(tmp_path / "plans.yaml"), "--results-dir", str(out)]
-        proc = subprocess.Popen([*cmd, "--workers", "2"], env=env(), stdout=subprocess.PIPE, text=True)
+        proc = subprocess.Popen([*cmd, *flags], env=e, stdout=subprocess.PIPE, text=True)
+        leftovers: list[str] = []
         try:
             deadline = time.monotonic() + 60
-            while len(_running(out)) < 4 and time.monotonic() < deadline:  # capacity, master, 2 workers
+            while len(_running(out)) < started and time.monotonic() < deadline:
                 time.sleep(0.5)
-            assert len(_running(out)) >= 4, "the plan's master and its two workers never ran"
+            assert len(_running(out)) >= started, f"fewer than {started} processes ever ran"
             proc.send_signal(signal.SIGTERM)
-            assert proc.wait(90) == 128 + signal.SIGTERM
+            assert proc.wait(wait_s) == 128 + signal.SIGTERM
         finally:
             if proc.poll() is None:
                 proc.kill()
-        deadline = time.monotonic() + 10
-        while _running(out) and time.monotonic() < deadline:
-            time.sleep(0.5)
-        assert _running(out) == []
+            deadline = time.monotonic() + 10
+            while _running(out) and time.monotonic() < deadline:
+                time.sleep(0.5)
+            leftovers = _running(out)
+            for pid in leftovers:  # none left behind, even by a failure
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(int(pid), signal.SIGKILL)
+        assert leftovers == []
+
+
+@pytest.mark.slow
+def test_a_stopped_comparison_leaves_no_master_or_worker_behind(tmp_path: Path) -> None:
+    _stop_comparison(tmp_path, ["--workers", "2"], env(), 4, 90)  # capacity, master, 2 workers
+
+
+# in every Python process of the comparison's environment: a plan's run (``llm_locust.cli run``)
+# forks a child that ignores SIGTERM and SIGINT and holds the run's output pipe for 300 s, as a
+# forked worker that outlives its master would
+LINGERING = """
+import os, signal, time
+if b"llm_locust.cli\\0run\\0" in open("/proc/self/cmdline", "rb").read() and os.fork() == 0:
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    time.sleep(300)
+    os._exit(0)
+"""
+
+
+@pytest.mark.slow
+def test_a_stopped_comparison_does_not_wait_for_a_grandchild_holding_its_pipe(tmp_path: Path) -> None:
+    (tmp_path / "site").mkdir()
+    (tmp_path / "site" / "sitecustomize.py").write_text(LINGERING)
+    e = env()
+    e["PYTHONPATH"] = str(tmp_path / "site") + os.pathsep + e["PYTHONPATH"]
+    # capacity, its run and the run's lingering child; the run drains and exits in seconds, its
+    # group's leftovers are killed 10 s later
+    _stop_comparison(tmp_path, [], e, 3, 45)

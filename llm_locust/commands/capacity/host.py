@@ -8,6 +8,12 @@ plan's master listens on its own free loopback port, so plans searched at once n
 other's workers. The plan folder holds the same files either way (``requests.jsonl`` has a
 ``worker`` per row).
 
+Each plan's run starts in a process group of its own: the processes it starts (a master's forked
+workers) are stopped with it, and once the run has exited, whatever of its group is left
+:data:`LEFTOVER_WAIT_S` seconds later is killed, so no grandchild holding the run's output pipe
+keeps the comparison waiting (a forked worker exits by itself when its master is gone,
+:mod:`llm_locust.runtime.master_watch`; this is the bound if one does not).
+
 Cores: a plan takes :data:`CORES_PER_PLAN` cores per load process (the process keeps most of a core
 busy at its highest steps; simulated targets on the same host and the master take the rest), so
 ``--parallel``'s default is ``cores // (CORES_PER_PLAN x workers)``, at least 1. More load processes
@@ -17,6 +23,7 @@ than the host has cores measure the host's overload, not the deployment: refused
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import signal
 import socket
@@ -34,6 +41,7 @@ __all__ = [
     "master_port_args",
     "oversubscribed",
     "positive_int",
+    "stop_run",
     "worker_args",
 ]
 
@@ -41,6 +49,8 @@ __all__ = [
 CORES_PER_PLAN = 2
 #: How long a run gets to finish its drain and write its summary when the comparison is stopped.
 STOP_WAIT_S = 60.0
+#: How long the processes a run started may outlive it before they are killed.
+LEFTOVER_WAIT_S = 10.0
 
 
 def cores() -> int:
@@ -119,9 +129,12 @@ class Progress:
         with self._lock:
             if self.stopped:
                 raise SystemExit(128 + signal.SIGTERM)
-            proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+            proc = subprocess.Popen(
+                cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True
+            )
             self.running.add(proc)
-            return proc
+        threading.Thread(target=_kill_leftovers, args=(proc,), daemon=True).start()
+        return proc
 
     def stop_all(self) -> None:
         with self._lock:
@@ -129,14 +142,48 @@ class Progress:
             procs = list(self.running)
         for proc in procs:
             if proc.poll() is None:
-                proc.terminate()
+                proc.terminate()  # the run stops its own workers (drain, final records)
         for proc in procs:
-            try:
-                proc.wait(STOP_WAIT_S)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+            stop_run(proc, terminate=False)
 
     def say(self, name: str, text: str) -> None:
         elapsed = int(time.monotonic() - self.t0)
         with self._lock:
             print(f"[{elapsed // 60}:{elapsed % 60:02d}] [{name}] {text}", flush=True)
+
+
+def stop_run(proc: subprocess.Popen[str], terminate: bool = True) -> None:
+    """Stop a plan's run (SIGTERM: it drains and writes its summary) and wait for it up to
+    :data:`STOP_WAIT_S`; a run still there then is killed with its whole process group."""
+    if terminate and proc.poll() is None:
+        proc.terminate()
+    try:
+        proc.wait(STOP_WAIT_S)
+    except subprocess.TimeoutExpired:
+        _kill_group(proc.pid)
+        proc.wait()
+
+
+def _kill_leftovers(proc: subprocess.Popen[str]) -> None:
+    """Once the run has exited, kill what is left of its process group :data:`LEFTOVER_WAIT_S`
+    seconds later (a grandchild still holding the output pipe would block its reader)."""
+    proc.wait()
+    deadline = time.monotonic() + LEFTOVER_WAIT_S
+    while _group_alive(proc.pid):
+        if time.monotonic() > deadline:
+            _kill_group(proc.pid)
+            return
+        time.sleep(0.2)
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except (ProcessLookupError, PermissionError):
+        return False
+    return True
+
+
+def _kill_group(pgid: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, signal.SIGKILL)

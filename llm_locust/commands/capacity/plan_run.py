@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from llm_locust.commands.capacity.host import STOP_WAIT_S, Progress, master_port_args, worker_args
+from llm_locust.commands.capacity.host import Progress, master_port_args, stop_run, worker_args
 from llm_locust.commands.capacity.sim_clock import clock_text, sim_clock
 from llm_locust.config.plans import Plan, PlanFile
 from llm_locust.config.slo import scaled_slo
@@ -129,9 +129,7 @@ def _run(name: str, folder: Path, args: list[str], progress: Progress, k: float 
                         error = message
             code = proc.wait()
         finally:  # interrupted (SIGINT, or SIGTERM: see host.exit_on_sigterm): the run stops too
-            if proc.poll() is None:
-                proc.terminate()
-                proc.wait(STOP_WAIT_S)
+            stop_run(proc)
             progress.running.discard(proc)
     return code, error
 
