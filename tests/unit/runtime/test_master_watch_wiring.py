@@ -38,6 +38,8 @@ def test_a_worker_that_loses_its_master_stops_its_users_says_why_and_exits(
     monkeypatch.setattr(master_watch, "CHECK_S", 0.05)
     watch = functools.partial(master_watch.MasterWatch, silence_s=SILENCE_S, exit_after_s=EXIT_AFTER_S)
     monkeypatch.setattr(master_watch, "MasterWatch", watch)
+    armed: list[float] = []  # the hard exit that would end a worker process whose shutdown hangs
+    monkeypatch.setattr(master_watch, "_exit_later", armed.append)
     with fleet_of(workers=1, user_classes=[Streaming]) as pair:
         (worker,) = pair.workers
         ext = WorkerNode(worker.environment)
@@ -65,6 +67,8 @@ def test_a_worker_that_loses_its_master_stops_its_users_says_why_and_exits(
         while worker.environment.process_exit_code is None and time.monotonic() < deadline + 10:
             settle()
         assert worker.environment.process_exit_code == master_watch.ORPHANED_EXIT == 5
+        settle(0.1)
+        assert armed == [10.0]  # docs/distributed.md: a shutdown that hangs is ended 10 s later
         assert time.time() - silent_from >= SILENCE_S + EXIT_AFTER_S
 
 
