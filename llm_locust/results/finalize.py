@@ -44,6 +44,7 @@ __all__ = [
     "LOCUST_OPTIONS",
     "NOTHING_RECORDED",
     "NOTHING_RECORDED_EXIT",
+    "REFUSED_EXIT",
     "SLO_FAILED_EXIT",
     "WITHHELD_EXIT",
     "RunFacts",
@@ -57,6 +58,9 @@ __all__ = [
     "warnings",
 ]
 
+#: Bad input: a flag's value, a file, a combination the run cannot honour (one line, no load).
+#: It stands over every exit code the summary would give (the refused test recorded nothing).
+REFUSED_EXIT = 2
 SLO_FAILED_EXIT = 3
 #: A capacity search that withheld its answer: a step was invalid twice (see load/search.py).
 WITHHELD_EXIT = 6

@@ -21,6 +21,7 @@ import logging
 import gevent
 
 from llm_locust.config.register import register
+from llm_locust.results.finalize import REFUSED_EXIT
 from llm_locust.runtime import binds, channel, failstop, master_watch, pauses, quota, stopping
 from llm_locust.runtime.form import install_form_check
 from llm_locust.runtime.locust_adapter import signal_forked_workers_at_exit
@@ -97,7 +98,7 @@ def _test_start(environment: Environment, **_: object) -> None:
         node_of(environment).on_test_start()
     except CONFIG_ERRORS as exc:
         log.error("llm-locust: %s", exc)
-        environment.process_exit_code = 2
+        environment.process_exit_code = REFUSED_EXIT
         gevent.spawn(runner_of(environment).quit)
 
 

@@ -19,6 +19,7 @@ import gevent
 
 from llm_locust.config.jsontypes import JsonObject
 from llm_locust.config.role import Role
+from llm_locust.results.finalize import REFUSED_EXIT
 from llm_locust.runtime.bus import RecordBus
 from llm_locust.runtime.context import RunContext
 from llm_locust.runtime.runners import ProcessRun, runner_of
@@ -71,7 +72,7 @@ class RequestQuota:
         """A test that could not end by its count: one line, exit code 2, no load."""
         log.error("llm-locust: %s", line)
         environment = self.ext.environment
-        environment.process_exit_code = 2
+        environment.process_exit_code = REFUSED_EXIT
         gevent.spawn(runner_of(environment).quit)
 
     def take(self) -> bool:

@@ -35,7 +35,7 @@ from llm_locust.load.search import SearchStages
 from llm_locust.load.stages import Stage
 from llm_locust.load.stepped import SteppedRates
 from llm_locust.report.build import report_after_run
-from llm_locust.results.finalize import exit_code
+from llm_locust.results.finalize import REFUSED_EXIT, exit_code
 from llm_locust.results.report import LOCUST_TABLE_LABEL
 from llm_locust.results.search_model import SearchLog
 from llm_locust.runtime import stopping
@@ -186,7 +186,7 @@ class SinkNode(Node):
         self.fleet.stop_health()
         summary = results.finish(self.live.interrupted, self._summary_extra(), self.fleet.summary_blocks())
         code = exit_code(summary, self.live.interrupt_exit_code)
-        if code is not None:
+        if code is not None and self.environment.process_exit_code != REFUSED_EXIT:  # a refusal stands
             self.environment.process_exit_code = code
         results.tell(summary, printed=self.run_config.headless)
         directory = results.writer.directory
