@@ -77,6 +77,13 @@ def test_mooncake_replay_hits_the_traces_ceiling_on_the_simulators_cache(tmp_pat
     assert f"cache-hit ceiling {expected:.1%}" in res.stderr  # said at the start too
 
 
+def _written(path: Path, rows: list[dict]) -> list[dict]:
+    """The trace's rows in time order, written to ``path`` as JSON lines."""
+    rows.sort(key=lambda r: r["timestamp"])
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return rows
+
+
 def _session_trace(path: Path, sessions: int, turns: int, block: int) -> list[dict]:
     """A global block, then each session's own full blocks, two more each turn, then a partial
     last block of the turn's own (as in Mooncake's traces, a partial block's id never comes back
@@ -94,9 +101,7 @@ def _session_trace(path: Path, sessions: int, turns: int, block: int) -> list[di
                     "hash_ids": ids,
                 }
             )
-    rows.sort(key=lambda r: r["timestamp"])
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    return rows
+    return _written(path, rows)
 
 
 def test_sessions_stay_on_one_worker_and_one_replica_and_hit_their_prefix(tmp_path: Path) -> None:
@@ -156,9 +161,7 @@ def _growing_trace(path: Path, conversations: int, turns: int, block: int, parti
                     "hash_ids": ids,
                 }
             )
-    rows.sort(key=lambda r: r["timestamp"])
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    return rows
+    return _written(path, rows)
 
 
 def test_a_partial_block_sent_again_in_full_is_served_from_the_cache(tmp_path: Path) -> None:
