@@ -26,18 +26,18 @@ import logging
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 import gevent
 
 from llm_locust.client import health
 from llm_locust.client.health import HealthInterval
-from llm_locust.config.jsontypes import JsonObject, JsonValue
+from llm_locust.config.jsontypes import JsonObject
 from llm_locust.runtime.ingest import IngestWatch
+from llm_locust.runtime.messages import RECORDS, BadMessage, RecordBatch
 
 __all__ = ["MESSAGE_TYPE", "SHIP_INTERVAL", "Inbox", "Outbox"]
 
-MESSAGE_TYPE = "llm_locust_records"
+MESSAGE_TYPE = RECORDS  # the batches' message kind (:class:`~llm_locust.runtime.messages.RecordBatch`)
 SHIP_INTERVAL = 1.0
 
 log = logging.getLogger(__name__)
@@ -52,7 +52,7 @@ class Outbox:
     in_flight: Callable[[], int] = lambda: 0
     intervals: Callable[[], list[HealthInterval]] = lambda: health.monitor().take_intervals()
     oldest: Callable[[], float | None] = lambda: None  # send time of the oldest request in flight
-    _rows: list[JsonValue] = field(default_factory=list)
+    _rows: list[JsonObject] = field(default_factory=list)
     _seq: int = 0
     _greenlet: gevent.Greenlet | None = None
 
@@ -75,17 +75,31 @@ class Outbox:
 
     def flush(self, final: bool = False) -> None:
         intervals = self.intervals()
-        if not self._rows and not intervals and not final:
-            self.send(MESSAGE_TYPE, {"seq": None, "rows": [], **self._state()})
+        if not self._rows and not intervals and not final:  # a heartbeat: the in-flight count
+            self.send(MESSAGE_TYPE, self._batch(None).to_data())
             return
         rows, self._rows = self._rows, []
         self._seq += 1
-        data = {"seq": self._seq, "rows": rows, "final": final, "health": intervals, **self._state()}
-        self.send(MESSAGE_TYPE, data)
+        self.send(MESSAGE_TYPE, self._batch(self._seq, rows, final, intervals).to_data())
 
-    def _state(self) -> JsonObject:
-        """In flight, and since when (a capacity search waits for a step's requests to finish)."""
-        return {"in_flight": self.in_flight(), "oldest_in_flight": self.oldest(), "sent_at": time.time()}
+    def _batch(
+        self,
+        seq: int | None,
+        rows: list[JsonObject] | None = None,
+        final: bool = False,
+        intervals: list[HealthInterval] | None = None,
+    ) -> RecordBatch:
+        """The batch with what is in flight, and since when (a capacity search waits for a
+        step's requests to finish)."""
+        return RecordBatch(
+            seq=seq,
+            rows=rows or [],
+            final=final,
+            health=intervals or [],
+            in_flight=self.in_flight(),
+            oldest_in_flight=self.oldest(),
+            sent_at=time.time(),
+        )
 
     def _loop(self) -> None:
         while True:
@@ -111,37 +125,43 @@ class Inbox:
     #: each health interval as it arrives, marked with its worker (the results' health.jsonl)
     health_sink: Callable[[Mapping[str, float | str]], None] = lambda interval: None
     ingest: IngestWatch = field(default_factory=IngestWatch)
+    _refused: set[str] = field(default_factory=set)  # workers whose message was not a batch
 
-    def handle(self, worker: str, data: dict[str, Any]) -> bool:
-        """Apply one batch; returns False for a duplicate that was ignored (its stale in-flight
-        count too)."""
-        seq = data.get("seq")
-        if seq is not None:
+    def handle(self, worker: str, data: object) -> RecordBatch | None:
+        """Apply one batch (a :class:`RecordBatch`'s data) and return it; ``None`` for a
+        duplicate that was ignored (its stale in-flight count too) and for a message that is not
+        a batch (said in the log, once per worker)."""
+        try:
+            batch = RecordBatch.from_data(data)
+        except BadMessage as e:
+            if worker not in self._refused:
+                self._refused.add(worker)
+                log.warning("llm-locust: a message from %s is not a batch of records, ignored: %s", worker, e)
+            return None
+        if batch.seq is not None:
             seen = self._applied.setdefault(worker, set())
-            if seq in seen:
-                return False
-            seen.add(seq)
-        self.in_flight[worker] = int(data.get("in_flight") or 0)
-        sent_at = data.get("sent_at")
-        if sent_at is not None:
-            self.reports[worker] = (float(sent_at), data.get("oldest_in_flight"))
-        rows = data.get("rows") or ()
-        warning = self.ingest.observe(worker, sent_at, len(rows), time.time())
+            if batch.seq in seen:
+                return None
+            seen.add(batch.seq)
+        self.in_flight[worker] = batch.in_flight
+        if batch.sent_at is not None:
+            self.reports[worker] = (batch.sent_at, batch.oldest_in_flight)
+        warning = self.ingest.observe(worker, batch.sent_at, len(batch.rows), time.time())
         if warning is not None:
             log.warning("llm-locust: %s", warning)
-        for row in rows:
+        for row in batch.rows:
             if row.get("worker") is None:
                 row["worker"] = worker
             self.deliver(row)
             self.received += 1
-        if data.get("health"):
-            self.health.setdefault(worker, []).extend(data["health"])
-            for interval in data["health"]:
+        if batch.health:
+            self.health.setdefault(worker, []).extend(batch.health)
+            for interval in batch.health:
                 self.health_sink({**interval, "worker": worker})
-        if data.get("final"):
+        if batch.final:
             self.finals.add(worker)
             self.in_flight[worker] = 0
-        return True
+        return batch
 
     def reset(self) -> None:
         """A new test: forget finals and in-flight counts (sequence numbers stay)."""

@@ -2,14 +2,16 @@
 
 Locust's runners carry users and stats; llm-locust adds three custom messages on the same channel:
 
-- the plan's start (``PLAN_MESSAGE``, master to workers): every worker's stages and arrival
+- the plan's start (``PLAN``, master to workers): every worker's stages and arrival
   schedule run on the master's ``t0`` and worker count;
-- a rate search's steps so far (``SEARCH_MESSAGE``, master to workers): every sender's stepped
+- a rate search's steps so far (``SEARCH``, master to workers): every sender's stepped
   arrivals follow the search;
 - the records (:mod:`llm_locust.runtime.distributed`, workers to master): each worker's outbox
   to the master's inbox, with its in-flight count and health intervals;
-- a worker that stopped its load on its own (``STOPPED_MESSAGE``, worker to master: it heard no
+- a worker that stopped its load on its own (``STOPPED``, worker to master: it heard no
   heartbeat, :mod:`llm_locust.runtime.master_watch`): the summary's ``workers_stopped_early``.
+
+Each message is a typed class of :mod:`llm_locust.runtime.messages`, read back with its checks.
 
 A :class:`Fleet` answers the questions that span every process on any role (on a local runner
 the fleet is this one process): requests in flight, the workers whose final batch is missing,
@@ -34,19 +36,17 @@ from llm_locust.config.jsontypes import JsonObject, JsonValue
 from llm_locust.load.plan import LoadPlan
 from llm_locust.load.stepped import SteppedRates
 from llm_locust.runtime import distributed, stopping
+from llm_locust.runtime.messages import PLAN, SEARCH, STOPPED, PlanStart, RateSteps, StoppedEarly
 from llm_locust.runtime.requests import Requests
 from llm_locust.runtime.runners import master_runner, runner_of
-from llm_locust.runtime.search import SEARCH_MESSAGE
 from llm_locust.runtime.session import TestResults
 
-__all__ = ["PLAN_MESSAGE", "Fleet", "MasterFleet", "PlanStart", "WorkerFleet"]
+__all__ = ["Fleet", "MasterFleet", "OnPlanStart", "WorkerFleet"]
 
-PLAN_MESSAGE = "llm_locust_plan"
-STOPPED_MESSAGE = "llm_locust_stopped_early"
 #: How often the runner's user count is sampled for the stages' levels (seconds).
 LEVEL_SAMPLE_S = 0.1
 #: The next test's plan start and worker count, as the master announced them.
-PlanStart = Callable[[float, int], None]
+OnPlanStart = Callable[[float, int], None]
 
 
 class Fleet:
@@ -148,7 +148,7 @@ class WorkerFleet(Fleet):
         environment: Environment,
         requests: Requests,
         plan: Callable[[], LoadPlan],
-        on_plan_start: PlanStart,
+        on_plan_start: OnPlanStart,
     ) -> None:
         """``on_plan_start``: the master fixed the next test's plan start and worker count."""
         super().__init__(environment, requests, plan)
@@ -157,24 +157,26 @@ class WorkerFleet(Fleet):
         self.outbox = distributed.Outbox(
             runner.send_message, in_flight=lambda: requests.in_flight, oldest=requests.oldest
         )
-        runner.register_message(PLAN_MESSAGE, self._on_plan_message)
-        runner.register_message(SEARCH_MESSAGE, self._on_search_message)
+        runner.register_message(PLAN, self._on_plan_message)
+        runner.register_message(SEARCH, self._on_search_message)
         runner.register_message(stopping.STOP_MESSAGE, stopping.on_stop_message, concurrent=True)
 
     def _on_plan_message(self, environment: Environment, msg: Message, **_: object) -> None:
-        self._on_plan_start(msg.data["t0"], int(msg.data["workers"]))
+        start = PlanStart.from_data(msg.data)
+        self._on_plan_start(start.t0, start.workers)
         arrivals = self._plan().arrivals
         if isinstance(arrivals, SteppedRates):
-            arrivals.reset(msg.data["t0"])
+            arrivals.reset(start.t0)
 
     def _on_search_message(self, environment: Environment, msg: Message, **_: object) -> None:
         arrivals = self._plan().arrivals
         if isinstance(arrivals, SteppedRates):
-            arrivals.announce(msg.data["steps"], msg.data["stopped_at"])
+            steps = RateSteps.from_data(msg.data)
+            arrivals.announce(steps.steps, steps.stopped_at)
 
     def tell_stopped_early(self, at: float, why: str) -> None:
         """This worker stopped its load on its own at ``at`` (Unix time): tell the master, if it hears."""
-        runner_of(self.environment).send_message(STOPPED_MESSAGE, {"at": at, "why": why})
+        runner_of(self.environment).send_message(STOPPED, StoppedEarly(at, why).to_data())
 
 
 class MasterFleet(Fleet):
@@ -197,25 +199,26 @@ class MasterFleet(Fleet):
         self.inbox = distributed.Inbox(deliver)
         runner = runner_of(environment)
         runner.register_message(distributed.MESSAGE_TYPE, self._on_worker_message)
-        runner.register_message(STOPPED_MESSAGE, self._on_stopped_early)
+        runner.register_message(STOPPED, self._on_stopped_early)
 
     def announce_plan_start(self, t0: float, workers: int) -> None:
-        runner_of(self.environment).send_message(PLAN_MESSAGE, {"t0": t0, "workers": workers})
+        runner_of(self.environment).send_message(PLAN, PlanStart(t0, workers).to_data())
 
     def announce_rate_steps(self, steps: Sequence[Sequence[float]], stopped_at: float | None) -> None:
         super().announce_rate_steps(steps, stopped_at)
-        data = {"steps": list(steps), "stopped_at": stopped_at}
-        runner_of(self.environment).send_message(SEARCH_MESSAGE, data)
+        data = RateSteps([(float(start), float(rate)) for start, rate in steps], stopped_at).to_data()
+        runner_of(self.environment).send_message(SEARCH, data)
 
     def _on_worker_message(self, environment: Environment, msg: Message, **_: object) -> None:
-        self.inbox.handle(msg.node_id, msg.data)
-        if msg.data.get("final"):
+        batch = self.inbox.handle(msg.node_id, msg.data)
+        if batch is not None and batch.final:
             self._on_final_batch()
 
     def _on_stopped_early(self, environment: Environment, msg: Message, **_: object) -> None:
         index = master_runner(self.environment).get_worker_index(msg.node_id)
-        entry = {"worker": msg.node_id, "index": index, "at": round(float(msg.data["at"]), 3)}
-        self.stopped_early.append({**entry, "why": str(msg.data["why"])})
+        stopped = StoppedEarly.from_data(msg.data)
+        entry = {"worker": msg.node_id, "index": index, "at": round(stopped.at, 3)}
+        self.stopped_early.append({**entry, "why": stopped.why})
 
     def _alive(self) -> set[str]:
         runner = master_runner(self.environment)

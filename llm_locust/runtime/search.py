@@ -56,10 +56,9 @@ from llm_locust.results.search_log import (
 from llm_locust.results.search_model import JudgedStep, SearchLog, SearchResult
 from llm_locust.results.search_result import deciders_text, probe_row, search_result
 
-__all__ = ["RATE_LEAD", "SEARCH_MESSAGE", "SearchDriver", "SearchFleet", "SearchRun"]
+__all__ = ["RATE_LEAD", "SearchDriver", "SearchFleet", "SearchRun"]
 
 log = logging.getLogger("llm_locust")
-SEARCH_MESSAGE = "llm_locust_search"
 #: A new rate takes effect this long after the master announces it.
 RATE_LEAD = 0.5
 

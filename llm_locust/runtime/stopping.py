@@ -45,6 +45,7 @@ import gevent
 from llm_locust.config.jsontypes import JsonObject
 from llm_locust.config.role import Role
 from llm_locust.runtime.locust_adapter import send_stats_now, set_option_default
+from llm_locust.runtime.messages import STOP, StopUsers
 from llm_locust.runtime.runners import ProcessRun, master_runner, raise_in_main, runner_of
 
 __all__ = [
@@ -65,7 +66,7 @@ log = logging.getLogger("llm_locust")
 DEFAULT_DRAIN_S = 30.0
 #: The master waits this much longer than the drain for the workers' final batches.
 FINAL_BATCH_MARGIN_S = 10.0
-STOP_MESSAGE = "llm_locust_stop"
+STOP_MESSAGE = STOP  # the master tells its workers to stop (:class:`~llm_locust.runtime.messages.StopUsers`)
 _RUNNING = (locust.runners.STATE_SPAWNING, locust.runners.STATE_RUNNING)
 
 
@@ -159,7 +160,7 @@ def skip_drain(run: StoppingRun) -> None:
     """Kill the users now; the requests they were streaming are recorded incomplete."""
     runner = runner_of(run.environment)
     if run.role == Role.MASTER:
-        runner.send_message(STOP_MESSAGE, {"now": True})
+        runner.send_message(STOP_MESSAGE, StopUsers(now=True).to_data())
     else:
         runner.user_greenlets.kill(block=False)
 
@@ -170,7 +171,7 @@ def skip_drain(run: StoppingRun) -> None:
 def on_stop_message(environment: Environment, msg: Message, **_: object) -> None:
     """Worker side of :data:`STOP_MESSAGE`: stop the users (with the drain), or now."""
     runner = runner_of(environment)
-    if msg.data and msg.data.get("now"):
+    if StopUsers.from_data(msg.data).now:
         runner.user_greenlets.kill(block=False)
     elif runner.state in _RUNNING:
         runner.stop()  # drains, then test_stop ships the final batch
@@ -180,7 +181,7 @@ def collect_final_batches(run: StoppingRun) -> None:
     """Master, at ``test_stop``: make the workers stop and wait for their last records."""
     runner = master_runner(run.environment)
     if any(c.state in _RUNNING or c.user_count > 0 for c in runner.clients.values()):
-        runner.send_message(STOP_MESSAGE, {"now": False})
+        runner.send_message(STOP_MESSAGE, StopUsers(now=False).to_data())
     deadline = time.monotonic() + run.environment.stop_timeout + FINAL_BATCH_MARGIN_S
     while run.fleet.workers_without_final() and time.monotonic() < deadline:
         gevent.sleep(0.1)

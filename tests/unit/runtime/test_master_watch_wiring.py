@@ -17,7 +17,7 @@ import gevent
 import pytest
 
 from llm_locust.runtime import master_watch
-from llm_locust.runtime.fleet import STOPPED_MESSAGE
+from llm_locust.runtime.messages import STOPPED as STOPPED_MESSAGE
 from llm_locust.runtime.nodes import WorkerNode
 from tests.unit.runtime.fake_rpc import Pair, fleet_of, settle
 
