@@ -60,8 +60,7 @@ def _cache_share(summary: RunSummary) -> float | None:
 
 
 def _salt(summary: RunSummary) -> str | None:
-    options = summary.config.get("options")
-    salt = options.get("prompt_salt") if isinstance(options, dict) else None
+    salt = summary.config.option("prompt_salt")
     return salt if isinstance(salt, str) else None
 
 

@@ -16,11 +16,12 @@ from pathlib import Path
 import numpy as np
 from pydantic import ValidationError
 
-from llm_locust.config.jsontypes import JsonObject, JsonValue
+from llm_locust.config.jsontypes import JsonObject
 from llm_locust.report.points import StagePoint
 from llm_locust.results.analysis import SERVER_FILE, drift_of, span_of
 from llm_locust.results.columns import Columns, read_columns, read_rows
 from llm_locust.results.failures import tally_of
+from llm_locust.results.series_model import DriftBlock, WindowRow
 from llm_locust.results.server_series import gauge_series, read_server_metrics
 from llm_locust.results.summary_model import SCHEMA_VERSION, RunSummary, StageRow, file_key
 from llm_locust.results.timeline import Timeline
@@ -50,11 +51,11 @@ class RunData:
     columns: Columns
     timeline: Timeline
     server: list[dict[str, float]]
-    windows: list[JsonObject]
+    windows: list[WindowRow]
     window_s: float
     t0: float
     t_end: float
-    drift: JsonObject
+    drift: DriftBlock
     gpus: float | None = None
     messages: dict[str, list[tuple[str, int]]] = field(default_factory=dict)
     #: the target ran this many times faster than its deployment; every number here is converted
@@ -153,10 +154,9 @@ def load_run(
         windows = window_series(timeline, t0, t_end, width, server or None)
     drift = model.drift if model.window_s == width else None
     if drift is None:
-        stages = [_stage_span(s) for s in model.stages or ()]
+        stages = [(s.label, s.window) for s in model.stages or ()]
         start = model.stages[0].window.start if model.stages and model.stages[0].window else t0
-        drift = drift_of(stages, windows, t0, start, width)
-    config_gpus = model.config.get("gpus")
+        drift = drift_of(stages, windows, t0, start, width)[0]
     return RunData(
         name=name or folder.resolve().name,
         directory=folder,
@@ -169,7 +169,7 @@ def load_run(
         t0=t0,
         t_end=t_end,
         drift=drift,
-        gpus=gpus if gpus is not None else config_gpus if isinstance(config_gpus, int | float) else None,
+        gpus=gpus if gpus is not None else model.config.gpus,
         messages=top_messages(model, requests),
         speedup=speedup,
     )
@@ -184,14 +184,6 @@ def _origin(summary: JsonObject, requests: Path) -> float:
         return float(start)
     starts = (r.get("start_time") for r in read_rows(requests))
     return min((float(t) for t in starts if isinstance(t, int | float)), default=0.0)
-
-
-def _stage_span(stage: StageRow) -> JsonObject:
-    """What the drift verdict reads of a stage: its label, index and measured window."""
-    window: JsonValue = (
-        None if stage.window is None else {"start": stage.window.start, "end": stage.window.end}
-    )
-    return {"index": stage.index, "label": stage.label, "window": window}
 
 
 def top_messages(

@@ -84,9 +84,8 @@ def verdict_block(run: RunData) -> str:
             f"goodput {fmt(slo.goodput_rps, 2)} req/s)</p>"
         )
         parts.append(table(["objective", "measured", "95 % interval", "n", "verdict", "note"], rows))
-    verdict, text = run.drift.get("verdict"), run.drift.get("text", "")
-    badge = _badge(verdict if isinstance(verdict, str) else None)
-    parts.append(f'<p class="drift">Soak: {badge} {escape(str(text))}</p>')
+    badge = _badge(run.drift.verdict.value)
+    parts.append(f'<p class="drift">Soak: {badge} {escape(run.drift.text)}</p>')
     return "\n".join(parts)
 
 

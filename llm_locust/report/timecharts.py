@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from llm_locust.config.jsontypes import JsonObject, JsonValue
+from llm_locust.config.jsontypes import JsonValue
 from llm_locust.record import NOT_FAILED
 from llm_locust.report.charts import COLORS, base_option
 from llm_locust.report.data import RunData
@@ -37,24 +37,12 @@ def _y(name: str, **extra: JsonValue) -> Axis:
     return {"type": "value", "name": name, "nameLocation": "middle", "nameGap": 50, **extra}
 
 
-def _number(w: JsonObject, key: str) -> float | None:
-    """A window's value of series ``key`` (``p95_ttft_ms``, ``in_flight``...); ``None``: none."""
-    value = w.get(key)
-    return float(value) if isinstance(value, int | float) else None
-
-
-def _requests(w: JsonObject) -> Mapping[str, JsonValue]:
-    """A window's requests by outcome."""
-    value = w.get("requests")
-    return value if isinstance(value, dict) else {}
-
-
-def _mid(w: JsonObject) -> float:
-    return round(((_number(w, "start_s") or 0.0) + (_number(w, "end_s") or 0.0)) / 2, 3)
-
-
 def _points(run: RunData, key: str, scale: float = 1.0) -> list[Datum]:
-    return [[_mid(w), None if (v := _number(w, key)) is None else round(v * scale, 4)] for w in run.windows]
+    """Series ``key`` of ``run``'s windows (``p95_ttft_ms``, ``in_flight``...) at their mid-times."""
+    return [
+        [round(w.mid_s, 3), None if (v := w.number(key)) is None else round(v * scale, 4)]
+        for w in run.windows
+    ]
 
 
 def _name(runs: Sequence[RunData], run: RunData, what: str) -> str:
@@ -132,9 +120,9 @@ def errors_over_time(runs: Sequence[RunData]) -> Option | None:
     """Failed requests per window, stacked by failure class (one stack per run)."""
     option = _option("Errors by class over time", _y("failed requests per window"), runs)
     for i, run in enumerate(runs):
-        classes = sorted({k for w in run.windows for k in _requests(w) if k not in NOT_FAILED})
+        classes = sorted({k for w in run.windows for k in w.requests if k not in NOT_FAILED})
         for j, name in enumerate(classes):
-            data: list[Datum] = [[_mid(w), _count(_requests(w).get(name))] for w in run.windows]
+            data: list[Datum] = [[round(w.mid_s, 3), w.requests.get(name, 0)] for w in run.windows]
             series: Series = {
                 "name": _name(runs, run, name),
                 "type": "bar",
@@ -177,10 +165,6 @@ def gpu_over_time(runs: Sequence[RunData]) -> Option | None:
         ("GPU memory max %", "gpu_mem_max", 100.0),
         ("GPU utilisation %", "gpu_util_mean", 100.0),
     )
-
-
-def _count(value: JsonValue) -> int:
-    return value if isinstance(value, int) else 0
 
 
 def _has_data(option: Option) -> bool:

@@ -19,59 +19,74 @@ Pure apart from reading ``server_metrics.jsonl`` and writing ``windows.csv`` in 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from llm_locust.config.jsontypes import JsonObject
+from llm_locust.load.search import Verdict
 from llm_locust.results.drift import combine_verdicts, drift_verdict
-from llm_locust.results.server_series import gauge_series, read_server_metrics
+from llm_locust.results.series_model import DriftBlock, WindowRow
+from llm_locust.results.server_series import Point, gauge_series, read_server_metrics
 from llm_locust.results.slo import SloLineResult, SloSpec
 from llm_locust.results.slo_series import series_judge
+from llm_locust.results.summary_blocks import Slo, SloLine, Window
 from llm_locust.results.timeline import Timeline
 from llm_locust.results.vllm_compat import vllm_keys
 from llm_locust.results.windows import auto_window, window_series, windows_csv
 
-__all__ = ["SERVER_FILE", "WINDOWS_FILE", "analyse", "analyse_timeline", "drift_of", "span_of"]
+__all__ = ["SERVER_FILE", "WINDOWS_FILE", "StageSpan", "analyse", "analyse_timeline", "drift_of", "span_of"]
 
 WINDOWS_FILE = "windows.csv"
 SERVER_FILE = "server_metrics.jsonl"
 
 
-def span_of(summary: dict[str, Any], timeline: Timeline) -> tuple[float, float]:
+def span_of(summary: Mapping[str, object], timeline: Timeline) -> tuple[float, float]:
     """(start, end) of the test on the wall clock: the config's start and stop, widened to
     the records (a request that finished in the drain after the stop still counts)."""
-    config = summary.get("config") or {}
+    config = summary.get("config")
+    recorded = config if isinstance(config, Mapping) else {}
     starts, ends = timeline.start[~np.isnan(timeline.start)], timeline.end[~np.isnan(timeline.end)]
-    firsts = [v for v in (config.get("start_time"), starts.min() if starts.size else None) if v is not None]
+    firsts = [
+        v
+        for v in (_seconds(recorded.get("start_time")), starts.min() if starts.size else None)
+        if v is not None
+    ]
     t0 = float(min(firsts)) if firsts else 0.0
-    lasts = [v for v in (config.get("stop_time"), ends.max() if ends.size else None) if v is not None]
+    lasts = [
+        v for v in (_seconds(recorded.get("stop_time")), ends.max() if ends.size else None) if v is not None
+    ]
     return t0, float(max([t0, *lasts]))
 
 
+def _seconds(value: object) -> float | None:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
 def analyse(
-    summary: dict[str, Any],
+    summary: JsonObject,
     rows: Sequence[dict[str, Any]],
     measured: Sequence[dict[str, Any]],
     directory: Path | None = None,
     slo: SloSpec | None = None,
     window_s: float | None = None,
     detailed: bool = False,
-) -> dict[str, Any]:
+) -> JsonObject:
     """Add the keys above to ``summary`` (in place, and returned)."""
     return analyse_timeline(summary, Timeline(rows), lambda: measured, directory, slo, window_s, detailed)
 
 
 def analyse_timeline(
-    summary: dict[str, Any],
+    summary: JsonObject,
     timeline: Timeline,
     measured: Callable[[], Iterable[dict[str, Any]]],
     directory: Path | None = None,
     slo: SloSpec | None = None,
     window_s: float | None = None,
     detailed: bool = False,
-) -> dict[str, Any]:
+) -> JsonObject:
     """:func:`analyse` on a built ``timeline`` of every record (the end of a run builds it from
     the columns it read); ``measured()`` gives the measured rows, read only for ``detailed``."""
     t0, t_end = span_of(summary, timeline)
@@ -79,12 +94,17 @@ def analyse_timeline(
     server = gauge_series(read_server_metrics(directory / SERVER_FILE)) if directory is not None else []
     windows = window_series(timeline, t0, t_end, width, server or None)
     summary["window_s"] = width
-    summary["windows"] = windows
-    measured_from = _measured_start(summary, t0)
-    summary["drift"] = drift_of(summary.get("stages") or [], windows, t0, measured_from, width)
+    summary["windows"] = [w.to_json() for w in windows]
+    stages = _stages(summary)
+    measured_from = _measured_start(stages, t0)
+    drift, per_stage = drift_of([_stage_span(s) for s in stages], windows, t0, measured_from, width)
+    summary["drift"] = drift.to_json()
+    for stage, block in zip(stages, per_stage, strict=True):
+        if block is not None:
+            stage["drift"] = block.to_json()
     if slo is not None:
-        _judge_series(summary, slo, server, windows, t0, t_end, width, measured_from)
-    _stage_verdicts(summary.get("stages") or [])
+        _judge_series(summary, stages, slo, server, windows, (t0, t_end, width, measured_from))
+    _stage_verdicts(stages)
     errors = summary.get("errors")
     summary["errors_by_class"] = dict(errors) if isinstance(errors, dict) else {}
     summary.update(vllm_keys(measured() if detailed else (), summary, detailed, timeline))
@@ -95,69 +115,97 @@ def analyse_timeline(
     return summary
 
 
+#: A stage's label and its measured window (wall clock), ``None`` when it has none.
+StageSpan = tuple[str, Window | None]
+
+
 def drift_of(
-    stages: list[dict[str, Any]], windows: list[dict[str, Any]], t0: float, measured_from: float, width: float
-) -> dict[str, Any]:
+    stages: Sequence[StageSpan], windows: Sequence[WindowRow], t0: float, measured_from: float, width: float
+) -> tuple[DriftBlock, list[DriftBlock | None]]:
     """The soak verdict: over the measured windows of a run with at most one stage, else per
-    stage (each stage also gets its own ``drift``)."""
+    stage; and each stage's own (``None``: a single stage, or one without a window)."""
     if len(stages) <= 1:
-        return drift_verdict([w for w in windows if t0 + w["start_s"] >= measured_from - 1e-6], width)
-    parts = []
-    for stage in stages:
-        span = stage.get("window")
-        if not span:
+        measured = [w for w in windows if t0 + w.start_s >= measured_from - 1e-6]
+        return drift_verdict(measured, width), [None] * len(stages)
+    parts: list[tuple[str, DriftBlock]] = []
+    per_stage: list[DriftBlock | None] = []
+    for label, span in stages:
+        if span is None:
+            per_stage.append(None)
             continue
         inside = [
-            w
-            for w in windows
-            if span["start"] - 1e-6 <= t0 + w["start_s"] and t0 + w["end_s"] <= span["end"] + 1e-6
+            w for w in windows if span.start - 1e-6 <= t0 + w.start_s and t0 + w.end_s <= span.end + 1e-6
         ]
-        stage["drift"] = drift_verdict(inside, width)
-        parts.append((str(stage.get("label", stage.get("index"))), stage["drift"]))
-    return combine_verdicts(parts)
+        block = drift_verdict(inside, width)
+        per_stage.append(block)
+        parts.append((label, block))
+    return combine_verdicts(parts), per_stage
 
 
-def _measured_start(summary: dict[str, Any], t0: float) -> float:
-    stages = summary.get("stages") or []
-    if stages and stages[0].get("window"):
-        return float(stages[0]["window"]["start"])
-    return t0
+def _stages(summary: JsonObject) -> list[JsonObject]:
+    stages = summary.get("stages")
+    return [s for s in stages if isinstance(s, dict)] if isinstance(stages, list) else []
+
+
+def _stage_span(stage: JsonObject) -> StageSpan:
+    """A stage row's label (its index when it has none) and measured window."""
+    label = stage.get("label", stage.get("index"))
+    window = stage.get("window")
+    return str(label), Window.model_validate(window) if isinstance(window, dict) and window else None
+
+
+def _measured_start(stages: Sequence[JsonObject], t0: float) -> float:
+    span = _stage_span(stages[0])[1] if stages else None
+    return t0 if span is None else span.start
 
 
 def _judge_series(
-    summary: dict[str, Any],
+    summary: JsonObject,
+    stages: Sequence[JsonObject],
     slo: SloSpec,
-    server: list[dict[str, Any]],
-    windows: list[dict[str, Any]],
-    t0: float,
-    t_end: float,
-    width: float,
-    measured_from: float,
+    server: list[Point],
+    windows: Sequence[WindowRow],
+    span: tuple[float, float, float, float],
 ) -> None:
+    """The SLO lines on server metrics and drift, judged over the run and over each stage."""
+    t0, t_end, width, measured_from = span
     lines = [line for line in slo.lines if line.kind != "request"]
     if not lines:
         return
-    if summary.get("slo") is not None:
-        judge = series_judge(server, windows, t0, measured_from, t_end, width)
-        _replace(summary["slo"], [judge(line) for line in lines])
-    for stage in summary.get("stages") or []:
-        span = stage.get("window")
-        if stage.get("slo") is not None and span:
-            judge = series_judge(server, windows, t0, span["start"], span["end"], width)
-            _replace(stage["slo"], [judge(line) for line in lines])
+    for block, start, end in [
+        (summary, measured_from, t_end),
+        *((s, w.start, w.end) for s in stages if (w := _stage_span(s)[1]) is not None),
+    ]:
+        result = block.get("slo")
+        if isinstance(result, dict):
+            judge = series_judge(server, windows, t0, start, end, width)
+            block["slo"] = _replace(Slo.model_validate(result), [judge(line) for line in lines]).to_json()
 
 
-def _replace(result: dict[str, Any], judged: list[SloLineResult]) -> None:
+def _replace(result: Slo, judged: list[SloLineResult]) -> Slo:
     """Put the judged series lines in place of their unjudged entries; recompute the verdicts."""
-    by_name = {j.line.name: j.to_json() for j in judged}
-    result["objectives"] = [by_name.get(o["name"], o) for o in result["objectives"]]
-    result["passed"] = bool(result["objectives"]) and all(o["passed"] for o in result["objectives"])
-    verdicts = {o.get("verdict") for o in result["objectives"]}
-    result["verdict"] = "fail" if "fail" in verdicts else "pass" if verdicts == {"pass"} else "inconclusive"
+    by_name = {j.line.name: SloLine.model_validate(j.to_json()) for j in judged}
+    objectives = [by_name.get(o.name, o) for o in result.objectives]
+    verdicts = {o.verdict for o in objectives}
+    verdict = (
+        Verdict.FAIL
+        if Verdict.FAIL in verdicts
+        else Verdict.PASS
+        if verdicts == {Verdict.PASS}
+        else Verdict.INCONCLUSIVE
+    )
+    return result.model_copy(
+        update={
+            "objectives": objectives,
+            "passed": bool(objectives) and all(o.passed for o in objectives),
+            "verdict": verdict,
+        }
+    )
 
 
-def _stage_verdicts(stages: list[dict[str, Any]]) -> None:
+def _stage_verdicts(stages: Sequence[JsonObject]) -> None:
     for stage in stages:
-        if stage.get("verdict") == "invalid" or stage.get("slo") is None:
+        slo = stage.get("slo")
+        if stage.get("verdict") == "invalid" or not isinstance(slo, dict):
             continue
-        stage["verdict"] = stage["slo"].get("verdict")
+        stage["verdict"] = slo.get("verdict")

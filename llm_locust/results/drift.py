@@ -34,11 +34,11 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from statistics import NormalDist
-from typing import Any
 
 import numpy as np
 
 from llm_locust.results.confidence import LEVEL
+from llm_locust.results.series_model import DriftBlock, DriftSeries, DriftVerdict, WindowRow
 
 __all__ = [
     "DRIFT_SERIES",
@@ -128,60 +128,61 @@ def _lag1(resid: np.ndarray) -> float:
     return float(resid[1:] @ resid[:-1]) / denom
 
 
-def drift_verdict(windows: Sequence[dict[str, Any]], window_s: float) -> dict[str, Any]:
-    """``{"verdict", "text", "series": {name: {...}}}`` over the full windows of a run."""
-    full = [w for w in windows if w["end_s"] - w["start_s"] >= window_s * 0.999]
-    mid = np.array([(w["start_s"] + w["end_s"]) / 2 for w in full], dtype=float)
-    series: dict[str, Any] = {}
+def drift_verdict(windows: Sequence[WindowRow], window_s: float) -> DriftBlock:
+    """The verdict, its text and each series' trend over the full windows of a run."""
+    full = [w for w in windows if w.end_s - w.start_s >= window_s * 0.999]
+    mid = np.array([w.mid_s for w in full], dtype=float)
+    series: dict[str, DriftSeries] = {}
     for name, (key, label, unit, floor) in DRIFT_SERIES.items():
-        if not any(w.get(key) is not None for w in full):
+        values = [w.number(key) for w in full]
+        if all(v is None for v in values):
             continue
-        y = np.array([np.nan if w.get(key) is None else w[key] for w in full], dtype=float)
+        y = np.array([np.nan if v is None else v for v in values], dtype=float)
         series[name] = _judge(fit_trend(mid, y), label, unit, floor)
-    drifting = [s for s in series.values() if s["verdict"] == "drifting"]
-    unsure = [s for s in series.values() if s["verdict"] == "inconclusive"]
-    judged = [s for s in series.values() if s["verdict"] != "insufficient"]
+    drifting = [s for s in series.values() if s.verdict is DriftVerdict.DRIFTING]
+    unsure = [s for s in series.values() if s.verdict is DriftVerdict.INCONCLUSIVE]
+    judged = [s for s in series.values() if s.verdict.judged]
     if drifting:
-        verdict, text = "drifting", "drifting: " + "; ".join(s["text"] for s in drifting)
+        verdict, text = DriftVerdict.DRIFTING, "drifting: " + "; ".join(s.text for s in drifting)
     elif unsure:
         verdict, text = (
-            "inconclusive",
-            "inconclusive (too noisy or short to rule out drift): " + "; ".join(s["text"] for s in unsure),
+            DriftVerdict.INCONCLUSIVE,
+            "inconclusive (too noisy or short to rule out drift): " + "; ".join(s.text for s in unsure),
         )
     elif judged:
-        verdict, text = "stable", "stable: " + "; ".join(s["text"] for s in judged)
+        verdict, text = DriftVerdict.STABLE, "stable: " + "; ".join(s.text for s in judged)
     else:
-        verdict = "insufficient"
+        verdict = DriftVerdict.INSUFFICIENT
         need = f"{MIN_WINDOWS} full {window_s:g} s windows over {MIN_SPAN_S:g} s"
         text = f"too short to judge drift (needs {need})"
-    return {"verdict": verdict, "text": text, "window_s": window_s, "per_s": PER_S, "series": series}
+    return DriftBlock(verdict=verdict, text=text, window_s=window_s, per_s=PER_S, series=series)
 
 
-def _judge(trend: Trend | None, label: str, unit: str, floor: float) -> dict[str, Any]:
+def _judge(trend: Trend | None, label: str, unit: str, floor: float) -> DriftSeries:
     if trend is None:
-        return {"verdict": "insufficient", "text": f"{label}: not enough windows", "slope": None}
+        return DriftSeries(verdict=DriftVerdict.INSUFFICIENT, text=f"{label}: not enough windows", slope=None)
     # the smallest material slope: a change of max(10 % of the level, floor) over the span
     material = max(MIN_RELATIVE_CHANGE * abs(trend.level), floor) / max(trend.span_s, 1e-9) * PER_S
     if (trend.lower > 0 or trend.upper < 0) and abs(trend.slope) >= material:
-        verdict = "drifting"
+        verdict = DriftVerdict.DRIFTING
     elif -material < trend.lower and trend.upper < material:
-        verdict = "stable"
+        verdict = DriftVerdict.STABLE
     else:
-        verdict = "inconclusive"
-    return {
-        "verdict": verdict,
-        "slope": trend.slope,
-        "lower": trend.lower,
-        "upper": trend.upper,
-        "windows": trend.n,
-        "effective_windows": round(trend.n_eff, 1),
-        "median": trend.level,
-        "change_over_run": trend.change,
-        "material_slope": material,
-        "unit": unit,
-        "text": f"{label} {_fmt(trend.slope, unit)} per 10 min "
+        verdict = DriftVerdict.INCONCLUSIVE
+    return DriftSeries(
+        verdict=verdict,
+        slope=trend.slope,
+        lower=trend.lower,
+        upper=trend.upper,
+        windows=trend.n,
+        effective_windows=round(trend.n_eff, 1),
+        median=trend.level,
+        change_over_run=trend.change,
+        material_slope=material,
+        unit=unit,
+        text=f"{label} {_fmt(trend.slope, unit)} per 10 min "
         f"(95 % CI {_fmt(trend.lower, unit)} … {_fmt(trend.upper, unit)})",
-    }
+    )
 
 
 def _fmt(value: float, unit: str) -> str:
@@ -192,16 +193,16 @@ def _fmt(value: float, unit: str) -> str:
     return f"{value:+.2f}"
 
 
-_ORDER = ("drifting", "inconclusive", "stable", "insufficient")
+_ORDER = tuple(DriftVerdict)  # worst first
 
 
-def combine_verdicts(parts: Sequence[tuple[str, dict[str, Any]]]) -> dict[str, Any]:
+def combine_verdicts(parts: Sequence[tuple[str, DriftBlock]]) -> DriftBlock:
     """The run's verdict from per-stage verdicts ``(label, drift)``: the worst of them.
 
     A ramp's stages are different load levels, so drift is judged within each stage, never
     across them (latency rising from one level to the next is the ramp, not a drift)."""
     if not parts:
-        return {"verdict": "insufficient", "text": "no stage to judge", "stages": []}
-    worst = min((d["verdict"] for _, d in parts), key=_ORDER.index)
-    text = "; ".join(f"{label}: {d['text']}" for label, d in parts if d["verdict"] == worst)
-    return {"verdict": worst, "text": f"{worst} (per stage) {text}", "stages": [d for _, d in parts]}
+        return DriftBlock(verdict=DriftVerdict.INSUFFICIENT, text="no stage to judge", stages=[])
+    worst = min((d.verdict for _, d in parts), key=_ORDER.index)
+    text = "; ".join(f"{label}: {d.text}" for label, d in parts if d.verdict is worst)
+    return DriftBlock(verdict=worst, text=f"{worst.value} (per stage) {text}", stages=[d for _, d in parts])

@@ -243,8 +243,8 @@ def nothing_recorded(summary: RunSummary) -> bool:
 def nothing_recorded_line(summary: RunSummary) -> str:
     """:data:`NOTHING_RECORDED`, with what a master knows of why: the workers Locust counted
     missing (no heartbeat for 3 s: a worker stopped, or starved of CPU on a busy host)."""
-    missing = summary.config.get("workers_missing")
-    if not (isinstance(missing, list) and missing):
+    missing = summary.config.workers_missing
+    if not missing:
         return NOTHING_RECORDED
     return (
         f"{NOTHING_RECORDED}: the master counted {len(missing)} worker(s) missing (no heartbeat for "
@@ -264,11 +264,9 @@ def warnings(summary: RunSummary) -> list[str]:
         )
     if summary.client_saturated:
         out.append(summary.client_saturated)
-    config = summary.config
-    peak = config.get("client_cpu_peak_percent")
-    if config.get("client_cpu_saturated"):
+    if summary.config.client_cpu_saturated:
         out.append(
-            f"the load generator's CPU saturated (peak {peak if isinstance(peak, int | float) else 0:.0f}%): "
+            f"the load generator's CPU saturated (peak {summary.config.client_cpu_peak_percent or 0:.0f}%): "
             "token timestamps may be late; add workers"
         )
     return out

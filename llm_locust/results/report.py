@@ -82,7 +82,7 @@ def master_lines(summary: RunSummary) -> list[str]:
     master = summary.master
     if not master:
         return []
-    start = summary.config.get("start_time")
+    start = summary.config.start_time
     stopped = [
         f"worker {s.index} ({s.worker}) stopped its load early"
         + (
@@ -120,9 +120,8 @@ def end_of_run_text(summary: RunSummary, paths: str | None = None) -> str:
     lines += master_lines(summary)
     if summary.stages:
         lines += [format_stage_table(summary.stages), LEGEND, *stage_cache_lines(summary.stages)]
-    drift = summary.drift or {}
-    if drift.get("verdict") in ("drifting", "stable", "inconclusive"):
-        lines.append(f"soak: {drift['text']}")
+    if summary.drift is not None and summary.drift.verdict.judged:
+        lines.append(f"soak: {summary.drift.text}")
     lines += capacity_lines(summary)
     lines.append(exclusions_line(summary))
     lines.append(format_table(summary))

@@ -19,13 +19,13 @@ Pure module.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 import numpy as np
 
 from llm_locust.results.confidence import verdict
 from llm_locust.results.drift import MIN_SPAN_S, MIN_WINDOWS, fit_trend
-from llm_locust.results.server_series import counter_increase, series_values, source_names
+from llm_locust.results.series_model import WindowRow
+from llm_locust.results.server_series import Point, counter_increase, series_values, source_names
 from llm_locust.results.slo import SeriesJudge, SloLine, SloLineResult, statistic
 
 __all__ = ["drift_key", "series_judge"]
@@ -42,8 +42,8 @@ def drift_key(metric: str) -> tuple[str, float]:
 
 
 def series_judge(
-    server: Sequence[dict[str, Any]] | None,
-    windows: Sequence[dict[str, Any]] | None,
+    server: Sequence[Point] | None,
+    windows: Sequence[WindowRow] | None,
     t0: float,
     start: float,
     end: float,
@@ -57,16 +57,16 @@ def series_judge(
         inside = [
             w
             for w in windows or ()
-            if t0 + w["start_s"] >= start - 1e-6
-            and t0 + w["end_s"] <= end + 1e-6
-            and w["end_s"] - w["start_s"] >= window_s * 0.999
+            if t0 + w.start_s >= start - 1e-6
+            and t0 + w.end_s <= end + 1e-6
+            and w.end_s - w.start_s >= window_s * 0.999
         ]
         return _drift_line(line, inside)
 
     return judge
 
 
-def _server_line(line: SloLine, server: Sequence[dict[str, Any]], start: float, end: float) -> SloLineResult:
+def _server_line(line: SloLine, server: Sequence[Point], start: float, end: float) -> SloLineResult:
     scrapes = [p for p in server if start <= p["t"] <= end]
     if line.metric == "preemptions":
         measured = counter_increase(server, "preemptions", start, end)
@@ -88,10 +88,10 @@ def _server_line(line: SloLine, server: Sequence[dict[str, Any]], start: float, 
     )
 
 
-def _drift_line(line: SloLine, windows: Sequence[dict[str, Any]]) -> SloLineResult:
+def _drift_line(line: SloLine, windows: Sequence[WindowRow]) -> SloLineResult:
     key, factor = drift_key(line.metric)
-    mid = np.array([(w["start_s"] + w["end_s"]) / 2 for w in windows], dtype=float)
-    y = np.array([np.nan if w.get(key) is None else w[key] * factor for w in windows], dtype=float)
+    mid = np.array([w.mid_s for w in windows], dtype=float)
+    y = np.array([np.nan if (v := w.number(key)) is None else v * factor for w in windows], dtype=float)
     trend = fit_trend(mid, y)
     if trend is None:
         why = f"needs {MIN_WINDOWS} full windows with a value over at least {MIN_SPAN_S:g} s"

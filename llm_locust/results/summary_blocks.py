@@ -18,6 +18,7 @@ __all__ = [
     "BurstsBlock",
     "ClientBlock",
     "Concurrency",
+    "ConfigBlock",
     "DemandBlock",
     "Excluded",
     "ItlPrecision",
@@ -41,6 +42,11 @@ class Block(BaseModel):
     """A block of the summary: keys it does not name are kept as they were."""
 
     model_config = ConfigDict(extra="allow", use_enum_values=False)
+
+    def to_json(self) -> JsonObject:
+        """The block as the file writes it: the keys it was given (and those it keeps), as JSON."""
+        out: JsonObject = self.model_dump(mode="json", exclude_unset=True)
+        return out
 
 
 class SloLine(Block):
@@ -259,3 +265,35 @@ class BurstsBlock(Block):
     max_queue_drain_s: float | None = None
     max_drain_s: float | None = None
     per_wave: list[JsonObject] = Field(default_factory=list)
+
+
+class ConfigBlock(Block):
+    """``config``: what was run (no secrets): the target, the client's peak CPU, when the test
+    started and stopped, the workload and load model as described, and ``options`` (the run's
+    options as given, :func:`~llm_locust.results.finalize.options_block`). A distributed run
+    adds the workers missing or without a final batch; other keys are kept as written."""
+
+    llm_locust_version: str | None = None
+    target: str | None = None
+    model: str | None = None
+    endpoint: str | None = None
+    role: str | None = None
+    peak_users: int | None = None
+    client_cpu_peak_percent: float | None = None
+    client_cpu_saturated: bool | None = None
+    start_time: float | None = None
+    stop_time: float | None = None
+    plan_t0: float | None = None
+    workers_without_final_batch: list[str] | None = None
+    workers_missing: list[str] | None = None
+    max_model_len: int | None = None
+    preflight_sent: JsonValue = None
+    workload: JsonValue = None
+    load_model: JsonValue = None
+    time_scale: JsonObject | None = None
+    options: JsonObject = Field(default_factory=dict)
+    gpus: float | None = None
+
+    def option(self, name: str) -> JsonValue:
+        """The run's option ``name`` as recorded (``None``: not recorded)."""
+        return self.options.get(name)

@@ -14,8 +14,9 @@ reads what ``p95_ttft_ms`` holds. The schema names the flat keys by pattern
 (``patternProperties``).
 
 The ``search`` block is :class:`~llm_locust.results.search_model.SearchResult` (the model
-``search.json`` and ``capacity.json`` use). A block not typed here yet (``config``,
-``windows``, ``drift``...) is a JSON value (:data:`JsonObject`): typed, never ``Any``. Keys a
+``search.json`` and ``capacity.json`` use); ``windows`` and ``drift`` are those of
+:mod:`llm_locust.results.series_model`, ``config`` is :class:`ConfigBlock`. A block not typed
+here yet is a JSON value (:data:`JsonObject`): typed, never ``Any``. Keys a
 model does not name are kept as they were (``extra="allow"``), so no number a run wrote is
 ever lost when read back.
 
@@ -52,12 +53,14 @@ from llm_locust.results.latency_keys import (
     latency_name,
 )
 from llm_locust.results.search_model import SearchResult
+from llm_locust.results.series_model import DriftBlock, WindowRow
 from llm_locust.results.session_model import SessionsBlock
 from llm_locust.results.summary_blocks import (
     Block,
     BurstsBlock,
     ClientBlock,
     Concurrency,
+    ConfigBlock,
     DemandBlock,
     Excluded,
     ItlPrecision,
@@ -248,7 +251,7 @@ class StageRow(Stats):
     slo: Slo | None = None
     verdict: Verdict | None = None
     client: ClientBlock | None = None
-    drift: JsonObject | None = None
+    drift: DriftBlock | None = None
 
 
 class ReplicaRow(Stats):
@@ -288,12 +291,12 @@ class RunSummary(Stats):
     interrupted: bool = False
     interrupted_by: str | None = None
     drain: JsonObject | None = None
-    config: JsonObject = Field(default_factory=dict)
+    config: ConfigBlock = Field(default_factory=ConfigBlock)
     error_messages: dict[str, list[list[JsonValue]]] = Field(default_factory=dict)
     waits: dict[str, Wait] = Field(default_factory=dict)
     window_s: float | None = None
-    windows: list[JsonObject] | None = None
-    drift: JsonObject | None = None
+    windows: list[WindowRow] | None = None
+    drift: DriftBlock | None = None
     errors_by_class: dict[str, int] | None = None
     rebuilt: JsonObject | None = None
     rejudged: JsonObject | None = None

@@ -30,8 +30,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from llm_locust.config.jsontypes import JsonObject
-from llm_locust.results.summary_blocks import PrefixCacheBlock
+from llm_locust.results.summary_blocks import ConfigBlock, PrefixCacheBlock
 from llm_locust.results.summary_model import RunSummary, StageRow, Stats
 
 __all__ = ["stage_cache_lines", "traffic_lines"]
@@ -89,9 +88,9 @@ def traffic_lines(summary: RunSummary) -> list[str]:
     return lines
 
 
-def _trace_hit_ceiling(config: JsonObject) -> float | None:
+def _trace_hit_ceiling(config: ConfigBlock) -> float | None:
     """The replayed trace's prefix-reuse ceiling (``config.load_model.trace.prefix_reuse``), if any."""
-    model = config.get("load_model")
+    model = config.load_model
     trace = model.get("trace") if isinstance(model, dict) else None
     reuse = trace.get("prefix_reuse") if isinstance(trace, dict) else None
     ceiling = reuse.get("hit_ceiling") if isinstance(reuse, dict) else None

@@ -27,7 +27,6 @@ import csv
 import io
 import math
 from collections.abc import Sequence
-from typing import Any
 
 import numpy as np
 
@@ -35,6 +34,7 @@ from llm_locust.config.jsontypes import JsonObject, JsonValue
 from llm_locust.load.stages import parse_duration
 from llm_locust.record import NOT_FAILED, OK
 from llm_locust.results.inclusion import Coverage
+from llm_locust.results.series_model import WindowRow
 from llm_locust.results.server_series import GAUGES, Point, counter_increase
 from llm_locust.results.timeline import Timeline, binned_overlap, binned_sum
 
@@ -77,7 +77,7 @@ def window_series(
     t_end: float,
     window_s: float | None = None,
     server: Sequence[dict[str, float]] | None = None,
-) -> list[JsonObject]:
+) -> list[WindowRow]:
     """The windows of ``[t0, t_end]`` (wall clock); ``server`` is the per-scrape series of
     :func:`llm_locust.results.server_series.gauge_series` (``None``: no server metrics)."""
     span = max(t_end - t0, 0.0)
@@ -106,7 +106,7 @@ def window_series(
         )
         if server is not None:
             entry.update(_server_in(server, lo, hi))
-        out.append(entry)
+        out.append(WindowRow.model_validate(entry))
     return out
 
 
@@ -143,14 +143,15 @@ def _server_in(server: Sequence[Point], lo: float, hi: float) -> JsonObject:
     return out
 
 
-def windows_csv(windows: Sequence[dict[str, Any]]) -> str:
+def windows_csv(windows: Sequence[WindowRow]) -> str:
     """The windows as CSV: one row per window, one ``requests_<outcome>`` column per outcome."""
-    outcomes = sorted({k for w in windows for k in w.get("requests", {})})
-    scalar = [k for k in (windows[0] if windows else {}) if k != "requests"]
+    outcomes = sorted({k for w in windows for k in w.requests})
+    rows = [w.to_json() for w in windows]
+    scalar = [k for k in (rows[0] if rows else {}) if k != "requests"]
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow([*scalar, *(f"requests_{k}" for k in outcomes)])
-    for w in windows:
-        row = ["" if w.get(k) is None else w[k] for k in scalar]
-        writer.writerow([*row, *(w["requests"].get(k, 0) for k in outcomes)])
+    for w, row in zip(windows, rows, strict=True):
+        cells = ["" if row.get(k) is None else row[k] for k in scalar]
+        writer.writerow([*cells, *(w.requests.get(k, 0) for k in outcomes)])
     return buffer.getvalue()

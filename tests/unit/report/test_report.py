@@ -105,9 +105,9 @@ def test_time_charts_hold_the_windows(tmp_path: Path) -> None:
     run = load_run(_folder(tmp_path, "a"))
     tokens = timecharts.tokens_over_time([run])
     assert [v for _, v in tokens["series"][0]["data"]] == [
-        pytest.approx(w["output_tokens_per_s"], abs=1e-3) for w in run.windows
+        pytest.approx(w.output_tokens_per_s, abs=1e-3) for w in run.windows
     ]
-    total = sum(w["output_tokens_per_s"] * (w["end_s"] - w["start_s"]) for w in run.windows)
+    total = sum(w.output_tokens_per_s * (w.end_s - w.start_s) for w in run.windows)
     assert total == pytest.approx(sum(r["completion_tokens"] or 0 for r in _rows(1.0, 1)), rel=1e-6)
     lines = tokens["series"][0]["markLine"]["data"]
     assert [line["xAxis"] for line in lines] == [0.0, 60.0] and lines[1]["name"] == "users=16"

@@ -101,12 +101,12 @@ def test_past_the_limit_chunks_are_binned_and_the_windows_stay_within_the_edge_t
     b = window_series(binned, T0, T0 + 61.0, 5.0)
     times, weights = exact.chunk_times()
     for wa, wb in zip(a, b, strict=True):
-        lo, hi = T0 + wa["start_s"], T0 + wa["end_s"]
+        lo, hi = T0 + wa.start_s, T0 + wa.end_s
         near = np.abs(times - lo) < arrivals.BIN_S
         near |= np.abs(times - hi) < arrivals.BIN_S
         allowed = weights[near].sum() / max(hi - lo, 1e-9)
-        assert abs(wa["output_tokens_per_s"] - wb["output_tokens_per_s"]) <= allowed + 1e-9
-        assert {k: v for k, v in wa.items() if k != "output_tokens_per_s"} == {
-            k: v for k, v in wb.items() if k != "output_tokens_per_s"
+        assert abs(wa.output_tokens_per_s - wb.output_tokens_per_s) <= allowed + 1e-9
+        assert {k: v for k, v in wa.to_json().items() if k != "output_tokens_per_s"} == {
+            k: v for k, v in wb.to_json().items() if k != "output_tokens_per_s"
         }
     assert max_output_tokens_per_s(binned) == pytest.approx(max_output_tokens_per_s(exact), rel=0.02)

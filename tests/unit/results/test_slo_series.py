@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from llm_locust.results.series_model import WindowRow
 from llm_locust.results.slo import evaluate, parse_slo
 from llm_locust.results.slo_series import series_judge
 
@@ -80,7 +81,7 @@ def test_without_server_metrics_a_server_term_is_not_shown_to_hold() -> None:
 
 def test_drift_terms_judged_from_windows() -> None:
     windows = [
-        {"start_s": i * 30.0, "end_s": (i + 1) * 30.0, "p95_ttft_ms": 300.0 + 4.0 * i} for i in range(40)
+        WindowRow(start_s=i * 30.0, end_s=(i + 1) * 30.0, p95_ttft_ms=300.0 + 4.0 * i) for i in range(40)
     ]
     # +4 ms per 30 s window = +80 ms per 10 min
     judge = series_judge(None, windows, T0, T0, T0 + 1200, 30.0)
