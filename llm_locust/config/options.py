@@ -330,7 +330,7 @@ _RESULTS = (
         "results",
         "The target runs K times faster than the deployment it stands for (a simulator's --speedup; "
         "llm-locust capacity sets it): the run's files keep the measured wall clock and say so, its "
-        "report.html shows deployment time (latencies x K, rates / K) with a note",
+        "report.html and its search progress lines show deployment time (latencies x K, rates / K)",
         default=1.0,
         type="float",
         web_ui=False,

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Union
 
@@ -39,7 +39,7 @@ from llm_locust.config.slo_terms import parse_series_term
 from llm_locust.config.units import names_file, read_yaml
 from llm_locust.record import LATENCIES
 
-__all__ = ["SloFile", "SloLine", "SloSpec", "load_slo_file", "parse_slo", "scaled_slo"]
+__all__ = ["SloFile", "SloLine", "SloSpec", "load_slo_file", "parse_slo", "scaled_line", "scaled_slo"]
 
 _INTENDED_OK = ("ttft", "e2e")
 _LINE = re.compile(r"^\s*([A-Za-z0-9_.]+)\s*(<=|>=|==|<|>)\s*(.+?)\s*$")
@@ -213,13 +213,17 @@ def _first_problem(exc: ValidationError) -> str:
     return f"{where}: {err['msg']}"
 
 
+def scaled_line(line: SloLine, k: float) -> SloLine:
+    """``line`` with its threshold divided by ``k``, to the 6 significant digits its text says
+    (a success ratio unchanged): the line of a target ``k`` times faster (``1 / k``: the line of
+    the deployment a ``k`` times faster target stands for)."""
+    if line.metric == "success":
+        return line
+    value = f"{line.threshold / k:.6g}"
+    return replace(line, threshold=float(value), text=f"{line.name}{line.op}{value}s")
+
+
 def scaled_slo(spec: SloSpec, k: float) -> str:
     """The SLO with every latency threshold divided by ``k`` (the success ratio unchanged): the
     SLO a simulator running ``k`` times faster than the deployment it models is judged by."""
-    parts = []
-    for line in spec.lines:
-        if line.metric == "success":
-            parts.append(line.text)
-        else:
-            parts.append(f"{line.name}{line.op}{line.threshold / k:.6g}s")
-    return ",".join(parts)
+    return ",".join(scaled_line(line, k).text for line in spec.lines)

@@ -43,14 +43,13 @@ from llm_locust.results.cost import (
     tokens_per_user,
 )
 from llm_locust.results.probe import show_value
-from llm_locust.results.search_result import deciders_text
-from llm_locust.results.timescale import capacity_time_scale, deployment_time, in_deployment_time
+from llm_locust.results.search_model import JudgedStep
+from llm_locust.results.search_result import deciders_text, withheld_text
+from llm_locust.results.timescale import capacity_time_scale, in_deployment_time
 
 __all__ = [
     "compare_plans",
-    "deployment_time",
     "format_comparison",
-    "in_deployment_time",
     "plan_fields",
     "plan_result",
 ]
@@ -63,9 +62,14 @@ def plan_result(plan: Plan, demand: Demand, search: dict[str, Any], time_scale: 
 
 def _plan_row(plan: Plan, demand: Demand, search: dict[str, Any], time_scale: float) -> dict[str, Any]:
     rate = search.get("kind") == "rate"
-    steps = [in_deployment_time(p, time_scale, rate) for p in search.get("steps") or ()]
+    steps: list[dict[str, Any]] = [
+        in_deployment_time(JudgedStep.model_validate(p), time_scale, rate).to_json()
+        for p in search.get("steps") or ()
+    ]
     by_index = {p["index"]: p for p in steps}
     withheld = search.get("withheld")
+    if withheld and steps:  # its reason, in deployment time
+        withheld = withheld_text(steps)
     best = None if withheld else by_index.get((search.get("highest_pass") or {}).get("index"))
     upper = by_index.get((search.get("upper") or {}).get("index"))
     passes = [p for p in steps if p["verdict"] == "pass" and (upper is None or p["level"] < upper["level"])]
@@ -146,17 +150,17 @@ def _shown_short(demand: Demand, steps: list[dict[str, Any]], by_level: bool) ->
 
 
 def _search_block(search: dict[str, Any], k: float) -> dict[str, Any]:
-    """The search's kind, capacity (a rate search's / ``k``) and why it stopped, in deployment time."""
+    """The search's kind, capacity (a rate search's / ``k``) and why it stopped (a text with no
+    time in it: :data:`llm_locust.load.search.STOP_REASONS`), in deployment time."""
     capacity = search.get("capacity")
     if capacity is not None and search.get("kind") == "rate":
         capacity = capacity / k
-    stop = search.get("stop")
     return {
         "kind": search.get("kind"),
         "capacity": capacity,
         "stop_reason": search.get("stop_reason"),
         "settled_precision": search.get("settled_precision"),
-        "stop": deployment_time(stop, k) if isinstance(stop, str) else stop,
+        "stop": search.get("stop"),
     }
 
 

@@ -30,11 +30,11 @@ Pure module: no Locust, no network.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from enum import StrEnum
 from typing import Any
 
-from llm_locust.config.slo import SloLine, SloSpec
+from llm_locust.config.slo import SloLine, SloSpec, parse_slo
 from llm_locust.load.search import Verdict
 from llm_locust.results.confidence import min_samples, min_successes
 from llm_locust.results.saturation import saturated_reason
@@ -42,7 +42,9 @@ from llm_locust.results.saturation import saturated_reason
 __all__ = [
     "MAX_WINDOW_STEPS",
     "Invalidity",
+    "composed_reason",
     "extension_s",
+    "fail_text",
     "gate",
     "judge_step",
     "margin_key",
@@ -51,7 +53,10 @@ __all__ = [
     "short_of_samples",
     "show_value",
     "step_line",
+    "term_line",
+    "term_reason",
     "term_results",
+    "why_text",
 ]
 
 
@@ -88,7 +93,9 @@ def _margin(line: SloLine, value: float | None) -> float | None:
     return (line.threshold - value) / line.threshold if line.threshold > 0 else None
 
 
-def _why(line: SloLine, n: int, interval: tuple[float | None, float | None]) -> str:
+def why_text(line: SloLine, n: int, interval: Sequence[float | None]) -> str:
+    """Why ``line`` is undecided from ``n`` values whose 95 % interval is ``interval``, in the
+    time scale of ``line``'s threshold and of ``interval`` (composed from the exact values)."""
     lo, hi = interval
     if line.metric == "success":
         if lo is None:
@@ -120,7 +127,11 @@ def term_results(spec: SloSpec, slo_json: dict[str, Any]) -> list[dict[str, Any]
         interval = (judged["interval"][0], judged["interval"][1])
         term = judged["verdict"]
         note = judged.get("note") or ""
-        why = (f"{line.name}: {note}" if note else _why(line, n, interval)) if term == "inconclusive" else ""
+        why = (
+            (f"{line.name}: {note}" if note else why_text(line, n, interval))
+            if term == "inconclusive"
+            else ""
+        )
         out.append(
             {
                 "objective": line.text,
@@ -136,6 +147,53 @@ def term_results(spec: SloSpec, slo_json: dict[str, Any]) -> list[dict[str, Any]
             }
         )
     return out
+
+
+def term_line(term: Mapping[str, Any]) -> SloLine | None:
+    """The SLO line a term judged (from its objective's text; ``None``: not one that parses)."""
+    try:
+        return parse_slo([str(term.get("objective") or "")]).lines[0]
+    except ValueError:
+        return None
+
+
+def fail_text(term: Mapping[str, Any]) -> str:
+    """``e2e_p95 3.60 s misses e2e_p95<=3s``: a failing term, from its exact value."""
+    return f"{term['name']} {show_value(term['name'], term['value'])} misses {term['objective']}"
+
+
+def term_reason(verdict: str, terms: Sequence[Mapping[str, Any]]) -> str | None:
+    """The reason a step judged ``verdict`` takes from its SLO ``terms``: a failure's, the failing
+    term with the lowest margin (:func:`fail_text`); an inconclusive step's, its first undecided
+    term's why. ``None`` when no term gives it one (a pass; a step whose every request failed)."""
+    if verdict == Verdict.FAIL:
+        failing = [t for t in terms if t["verdict"] == Verdict.FAIL]
+        return fail_text(min(failing, key=margin_key)) if failing else None
+    if verdict == Verdict.INCONCLUSIVE:
+        return next((str(t["why"]) for t in terms if t["verdict"] == Verdict.INCONCLUSIVE), None)
+    return None
+
+
+def _too_few(reason: str) -> str:
+    return f"too few requests after {MAX_WINDOW_STEPS:g} step times ({reason})"
+
+
+def composed_reason(probe: Mapping[str, Any]) -> str:
+    """``probe``'s reason as :func:`judge_step` and :func:`gate` compose it, from its terms as they
+    are now (a step converted to another time scale: :mod:`llm_locust.results.timescale`). A
+    reason no SLO term is in is kept as written: every request failed, requests still in flight,
+    the level not applied, and the load generator's own health (its wall clock)."""
+    reason = str(probe.get("reason") or "")
+    terms = probe.get("terms") or ()
+    if probe["verdict"] == Verdict.INVALID:
+        if probe.get("invalidity") != Invalidity.SAMPLES:
+            return reason
+        inner = term_reason(probe.get("judged_as") or Verdict.INCONCLUSIVE, terms)
+        return reason if inner is None else _too_few(inner)
+    if probe["verdict"] == Verdict.FAIL and (probe.get("failed") or 0) and not (probe.get("completed") or 0):
+        return reason
+    composed = term_reason(probe["verdict"], terms)
+    return reason if composed is None else composed
 
 
 def needed_samples(term: dict[str, Any]) -> int:
@@ -210,15 +268,11 @@ def judge_step(
         most = max(errors.items(), key=lambda kv: kv[1], default=("error", failed))
         verdict_, reason = "fail", f"every request failed ({failed}; most often {most[0]} x{most[1]})"
     elif "fail" in verdicts:
-        broke = min((t for t in terms if t["verdict"] == "fail"), key=margin_key)
-        verdict_, reason = (
-            "fail",
-            f"{broke['name']} {show_value(broke['name'], broke['value'])} misses {broke['objective']}",
-        )
+        verdict_, reason = "fail", term_reason(Verdict.FAIL, terms) or ""
     elif all(v == "pass" for v in verdicts):
         verdict_, reason = "pass", ""
     else:
-        verdict_, reason = "inconclusive", next(t["why"] for t in terms if t["verdict"] == "inconclusive")
+        verdict_, reason = "inconclusive", term_reason(Verdict.INCONCLUSIVE, terms) or ""
     if unsettled and verdict_ == "pass":
         verdict_ = "inconclusive"
         reason = f"{unsettled} requests of the step were still in flight when it was judged"
@@ -269,7 +323,7 @@ def gate(probe: dict[str, Any], client: Mapping[str, Any] | None, step_time_s: f
         out["reason"] = saturated_reason(client)
     elif short_of_samples(out) and sample_extension_s(out, step_time_s) is None:
         out.update(judged_as=out["verdict"], verdict=Verdict.INVALID, invalidity=Invalidity.SAMPLES)
-        out["reason"] = f"too few requests after {MAX_WINDOW_STEPS:g} step times ({out['reason']})"
+        out["reason"] = _too_few(out["reason"])
     return out
 
 

@@ -164,7 +164,7 @@ def _late(block: Mapping[str, Any]) -> str:
 
 
 #: Opens the part of a reason that is the load generator's own wall clock (never scaled to a
-#: simulator's deployment time: :func:`llm_locust.results.timescale.deployment_time`).
+#: simulator's deployment time: :mod:`llm_locust.results.timescale` keeps it as measured).
 WALL_CLOCK = "(loop up to "
 
 

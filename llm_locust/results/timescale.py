@@ -6,9 +6,17 @@ every rate ``k`` times higher, while concurrency, counts, token lengths and rati
 So the conversion is by name: a number under a key ending in ``_ms`` or ``_s`` (a latency or a
 duration) is multiplied by ``k``; a rate (``*_throughput``, ``*_per_s``, ``*_rps``, ``arrival_rate``,
 the level of a rate search) divided by it; an SLO term's value, threshold and interval (all but
-``success``) multiplied; texts (``reason``, ``why``, ``stop``, an ``objective``) have their
-latencies rewritten (:func:`deployment_time`). Absolute times (``*_time``, epoch seconds) are
-dates, not durations, and stay as they are.
+``success``) multiplied. Absolute times (``*_time``, epoch seconds) are dates, not durations,
+and stay as they are.
+
+Texts are never rescaled: a text with a latency in it is composed again from the converted
+numbers, so no number is rounded and then scaled (3.245 s is 32.45 s, not "3.25 s" x 10). A
+search (:func:`search_in_deployment_time`) and its steps (:func:`in_deployment_time`) are
+converted as typed models: each step's terms, reason, the withheld answer and the sentence
+composed from the exact values; an SLO line's text (``objective``) is the deployment's line
+(:func:`llm_locust.config.slo.scaled_line`). The other texts of a summary carry no latency (a
+shortfall is a count, a stop reason a fixed sentence), and the load generator's own health
+(its event-loop lag) is its wall clock, as measured: they stay as written.
 
 One scale per file (issue 22): ``capacity.json`` is all deployment time and says so in its
 ``time_scale`` block; a plan folder's own files (``summary.json``, ``requests.jsonl``) stay the
@@ -20,20 +28,27 @@ Pure module: no Locust, no network.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypeVar
 
-from llm_locust.results.saturation import WALL_CLOCK as SATURATION_WALL_CLOCK
+from pydantic import BaseModel
+
+from llm_locust.config.slo import parse_slo, scaled_line
+from llm_locust.load.search import Verdict
+from llm_locust.load.stages import StageKind
+from llm_locust.results.probe import composed_reason, term_line, why_text
+from llm_locust.results.search_model import JudgedStep, SearchResult, SloTerm
+from llm_locust.results.search_result import search_sentence, withheld_text
 
 __all__ = [
     "capacity_time_scale",
     "deployment_row",
     "deployment_summary",
-    "deployment_time",
     "in_deployment_time",
     "scaled",
+    "search_in_deployment_time",
     "speedup_of",
+    "term_in_deployment_time",
 ]
 
 _RATE_KEYS = frozenset(
@@ -52,7 +67,6 @@ _RATE_KEYS = frozenset(
 _RATE_ENDINGS = ("_throughput", "_per_s", "_rps")
 _DURATION_KEYS = frozenset({"duration", "mean_e2e", "seconds", "test_seconds"})
 _KEEP = frozenset({"per_s"})  # a drift slope: a latency per second of run, the same in both clocks
-_TEXT_KEYS = frozenset({"reason", "why", "stop", "objective"})
 _EPOCH_KEYS = frozenset({"start", "end", "t0", "plan_t0", "t"})
 _EPOCH = 1e9  # seconds since 1970: a date (2001 on), never a duration
 _TIMED = ("ttft", "tpot", "itl", "e2e")  # SLO terms whose values are latencies
@@ -65,41 +79,14 @@ _ROW_SECONDS = (
     *("time_to_first_tool_call", "time_to_tool_args_complete"),
 )
 
-_SHOWN = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?) (s|ms)\b")  # "2.80 s", "850 ms" (show_value)
-_THRESHOLD = re.compile(r"([<>]=?)(\d+(?:\.\d+)?)(s|ms)\b")  # "e2e_p95<=3s" (an SLO line)
 
-
-#: A step's invalid reason opens the client's own health with one of these; what it says in
-#: parentheses (event-loop lag) is the load generator's wall clock, never scaled (the second is
-#: the reason's wording before 2026-12-02, in results written then).
-WALL_CLOCKS = (SATURATION_WALL_CLOCK, "client saturated (")
-
-
-def deployment_time(message: str, k: float) -> str:
-    """A line of a run at ``k`` x real time with its latencies (``2.80 s``, ``<=3s``) in
-    deployment time (x ``k``); counts and percentages are left as they are, and so is the load
-    generator's own health (:data:`WALL_CLOCKS` up to its closing parenthesis)."""
-    if k == 1:
-        return message
-    found = [(at, mark) for mark in WALL_CLOCKS if (at := message.find(mark)) >= 0]
-    if found:
-        at, mark = min(found)
-        depth, end = 0, len(message)
-        for i in range(at + mark.index("("), len(message)):
-            depth += {"(": 1, ")": -1}.get(message[i], 0)
-            if depth == 0:
-                end = i + 1
-                break
-        return _scaled(message[:at], k) + message[at:end] + deployment_time(message[end:], k)
-    return _scaled(message, k)
-
-
-def _scaled(message: str, k: float) -> str:
-    def seconds(value: str, unit: str) -> float:
-        return float(value) * k / (1000.0 if unit == "ms" else 1.0)
-
-    message = _SHOWN.sub(lambda m: f"{seconds(m[1], m[2]):.2f} s", message)
-    return _THRESHOLD.sub(lambda m: f"{m[1]}{seconds(m[2], m[3]):g}s", message)
+def _objective(text: str, k: float) -> str:
+    """An SLO line's text in deployment time: the deployment's line (its threshold x ``k``)."""
+    try:
+        line = parse_slo([text]).lines[0]
+    except ValueError:  # a server gauge's or drift's line: no latency in it
+        return text
+    return text if line.kind != "request" else scaled_line(line, 1 / k).text
 
 
 def _is_rate(key: str) -> bool:
@@ -144,8 +131,8 @@ def scaled(data: Mapping[str, Any], k: float, origin: float | None = None) -> di
             out[key] = [
                 scaled(v, k, origin) if isinstance(v, Mapping) else _number(key, v, k, origin) for v in value
             ]
-        elif key in _TEXT_KEYS and isinstance(value, str):
-            out[key] = deployment_time(value, k)
+        elif key == "objective" and isinstance(value, str):
+            out[key] = _objective(value, k)
         else:
             out[key] = _number(key, value, k, origin)
     if "threshold" in data and "name" in data:
@@ -156,14 +143,112 @@ def scaled(data: Mapping[str, Any], k: float, origin: float | None = None) -> di
     return out
 
 
-def in_deployment_time(probe: Mapping[str, Any], k: float, rate: bool = False) -> dict[str, Any]:
-    """A search step's numbers in deployment time, for a simulator that ran ``k`` times faster
-    (``rate``: the step of a rate search, whose level is a rate)."""
-    out = scaled(probe, k) if k != 1 else dict(probe)
-    if rate and k != 1 and out.get("level") is not None:
-        out["level"] = out["level"] / k
-        out["label"] = f"rate={out['level']:g}"
-    return out
+_M = TypeVar("_M", bound=BaseModel)
+
+
+def _changed(model: _M, **values: Any) -> _M:
+    """``model`` with ``values`` for the fields it was built with (a key it never had stays out)."""
+    return model.model_copy(update={k: v for k, v in values.items() if k in model.model_fields_set})
+
+
+def _times(value: float | None, k: float) -> float | None:
+    return None if value is None else value * k
+
+
+def term_in_deployment_time(term: SloTerm, k: float) -> SloTerm:
+    """An SLO term of a step measured ``k`` times faster, in deployment time: a latency line's
+    value, threshold and interval x ``k``, its objective the deployment's line, and its why
+    composed again from those exact values (never a rounded number scaled); a success ratio
+    and the margin (a fraction of the threshold) have no time in them."""
+    line = term_line(term.to_json())
+    if k == 1 or line is None or line.metric == "success":
+        return term
+    real = scaled_line(line, 1 / k)
+    interval = [_times(v, k) for v in term.interval]
+    why = why_text(real, term.n, interval) if term.verdict == Verdict.INCONCLUSIVE and term.why else term.why
+    return _changed(
+        term,
+        objective=real.text,
+        threshold=real.threshold,
+        value=_times(term.value, k),
+        interval=interval,
+        why=why,
+    )
+
+
+def in_deployment_time(step: JudgedStep, k: float, rate: bool = False) -> JudgedStep:
+    """A search step measured against a simulator ``k`` times faster, in deployment time
+    (``rate``: the step of a rate search, whose level is a rate): latencies and durations x
+    ``k``, rates / ``k``, its terms converted and its reason composed again from them
+    (:func:`~llm_locust.results.probe.composed_reason`); its client's health as measured."""
+    if k == 1:
+        return step
+    terms = [term_in_deployment_time(t, k) for t in step.terms]
+    facts = step.level_facts
+    out = _changed(
+        step,
+        terms=terms,
+        window_s=_times(step.window_s, k),
+        median_tpot_ms=_times(step.median_tpot_ms, k),
+        p95_ttft_ms=_times(step.p95_ttft_ms, k),
+        p95_e2el_ms=_times(step.p95_e2el_ms, k),
+        request_throughput=step.request_throughput / k,
+        output_throughput=step.output_throughput / k,
+        goodput_rps=step.goodput_rps / k,
+        goodput_output_tokens_per_s=step.goodput_output_tokens_per_s / k,
+        arrival_rate=None if step.arrival_rate is None else step.arrival_rate / k,
+        level_facts=None
+        if facts is None
+        else _changed(
+            facts,
+            target_reached_s=_times(facts.target_reached_s, k),
+            time_at_target_s=_times(facts.time_at_target_s, k),
+        ),
+    )
+    if rate:
+        out = _changed(out, level=step.level / k, label=f"rate={step.level / k:g}")
+    return _changed(out, reason=composed_reason(out.model_dump()))
+
+
+def search_in_deployment_time(search: SearchResult, k: float) -> SearchResult:
+    """A search against a simulator ``k`` times faster, in deployment time: its steps converted
+    (:func:`in_deployment_time`), a rate search's levels, bounds, capacity and demand / ``k``, its
+    step time x ``k``, the withheld answer and the sentence composed again from the converted steps."""
+    if k == 1:
+        return search
+    rate = search.kind is StageKind.RATE
+    steps = [in_deployment_time(s, k, rate) for s in search.steps]
+    by_index = {s.index: s for s in steps}
+
+    def same(step: JudgedStep | None) -> JudgedStep | None:
+        return None if step is None else by_index.get(step.index) or in_deployment_time(step, k, rate)
+
+    def level(value: float | None) -> float | None:
+        return value / k if rate and value is not None else value
+
+    deciders = [
+        _changed(d, level=by_index[d.index].level, label=by_index[d.index].label)
+        if d.index in by_index
+        else d
+        for d in search.decided_by
+    ]
+    out = _changed(
+        search,
+        min=level(search.min),
+        max=level(search.max),
+        capacity=level(search.capacity),
+        demand=level(search.demand),
+        step_time_s=search.step_time_s * k,
+        steps=steps,
+        highest_pass=same(search.highest_pass),
+        upper=same(search.upper),
+        lowest_fail=same(search.lowest_fail),
+        demand_step=same(search.demand_step),
+        decided_by=deciders,
+    )
+    if out.withheld and steps:
+        out = _changed(out, withheld=withheld_text([s.to_json() for s in steps]))
+    return _changed(out, sentence=search_sentence(out.model_dump(mode="json")))
 
 
 def capacity_time_scale(scales: Mapping[str, float]) -> dict[str, Any]:
@@ -193,7 +278,15 @@ def speedup_of(summary: Mapping[str, Any]) -> float:
 def deployment_summary(summary: Mapping[str, Any], k: float, origin: float) -> dict[str, Any]:
     """A run's summary in deployment time; its windows and drift left out (they are computed
     again from the converted records)."""
-    out = scaled({key: v for key, v in summary.items() if key not in ("windows", "drift")}, k, origin)
+    search = summary.get("search")
+    out = scaled(
+        {key: v for key, v in summary.items() if key not in ("windows", "drift", "search")}, k, origin
+    )
+    if search is not None:  # typed: its texts composed again in deployment time
+        real = search_in_deployment_time(SearchResult.model_validate(search), k)
+        out["search"] = real.to_json()
+        if summary.get("capacity") == search.get("sentence"):  # the run's answer is the search's sentence
+            out["capacity"] = real.sentence
     config = dict(out.get("config") or {})  # as run, but for when it ran
     for key in ("start_time", "stop_time", "plan_t0"):
         config[key] = _number(key, config.get(key), k, origin)

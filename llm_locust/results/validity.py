@@ -49,7 +49,8 @@ NO_LEVELS = "no samples of its user count (the summary was rebuilt after the run
 
 
 def users_validity(stage: Stage, levels: Mapping[str, Any] | None) -> str:
-    """``""`` if a ``users`` stage ran at its level, else why not ("reached 31 of 48 users").
+    """``""`` if a ``users`` stage ran at its level, else why not ("reached 31 of 48 users"): in
+    counts and shares only, true in any time scale (a sped-up simulator's deployment time too).
 
     ``levels``: the stage's facts (:meth:`~llm_locust.load.levels.LevelTracker.facts`);
     ``None`` when they are unknown (a summary rebuilt from ``requests.jsonl``).
@@ -61,7 +62,8 @@ def users_validity(stage: Stage, levels: Mapping[str, Any] | None) -> str:
         return f"reached {levels.get('peak_users', 0)} of {target} users"
     held = levels.get("time_at_target_s") or 0.0
     if held < MIN_HELD_FRACTION * stage.duration_s:
-        return f"held {target} users for {held:.1f} of {stage.duration_s:g} s"
+        share = 100 * held / stage.duration_s
+        return f"held {target} users for {share:.0f} % of the stage (needs {100 * MIN_HELD_FRACTION:.0f} %)"
     return ""
 
 
@@ -73,7 +75,8 @@ def rate_validity(
 
     ``rows`` are every record of the run (a request scheduled in this window may have been
     sent in the next one). Returns ``sent_rate`` and ``scheduled_rate`` (req/s in the
-    window) and ``invalid_reason`` (``""`` when valid).
+    window) and ``invalid_reason`` (``""`` when valid; in counts and shares, true in any time
+    scale, but for the send lag: the load generator's own wall clock).
     """
     cols = rows if isinstance(rows, Columns) else Columns.from_rows(rows)
     span = max(end - start, 1e-9)
@@ -87,11 +90,13 @@ def rate_validity(
     out: dict[str, Any] = {"sent_rate": n_sent / span, "scheduled_rate": scheduled / span}
     out["invalid_reason"] = ""
     if ran_s < MIN_HELD_FRACTION * stage.duration_s:
-        out["invalid_reason"] = f"ran {ran_s:.1f} of {stage.duration_s:g} s"
+        out["invalid_reason"] = f"ran {100 * ran_s / stage.duration_s:.0f} % of its planned time"
     elif not n_sent:
-        out["invalid_reason"] = f"sent no request of its {stage.target:g} req/s"
+        out["invalid_reason"] = f"sent none of the {scheduled} requests scheduled"
     elif n_sent < MIN_RATE_FRACTION * scheduled:
-        out["invalid_reason"] = f"sent {n_sent / span:.2f} of {scheduled / span:.2f} req/s scheduled"
+        out["invalid_reason"] = (
+            f"sent {100 * n_sent / scheduled:.0f} % of the requests scheduled ({n_sent} of {scheduled})"
+        )
     elif lag_p99 is not None and lag_p99 > MAX_SEND_LAG_MS:
         why = f"{waited} arrivals waited for --max-concurrency" if waited else "the load generator lagged"
         out["invalid_reason"] = f"send lag p99 {lag_p99:.0f} ms > {MAX_SEND_LAG_MS:g} ms ({why})"

@@ -43,7 +43,7 @@ from llm_locust.load.plan import FOREVER, LoadPlan
 from llm_locust.load.search import Action, Decision, Phase, Probe, SearchSpec, SearchStages, Verdict, decide
 from llm_locust.load.stages import Stage, StageKind
 from llm_locust.results.columns import Columns
-from llm_locust.results.probe import extension_s, gate, sample_extension_s, step_line
+from llm_locust.results.probe import extension_s, gate, sample_extension_s
 from llm_locust.results.saturation import client_block
 from llm_locust.results.search_log import (
     KEPT_STAGES,
@@ -54,6 +54,7 @@ from llm_locust.results.search_log import (
     step_record,
 )
 from llm_locust.results.search_model import JudgedStep, SearchLog, SearchResult
+from llm_locust.results.search_progress import SearchProgress
 from llm_locust.results.search_result import deciders_text, probe_row, search_result
 
 __all__ = ["RATE_LEAD", "SearchDriver", "SearchFleet", "SearchRun"]
@@ -118,6 +119,8 @@ class SearchDriver:
         self.run, self.spec, self.t0 = run, spec, t0
         self.step_time, self.warmup = load.step_time, load.warmup
         self.spawn_rate = run.cli_spawn_rate
+        # progress lines in deployment time against a sped-up target (its files: the wall clock)
+        self.progress = SearchProgress(run.run_config.results.target_speedup, spec.kind is StageKind.RATE)
         self.settle_limit = max(self.step_time, 30.0)
         self.reach_limit = max(self.step_time, 30.0)
         self.stages: list[Stage] = []
@@ -146,7 +149,8 @@ class SearchDriver:
         self.stages.append(plan.stage(decision.level, FOREVER, warmup, begin - self.t0, index))
         self._publish()
         self._record(self.steps[-1])
-        log.info("llm-locust: search step %d: %s (%s)", index + 1, self.stages[-1].label, decision.phase)
+        label = self.stages[-1].label
+        log.info("llm-locust: %s", self.progress.begun(index + 1, label, decision.level, str(decision.phase)))
 
     def _set_end(self, step: Step, end: float) -> None:
         """Close (or move) the step's window end; its stage ends there in the plan."""
@@ -227,17 +231,11 @@ class SearchDriver:
             step.sample_extensions += 1
             step.settle_deadline = None
             self._set_end(step, step.window_end + more)
-            log.info(
-                "llm-locust: search: %s short of requests (%d; %s) -> run on %.1f s",
-                probe["label"],
-                probe["requests"],
-                probe["reason"],
-                more,
-            )
+            log.info("llm-locust: %s", self.progress.short(probe, more))
             self._release()
             return
         decision = decide(self.spec, [Probe(p["level"], p["verdict"], p["extensions"]) for p in self.probes])
-        log.info("llm-locust: search: %s -> %s", step_line(probe), decision.text)
+        log.info("llm-locust: %s", self.progress.judged(probe, decision))
         if decision.action == Action.EXTEND:
             step.extensions += 1
             step.settle_deadline = None

@@ -20,7 +20,6 @@ from llm_locust.load.search import start_near
 from llm_locust.results.capacity import bracket
 from llm_locust.results.capacity_model import PlanResult
 from llm_locust.results.plans import plan_result
-from llm_locust.results.timescale import deployment_time
 
 __all__ = ["ARGS_FILE", "first_level", "plan_search", "run_args"]
 
@@ -107,9 +106,10 @@ def _finished(folder: Path, args: list[str] | None) -> dict[str, Any] | None:
     return search
 
 
-def _run(name: str, folder: Path, args: list[str], progress: Progress, k: float = 1.0) -> tuple[int, str]:
-    """Run one plan's search, printing its progress (latencies in deployment time); (exit
-    code, last error line)."""
+def _run(name: str, folder: Path, args: list[str], progress: Progress) -> tuple[int, str]:
+    """Run one plan's search, printing its progress (a sped-up target's run, given
+    ``--target-speedup K``, composes its search lines in deployment time:
+    :mod:`llm_locust.results.search_progress`); (exit code, last error line)."""
     folder.mkdir(parents=True, exist_ok=True)
     (folder / ARGS_FILE).write_text(json.dumps(args) + "\n")
     cmd = [sys.executable, "-m", "llm_locust.cli", "run", *args]
@@ -124,7 +124,7 @@ def _run(name: str, folder: Path, args: list[str], progress: Progress, k: float 
                 log.write(line)
                 if "llm-locust: search" in line or "llm-locust: error" in line:
                     message = line.split("llm-locust: ", 1)[1].strip()
-                    progress.say(name, deployment_time(message, k))
+                    progress.say(name, message)
                     if message.startswith("error"):
                         error = message
             code = proc.wait()
@@ -168,7 +168,7 @@ def plan_search(
         return plan.name, None, error
     scaled = f" (simulated at {k:g}x: latencies below are x{k:g}, in deployment time)" if k != 1 else ""
     progress.say(plan.name, f"{head}: searching{scaled}, results in {folder}")
-    code, error = _run(plan.name, folder, plan_args, progress, k)
+    code, error = _run(plan.name, folder, plan_args, progress)
     search = _finished(folder, plan_args)
     if search is None:
         error = error or f"the run ended with exit code {code} before its search did"

@@ -9,8 +9,10 @@ import pytest
 
 from llm_locust.config.plans import load_plan_file
 from llm_locust.load.search import SearchSpec
-from llm_locust.results.plans import compare_plans, deployment_time, format_comparison, in_deployment_time
+from llm_locust.results.plans import compare_plans, format_comparison
+from llm_locust.results.search_model import JudgedStep
 from llm_locust.results.search_result import search_result
+from llm_locust.results.timescale import in_deployment_time
 
 PLANS = """
 demand: {concurrency: 50}
@@ -166,7 +168,7 @@ def test_no_plan_meets_and_the_table(file: Any) -> None:
 
 def test_a_simulator_at_10x_is_shown_in_deployment_time() -> None:
     fast = probe(0, 24, "pass", 2.9)  # measured at --speedup 10
-    real = in_deployment_time(fast, 10.0)
+    real = in_deployment_time(JudgedStep.model_validate(fast), 10.0).to_json()
     assert real["request_throughput"] == pytest.approx(fast["request_throughput"] / 10)
     assert real["output_throughput"] == pytest.approx(fast["output_throughput"] / 10)
     assert real["median_tpot_ms"] == pytest.approx(fast["median_tpot_ms"] * 10)
@@ -174,20 +176,8 @@ def test_a_simulator_at_10x_is_shown_in_deployment_time() -> None:
     assert e2e["value"] == pytest.approx(29.0) and e2e["threshold"] == pytest.approx(300.0)
     assert real["terms"][0] == fast["terms"][0]  # a ratio has no time in it
     assert real["mean_in_flight"] == fast["mean_in_flight"] and real["level"] == 24
-    fail = in_deployment_time(probe(1, 32, "fail", 3.6), 10.0)
-    assert fail["reason"] == "e2e_p95 36.00 s misses e2e_p95<=300s"  # the probe's own threshold was 30 s
-
-
-def test_progress_lines_in_deployment_time() -> None:
-    line = "search: users=32 fail (587 requests; e2e_p95 3.60 s misses e2e_p95<=3s) -> bisect -> 24"
-    assert deployment_time(line, 10) == (
-        "search: users=32 fail (587 requests; e2e_p95 36.00 s misses e2e_p95<=30s) -> bisect -> 24"
-    )
-    line = "users=24 (e2e_p95: its interval 2.80 s-3.00 s straddles 3.00 s; ttft 850 ms, 99.50 %)"
-    assert deployment_time(line, 10) == (
-        "users=24 (e2e_p95: its interval 28.00 s-30.00 s straddles 30.00 s; ttft 8.50 s, 99.50 %)"
-    )
-    assert deployment_time(line, 1) == line
+    fail = in_deployment_time(JudgedStep.model_validate(probe(1, 32, "fail", 3.6)), 10.0)
+    assert fail.reason == "e2e_p95 36.00 s misses e2e_p95<=300s"  # the probe's own threshold was 30 s
 
 
 def test_a_search_without_a_minimum_starts_near_the_demand(file: Any, tmp_path: Path) -> None:
@@ -323,11 +313,17 @@ def test_a_withheld_plan_as_cheap_as_the_answer_withholds_the_comparison(file: A
 
 def test_the_client_s_own_health_in_a_progress_line_stays_in_wall_clock() -> None:
     """A 10x demo's progress said "lag up to 6.16 s" for the load generator's 616 ms lag."""
-    line = (
-        "search: users=24 invalid (350 requests; client saturated (local: 5 of 20 seconds at CPU >= 90 % "
-        "of a core or event-loop lag p90 >= 100 ms; lag up to 616.0 ms): timings unreliable; the host is "
-        "overloaded (...)) -> rerun 24; e2e_p95 3.51 s misses e2e_p95<=3s"
+    from llm_locust.load.search import Action, Decision
+    from llm_locust.results.search_progress import SearchProgress
+
+    reason = (
+        "client saturated (local: 5 of 20 seconds at CPU >= 90 % of a core or event-loop lag p90 >= 100 ms; "
+        "lag up to 616.0 ms): timings unreliable; the host is overloaded (...)"
     )
-    shown = deployment_time(line, 10.0)
-    assert "lag p90 >= 100 ms; lag up to 616.0 ms" in shown
-    assert shown.endswith("e2e_p95 35.10 s misses e2e_p95<=30s")
+    step = {**probe(0, 24, "fail", 3.51), "verdict": "invalid", "invalidity": "client", "reason": reason}
+    shown = SearchProgress(10.0).judged(step, Decision(Action.RERUN, 24.0))
+    assert (
+        shown
+        == f"search: users=24 invalid: {reason} (500 requests) -> rerun 24: the step was invalid "
+        + ("(neither a pass nor a fail)")
+    )

@@ -139,7 +139,8 @@ def test_an_invalid_step_says_its_cause_first_in_one_short_line() -> None:
     """The trial of 2026-12-02: a step's line was about 400 characters, its cause last, and it
     said "client saturated (... CPU >= 90 % of a core ...)" of a process at 11 % of a core."""
     from llm_locust.results.probe import step_line
-    from llm_locust.results.timescale import deployment_time
+    from llm_locust.results.search_model import JudgedStep
+    from llm_locust.results.timescale import in_deployment_time
 
     # the demo's case: a 2-core host 96 % busy with others, this process at 11 %, loop 115 ms late
     hot = [interval(t, cpu=0.11, lag_p90=0.0575, host=0.96 + 0.11 / 2) for t in range(13)]
@@ -155,7 +156,15 @@ def test_an_invalid_step_says_its_cause_first_in_one_short_line() -> None:
     assert line.startswith("users=32 invalid: host overloaded: ") and line.endswith("(389 requests)")
     assert len(line) <= 170, len(line)  # was about 400
     # a simulator's 10x deployment time scales the step's latencies, never the loop's own lateness
-    assert deployment_time(line, 10.0) == line
+    step = {
+        "index": 0,
+        "label": "users=32",
+        "level": 32,
+        "verdict": "invalid",
+        "requests": 389,
+        "reason": reason,
+    }
+    assert step_line(in_deployment_time(JudgedStep.model_validate(step), 10.0).to_json()) == line
     # a busy process: the other cause, the other advice; a worker of a distributed run is named
     busy = [interval(t, cpu=0.97, host=0.6, worker="w2") for t in range(10)]
     stages = [{"index": 0, "label": "users=64", "window": {"start": 0.0, "end": 10.0}, "valid": True}]

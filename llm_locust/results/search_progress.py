@@ -1,0 +1,58 @@
+"""A capacity search's progress lines (``llm-locust: search ...`` in the run's log, which
+``llm-locust capacity`` prints for each plan), in deployment time when the target ran ``k``
+times faster than the deployment it stands for (``--target-speedup K``): each line is composed
+from the step's exact numbers in that scale (:func:`llm_locust.results.timescale.in_deployment_time`),
+never from a line already written and then rescaled. The run's files keep the wall clock.
+
+Pure module: no Locust, no network.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from typing import Any
+
+from llm_locust.load.search import Decision
+from llm_locust.results.probe import step_line
+from llm_locust.results.search_model import JudgedStep
+from llm_locust.results.timescale import in_deployment_time
+
+__all__ = ["SearchProgress"]
+
+
+@dataclass(frozen=True)
+class SearchProgress:
+    """The lines of one search: ``k``, the target's speed-up; ``rate``: a rate search (its
+    levels are rates, / ``k`` in deployment time)."""
+
+    k: float = 1.0
+    rate: bool = False
+
+    def _level(self, level: float) -> float:
+        return level / self.k if self.rate else level
+
+    def _label(self, label: str, level: float) -> str:
+        return f"rate={self._level(level):g}" if self.rate and self.k != 1 else label
+
+    def _step(self, probe: Mapping[str, Any]) -> JudgedStep:
+        return in_deployment_time(JudgedStep.model_validate(probe), self.k, self.rate)
+
+    def begun(self, number: int, label: str, level: float, phase: str) -> str:
+        """``search step 3: users=24 (bisect)``."""
+        return f"search step {number}: {self._label(label, level)} ({phase})"
+
+    def short(self, probe: Mapping[str, Any], more_s: float) -> str:
+        """A step short of requests runs on: ``search: users=8 short of requests (40; ...) -> run
+        on 12.0 s``."""
+        step = self._step(probe)
+        return (
+            f"search: {step.label} short of requests ({step.requests}; {step.reason}) "
+            f"-> run on {more_s * self.k:.1f} s"
+        )
+
+    def judged(self, probe: Mapping[str, Any], decision: Decision) -> str:
+        """``search: users=32 fail (396 requests; e2e_p95 ...) -> bisect -> 24``."""
+        if self.rate and decision.level is not None:
+            decision = replace(decision, level=self._level(decision.level))
+        return f"search: {step_line(self._step(probe).to_json())} -> {decision.text}"
