@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from llm_locust.config.demand import Demand
+from llm_locust.config.jsontypes import JsonObject
 from llm_locust.config.model import RunConfig
 from llm_locust.config.slo import SloSpec
 from llm_locust.load.search import SearchSpec
@@ -31,7 +32,7 @@ from llm_locust.results.capacity import concurrency_block, demand_block, replica
 from llm_locust.results.columns import Columns, read_rows
 from llm_locust.results.concurrency import peak_in_flight
 from llm_locust.results.inclusion import Coverage, measured_span, row_covers
-from llm_locust.results.saturation import client_block, judge_stages, run_saturation
+from llm_locust.results.saturation import Interval, client_block, judge_stages, run_saturation
 from llm_locust.results.search_log import align_stages
 from llm_locust.results.slo import evaluate
 from llm_locust.results.stages import LevelFacts, capacity_verdict, excluded_counts, stage_summaries
@@ -103,13 +104,13 @@ class RunFacts:
     t0: float | None = None  # the plan's start (wall clock), with stages
     slo: SloSpec | None = None
     levels: LevelFacts | None = None
-    drain: Mapping[str, Any] | None = None
+    drain: JsonObject | None = None
     interrupted: str | None = None  # the signal that stopped the run
     length_policy: str | None = None  # what the workload's length guard did, if anything
-    config: dict[str, Any] = field(default_factory=dict)
+    config: JsonObject = field(default_factory=dict)
     window_s: float | None = None  # --window (None: auto)
     detailed: bool = False  # --save-detailed
-    health: Sequence[Mapping[str, Any]] = ()  # the client's health intervals (llm_locust.client.health)
+    health: Sequence[Interval] = ()  # the client's health intervals (llm_locust.client.health)
     search: SearchFacts | None = None  # a capacity search's driver (runtime.search), or one rebuilt
     peak_users: int = 0
     think_mean_s: float = 0.0  # --think-time's mean

@@ -37,9 +37,9 @@ Pure module: no Locust, no gevent, no network.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, MutableMapping, Sequence
 from enum import StrEnum
-from typing import Any
+from typing import TypedDict
 
 __all__ = [
     "LIVE_SPAN_S",
@@ -48,6 +48,8 @@ __all__ = [
     "SATURATED_SHARE",
     "WALL_CLOCK",
     "Cause",
+    "ClientFigures",
+    "Interval",
     "advice",
     "cause",
     "client_block",
@@ -68,7 +70,30 @@ SATURATED_SHARE = 0.2
 #: Seconds of the most recent intervals the live gauge judges.
 LIVE_SPAN_S = 10.0
 
-Interval = Mapping[str, Any]
+#: One health interval of :mod:`llm_locust.client.health` (figures by name; ``worker``: whose).
+Interval = Mapping[str, float | str]
+
+
+class ClientFigures(TypedDict):
+    """:func:`client_block`: the client's health over a span (``summary.json``'s ``client``)."""
+
+    saturated: bool
+    saturated_processes: list[str]
+    intervals: int
+    saturated_intervals: int
+    cpu_max: float | None
+    lag_p90_ms_median: float | None
+    lag_max_ms: float | None
+    stall_s: float
+    own_core_intervals: int
+    host_others_mean: float | None
+    host_cores: int | None
+
+
+def _num(figures: Mapping[str, object], key: str) -> float:
+    """``figures[key]`` as a number; 0 when absent, ``None`` or not a number."""
+    value = figures.get(key)
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else 0.0
 
 
 class Cause(StrEnum):
@@ -79,72 +104,70 @@ class Cause(StrEnum):
     LOOP = "loop"  # the loop ran late, this process was not busy, the host's CPU is unknown
 
 
-def _own_core(interval: Mapping[str, Any]) -> bool:
-    return (interval.get("cpu") or 0.0) >= SATURATED_CPU
+def _own_core(interval: Interval) -> bool:
+    return _num(interval, "cpu") >= SATURATED_CPU
 
 
-def _others(interval: Mapping[str, Any]) -> float | None:
+def _others(interval: Interval) -> float | None:
     """The share of the host's CPU used by other processes in ``interval`` (``None``: unknown)."""
-    host = interval.get("host_cpu")
-    if host is None:
+    if interval.get("host_cpu") is None:
         return None
-    cores = float(interval.get("cores") or 1)
-    return max(float(host) - float(interval.get("cpu") or 0.0) / cores, 0.0)
+    cores = _num(interval, "cores") or 1.0
+    return max(_num(interval, "host_cpu") - _num(interval, "cpu") / cores, 0.0)
 
 
 def interval_saturated(interval: Interval) -> bool:
-    return (interval.get("cpu") or 0.0) >= SATURATED_CPU or (
-        interval.get("lag_p90_s") or 0.0
-    ) >= SATURATED_LAG_P90_S
+    return _num(interval, "cpu") >= SATURATED_CPU or _num(interval, "lag_p90_s") >= SATURATED_LAG_P90_S
 
 
-def client_block(intervals: Iterable[Interval], start: float, end: float) -> dict[str, Any]:
+def client_block(intervals: Iterable[Interval], start: float, end: float) -> ClientFigures:
     """The client's health over ``[start, end]`` (wall clock): a stage's or the run's ``client``.
 
     Intervals count when they lie mostly inside the window (their midpoint is in it).
     """
-    inside = [i for i in intervals if start <= (i["start"] + i["end"]) / 2 <= end]
+    inside = [i for i in intervals if start <= (_num(i, "start") + _num(i, "end")) / 2 <= end]
     by_process: dict[str, list[Interval]] = defaultdict(list)
     for interval in inside:
         by_process[str(interval.get("worker") or "local")].append(interval)
     shares = {name: sum(map(interval_saturated, own)) / len(own) for name, own in sorted(by_process.items())}
     saturated = [name for name, share in shares.items() if share >= SATURATED_SHARE]
-    lags = sorted(i.get("lag_p90_s") or 0.0 for i in inside)
+    lags = sorted(_num(i, "lag_p90_s") for i in inside)
     hot = [i for i in inside if interval_saturated(i)]
     others = [o for o in map(_others, hot) if o is not None]
+    cores = int(max((_num(i, "cores") for i in inside), default=0))
     return {
         "saturated": bool(saturated),
         "saturated_processes": saturated,
         "intervals": len(inside),
         "saturated_intervals": sum(map(interval_saturated, inside)),
-        "cpu_max": max((i.get("cpu") or 0.0 for i in inside), default=None),
+        "cpu_max": max((_num(i, "cpu") for i in inside), default=None),
         "lag_p90_ms_median": 1e3 * lags[len(lags) // 2] if lags else None,
-        "lag_max_ms": max((1e3 * (i.get("lag_max_s") or 0.0) for i in inside), default=None),
-        "stall_s": sum(i.get("stall_s") or 0.0 for i in inside),
+        "lag_max_ms": max((1e3 * _num(i, "lag_max_s") for i in inside), default=None),
+        "stall_s": sum(_num(i, "stall_s") for i in inside),
         "own_core_intervals": sum(map(_own_core, hot)),
         "host_others_mean": sum(others) / len(others) if others else None,
-        "host_cores": max((i.get("cores") or 0 for i in inside), default=0) or None,
+        "host_cores": cores or None,
     }
 
 
-def cause(block: Mapping[str, Any]) -> Cause:
+def cause(block: Mapping[str, object]) -> Cause:
     """Why a saturated ``block`` was: :class:`Cause` (the process used a whole core in at least
     half of its saturated seconds, else the host's other processes, if the host was read)."""
-    hot = block.get("saturated_intervals") or 0
-    if hot and 2 * (block.get("own_core_intervals") or 0) >= hot:
+    hot = _num(block, "saturated_intervals")
+    if hot and 2 * _num(block, "own_core_intervals") >= hot:
         return Cause.PROCESS
     return Cause.HOST if block.get("host_others_mean") is not None else Cause.LOOP
 
 
-def advice(block: Mapping[str, Any]) -> str:
+def advice(block: Mapping[str, object]) -> str:
     """A saturated ``block`` in one short line: its :func:`cause` first, then what to do."""
     found = cause(block)
-    cpu = 100 * (block.get("cpu_max") or 0.0)
+    cpu = 100 * _num(block, "cpu_max")
     if found is Cause.PROCESS:
         return f"this process used a whole core (up to {cpu:.0f} %): add workers"
     late = _late(block)
     if found is Cause.HOST:
-        others = 100 * block["host_others_mean"]
+        others = 100 * _num(block, "host_others_mean")
         cores = block.get("host_cores")
         of = f"{cores} cores" if cores else "the host's CPU"
         return (
@@ -154,9 +177,9 @@ def advice(block: Mapping[str, Any]) -> str:
     return f"host likely overloaded: this process used {cpu:.0f} % of a core{late}: run on a quieter host"
 
 
-def _late(block: Mapping[str, Any]) -> str:
+def _late(block: Mapping[str, object]) -> str:
     """How late the loop ran and in how many seconds (wall clock, :data:`WALL_CLOCK`), or ``""``."""
-    lag = block.get("lag_max_ms")
+    lag = _num(block, "lag_max_ms")
     if not lag:
         return ""
     seconds = f"{block.get('saturated_intervals', 0)} of {block.get('intervals', 0)} s"
@@ -168,14 +191,15 @@ def _late(block: Mapping[str, Any]) -> str:
 WALL_CLOCK = "(loop up to "
 
 
-def saturated_reason(block: Mapping[str, Any]) -> str:
+def saturated_reason(block: Mapping[str, object]) -> str:
     """A stage's (or a search step's) invalid reason when ``block`` is saturated: one line,
     the cause first (:func:`advice`), the processes named on a distributed run."""
-    where = [name for name in block.get("saturated_processes") or () if name != "local"]
+    named = block.get("saturated_processes")
+    where = [str(name) for name in named if name != "local"] if isinstance(named, list) else []
     return f"{advice(block)} ({', '.join(where)})" if where else advice(block)
 
 
-def judge_stages(stages: Sequence[dict[str, Any]], intervals: Sequence[Interval]) -> str | None:
+def judge_stages(stages: Sequence[MutableMapping[str, object]], intervals: Sequence[Interval]) -> str | None:
     """Give each stage its ``client`` block over its measured ``window`` (else its ``span``);
     a stage measured by a saturated client becomes ``invalid`` (never a pass, and the capacity
     search stops there), its reason saying why. Returns :func:`saturation_message`.
@@ -186,9 +210,9 @@ def judge_stages(stages: Sequence[dict[str, Any]], intervals: Sequence[Interval]
         return None
     for stage in stages:
         window = stage.get("window") or stage.get("span")
-        if not window:
+        if not isinstance(window, Mapping) or not window:
             continue
-        block = client_block(intervals, window["start"], window["end"])
+        block = client_block(intervals, _num(window, "start"), _num(window, "end"))
         stage["client"] = block
         if block["saturated"] and stage.get("valid", True):
             stage["valid"] = False
@@ -197,19 +221,19 @@ def judge_stages(stages: Sequence[dict[str, Any]], intervals: Sequence[Interval]
     return saturation_message(stages)
 
 
-def run_saturation(block: dict[str, Any], staged: str | None) -> str | None:
+def run_saturation(block: Mapping[str, object], staged: str | None) -> str | None:
     """The run's sentence: the first saturated stage's (``staged``), else the whole run's."""
     if staged is not None:
         return staged
     return "client saturated: timings unreliable, add workers" if block.get("saturated") else None
 
 
-def saturation_message(stages: Sequence[dict[str, Any]]) -> str | None:
+def saturation_message(stages: Sequence[Mapping[str, object]]) -> str | None:
     """ "client saturated from <first saturated stage>: timings unreliable; <advice>" or ``None``
     when none was."""
     for stage in stages:
-        block = stage.get("client") or {}
-        if block.get("saturated"):
+        block = stage.get("client")
+        if isinstance(block, Mapping) and block.get("saturated"):
             label = stage.get("label", stage.get("index"))
             return f"client saturated from {label}: {advice(block)}"
     return None

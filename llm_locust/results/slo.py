@@ -31,6 +31,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+from llm_locust.config.jsontypes import JsonObject, JsonValue
 from llm_locust.config.slo import SloLine, SloSpec, load_slo_file, parse_slo
 from llm_locust.record import OK, RequestRecord
 from llm_locust.results.columns import Columns, Part, itl_own_stat
@@ -155,8 +156,8 @@ class SloLineResult:
     verdict: str = "inconclusive"
     note: str = ""
 
-    def to_json(self) -> dict[str, Any]:
-        out = {
+    def to_json(self) -> JsonObject:
+        out: JsonObject = {
             "objective": self.line.text,
             "name": self.line.name,
             "kind": self.line.kind,
@@ -165,7 +166,7 @@ class SloLineResult:
             "measured": self.measured,
             "n": self.n,
             "passed": self.passed,
-            "interval": list(self.interval),
+            "interval": list[JsonValue](self.interval),
             "verdict": self.verdict,
         }
         if self.note:
@@ -182,7 +183,7 @@ class SloResult:
     good: int
     good_output_tokens: int
     duration_s: float
-    extra: dict[str, Any] = field(default_factory=dict)
+    extra: JsonObject = field(default_factory=dict)
 
     @property
     def success_rate(self) -> float | None:
@@ -203,11 +204,11 @@ class SloResult:
             return "fail"
         return "pass" if verdicts == {"pass"} else "inconclusive"
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {
             "passed": self.passed,
             "verdict": self.verdict,
-            "objectives": [line.to_json() for line in self.lines],
+            "objectives": list[JsonValue](line.to_json() for line in self.lines),
             "requests": self.requests,
             "succeeded": self.succeeded,
             "success_rate": self.success_rate,

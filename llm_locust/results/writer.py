@@ -22,6 +22,7 @@ import logging
 import os
 import shutil
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -124,7 +125,7 @@ class ResultsWriter:
         self._file.flush()
         self.count += 1
 
-    def write_health(self, interval: dict[str, Any]) -> None:
+    def write_health(self, interval: Mapping[str, float | str]) -> None:
         """One health interval (``health.jsonl``; nothing without a results folder)."""
         if self._health is None or self._health.closed:
             return
@@ -138,14 +139,14 @@ class ResultsWriter:
     def flush(self) -> None:
         self._file.flush()
 
-    def write_summary(self, summary: dict[str, Any]) -> RunSummary:
+    def write_summary(self, summary: Mapping[str, object]) -> RunSummary:
         """The summary's model, written to ``summary.json`` (with a results folder)."""
         if self.directory is None:
             model, _ = RunSummary.checked(summary)
             return model
         return write_summary(self.directory / SUMMARY_FILE, summary)
 
-    def write_run(self, run: dict[str, Any]) -> Path | None:
+    def write_run(self, run: Mapping[str, object]) -> Path | None:
         """``run.json``: the run's context (see the module docstring)."""
         if self.directory is None:
             return None
@@ -166,7 +167,7 @@ class ResultsWriter:
             self.requests_path.unlink(missing_ok=True)
 
 
-def write_summary(path: Path, summary: dict[str, Any] | RunSummary) -> RunSummary:
+def write_summary(path: Path, summary: Mapping[str, object] | RunSummary) -> RunSummary:
     """``summary.json`` through its model (:class:`RunSummary`: ``schema_version``, every typed
     key checked); returns the model. A summary its model refuses is still written as computed (a
     run never loses its summary), with a warning naming the key (the model returned leaves that
@@ -181,7 +182,7 @@ def write_summary(path: Path, summary: dict[str, Any] | RunSummary) -> RunSummar
     return model
 
 
-def write_json(path: Path, data: dict[str, Any]) -> Path:
+def write_json(path: Path, data: Mapping[str, object]) -> Path:
     """Write ``data`` to ``path`` atomically (a reader never sees half a file)."""
     tmp = path.with_suffix(path.suffix + ".tmp")
     tmp.write_text(json.dumps(data, indent=2, default=jsonable) + "\n", encoding="utf-8")

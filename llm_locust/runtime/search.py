@@ -44,7 +44,7 @@ from llm_locust.load.search import Action, Decision, Phase, Probe, SearchSpec, S
 from llm_locust.load.stages import Stage, StageKind
 from llm_locust.results.columns import Columns
 from llm_locust.results.probe import extension_s, gate, sample_extension_s
-from llm_locust.results.saturation import client_block
+from llm_locust.results.saturation import ClientFigures, client_block
 from llm_locust.results.search_log import (
     KEPT_STAGES,
     judge_rows,
@@ -269,7 +269,7 @@ class SearchDriver:
         self._record(step, probe)
         return probe
 
-    def client(self, probe: dict[str, Any]) -> dict[str, Any] | None:
+    def client(self, probe: dict[str, Any]) -> ClientFigures | None:
         """The load processes' health over the step's measured window (``None``: none measured)."""
         window = probe.get("window")
         if not window:
