@@ -25,7 +25,18 @@ reach for them is here, and nowhere else:
   worker that missed the master's ``quit`` message (the master stopped before its workers
   connected) was left behind. This handler, registered after Locust's, runs before it (atexit:
   last in, first out) and does what it meant, without reaping (Locust's handler still collects
-  the exit codes).
+  the exit codes);
+- :func:`hold_starts`: Locust's ``main`` starts a headless test as soon as its workers are
+  ready, from its main greenlet (``start_automatic_run``: ``start_shape``, or ``start`` in a
+  greenlet), even after a signal asked the master to exit before the test began: the runner's
+  ``start`` and ``start_shape`` are replaced on the instance by a wait for the exit;
+- :func:`keep_test_while_workers_missing`: Locust's master stops the test from its heartbeat loop
+  (``heartbeat_worker``: "The last worker went missing, stopping test.", then
+  ``check_stopped()``) the moment its last worker misses three heartbeats, and
+  ``check_stopped()`` (after every message) ends a test whose workers are all missing; the
+  runner's ``stop`` (called from that loop) and ``check_stopped`` are replaced on the instance
+  so the test stays on while the caller's rule says so (the workers may come back: Locust takes
+  a missing worker back at its next heartbeat, until it forgets it).
 
 tests/unit/runtime/test_locust_adapter.py pins each behaviour relied on, and fails naming the
 installed versions and :data:`CHECKED_WITH` when one differs.
@@ -44,10 +55,12 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import gevent.event
+
 from llm_locust.config.jsontypes import JsonObject
 
 if TYPE_CHECKING:
-    from locust.runners import Runner
+    from locust.runners import MasterRunner, Runner
     from locust.web import WebUI
 
     from flask.typing import ResponseReturnValue
@@ -56,6 +69,8 @@ __all__ = [
     "CHECKED_WITH",
     "after_parse",
     "after_template_args",
+    "hold_starts",
+    "keep_test_while_workers_missing",
     "send_stats_now",
     "set_option_default",
     "signal_forked_workers_at_exit",
@@ -120,6 +135,38 @@ def after_template_args(web_ui: WebUI, then: Callable[[JsonObject], None]) -> No
 
     web_ui.update_template_args = update_then  # type: ignore[method-assign]
     then(web_ui.template_args)
+
+
+def hold_starts(runner: Runner) -> None:
+    """From now on a test start on ``runner`` (``start``, ``start_shape``) starts nothing: its caller
+    waits, for good (the process is exiting: its main greenlet is interrupted there)."""
+
+    def held(*args: Any, **kwargs: Any) -> None:
+        gevent.event.Event().wait()
+
+    runner.start = held  # type: ignore[method-assign]
+    runner.start_shape = held  # type: ignore[method-assign]
+
+
+def keep_test_while_workers_missing(runner: MasterRunner, keep: Callable[[], bool]) -> None:
+    """While ``keep()`` is true, the stop of the test by Locust's heartbeat loop (its last worker
+    went missing) does not happen, nor does ``check_stopped``'s; every other stop does."""
+    from locust.runners import MasterRunner
+
+    stop, check_stopped = runner.stop, runner.check_stopped
+    loop = MasterRunner.heartbeat_worker.__code__
+
+    def stop_unless_kept(*args: Any, **kwargs: Any) -> None:
+        if sys._getframe(1).f_code is loop and keep():
+            return
+        stop(*args, **kwargs)
+
+    def check_stopped_unless_kept() -> None:
+        if not keep():
+            check_stopped()
+
+    runner.stop = stop_unless_kept  # type: ignore[method-assign]
+    runner.check_stopped = check_stopped_unless_kept  # type: ignore[method-assign]
 
 
 def signal_forked_workers_at_exit(grace_s: float = 3.0, stop_s: float = 10.0) -> None:

@@ -44,7 +44,7 @@ import gevent
 
 from llm_locust.config.jsontypes import JsonObject
 from llm_locust.config.role import Role
-from llm_locust.runtime.locust_adapter import send_stats_now, set_option_default
+from llm_locust.runtime.locust_adapter import hold_starts, send_stats_now, set_option_default
 from llm_locust.runtime.messages import STOP, StopUsers
 from llm_locust.runtime.runners import ProcessRun, master_runner, raise_in_main, runner_of
 
@@ -149,8 +149,15 @@ def _on_signal(run: StoppingRun, sig: int) -> None:
         )
         raise_in_main(KeyboardInterrupt())
     elif run.results is None:  # no test has started (e.g. the master waits for its workers)
-        log.warning("llm-locust: %s before the test started: nothing to save", name)
-        runner.quit()
+        log.warning(
+            "llm-locust: %s before the test started: no load sent, nothing to save; exiting (exit code %d)",
+            name,
+            128 + sig,
+        )
+        hold_starts(runner)  # workers ready from now on (Locust's main would start the test): no start
+        runner.quit()  # its workers hear "quit"; it waits 0.5 s, then stops listening
+        if run.role == Role.MASTER:  # those that became ready meanwhile too
+            runner.send_message("quit")
         raise_in_main(SystemExit(128 + sig))
     elif sig == signal.SIGINT:  # after the test: what Python's own SIGINT handler would do
         raise_in_main(KeyboardInterrupt())

@@ -18,12 +18,14 @@ import sys
 import time
 from typing import Any
 
+import gevent
 import pytest
 
 from llm_locust.runtime.locust_adapter import (
     CHECKED_WITH,
     after_parse,
     after_template_args,
+    hold_starts,
     send_stats_now,
     set_option_default,
     stop_children,
@@ -185,3 +187,24 @@ def test_children_are_given_their_grace_then_sigint_then_sigkill() -> None:
             if p.poll() is None:
                 p.kill()
                 p.wait()
+
+
+def test_locusts_main_starts_a_headless_test_once_workers_are_ready() -> None:
+    """What :func:`hold_starts` holds: ``start_automatic_run`` waits for ready workers, then
+    starts the test from the main greenlet through the runner's ``start_shape`` or ``start``."""
+    source = inspect.getsource(locust.main.main)
+    waits = source.find("while len(runner.clients.ready) < options.expect_workers:")
+    shape = source.find("environment.runner.start_shape()", waits)
+    start = source.find("gevent.spawn(runner.start, options.num_users, options.spawn_rate)", waits)
+    assert 0 <= waits < shape and waits < start, why("start_automatic_run: the wait, then the start")
+
+
+def test_a_held_runner_starts_nothing() -> None:
+    with fleet_of(workers=1) as pair:
+        hold_starts(pair.master)
+        for start in (lambda: pair.master.start(1, 1), pair.master.start_shape):
+            waiter = gevent.spawn(start)
+            settle()
+            assert not waiter.dead  # it waits (for the process's exit)
+            waiter.kill()
+        assert pair.master.state == "ready" and "spawn" not in [t for _, t in pair.wire.log]
