@@ -11,7 +11,12 @@ from __future__ import annotations
 
 from pydantic import JsonValue
 
-__all__ = ["JsonObject", "JsonValue"]
+__all__ = ["JsonObject", "JsonValue", "number"]
 
 #: A JSON object: any JSON value by key.
 JsonObject = dict[str, JsonValue]
+
+
+def number(value: object) -> float | None:
+    """``value`` as a float when it is a JSON number (not a bool); ``None`` otherwise."""
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None

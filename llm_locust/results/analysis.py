@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from llm_locust.config.jsontypes import JsonObject
+from llm_locust.config.jsontypes import JsonObject, number
 from llm_locust.load.search import Verdict
 from llm_locust.results.drift import combine_verdicts, drift_verdict
 from llm_locust.results.series_model import DriftBlock, WindowRow
@@ -51,18 +51,14 @@ def span_of(summary: Mapping[str, object], timeline: Timeline) -> tuple[float, f
     starts, ends = timeline.start[~np.isnan(timeline.start)], timeline.end[~np.isnan(timeline.end)]
     firsts = [
         v
-        for v in (_seconds(recorded.get("start_time")), starts.min() if starts.size else None)
+        for v in (number(recorded.get("start_time")), starts.min() if starts.size else None)
         if v is not None
     ]
     t0 = float(min(firsts)) if firsts else 0.0
     lasts = [
-        v for v in (_seconds(recorded.get("stop_time")), ends.max() if ends.size else None) if v is not None
+        v for v in (number(recorded.get("stop_time")), ends.max() if ends.size else None) if v is not None
     ]
     return t0, float(max([t0, *lasts]))
-
-
-def _seconds(value: object) -> float | None:
-    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
 def analyse(

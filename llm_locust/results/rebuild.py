@@ -37,12 +37,14 @@ import numpy as np
 from pydantic import ValidationError
 
 from llm_locust.config.demand import Demand, parse_demand
+from llm_locust.config.jsontypes import JsonObject, JsonValue, number
 from llm_locust.config.slo import SloSpec, parse_slo
 from llm_locust.config.think import parse_think_time
 from llm_locust.load.stages import Stage, StageBlock, StagePlan
 from llm_locust.results.columns import Unreadable, read_columns, read_rows
 from llm_locust.results.failures import tally_of
 from llm_locust.results.finalize import RunFacts, add_analysis, build_summary
+from llm_locust.results.run_model import RUN_FORMAT, RunJson
 from llm_locust.results.search_log import SEARCH_FORMAT, RecordedSearch, SearchLog
 from llm_locust.results.slo import itl_stats_of
 from llm_locust.results.stages import KnownLevels
@@ -58,65 +60,69 @@ from llm_locust.results.writer import (
 
 __all__ = ["RUN_FORMAT", "RebuildError", "facts_from_run_json", "rebuild", "run_json"]
 
-RUN_FORMAT = 1
-
 
 class RebuildError(ValueError):
     """The folder cannot be summarized (one line, naming the file)."""
 
 
-def run_json(facts: RunFacts, levels: Mapping[int, Mapping[str, Any]] | None = None) -> dict[str, Any]:
-    """``run.json``: the facts known while the test runs (``levels``: the stages' so far)."""
+def run_json(facts: RunFacts, levels: Mapping[int, JsonObject] | None = None) -> JsonObject:
+    """``run.json``: the facts known while the test runs (``levels``: the stages' so far), as
+    :class:`RunJson` reads it back. Written as computed: a run never fails on its context."""
     return {
         "format": RUN_FORMAT,
         "start_time": facts.start_time,
         "t0": facts.t0,
-        "stages": None if facts.stages is None else facts.stages.to_json(),
-        "slo": None if facts.slo is None else facts.slo.to_json(),
+        "stages": None if facts.stages is None else list[JsonValue](facts.stages.to_json()),
+        "slo": None if facts.slo is None else list[JsonValue](facts.slo.to_json()),
         "drain": None if facts.drain is None else dict(facts.drain),
         "levels": {str(i): dict(v) for i, v in (levels or {}).items()},
         "config": facts.config,
     }
 
 
-def facts_from_run_json(data: Mapping[str, Any], stop_time: float, start_time: float) -> RunFacts:
+def facts_from_run_json(data: RunJson, stop_time: float, start_time: float) -> RunFacts:
     """The :class:`RunFacts` a ``run.json`` holds, for a test that ended at ``stop_time``."""
-    stages = data.get("stages")
-    slo: SloSpec | None = parse_slo(list(data["slo"])) if data.get("slo") else None
-    config = data.get("config") or {}
-    options = config.get("options") or {}
+    stages = data.stages
+    percentiles = data.option("percentiles")
     return RunFacts(
-        start_time=float(data.get("start_time") or start_time),
+        start_time=data.start_time or start_time,
         stop_time=stop_time,
         stages=StagePlan(tuple(Stage.of(StageBlock.model_validate(s)) for s in stages)) if stages else None,
-        t0=data.get("t0"),
-        slo=slo,
-        levels=KnownLevels({int(i): v for i, v in (data.get("levels") or {}).items()}),
-        drain=data.get("drain"),
-        config=dict(config),
-        window_s=options.get("window"),
-        detailed=bool(options.get("save_detailed")),
-        peak_users=int(config.get("peak_users") or 0),  # as of the last run.json: the end, if it came
-        think_mean_s=parse_think_time(options.get("think_time") or 0).mean,
-        percentiles=tuple(float(q) for q in options.get("percentiles") or ()),
+        t0=data.t0,
+        slo=parse_slo(data.slo) if data.slo else None,
+        levels=KnownLevels(data.levels),
+        drain=data.drain,
+        config=data.config.to_json(),
+        window_s=number(data.option("window")),
+        detailed=bool(data.option("save_detailed")),
+        peak_users=data.config.peak_users or 0,  # as of the last run.json: the end, if it came
+        think_mean_s=parse_think_time(data.option("think_time") or 0).mean,
+        percentiles=tuple(v for q in percentiles if (v := number(q)) is not None)
+        if isinstance(percentiles, list)
+        else (),
     )
 
 
-def _read_run(directory: Path) -> dict[str, Any]:
+def _read_run(directory: Path) -> RunJson | None:
     path = directory / RUN_FILE
     if not path.exists():
-        return {}
+        return None
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         raise RebuildError(f"{path}: cannot read ({exc})") from None
     if not isinstance(data, dict) or data.get("format") != RUN_FORMAT:
         raise RebuildError(f"{path}: not a run.json of format {RUN_FORMAT}")
-    return data
+    try:
+        return RunJson.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "the file"
+        raise RebuildError(f"{path}: not a run.json this version reads: {where}: {first['msg']}") from None
 
 
 def _recorded_search(
-    folder: Path, data: Mapping[str, Any], facts: RunFacts, requests: Path, compare: bool = True
+    folder: Path, data: RunJson, facts: RunFacts, requests: Path, compare: bool = True
 ) -> RecordedSearch | None:
     """The test's capacity search from ``search.json`` (``None`` without one, or with one of
     another test: its ``t0`` must be this test's); ``compare``: list where a rebuilt verdict
@@ -128,7 +134,7 @@ def _recorded_search(
         log = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         raise RebuildError(f"{path}: cannot read ({exc})") from None
-    if not isinstance(log, dict) or log.get("format") != SEARCH_FORMAT or log.get("t0") != data.get("t0"):
+    if not isinstance(log, dict) or log.get("format") != SEARCH_FORMAT or log.get("t0") != data.t0:
         return None
     try:
         recorded = SearchLog.model_validate(log)
@@ -136,8 +142,8 @@ def _recorded_search(
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"]) or "the file"
         raise RebuildError(f"{path}: not a search log this version reads: {where}: {first['msg']}") from None
-    demand = ((data.get("config") or {}).get("options") or {}).get("demand")
-    if demand:
+    demand = data.option("demand")
+    if demand and isinstance(demand, str | dict):  # the option's text, or the mapping it was read into
         facts.demand = parse_demand(demand)
     return RecordedSearch(recorded, list(read_rows(requests)), facts.slo, compare=compare)
 
@@ -168,15 +174,16 @@ def rebuild(
     requests = folder / REQUESTS_FILE
     if not requests.is_file():
         raise RebuildError(f"{folder}: no {REQUESTS_FILE} (not a results folder)")
-    data = _read_run(folder)
+    found = _read_run(folder)
+    data = found or RunJson()
     if slo is not None:
-        data = {**data, "slo": slo.to_json()}
-    slo = parse_slo(list(data["slo"])) if data.get("slo") else None
+        data = data.model_copy(update={"slo": slo.to_json()})
+    slo = parse_slo(data.slo) if data.slo else None
     unreadable = Unreadable()
     cols = read_columns(requests, itl_stats_of(slo), unreadable)
     ends = cols.start + np.nan_to_num(cols.e2e)
     first = float(cols.start.min()) if cols.n else time.time()
-    recorded = (data.get("config") or {}).get("stop_time")  # the run ended and said when
+    recorded = data.config.stop_time  # the run ended and said when
     stop = float(recorded) if recorded is not None else float(ends.max()) if cols.n else first
     facts = facts_from_run_json(data, stop, first)
     facts.search = _recorded_search(folder, data, facts, requests, compare=slo is None)
@@ -190,7 +197,7 @@ def rebuild(
     summary["rebuilt"] = {
         "from": [
             REQUESTS_FILE,
-            *([RUN_FILE] if data else []),
+            *([RUN_FILE] if found is not None else []),
             *([SEARCH_FILE] if facts.search else []),
             *([HEALTH_FILE] if facts.health else []),
         ],

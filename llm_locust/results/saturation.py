@@ -41,6 +41,8 @@ from collections.abc import Iterable, Mapping, MutableMapping, Sequence
 from enum import StrEnum
 from typing import TypedDict
 
+from llm_locust.config.jsontypes import number
+
 __all__ = [
     "LIVE_SPAN_S",
     "SATURATED_CPU",
@@ -92,8 +94,7 @@ class ClientFigures(TypedDict):
 
 def _num(figures: Mapping[str, object], key: str) -> float:
     """``figures[key]`` as a number; 0 when absent, ``None`` or not a number."""
-    value = figures.get(key)
-    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else 0.0
+    return number(figures.get(key)) or 0.0
 
 
 class Cause(StrEnum):

@@ -14,6 +14,7 @@ from enum import StrEnum
 
 from pydantic import Field
 
+from llm_locust.config.jsontypes import number
 from llm_locust.results.summary_blocks import Block
 
 __all__ = ["DriftBlock", "DriftSeries", "DriftVerdict", "WindowRow"]
@@ -95,4 +96,4 @@ class WindowRow(Block):
         """The value of series ``key`` (a field such as ``p95_ttft_ms`` or ``in_flight``, or a
         server gauge such as ``kv_cache_usage_mean``); ``None``: none in this window."""
         value = getattr(self, key) if key in type(self).model_fields else (self.model_extra or {}).get(key)
-        return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+        return number(value)

@@ -43,6 +43,7 @@ from pydantic import (
 from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import CoreSchema
 
+from llm_locust.config.jsontypes import number
 from llm_locust.load.search import Verdict
 from llm_locust.results.latency_keys import (
     LATENCY_KEY,
@@ -207,7 +208,7 @@ class Stats(Block):
             stat, q, name = match.groups()
             return self.ms(stat or f"p{q}", name)
         value = getattr(self, key) if key in type(self).model_fields else None
-        return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+        return number(value)
 
     def latency(self, name: str) -> Latency:
         """The statistics of latency ``name`` (one of :data:`LATENCY_NAMES`); empty when absent."""
