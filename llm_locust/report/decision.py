@@ -203,7 +203,7 @@ def _latency(step: JudgedStep, stage: StageRow | None, metric: str, k: float) ->
 
 def _load(demand: Demand, plan: PlanResult, step: JudgedStep) -> float | None:
     """A step's load in the demand's unit (:func:`llm_locust.results.capacity.measure`)."""
-    return measure(demand, step.to_json(), plan.by_level)
+    return measure(demand, step, plan.by_level)
 
 
 def _step(plan: PlanResult, step: JudgedStep, stages: dict[int, StageRow], demand: Demand) -> StepView:

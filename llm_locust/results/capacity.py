@@ -30,7 +30,7 @@ from llm_locust.results.concurrency import littles_law, peak_in_flight
 from llm_locust.results.cost import headroom
 from llm_locust.results.inclusion import Coverage, row_covers
 from llm_locust.results.probe import show_value
-from llm_locust.results.search_model import SearchResult, SloTerm
+from llm_locust.results.search_model import JudgedStep, SearchResult, SloTerm
 from llm_locust.results.summary_model import RunSummary
 
 __all__ = [
@@ -98,18 +98,37 @@ def stage_probes(stages: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-def measure(demand: Demand, probe: dict[str, Any], by_level: bool = False) -> float | None:
+def _load_in(
+    demand: Demand,
+    level: float | None,
+    mean_in_flight: float | None,
+    request_throughput: float | None,
+    by_level: bool,
+) -> float | None:
     """A judged step's load in the demand's unit. ``by_level``: the search ran in the demand's
     unit (users; concurrency by users that do not think, each holding one request in flight; a
     rate), so the step's level is that load, one number everywhere. Else: mean in flight,
     completed req/s, or users."""
     if by_level:
-        return probe.get("level")
+        return level
     if demand.kind == "concurrency":
-        return probe.get("mean_in_flight")
+        return mean_in_flight
     if demand.kind == "rate":
-        return probe.get("request_throughput")
-    return probe.get("level")
+        return request_throughput
+    return level
+
+
+def measure(demand: Demand, step: JudgedStep, by_level: bool = False) -> float | None:
+    """A search step's load in the demand's unit (:func:`_load_in`)."""
+    return _load_in(demand, step.level, step.mean_in_flight, step.request_throughput, by_level)
+
+
+def _probe_load(demand: Demand, probe: Mapping[str, Any], by_level: bool) -> float | None:
+    """:func:`_load_in` of a probe as the run's summary holds it (a search step's, or a ramp's
+    stage in that shape: :func:`stage_probes`)."""
+    return _load_in(
+        demand, probe.get("level"), probe.get("mean_in_flight"), probe.get("request_throughput"), by_level
+    )
 
 
 def amount(kind: str, value: float) -> str:
@@ -144,8 +163,8 @@ def demand_block(
     if withheld:
         passes = []
     best = max(passes, key=lambda p: p["level"], default=None)
-    capacity = None if best is None else measure(demand, best, by_level)
-    meets = any((measure(demand, p, by_level) or 0.0) >= demand.value for p in passes)
+    capacity = None if best is None else _probe_load(demand, best, by_level)
+    meets = any((_probe_load(demand, p, by_level) or 0.0) >= demand.value for p in passes)
     room = headroom(capacity, demand.value)
     if withheld:
         text = f"not judged against {demand.text()}: {withheld}"

@@ -1,10 +1,11 @@
 """Deployment plans compared: each plan's capacity, cost and headroom, the cheapest that meets the demand.
 
-Input: the plan file and, per plan, the ``search`` block of the ``summary.json`` its capacity
-search wrote (``DIR/<plan>/summary.json``). Every number below comes from a measured search
-step of that folder (its stage index is kept), converted to deployment time when the target
-was the simulator at ``--speedup K`` (``time_scale``): latencies x K, rates and throughputs / K,
-concurrency unchanged (a closed-loop test is time-scale invariant).
+Input: the plan file and, per plan, the search its capacity search wrote (the ``search`` block of
+``DIR/<plan>/summary.json``, a :class:`~llm_locust.results.search_model.SearchResult`). Every
+number below comes from a measured search step of that folder (its stage index is kept),
+converted to deployment time when the target was the simulator at ``--speedup K``
+(``time_scale``, :func:`llm_locust.results.timescale.search_in_deployment_time`): latencies x K,
+rates and throughputs / K, concurrency unchanged (a closed-loop test is time-scale invariant).
 
 Capacity is measured in the demand's unit, one number everywhere (the table, the verdict, the
 progress line): when the search ran in that unit (users; concurrency by users without think
@@ -26,14 +27,22 @@ Pure module: no Locust, no network.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from llm_locust.config.demand import Demand
 from llm_locust.config.plans import Plan, PlanFile
-from llm_locust.load.search import StopReason
+from llm_locust.load.search import StopReason, Verdict
 from llm_locust.results.capacity import amount, bracket, measure
-from llm_locust.results.capacity_model import CapacityReport, PlanResult, ScalingDimension
+from llm_locust.results.capacity_model import (
+    CapacityReport,
+    DemandUnit,
+    PlanResult,
+    PlanSearch,
+    Scaling,
+    ScalingDimension,
+    TimeScale,
+)
 from llm_locust.results.cost import (
     cost_per_million,
     headroom,
@@ -43,9 +52,9 @@ from llm_locust.results.cost import (
     tokens_per_user,
 )
 from llm_locust.results.probe import show_value
-from llm_locust.results.search_model import JudgedStep
-from llm_locust.results.search_result import deciders_text, withheld_text
-from llm_locust.results.timescale import capacity_time_scale, in_deployment_time
+from llm_locust.results.search_model import JudgedStep, SearchResult, SloTerm
+from llm_locust.results.search_result import deciders_text
+from llm_locust.results.timescale import capacity_time_scale, search_in_deployment_time
 
 __all__ = [
     "compare_plans",
@@ -55,74 +64,74 @@ __all__ = [
 ]
 
 
-def plan_result(plan: Plan, demand: Demand, search: dict[str, Any], time_scale: float = 1.0) -> PlanResult:
-    """One plan's row: capacity, per-GPU numbers, cost at capacity and at the demand, verdict."""
-    return PlanResult.model_validate(_plan_row(plan, demand, search, time_scale))
-
-
-def _plan_row(plan: Plan, demand: Demand, search: dict[str, Any], time_scale: float) -> dict[str, Any]:
-    rate = search.get("kind") == "rate"
-    steps: list[dict[str, Any]] = [
-        in_deployment_time(JudgedStep.model_validate(p), time_scale, rate).to_json()
-        for p in search.get("steps") or ()
-    ]
-    by_index = {p["index"]: p for p in steps}
-    withheld = search.get("withheld")
-    if withheld and steps:  # its reason, in deployment time
-        withheld = withheld_text(steps)
-    best = None if withheld else by_index.get((search.get("highest_pass") or {}).get("index"))
-    upper = by_index.get((search.get("upper") or {}).get("index"))
-    passes = [p for p in steps if p["verdict"] == "pass" and (upper is None or p["level"] < upper["level"])]
-    if withheld:
-        passes = []
-    by_level = search.get("demand") is not None
+def plan_result(plan: Plan, demand: Demand, search: SearchResult, time_scale: float = 1.0) -> PlanResult:
+    """One plan's row: capacity, per-GPU numbers, cost at capacity and at the demand, verdict
+    (every number in deployment time: ``search`` measured at ``time_scale`` x, converted)."""
+    real = search_in_deployment_time(search, time_scale)
+    steps, withheld, upper = real.steps, real.withheld, real.upper
+    best = None if withheld else real.highest_pass
+    passes = (
+        []
+        if withheld
+        else [p for p in steps if p.verdict == Verdict.PASS and (upper is None or p.level < upper.level)]
+    )
+    by_level = real.demand is not None
     capacity = None if best is None else measure(demand, best, by_level)
-    points = [(m, p["output_throughput"]) for p in passes if (m := measure(demand, p, by_level)) is not None]
+    points = [(m, p.output_throughput) for p in passes if (m := measure(demand, p, by_level)) is not None]
     at_demand = interpolate(points, demand.value)
-    deciders = [  # in the plan's time scale (a rate step's level and label)
-        {**d, **{k: by_index[d["index"]][k] for k in ("level", "label") if d["index"] in by_index}}
-        for d in search.get("decided_by") or ()
-    ]
-    out: dict[str, Any] = {
+    deciders = list(real.decided_by)  # in the plan's time scale (a rate step's level and label)
+    out = None if best is None else best.output_throughput
+    good = None if best is None else best.goodput_output_tokens_per_s
+    tpot = None if best is None else best.median_tpot_ms
+    result = PlanResult(
         **plan_fields(plan),
-        "time_scale": time_scale,
-        "search": _search_block(search, time_scale),
-        "withheld": withheld,
-        "decided_by": deciders,
-        "decided_by_valid_steps": bool(deciders) and all(d["valid"] for d in deciders),
-        "invalid_steps": sum(1 for p in steps if p["verdict"] == "invalid"),
-        "shown_short": _shown_short(demand, steps, by_level),
-        "by_level": by_level,
-        "steps": steps,
-        "capacity_step": best,
-        "upper_step": upper,
-        "capacity_below": _settled_bound(search, demand, upper, by_level, capacity),
-        "capacity": capacity,
-        "capacity_unit": demand.kind,
-        "demand": demand.value,
-        "headroom": None if capacity is None else headroom(capacity, demand.value),
-        "meets": best is not None
-        and any((measure(demand, p, by_level) or 0) >= demand.value for p in passes),
-        "cost_per_million_at_demand": cost_per_million(plan.gpu_hour_cost, plan.gpus, at_demand),
-        "output_throughput_at_demand": at_demand,
-    }
-    out.update(_at_capacity(plan, best))
-    out["verdict"] = verdict_sentence(out, demand, passes)
-    return out
+        time_scale=time_scale,
+        search=PlanSearch(
+            kind=real.kind,
+            capacity=real.capacity,
+            stop_reason=real.stop_reason,
+            settled_precision=real.settled_precision,
+            stop=real.stop,
+        ),
+        withheld=withheld,
+        decided_by=deciders,
+        decided_by_valid_steps=bool(deciders) and all(d.valid for d in deciders),
+        invalid_steps=sum(1 for p in steps if p.verdict == Verdict.INVALID),
+        shown_short=_shown_short(demand, steps, by_level),
+        by_level=by_level,
+        steps=steps,
+        capacity_step=best,
+        upper_step=upper,
+        capacity_below=_settled_bound(real, demand, by_level, capacity),
+        capacity=capacity,
+        capacity_unit=DemandUnit(demand.kind),
+        demand=demand.value,
+        headroom=None if capacity is None else headroom(capacity, demand.value),
+        meets=best is not None and any((measure(demand, p, by_level) or 0) >= demand.value for p in passes),
+        cost_per_million_at_demand=cost_per_million(plan.gpu_hour_cost, plan.gpus, at_demand),
+        output_throughput_at_demand=at_demand,
+        # at capacity: the capacity step's measures (none without one)
+        request_throughput=None if best is None else best.request_throughput,
+        output_throughput=out,
+        goodput_output_tokens_per_s=good,
+        mean_in_flight=None if best is None else best.mean_in_flight,
+        output_throughput_per_gpu=per_gpu(out, plan.gpus),
+        goodput_per_gpu=per_gpu(good, plan.gpus),
+        tokens_per_user=tokens_per_user(None if tpot is None else tpot / 1000.0),
+        cost_per_million_at_capacity=cost_per_million(plan.gpu_hour_cost, plan.gpus, out),
+    )
+    result.verdict = verdict_sentence(result, demand, passes)
+    return result
 
 
 def _settled_bound(
-    search: dict[str, Any],
-    demand: Demand,
-    upper: dict[str, Any] | None,
-    by_level: bool,
-    capacity: float | None,
+    search: SearchResult, demand: Demand, by_level: bool, capacity: float | None
 ) -> float | None:
     """The bracket's upper end when the search stopped at its settled precision (short of the
     demand), else ``None``: the capacity is then only known to lie below it."""
-    if search.get("stop_reason") != StopReason.SETTLED or upper is None or capacity is None:
+    if search.stop_reason != StopReason.SETTLED or search.upper is None or capacity is None:
         return None
-    return measure(demand, upper, by_level)
+    return measure(demand, search.upper, by_level)
 
 
 def plan_fields(plan: Plan) -> dict[str, Any]:
@@ -140,80 +149,38 @@ def plan_fields(plan: Plan) -> dict[str, Any]:
     }
 
 
-def _shown_short(demand: Demand, steps: list[dict[str, Any]], by_level: bool) -> bool:
+def _shown_short(demand: Demand, steps: Sequence[JudgedStep], by_level: bool) -> bool:
     """Did a valid step at or below the demand fail? Then the plan does not meet the demand,
     whatever its withheld capacity is (a level that fails is not carried at a higher one)."""
     return any(
-        p["verdict"] == "fail" and (measure(demand, p, by_level) or float("inf")) <= demand.value
+        p.verdict == Verdict.FAIL and (measure(demand, p, by_level) or float("inf")) <= demand.value
         for p in steps
     )
-
-
-def _search_block(search: dict[str, Any], k: float) -> dict[str, Any]:
-    """The search's kind, capacity (a rate search's / ``k``) and why it stopped (a text with no
-    time in it: :data:`llm_locust.load.search.STOP_REASONS`), in deployment time."""
-    capacity = search.get("capacity")
-    if capacity is not None and search.get("kind") == "rate":
-        capacity = capacity / k
-    return {
-        "kind": search.get("kind"),
-        "capacity": capacity,
-        "stop_reason": search.get("stop_reason"),
-        "settled_precision": search.get("settled_precision"),
-        "stop": search.get("stop"),
-    }
-
-
-def _at_capacity(plan: Plan, best: dict[str, Any] | None) -> dict[str, Any]:
-    if best is None:
-        keys = ("request_throughput", "output_throughput", "goodput_output_tokens_per_s")
-        return {
-            **dict.fromkeys(keys),
-            "output_throughput_per_gpu": None,
-            "goodput_per_gpu": None,
-            "tokens_per_user": None,
-            "cost_per_million_at_capacity": None,
-            "mean_in_flight": None,
-        }
-    tpot = best.get("median_tpot_ms")
-    return {
-        "request_throughput": best["request_throughput"],
-        "output_throughput": best["output_throughput"],
-        "goodput_output_tokens_per_s": best["goodput_output_tokens_per_s"],
-        "mean_in_flight": best.get("mean_in_flight"),
-        "output_throughput_per_gpu": per_gpu(best["output_throughput"], plan.gpus),
-        "goodput_per_gpu": per_gpu(best["goodput_output_tokens_per_s"], plan.gpus),
-        "tokens_per_user": tokens_per_user(None if tpot is None else tpot / 1000.0),
-        "cost_per_million_at_capacity": cost_per_million(
-            plan.gpu_hour_cost, plan.gpus, best["output_throughput"]
-        ),
-    }
 
 
 def _unit(demand: Demand, value: float) -> str:
     return amount(demand.kind, value)
 
 
-def _tightest(probe: dict[str, Any]) -> dict[str, Any] | None:
-    terms = [t for t in probe.get("terms") or () if t.get("margin") is not None]
-    return min(terms, key=lambda t: t["margin"]) if terms else None
+def _tightest(step: JudgedStep) -> SloTerm | None:
+    terms = [t for t in step.terms if t.margin is not None]
+    return min(terms, key=lambda t: t.margin or 0.0) if terms else None
 
 
-def _term_text(term: dict[str, Any]) -> str:
-    return f"{term['name'].upper().replace('_', ' ')} {show_value(term['name'], term['value'])}"
+def _term_text(term: SloTerm) -> str:
+    return f"{term.name.upper().replace('_', ' ')} {show_value(term.name, term.value)}"
 
 
-def verdict_sentence(result: dict[str, Any], demand: Demand, passes: Sequence[dict[str, Any]]) -> str:
+def verdict_sentence(result: PlanResult, demand: Demand, passes: Sequence[JudgedStep]) -> str:
     """``meets 50 concurrent: E2E P95 27.1 s at 56, capacity 56; $1.23 per 1M output tokens`` or
     ``fails 50 concurrent: E2E P95 31.2 s at 28 concurrent (capacity 24)``."""
     want = demand.text()
-    capacity, by_level = result["capacity"], result.get("by_level", False)
-    if result.get("withheld"):
-        return f"not judged against {want}: {result['withheld']}"
-    if result["meets"]:
+    capacity, by_level = result.capacity, result.by_level
+    if result.withheld:
+        return f"not judged against {want}: {result.withheld}"
+    if result.meets and capacity is not None:
         lowest = min(
-            (p for p in passes if (measure(demand, p, by_level) or 0) >= demand.value),
-            key=lambda p: p["level"],
+            (p for p in passes if (measure(demand, p, by_level) or 0) >= demand.value), key=lambda p: p.level
         )
         term = _tightest(lowest)
         where = (
@@ -221,107 +188,104 @@ def verdict_sentence(result: dict[str, Any], demand: Demand, passes: Sequence[di
             if term
             else "passes"
         )
-        cost = result["cost_per_million_at_demand"]
+        cost = result.cost_per_million_at_demand
         price = f"; ${cost:.2f} per 1M output tokens at the demand" if cost is not None else ""
         return f"meets {want}: {where}, capacity {_unit(demand, capacity)}{price}"
-    upper = result["upper_step"]
+    upper = result.upper_step
     cap = "no step was shown to pass" if capacity is None else f"capacity {_unit(demand, capacity)}"
-    if capacity is not None and result.get("capacity_below") is not None:
-        settled = result["search"].get("settled_precision") or 0
+    if capacity is not None and result.capacity_below is not None:
+        settled = result.search.settled_precision or 0
         cap = (
-            f"capacity {bracket(demand.kind, capacity, result['capacity_below'])}: "
+            f"capacity {bracket(demand.kind, capacity, result.capacity_below)}: "
             f"bracketed to {100 * settled:.0f} % only, as it cannot meet the demand"
         )
     if upper is None:
-        return f"not shown to meet {want}: {cap}; stopped: {result['search'].get('stop')}"
+        return f"not shown to meet {want}: {cap}; stopped: {result.search.stop}"
     at = measure(demand, upper, by_level)
     if at is None:  # no mean in flight was measured: say the level as it is
-        return f"not shown to meet {want}: {upper['label']} is {upper['verdict']} ({upper['reason']}); {cap}"
+        return f"not shown to meet {want}: {upper.label} is {upper.verdict} ({upper.reason}); {cap}"
     if capacity is not None and at > demand.value:
-        verb = "fails" if upper["verdict"] == "fail" else "is inconclusive"
-        return f"undecided for {want}: {cap}, and {upper['label']} (above the demand) {verb}"
-    if upper["verdict"] == "inconclusive":
-        return f"not shown to meet {want}: {_unit(demand, at)} is inconclusive ({upper['reason']}); {cap}"
-    broke = next((t for t in upper["terms"] if t["verdict"] == "fail"), None) or _tightest(upper)
-    shown = _term_text(broke) if broke else upper.get("reason", "")
+        verb = "fails" if upper.verdict == Verdict.FAIL else "is inconclusive"
+        return f"undecided for {want}: {cap}, and {upper.label} (above the demand) {verb}"
+    if upper.verdict == Verdict.INCONCLUSIVE:
+        return f"not shown to meet {want}: {_unit(demand, at)} is inconclusive ({upper.reason}); {cap}"
+    broke = next((t for t in upper.terms if t.verdict == Verdict.FAIL), None) or _tightest(upper)
+    shown = _term_text(broke) if broke else upper.reason
     return f"fails {want}: {shown} at {_unit(demand, at)} ({cap})"
 
 
-def _scaling(results: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+def _scaling(results: Sequence[PlanResult]) -> list[Scaling]:
     """Pairs of plans (same GPU and model labels) differing only in replicas or GPUs per replica."""
     out = []
     for i, a in enumerate(results):
         for b in results[i + 1 :]:
-            if (a["gpu"], a["model"]) != (b["gpu"], b["model"]) or not a["capacity"] or not b["capacity"]:
+            if (a.gpu, a.model) != (b.gpu, b.model) or not a.capacity or not b.capacity:
                 continue
-            if a["gpus_per_replica"] == b["gpus_per_replica"] and a["replicas"] != b["replicas"]:
-                what, ra, rb = "replicas", a["replicas"], b["replicas"]
-            elif a["replicas"] == b["replicas"] and a["gpus_per_replica"] != b["gpus_per_replica"]:
-                what, ra, rb = "gpus_per_replica", a["gpus_per_replica"], b["gpus_per_replica"]
+            if a.gpus_per_replica == b.gpus_per_replica and a.replicas != b.replicas:
+                what, ra, rb = ScalingDimension.REPLICAS, a.replicas, b.replicas
+            elif a.replicas == b.replicas and a.gpus_per_replica != b.gpus_per_replica:
+                what, ra, rb = ScalingDimension.GPUS_PER_REPLICA, a.gpus_per_replica, b.gpus_per_replica
             else:
                 continue
             small, big = (a, b) if ra < rb else (b, a)
             rs, rb_ = (ra, rb) if ra < rb else (rb, ra)
+            assert small.capacity and big.capacity  # both checked above
             out.append(
-                {
-                    "plans": [small["name"], big["name"]],
-                    "differs_in": what,
-                    "resource_ratio": rb_ / rs,
-                    "capacity_ratio": big["capacity"] / small["capacity"],
-                    "efficiency": scaling_efficiency(small["capacity"], rs, big["capacity"], rb_),
-                }
+                Scaling(
+                    plans=(small.name, big.name),
+                    differs_in=what,
+                    resource_ratio=rb_ / rs,
+                    capacity_ratio=big.capacity / small.capacity,
+                    efficiency=scaling_efficiency(small.capacity, rs, big.capacity, rb_),
+                )
             )
     return out
 
 
 def compare_plans(
-    file: PlanFile, searches: dict[str, dict[str, Any]], scales: dict[str, float]
+    file: PlanFile, searches: Mapping[str, SearchResult], scales: Mapping[str, float]
 ) -> CapacityReport:
     """``capacity.json``: every plan's result, the cheapest that meets the demand, scaling pairs."""
     results = [
-        _plan_row(p, file.demand, searches[p.name], scales.get(p.name, 1.0))
+        plan_result(p, file.demand, searches[p.name], scales.get(p.name, 1.0))
         for p in file.plans
         if p.name in searches
     ]
-    meeting = [r for r in results if r["meets"]]
+    meeting = [r for r in results if r.meets]
     cheapest = min(
-        meeting, key=lambda r: (r["dollars_per_hour"], r["cost_per_million_at_demand"] or 0.0), default=None
+        meeting, key=lambda r: (r.dollars_per_hour, r.cost_per_million_at_demand or 0.0), default=None
     )
-    price = float("inf") if cheapest is None else cheapest["dollars_per_hour"]
-    blocking = [
-        r for r in results if r["withheld"] and r["dollars_per_hour"] <= price and not r["shown_short"]
-    ]
+    price = float("inf") if cheapest is None else cheapest.dollars_per_hour
+    blocking = [r for r in results if r.withheld and r.dollars_per_hour <= price and not r.shown_short]
     if blocking:  # a plan that might be the answer has no valid answer: the comparison has none either
-        names = ", ".join(r["name"] for r in blocking)
+        names = ", ".join(r.name for r in blocking)
         lines = "its line" if len(blocking) == 1 else "their lines"
         why = f"could not be measured validly on this run; see {lines}"
         if cheapest is None:  # none meets: any plan without a valid answer might
             answer = f"answer withheld: no plan measured validly meets {file.demand.text()}; {names} {why}"
         else:
             answer = (
-                f"answer withheld: {names} (as cheap as or cheaper than {cheapest['name']}, which meets "
+                f"answer withheld: {names} (as cheap as or cheaper than {cheapest.name}, which meets "
                 f"{file.demand.text()}) {why}"
             )
         cheapest = None
     elif cheapest is not None:
         answer = (
-            f"{cheapest['name']} is the cheapest plan that meets {file.demand.text()} "
-            f"(${cheapest['dollars_per_hour']:.2f}/hour)"
+            f"{cheapest.name} is the cheapest plan that meets {file.demand.text()} "
+            f"(${cheapest.dollars_per_hour:.2f}/hour)"
         )
     else:
         answer = f"no plan meets {file.demand.text()}"
-    return CapacityReport.model_validate(
-        {
-            "demand": file.demand.to_json(),
-            "demand_text": file.demand.text(),
-            "slo": file.slo.to_json(),
-            "plans": results,
-            "cheapest": None if cheapest is None else cheapest["name"],
-            "withheld": bool(blocking),
-            "answer": answer,
-            "scaling": _scaling(results),
-            "time_scale": capacity_time_scale({r["name"]: r["time_scale"] for r in results}),
-        }
+    return CapacityReport(
+        demand={k: v for k, v in file.demand.to_json().items() if isinstance(v, (str, int, float))},
+        demand_text=file.demand.text(),
+        slo=file.slo.to_json(),
+        plans=results,
+        cheapest=None if cheapest is None else cheapest.name,
+        withheld=bool(blocking),
+        answer=answer,
+        scaling=_scaling(results),
+        time_scale=TimeScale.model_validate(capacity_time_scale({r.name: r.time_scale for r in results})),
     )
 
 

@@ -56,7 +56,7 @@ def unmeasured(search: SearchResult, demand: Demand | None) -> str | None:
     best, upper = search.highest_pass, search.upper
     top = max(steps, key=lambda s: s.level)
     if best is not None and upper is None:
-        at = None if demand is None else measure(demand, best.to_json())
+        at = None if demand is None else measure(demand, best)
         shown = best.label if at is None or demand is None else f"{at:.3g} {_unit(demand)} ({best.label})"
         return f"at least {shown}: no step above {top.label} was measured"
     low = min(steps, key=lambda s: s.level)
@@ -140,7 +140,7 @@ def rejudge_capacity(
                 update={"stop": "judged again under another SLO: the levels the search measured"}
             )
         searches[result.name], scales[result.name], summaries[result.name] = search, k, summary
-    out = compare_plans(file, {name: search.to_json() for name, search in searches.items()}, scales)
+    out = compare_plans(file, searches, scales)
     before = {p.name: p for p in report.plans}
     for row in out.plans:
         row.folder = before[row.name].folder

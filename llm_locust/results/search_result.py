@@ -13,7 +13,7 @@ from typing import Any
 
 from llm_locust.load.search import NOT_PASSED, STOP_REASONS, SearchSpec, StopReason, Verdict
 from llm_locust.results.probe import REMEDY, Invalidity, margin_key
-from llm_locust.results.search_model import Decider, JudgedStep
+from llm_locust.results.search_model import Decider, DeciderRole, JudgedStep, SearchResult
 
 __all__ = [
     "deciders_text",
@@ -37,30 +37,30 @@ def withheld_text(probes: Sequence[Mapping[str, Any]]) -> str:
     )
 
 
-def deciding_steps(result: Mapping[str, Any]) -> list[dict[str, Any]]:
+def deciding_steps(result: SearchResult) -> list[Decider]:
     """The steps a search's answer rests on (the highest pass, the lowest step not shown to pass,
     the step at the demand), each with whether the run held it valid."""
-    out: list[dict[str, Any]] = []
-    for role, probe in (("capacity", result.get("highest_pass")), ("bound", result.get("upper"))):
-        if probe is not None:
-            out.append(_decider(role, probe))
-    demand = result.get("demand_step")
-    if demand is not None and all(d["index"] != demand["index"] for d in out):
-        out.append(_decider("demand", demand))
+    out: list[Decider] = []
+    for role, step in ((DeciderRole.CAPACITY, result.highest_pass), (DeciderRole.BOUND, result.upper)):
+        if step is not None:
+            out.append(_decider(role, step))
+    demand = result.demand_step
+    if demand is not None and all(d.index != demand.index for d in out):
+        out.append(_decider(DeciderRole.DEMAND, demand))
     return out
 
 
-def _decider(role: str, probe: Mapping[str, Any]) -> dict[str, Any]:
-    return {
-        "role": role,
-        "index": probe["index"],
-        "label": probe["label"],
-        "level": probe["level"],
-        "verdict": probe["verdict"],
-        "valid": probe["verdict"] != Verdict.INVALID,
-        "requests": probe.get("requests"),
-        "client_saturated": bool((probe.get("client") or {}).get("saturated")),
-    }
+def _decider(role: DeciderRole, step: JudgedStep) -> Decider:
+    return Decider(
+        role=role,
+        index=step.index,
+        label=step.label,
+        level=step.level,
+        verdict=step.verdict,
+        valid=step.valid,
+        requests=step.requests if "requests" in step.model_fields_set else None,
+        client_saturated=step.client is not None and step.client.saturated,
+    )
 
 
 def deciders_text(deciders: Sequence[Decider]) -> str:
@@ -116,8 +116,10 @@ def search_result(
         "withheld": withheld_text(probes) if withheld and probes else None,
         "invalid_steps": sum(1 for p in probes if p["verdict"] == Verdict.INVALID),
     }
-    out["decided_by"] = [] if withheld else deciding_steps(out)
-    out["sentence"] = search_sentence(out)
+    typed = SearchResult.model_validate(out)
+    typed.decided_by = [] if withheld else deciding_steps(typed)
+    out["decided_by"] = [d.to_json() for d in typed.decided_by]
+    out["sentence"] = search_sentence(typed)
     return out
 
 
@@ -165,23 +167,23 @@ def _level(kind: str, level: float) -> str:
     return f"{level:g} req/s"
 
 
-def search_sentence(result: dict[str, Any]) -> str:
+def search_sentence(result: SearchResult) -> str:
     """ "capacity 24 users within the SLO (1.89 req/s, 410 output tok/s); 28 users fails:
     e2e_p95 34.6 s misses e2e_p95<=30s; stopped: ..."."""
-    kind, best, upper = result["kind"], result["highest_pass"], result["upper"]
-    if result.get("withheld"):
-        return str(result["withheld"])
+    kind, best, upper = result.kind, result.highest_pass, result.upper
+    if result.withheld:
+        return result.withheld
     if best is None:
         text = "no search step was shown to meet the SLO"
     else:
         text = (
-            f"capacity {_level(kind, best['level'])} within the SLO ({best['request_throughput']:.2f} req/s, "
-            f"{best['output_throughput']:.0f} output tok/s)"
+            f"capacity {_level(kind, best.level)} within the SLO ({best.request_throughput:.2f} req/s, "
+            f"{best.output_throughput:.0f} output tok/s)"
         )
     if upper is not None:
-        word = "fails" if upper["verdict"] == "fail" else "is inconclusive"
-        text += f"; {_level(kind, upper['level'])} {word}: {upper['reason']}"
-    decided = deciders_text([Decider.model_validate(d) for d in result.get("decided_by") or ()])
+        word = "fails" if upper.verdict == Verdict.FAIL else "is inconclusive"
+        text += f"; {_level(kind, upper.level)} {word}: {upper.reason}"
+    decided = deciders_text(result.decided_by)
     if decided:
         text += f"; {decided}"
-    return f"{text}; stopped: {result['stop']}"
+    return f"{text}; stopped: {result.stop}"

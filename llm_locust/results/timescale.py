@@ -248,7 +248,7 @@ def search_in_deployment_time(search: SearchResult, k: float) -> SearchResult:
     )
     if out.withheld and steps:
         out = _changed(out, withheld=withheld_text([s.to_json() for s in steps]))
-    return _changed(out, sentence=search_sentence(out.model_dump(mode="json")))
+    return _changed(out, sentence=search_sentence(out))
 
 
 def capacity_time_scale(scales: Mapping[str, float]) -> dict[str, Any]:

@@ -61,6 +61,7 @@ from llm_locust.config.register import OneLineParser
 from llm_locust.results.capacity_model import PlanResult, SimulatorClock
 from llm_locust.results.plans import compare_plans, format_comparison
 from llm_locust.results.predicted_plans import predicted_lines
+from llm_locust.results.search_model import SearchResult
 from llm_locust.results.timescale import scaled
 
 __all__ = ["main"]
@@ -170,10 +171,11 @@ def main(argv: list[str] | None = None) -> int:
         raise
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
-    searches = {name: search for name, search, _ in done if search is not None}
-    errors = {name: error for name, search, error in done if search is None}
+    searches = {d.name: d.search for d in done if d.search is not None}
+    errors = {d.name: d.error for d in done if d.search is None}
+    clocks = {d.name: d.clock for d in done if d.clock is not None}
     predicted = predicted_rows(file, root, searches, errors, progress.say)
-    return _report(file, root, searches, scales, errors, predicted)
+    return _report(file, root, searches, scales, errors, predicted, clocks)
 
 
 def _print_env(file: PlanFile, root: Path, name: str) -> int:
@@ -212,15 +214,17 @@ def _plans(n: int) -> str:
 
 
 def _report(
-    file: PlanFile, root: Path, searches: dict[str, Any], scales: dict[str, float], errors: dict[str, str],
-    predicted: list[dict[str, Any]],
+    file: PlanFile, root: Path, searches: dict[str, SearchResult], scales: dict[str, float],
+    errors: dict[str, str], predicted: list[dict[str, Any]], clocks: dict[str, SimulatorClock],
 ) -> int:  # fmt: skip
     report = compare_plans(file, searches, scales)
     for result in report.plans:
         result.folder = str(root / result.name)
-        clock = searches[result.name].get("simulator_clock")
+        clock = clocks.get(result.name)  # its seconds in deployment time too
         result.simulator_clock = (
-            None if clock is None else SimulatorClock.model_validate(scaled(clock, scales[result.name]))
+            None
+            if clock is None
+            else SimulatorClock.model_validate(scaled(clock.to_json(), scales[result.name]))
         )
     report.not_measured = errors
     if predicted:  # set only when there are some: an unset list is not written (a rejudge's file equals it)

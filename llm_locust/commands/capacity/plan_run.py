@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import json
 import sys
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from llm_locust.commands.capacity.host import Progress, master_port_args, stop_run, worker_args
 from llm_locust.commands.capacity.sim_clock import clock_text, sim_clock
@@ -18,10 +18,12 @@ from llm_locust.config.slo import scaled_slo
 from llm_locust.config.think import parse_think_time
 from llm_locust.load.search import start_near
 from llm_locust.results.capacity import bracket
-from llm_locust.results.capacity_model import PlanResult
+from llm_locust.results.capacity_model import PlanResult, SimulatorClock
 from llm_locust.results.plans import plan_result
+from llm_locust.results.search_model import SearchResult
+from llm_locust.results.summary_model import RunSummary
 
-__all__ = ["ARGS_FILE", "first_level", "plan_search", "run_args"]
+__all__ = ["ARGS_FILE", "PlanSearched", "first_level", "plan_search", "run_args"]
 
 ARGS_FILE = "plan-args.json"
 
@@ -92,16 +94,28 @@ def _demand_text(file: PlanFile, k: float) -> str:
     return f"users={demand.users}"  # the think time goes in --think-time, already scaled
 
 
-def _finished(folder: Path, args: list[str] | None) -> dict[str, Any] | None:
+@dataclass(frozen=True)
+class PlanSearched:
+    """One plan's search as the comparison reads it: its finished search (``None``: not measured,
+    ``error`` says why) and its simulators' own clocks after it (wall clock; ``None``: a real target)."""
+
+    name: str
+    search: SearchResult | None
+    error: str = ""
+    clock: SimulatorClock | None = None
+
+
+def _finished(folder: Path, args: list[str] | None) -> SearchResult | None:
     """The finished search of ``folder`` if it was made with ``args`` (``None``: whatever made
-    it, a plan measured elsewhere: ``--no-run``), else ``None``."""
+    it, a plan measured elsewhere: ``--no-run``), else ``None`` (a summary this version does not
+    read as one, too)."""
     try:
         same = args is None or json.loads((folder / ARGS_FILE).read_text()) == args
-        summary = json.loads((folder / "summary.json").read_text())
-    except (OSError, ValueError):
+        summary = RunSummary.model_validate_json((folder / "summary.json").read_bytes())
+    except (OSError, ValueError):  # pydantic's ValidationError is a ValueError
         return None
-    search = summary.get("search") or {}
-    if not same or summary.get("interrupted") or search.get("stop_reason") is None:
+    search = summary.search
+    if not same or summary.interrupted or search is None or search.stop_reason is None:
         return None
     return search
 
@@ -134,10 +148,10 @@ def _run(name: str, folder: Path, args: list[str], progress: Progress) -> tuple[
     return code, error
 
 
-def _capacity_text(file: PlanFile, search: dict[str, Any], result: PlanResult | None) -> str:
+def _capacity_text(file: PlanFile, search: SearchResult, result: PlanResult | None) -> str:
     """The plan's capacity as the table and its verdict say it (one number, one unit)."""
     if result is None:
-        return str(search["withheld"])
+        return str(search.withheld)
     if result.capacity is None:
         return "no level was shown to meet the SLO"
     return f"capacity {bracket(file.demand.kind, result.capacity, result.capacity_below)}"
@@ -153,19 +167,19 @@ def plan_search(
     rerun: bool = False,
     workers: int | None = None,
     no_run: bool = False,
-) -> tuple[str, dict[str, Any] | None, str]:
-    """One plan's search (or the finished one in its folder): (name, search block, error)."""
+) -> PlanSearched:
+    """One plan's search (or the finished one in its folder)."""
     folder = root / plan.name
     plan_args = run_args(file, plan, folder, k, workers)
     head = f"plan {number}/{sum(1 for p in file.plans if not p.predicted)}"
     done = None if rerun else _finished(folder, None if no_run else plan_args)
     if done is not None:
         progress.say(plan.name, f"{head}: {'measured' if no_run else 'finished'} before, not run again")
-        return plan.name, done, ""
+        return PlanSearched(plan.name, done)
     if no_run:
         error = f"{folder} holds no finished search (--no-run runs none)"
         progress.say(plan.name, f"not measured: {error}")
-        return plan.name, None, error
+        return PlanSearched(plan.name, None, error)
     scaled = f" (simulated at {k:g}x: latencies below are x{k:g}, in deployment time)" if k != 1 else ""
     progress.say(plan.name, f"{head}: searching{scaled}, results in {folder}")
     code, error = _run(plan.name, folder, plan_args, progress)
@@ -173,13 +187,13 @@ def plan_search(
     if search is None:
         error = error or f"the run ended with exit code {code} before its search did"
         progress.say(plan.name, f"not measured: {error}")
-        return plan.name, None, error
-    result = None if search.get("withheld") else plan_result(plan, file.demand, search, k)
-    progress.say(plan.name, f"done: {_capacity_text(file, search, result)}; stopped: {search['stop']}")
-    if k != 1:
-        clocks = {url: sim_clock(url) for url in plan.endpoints}
-        text, behind = clock_text(clocks, result is not None and result.capacity is not None)
-        search = {**search, "simulator_clock": {"endpoints": clocks, "fell_behind": behind}}
-        if text:
-            progress.say(plan.name, text)
-    return plan.name, search, ""
+        return PlanSearched(plan.name, None, error)
+    result = None if search.withheld else plan_result(plan, file.demand, search, k)
+    progress.say(plan.name, f"done: {_capacity_text(file, search, result)}; stopped: {search.stop}")
+    if k == 1:
+        return PlanSearched(plan.name, search)
+    clocks = {url: sim_clock(url) for url in plan.endpoints}
+    text, behind = clock_text(clocks, result is not None and result.capacity is not None)
+    if text:
+        progress.say(plan.name, text)
+    return PlanSearched(plan.name, search, clock=SimulatorClock(endpoints=clocks, fell_behind=behind))

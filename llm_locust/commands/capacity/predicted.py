@@ -17,7 +17,7 @@ of the comparison, marked predicted.
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +26,7 @@ from llm_locust.commands.predict import predict
 from llm_locust.config.plans import Plan, PlanFile
 from llm_locust.results.calibrate import CalibrationError, fit
 from llm_locust.results.predicted_plans import predicted_result
+from llm_locust.results.search_model import SearchResult
 from llm_locust.sim.predict import unsupported_lines
 
 __all__ = ["DRAWS", "EXTRAPOLATION", "check_predictable", "predict_plan", "predicted_rows"]
@@ -97,17 +98,20 @@ def predict_plan(file: PlanFile, plan: Plan, root: Path) -> dict[str, Any]:
 
 
 def predicted_rows(
-    file: PlanFile, root: Path, searches: dict[str, Any], errors: dict[str, str],
+    file: PlanFile, root: Path, searches: Mapping[str, SearchResult], errors: dict[str, str],
     say: Callable[[str, str], None],
 ) -> list[dict[str, Any]]:  # fmt: skip
     """The comparison's rows of the plans with ``predict_from``, once their measured plan's search
     is done; one that cannot be predicted gets an error line in ``errors`` instead."""
     rows = []
-    for plan in (p for p in file.plans if p.predict_from is not None):
-        if plan.predict_from not in searches:
+    for plan in file.plans:
+        source = plan.predict_from
+        if source is None:
+            continue
+        if source not in searches:
             errors[plan.name] = f"not predicted: {plan.predict_from} was not measured"
             continue
-        if searches[plan.predict_from].get("withheld"):
+        if searches[source].withheld:
             errors[plan.name] = (
                 f"not predicted: {plan.predict_from}'s answer was withheld (its steps were not valid "
                 "measurements, so its records calibrate nothing)"

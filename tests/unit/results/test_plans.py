@@ -10,7 +10,7 @@ import pytest
 from llm_locust.config.plans import load_plan_file
 from llm_locust.load.search import SearchSpec
 from llm_locust.results.plans import compare_plans, format_comparison
-from llm_locust.results.search_model import JudgedStep
+from llm_locust.results.search_model import JudgedStep, SearchResult
 from llm_locust.results.search_result import search_result
 from llm_locust.results.timescale import in_deployment_time
 
@@ -69,9 +69,16 @@ def probe(index: int, users: int, verdict: str, e2e: float, tok_per_user: float 
     }
 
 
-def search(steps: list[tuple[int, str, float]]) -> dict[str, Any]:
+def typed_result(
+    spec: SearchSpec, probes: list[dict[str, Any]], stop: str, step_time_s: float
+) -> SearchResult:
+    """The search block the run writes (:func:`search_result`), as the comparison reads it."""
+    return SearchResult.model_validate(search_result(spec, probes, stop, step_time_s))
+
+
+def search(steps: list[tuple[int, str, float]]) -> SearchResult:
     probes = [probe(i, u, v, e) for i, (u, v, e) in enumerate(steps)]
-    return search_result(SearchSpec("users", 16), probes, "precision", 300.0)
+    return typed_result(SearchSpec("users", 16), probes, "precision", 300.0)
 
 
 @pytest.fixture
@@ -223,7 +230,7 @@ def test_one_number_one_unit_when_the_search_ran_in_the_demand_s_unit(file: Any)
     steps = [(16, "pass", 20.0), (32, "fail", 35.0), (24, "fail", 31.0), (20, "pass", 28.0),
              (22, "pass", 29.0), (23, "fail", 30.5)]  # fmt: skip
     probes = [probe(i, u, v, e) for i, (u, v, e) in enumerate(steps)]
-    found = search_result(SearchSpec("users", 16, demand=50), probes, "precision", 300.0)
+    found = typed_result(SearchSpec("users", 16, demand=50), probes, "precision", 300.0)
     model = compare_plans(file, {"A": found}, {})
     report = model.to_json()
     a = report["plans"][0]
@@ -240,8 +247,8 @@ def test_a_plan_settled_short_of_the_demand_shows_its_capacity_as_a_bracket(file
     spec = SearchSpec("users", 32, demand=50, settled_precision=0.25)
     steps = [(32, "pass", 20.0), (64, "fail", 36.0), (50, "fail", 32.0), (41, "pass", 28.0)]
     probes = [probe(i, u, v, e) for i, (u, v, e) in enumerate(steps)]
-    settled = search_result(spec, probes, "settled", 300.0)
-    fine = search_result(SearchSpec("users", 32, demand=50), probes, "precision", 300.0)
+    settled = typed_result(spec, probes, "settled", 300.0)
+    fine = typed_result(SearchSpec("users", 32, demand=50), probes, "precision", 300.0)
     report = compare_plans(file, {"C": settled, "A": fine}, {})
     c = next(p for p in report.to_json()["plans"] if p["name"] == "C")
     assert c["capacity"] == 41 and c["capacity_below"] == 50 and not c["meets"]
@@ -258,11 +265,9 @@ def test_a_plan_settled_short_of_the_demand_shows_its_capacity_as_a_bracket(file
 
 
 def test_a_withheld_plan_as_cheap_as_the_answer_withholds_the_comparison(file: Any) -> None:
-    from llm_locust.results.search_result import search_result as result_of
-
     invalid = {**probe(1, 64, "pass", 20.0), "verdict": "invalid", "invalidity": "client",
                "reason": "host overloaded: other processes used 95 % of 2 cores"}  # fmt: skip
-    withheld = result_of(
+    withheld = typed_result(
         SearchSpec("users", 32),
         [probe(0, 32, "pass", 20.0), invalid, {**invalid, "index": 2}],
         "invalid",
@@ -282,7 +287,7 @@ def test_a_withheld_plan_as_cheap_as_the_answer_withholds_the_comparison(file: A
         "measured validly on this run; see its line"
     )
     # withheld, but a valid step below the demand failed: shown not to meet it, it withholds nothing
-    short = result_of(
+    short = typed_result(
         SearchSpec("users", 32), [probe(0, 32, "fail", 35.0), probe(1, 16, "pass", 20.0), invalid,
                                   {**invalid, "index": 2}], "invalid", 300.0
     )  # fmt: skip
@@ -294,7 +299,7 @@ def test_a_withheld_plan_as_cheap_as_the_answer_withholds_the_comparison(file: A
     assert tie["cheapest"] is None and tie["answer"].startswith("answer withheld: C ")
     # no plan meets and the dearer one is withheld: it is not 'as cheap or cheaper' than anything
     # (the new-user trial's run: A measured 22 against a demand of 50, B at $20/h withheld)
-    fails = {**SEARCHES, "A": result_of(SearchSpec("users", 32), [probe(0, 32, "fail", 35.0),
+    fails = {**SEARCHES, "A": typed_result(SearchSpec("users", 32), [probe(0, 32, "fail", 35.0),
              probe(1, 16, "pass", 20.0)], "precision", 300.0), "B": withheld, "C": withheld}  # fmt: skip
     none = compare_plans(file, fails, {}).to_json()
     assert none["cheapest"] is None and none["withheld"] and not none["plans"][0]["meets"]

@@ -16,6 +16,7 @@ from llm_locust.config.slo import parse_slo, scaled_slo
 from llm_locust.load.search import SearchSpec
 from llm_locust.results.plans import compare_plans, format_comparison
 from llm_locust.results.probe import judge_step
+from llm_locust.results.search_model import SearchResult
 from llm_locust.results.search_result import search_result
 
 K = 10.0
@@ -62,7 +63,9 @@ def capacity(tmp_path: Path) -> tuple[dict[str, Any], str]:
         judge_step(_entry(1, 32, 3.245, (3.21, 3.3), "fail"), RUN_SLO),  # fails, at 3.245 s
         judge_step(_entry(2, 20, 3.1, (3.0, 3.245), "inconclusive"), RUN_SLO),  # reaches 3.245 s
     ]
-    search = search_result(SearchSpec("users", 16, demand=20), steps, "step_limit", 3.0)
+    search = SearchResult.model_validate(
+        search_result(SearchSpec("users", 16, demand=20), steps, "step_limit", 3.0)
+    )
     path = tmp_path / "plans.yaml"
     path.write_text(PLANS)
     report = compare_plans(load_plan_file(path), {"A": search}, {"A": K})

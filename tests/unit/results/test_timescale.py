@@ -8,8 +8,10 @@ from typing import Any
 import pytest
 
 from llm_locust.config.plans import load_plan_file
+from llm_locust.load.search import SearchSpec
 from llm_locust.results.plans import compare_plans
-from llm_locust.results.search_model import JudgedStep
+from llm_locust.results.search_model import JudgedStep, SearchResult
+from llm_locust.results.search_result import search_result
 from llm_locust.results.timescale import in_deployment_time
 
 PLANS = """
@@ -67,16 +69,10 @@ def _step(index: int, users: int, e2e_s: float) -> dict[str, Any]:
 def test_capacity_json_is_all_deployment_time_and_says_so(tmp_path: Any) -> None:
     path = tmp_path / "plans.yaml"
     path.write_text(PLANS)
-    search = {
-        "kind": "users",
-        "capacity": 24.0,
-        "stop_reason": "precision",
-        "stop": "the boundary is bracketed within the precision",
-        "steps": [_step(0, 24, 4.0)],
-        "highest_pass": {"index": 0},
-        "upper": None,
-    }
-    report = compare_plans(load_plan_file(path), {"A": search}, {"A": 10.0}).to_json()
+    search = search_result(SearchSpec("users", 24), [_step(0, 24, 4.0)], "maximum", 5.0)
+    report = compare_plans(
+        load_plan_file(path), {"A": SearchResult.model_validate(search)}, {"A": 10.0}
+    ).to_json()
     step = report["plans"][0]["capacity_step"]
     e2e = step["terms"][1]
     # the issue's contradiction: the term said 40.01 s (deployment) beside p95_e2el_ms 4001 (wall)
@@ -97,7 +93,7 @@ def test_capacity_json_is_all_deployment_time_and_says_so(tmp_path: Any) -> None
     assert (step["completed"], step["level"], step["mean_in_flight"]) == (484, 24.0, pytest.approx(23.76))
     assert step["terms"][0]["value"] == 1.0 and step["terms"][0]["interval"] == [0.99, 1.01]
     plan = report["plans"][0]
-    assert plan["search"]["stop"] == "the boundary is bracketed within the precision"  # no time in it
+    assert plan["search"]["stop"] == "the maximum level passed"  # no time in it
     assert report["time_scale"]["clock"] == "deployment" and report["time_scale"]["speedups"] == {"A": 10.0}
     assert "deployment time" in report["time_scale"]["note"]
 
