@@ -33,9 +33,8 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
-from llm_locust.config.jsontypes import JsonObject
+from llm_locust.config.jsontypes import JsonObject, JsonValue
 from llm_locust.workload.prompts import PromptBuilder
 
 __all__ = [
@@ -97,7 +96,7 @@ class Dataset:
         return len(self.conversations) or len(self.lengths)
 
 
-def detect_format(path: Path, first: Any) -> str:
+def detect_format(path: Path, first: JsonValue) -> str:
     if path.suffix.lower() in (".csv", ".tsv", ".txt"):
         return "prompts"
     if path.suffix.lower() == ".json":
@@ -123,7 +122,7 @@ def load_dataset(path_text: str, fmt: str = "auto", strict: bool = False) -> Dat
     if not raw.strip():
         raise DatasetError(f"dataset {path_text} is empty")
     if path.suffix.lower() in (".csv", ".tsv"):
-        rows: list[tuple[int, Any]] = _csv_rows(raw, path)
+        rows: list[tuple[int, Row]] = _csv_rows(raw, path)
     elif path.suffix.lower() == ".json" or fmt == "sharegpt":
         rows = _json_rows(raw, path_text)
     else:
@@ -132,7 +131,7 @@ def load_dataset(path_text: str, fmt: str = "auto", strict: bool = False) -> Dat
     if fmt == "auto":
         fmt = detect_format(path, first)
     ds = Dataset(path_text, fmt, first_turn_only=fmt == "sharegpt")
-    parsers: dict[str, Callable[[Any], LengthRow | Conversation]] = {
+    parsers: dict[str, Callable[[JsonValue], LengthRow | Conversation]] = {
         "messages": _parse_messages,
         "prompts": _parse_prompt,
         "sharegpt": _parse_sharegpt,
@@ -166,8 +165,12 @@ class _Bad:
     reason: str
 
 
-def _jsonl_rows(raw: str) -> list[tuple[int, Any]]:
-    rows: list[tuple[int, Any]] = []
+#: A dataset row as read: a JSON value (a CSV row is an object of strings), or why it is not one.
+Row = JsonValue | _Bad
+
+
+def _jsonl_rows(raw: str) -> list[tuple[int, Row]]:
+    rows: list[tuple[int, Row]] = []
     for i, line in enumerate(raw.splitlines(), 1):
         if not line.strip():
             continue
@@ -178,29 +181,53 @@ def _jsonl_rows(raw: str) -> list[tuple[int, Any]]:
     return rows
 
 
-def _json_rows(raw: str, name: str) -> list[tuple[int, Any]]:
+def _json_rows(raw: str, name: str) -> list[tuple[int, Row]]:
     try:
         data = json.loads(raw)
     except ValueError as exc:
         raise DatasetError(f"dataset {name} is not valid JSON: {exc}") from None
     if not isinstance(data, list):
         raise DatasetError(f"dataset {name}: expected a JSON list of conversations")
-    return list(enumerate(data, 1))
+    return list[tuple[int, Row]](enumerate(data, 1))
 
 
-def _csv_rows(raw: str, path: Path) -> list[tuple[int, Any]]:
+def _csv_rows(raw: str, path: Path) -> list[tuple[int, Row]]:
     delim = "\t" if path.suffix.lower() == ".tsv" else ","
     reader = csv.DictReader(raw.splitlines(), delimiter=delim)
-    return [(i, dict(r)) for i, r in enumerate(reader, 2)]
+    return [(i, {str(k): v for k, v in r.items()}) for i, r in enumerate(reader, 2)]
 
 
-def _text(value: Any) -> str:
+def _object(row: JsonValue) -> JsonObject:
+    """``row`` as a JSON object; ``TypeError`` (a malformed row) when it is not one."""
+    if not isinstance(row, dict):
+        raise TypeError(f"expected a JSON object, got {type(row).__name__}")
+    return row
+
+
+def _list(value: JsonValue) -> list[JsonValue]:
+    """``value`` as a JSON list; ``TypeError`` (a malformed row) when it is not one."""
+    if not isinstance(value, list):
+        raise TypeError(f"expected a JSON list, got {type(value).__name__}")
+    return value
+
+
+def _int(value: JsonValue) -> int:
+    """``value`` as an integer (a number or its text); ``TypeError`` when it is neither."""
+    if not isinstance(value, int | float | str):
+        raise TypeError(f"expected a number, got {type(value).__name__}")
+    return int(value)
+
+
+def _text(value: JsonValue) -> str:
     if isinstance(value, str):
         return value
     if isinstance(value, list):  # content parts
-        parts = [p["text"] for p in value if isinstance(p, dict) and p.get("type") == "text"]
-        if parts:
-            return "\n".join(parts)
+        parts = [_object(p)["text"] for p in value if isinstance(p, dict) and p.get("type") == "text"]
+        texts = [p for p in parts if isinstance(p, str)]
+        if len(texts) != len(parts):
+            raise TypeError("a text part's text is not a string")
+        if texts:
+            return "\n".join(texts)
     raise ValueError("message content is not text")
 
 
@@ -217,40 +244,44 @@ def _max_tokens(row: JsonObject) -> int | None:
     return None
 
 
-def _parse_messages(row: Any) -> Conversation:
-    msgs = row if isinstance(row, list) else row["messages"]
-    out = [{"role": str(m["role"]), "content": _text(m["content"])} for m in msgs]
+def _parse_messages(row: JsonValue) -> Conversation:
+    msgs = row if isinstance(row, list) else _object(row)["messages"]
+    out = [{"role": str(_object(m)["role"]), "content": _text(_object(m)["content"])} for m in _list(msgs)]
     if not any(m["role"] == "user" for m in out):
         raise ValueError("no user message")
-    return Conversation(out, None if isinstance(row, list) else _max_tokens(row))
+    return Conversation(out, _max_tokens(row) if isinstance(row, dict) else None)
 
 
-def _parse_prompt(row: Any) -> Conversation:
-    if isinstance(row, str):
-        text, mt = row, None
-    else:
-        key = next((k for k in ("prompt", "text", "question", "input") if k in row), None)
-        if key is None:
-            key = next(iter(row)) if row and not isinstance(row, list) else None
+def _parse_prompt(row: JsonValue) -> Conversation:
+    text: JsonValue = row
+    mt: int | None = None
+    if not isinstance(row, str):
+        fields = row if isinstance(row, dict) else {}
+        named = [k for k in ("prompt", "text", "question", "input") if k in fields]
+        key = named[0] if named else next(iter(fields), None)  # else the first column
         if key is None:
             raise ValueError("no prompt field")
-        text, mt = row[key], _max_tokens(row)
+        text, mt = fields[key], _max_tokens(fields)
     if not isinstance(text, str) or not text.strip():
         raise ValueError("empty prompt")
     return Conversation([{"role": "user", "content": text}], mt)
 
 
-def _parse_sharegpt(row: Any) -> Conversation:
-    turns = row["conversations"]
-    msgs = [{"role": _ROLES[str(t["from"]).lower()], "content": _text(t["value"])} for t in turns]
+def _parse_sharegpt(row: JsonValue) -> Conversation:
+    turns = _list(_object(row)["conversations"])
+    msgs = [
+        {"role": _ROLES[str(_object(t)["from"]).lower()], "content": _text(_object(t)["value"])}
+        for t in turns
+    ]
     if not any(m["role"] == "user" for m in msgs):
         raise ValueError("no human turn")
     return Conversation(msgs, None)
 
 
-def _parse_mooncake(row: Any) -> LengthRow:
-    inp, out = int(row["input_length"]), int(row["output_length"])
-    hashes = tuple(int(h) for h in row.get("hash_ids", ()))
+def _parse_mooncake(row: JsonValue) -> LengthRow:
+    fields = _object(row)
+    inp, out = _int(fields["input_length"]), _int(fields["output_length"])
+    hashes = tuple(_int(h) for h in _list(fields.get("hash_ids", [])))
     if inp < 1 or out < 1:
         raise ValueError("lengths must be positive")
     return LengthRow(inp, out, hashes)
