@@ -145,3 +145,39 @@ def test_a_latency_with_no_data_keeps_its_null_keys() -> None:
     out = model.to_json()
     assert "p99_tpot_ms" in out and out["p99_tpot_ms"] is None
     assert not any(isinstance(v, float) and math.isnan(v) for v in out.values())
+
+
+def test_windows_drift_and_config_read_as_attributes_and_an_older_file_round_trips() -> None:
+    """``windows``, ``drift`` and ``config`` are typed blocks (issue 22 item 2): a file as runs
+    wrote them before (server gauges and unknown keys in a window, a per-stage drift, a config
+    key the model does not name) loads, its values read as attributes, and writes back the same."""
+    window = {
+        "requests": {"ok": 3, "timeout": 1}, "completed": 3, "failed": 1, "error_rate": 0.25,
+        "p50_ttft_ms": 10.0, "p95_ttft_ms": 20.0, "p99_ttft_ms": None, "index": 0, "start_s": 0.0,
+        "end_s": 5.0, "output_tokens_per_s": 12.5, "in_flight": 1.5, "kv_cache_usage_mean": 0.4,
+        "preemptions": 2.0, "from_a_newer_version": "kept",
+    }  # fmt: skip
+    stage_drift = {"verdict": "stable", "text": "stable: P95 TTFT +0.1 ms per 10 min", "window_s": 5.0,
+                   "per_s": 600.0, "series": {"ttft_p95": {"verdict": "stable", "slope": 0.1, "unit": "ms",
+                                                           "text": "P95 TTFT +0.1 ms"}}}  # fmt: skip
+    data = {
+        "completed": 3,
+        "window_s": 5.0,
+        "windows": [window],
+        "drift": {"verdict": "stable", "text": "stable (per stage) users=1: ...", "stages": [stage_drift]},
+        "config": {"start_time": 1000.0, "peak_users": 4, "options": {"prompt_salt": "abc"}, "gpus": 2,
+                   "workers_missing": ["w2"], "an_old_key": {"x": 1}},
+    }  # fmt: skip
+    model = RunSummary.model_validate(data)
+    assert model.windows is not None and model.drift is not None
+    (row,) = model.windows
+    assert row.requests == {"ok": 3, "timeout": 1} and row.p95_ttft_ms == 20.0 and row.mid_s == 2.5
+    assert row.number("kv_cache_usage_mean") == 0.4 and row.number("preemptions") == 2.0
+    assert row.number("p99_ttft_ms") is None and row.number("from_a_newer_version") is None
+    assert model.drift.verdict.judged and model.drift.stages is not None
+    assert model.drift.stages[0].series["ttft_p95"].slope == 0.1
+    assert model.config.start_time == 1000.0 and model.config.peak_users == 4 and model.config.gpus == 2
+    assert model.config.option("prompt_salt") == "abc" and model.config.workers_missing == ["w2"]
+    assert model.to_json() == data  # every key kept, none added
+    with pytest.raises(ValidationError):  # a verdict the drift does not know is refused
+        RunSummary.model_validate({**data, "drift": {"verdict": "wobbly"}})
