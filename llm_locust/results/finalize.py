@@ -249,8 +249,8 @@ def nothing_recorded_line(summary: RunSummary) -> str:
         return NOTHING_RECORDED
     return (
         f"{NOTHING_RECORDED}: the master counted {len(missing)} worker(s) missing (no heartbeat for "
-        f"3 s: stopped, or starved of CPU on a busy host), and Locust stops a test whose last "
-        f"worker is missing: {', '.join(map(str, missing))}"
+        f"3 s: stopped, or starved of CPU on a busy host) and still missing when the test ended: "
+        f"{', '.join(map(str, missing))}"
     )
 
 

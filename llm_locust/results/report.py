@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from llm_locust.results.capacity import capacity_lines
 from llm_locust.results.finalize import nothing_recorded, nothing_recorded_line
-from llm_locust.results.summary_blocks import Excluded
+from llm_locust.results.summary_blocks import Excluded, WorkerSilence
 from llm_locust.results.summary_model import RunSummary
 from llm_locust.results.summary_text import format_stage_table, format_table
 from llm_locust.results.traffic import stage_cache_lines
@@ -78,7 +78,7 @@ def _test_seconds(summary: RunSummary) -> float:
 
 def master_lines(summary: RunSummary) -> list[str]:
     """The master's ingest, when it has workers: one line; a warning first when it fell behind;
-    a line per worker that stopped its load on its own."""
+    a line per worker that stopped its load on its own, and per silence of a worker."""
     master = summary.master
     if not master:
         return []
@@ -93,6 +93,7 @@ def master_lines(summary: RunSummary) -> list[str]:
         + f": {s.why}; the master is here, so its requests after that are missing"
         for s in summary.workers_stopped_early or []
     ]
+    stopped += [silence_line(s, start) for s in summary.workers_silent or []]
     line = (
         f"master: {master.rows:,} rows in {master.batches:,} batches, applied up to "
         f"{master.lag_max_s:.1f} s after the workers sent them "
@@ -100,6 +101,20 @@ def master_lines(summary: RunSummary) -> list[str]:
     )
     lines = [f"master: {master.warning}", line] if master.fell_behind else [line]
     return lines + [f"master: {text}" for text in stopped]
+
+
+def silence_line(s: WorkerSilence, start: float | None) -> str:
+    """A worker's silence (no heartbeat to its master) during the test, in one line."""
+    when = f", {s.since - start:.1f} s into the run" if start is not None else ""
+    if s.until is None:
+        return (
+            f"worker {s.index} ({s.worker}) stopped answering{when} and had not answered again when "
+            "the test ended: its load stopped there"
+        )
+    return (
+        f"worker {s.index} ({s.worker}) stopped answering{when}, for {s.until - s.since:.1f} s "
+        "(its load paused meanwhile), then carried on"
+    )
 
 
 def end_of_run_text(summary: RunSummary, paths: str | None = None) -> str:

@@ -34,6 +34,7 @@ __all__ = [
     "ToolsBlock",
     "Wait",
     "Window",
+    "WorkerSilence",
     "WorkerStop",
 ]
 
@@ -199,6 +200,17 @@ class WorkerStop(Block):
     worker: str
     at: float | None = None
     why: str = ""
+
+
+class WorkerSilence(Block):
+    """A worker that stopped answering its master (no heartbeat) during the test: from its last
+    heartbeat ``since`` to the one that ended the silence (``until``; ``None``: none came before
+    the test ended). Unix times."""
+
+    index: int
+    worker: str
+    since: float
+    until: float | None = None
 
 
 class Wait(Block):

@@ -77,6 +77,7 @@ from llm_locust.results.summary_blocks import (
     ToolsBlock,
     Wait,
     Window,
+    WorkerSilence,
     WorkerStop,
 )
 
@@ -102,6 +103,7 @@ __all__ = [
     "Stats",
     "Wait",
     "Window",
+    "WorkerSilence",
     "WorkerStop",
     "file_key",
     "jsonable",
@@ -289,6 +291,7 @@ class RunSummary(Stats):
     replicas: dict[str, ReplicaRow] | None = None
     master: MasterBlock | None = None
     workers_stopped_early: list[WorkerStop] | None = None
+    workers_silent: list[WorkerSilence] | None = None
     interrupted: bool = False
     interrupted_by: str | None = None
     drain: JsonObject | None = None

@@ -25,13 +25,11 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Protocol
 
-import gevent
-
 from llm_locust.config.jsontypes import JsonObject
 from llm_locust.record import CANCELLED, INCOMPLETE, OK
 from llm_locust.runtime.bus import RecordBus
-from llm_locust.runtime.runners import ConfiguredRun, raise_in_main, runner_of
-from llm_locust.runtime.stopping import Interrupt
+from llm_locust.runtime.runners import ConfiguredRun
+from llm_locust.runtime.stopping import Interrupt, interrupt_run
 
 __all__ = ["ALL_FAILED_S", "FAILING_EXIT", "FAILING_REASON", "FailstopRun", "FailureWatch", "install"]
 
@@ -116,12 +114,4 @@ def install(ext: FailstopRun) -> None:
 
 def _stop(ext: FailstopRun, line: str) -> None:
     log.error("llm-locust: %s", line)
-    runner = runner_of(ext.environment)
-    if not ext.run_config.headless:  # the web UI: this test stops, the UI stays
-        gevent.spawn(runner.stop)
-        return
-    ext.live.interrupt(FAILING_REASON, FAILING_EXIT)
-    if runner.shape_greenlet is not None:
-        raise_in_main(KeyboardInterrupt())  # as Ctrl-C does: the shape's join returns, Locust quits
-    else:
-        gevent.spawn(runner.quit)
+    interrupt_run(ext, FAILING_REASON, FAILING_EXIT, ext.run_config.headless)

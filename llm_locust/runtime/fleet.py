@@ -40,6 +40,7 @@ from llm_locust.runtime.messages import PLAN, SEARCH, STOPPED, PlanStart, RateSt
 from llm_locust.runtime.requests import Requests
 from llm_locust.runtime.runners import master_runner, runner_of
 from llm_locust.runtime.session import TestResults
+from llm_locust.runtime.silences import Silences
 
 __all__ = ["Fleet", "MasterFleet", "OnPlanStart", "WorkerFleet"]
 
@@ -196,6 +197,7 @@ class MasterFleet(Fleet):
         super().__init__(environment, None, plan)
         self._on_final_batch = on_final_batch
         self.stopped_early: list[JsonValue] = []  # since the last summary
+        self.silences = Silences()  # the current test's workers that stopped answering
         self.inbox = distributed.Inbox(deliver)
         runner = runner_of(environment)
         runner.register_message(distributed.MESSAGE_TYPE, self._on_worker_message)
@@ -252,7 +254,11 @@ class MasterFleet(Fleet):
         """The ``master`` block and the workers that stopped their load on their own since the
         last summary."""
         stopped, self.stopped_early = self.stopped_early, []
-        return {"master": self.inbox.ingest.block(), "workers_stopped_early": stopped}
+        return {
+            "master": self.inbox.ingest.block(),
+            "workers_stopped_early": stopped,
+            "workers_silent": [*self.silences.to_json()],
+        }
 
     def health_intervals(self, start: float | None = None) -> Sequence[Mapping[str, float | str]]:
         return self.inbox.health_intervals(start)  # shipped with the workers' records

@@ -22,7 +22,7 @@ import gevent
 
 from llm_locust.config.register import register
 from llm_locust.results.finalize import REFUSED_EXIT
-from llm_locust.runtime import binds, channel, failstop, master_watch, pauses, quota, stopping
+from llm_locust.runtime import binds, channel, failstop, master_watch, pauses, quota, silences, stopping
 from llm_locust.runtime.form import install_form_check
 from llm_locust.runtime.locust_adapter import signal_forked_workers_at_exit
 from llm_locust.runtime.node import ATTRIBUTE, Node, node_of
@@ -75,6 +75,8 @@ def init_node(environment: Environment) -> Node:
     environment.events.quitting.add_listener(lambda **_: stopping.stop_before_quitting(environment))
     if isinstance(node, WorkerNode):
         master_watch.install(node)
+    if isinstance(node, MasterNode):
+        silences.install(node, lambda: node.fleet.silences)
     if isinstance(node, MasterNode) and getattr(options, "processes", None):
         signal_forked_workers_at_exit()  # Locust's own kill_workers signals none (a Locust bug)
     if sink is not None:

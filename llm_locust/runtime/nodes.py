@@ -3,7 +3,8 @@
 - :class:`WorkerNode`: requests -> fold -> outbox (its front half, :mod:`llm_locust.runtime.front`);
   the plan's start and a rate search's steps come from the master.
 - :class:`MasterNode`: inbox -> search gate -> bus -> results and live aggregates (its sinks,
-  :mod:`llm_locust.runtime.sink`); at the stop it waits for every worker's final batch.
+  :mod:`llm_locust.runtime.sink`); at the stop it waits for every worker's final batch; a test
+  whose workers all stop answering waits for them (:mod:`llm_locust.runtime.silences`).
 - :class:`LocalNode`: the worker's front half with the master's sinks.
 """
 
@@ -13,7 +14,7 @@ from locust.env import Environment
 
 from llm_locust.config.jsontypes import JsonObject
 from llm_locust.config.role import Role
-from llm_locust.runtime import stopping
+from llm_locust.runtime import silences, stopping
 from llm_locust.runtime.context import RunContext
 from llm_locust.runtime.fleet import Fleet, MasterFleet, WorkerFleet
 from llm_locust.runtime.front import LoadFront, Row
@@ -78,6 +79,7 @@ class MasterNode(SinkNode):
 
     def _started(self, context: RunContext) -> None:
         self.inbox.reset()
+        self.fleet.silences = silences.Silences()
         self._open_results(context)
 
     def _final_batch(self) -> None:
@@ -88,6 +90,8 @@ class MasterNode(SinkNode):
 
     def _await_workers(self) -> None:
         stopping.collect_final_batches(self)  # bounded by the drain
+        if self.results is not None:  # no worker answering at the end: the run lost its load
+            silences.at_stop(self, self.fleet.silences, self.results)
 
     def _summary_extra(self) -> JsonObject:
         return {

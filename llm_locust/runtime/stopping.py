@@ -55,6 +55,7 @@ __all__ = [
     "apply_drain",
     "collect_final_batches",
     "install_signal_handlers",
+    "interrupt_run",
     "let_locust_write_csv",
     "mark_default_stop_timeout",
     "on_stop_message",
@@ -161,6 +162,27 @@ def _on_signal(run: StoppingRun, sig: int) -> None:
         raise_in_main(SystemExit(128 + sig))
     elif sig == signal.SIGINT:  # after the test: what Python's own SIGINT handler would do
         raise_in_main(KeyboardInterrupt())
+
+
+class Interruptible(ProcessRun, Protocol):
+    """What :func:`interrupt_run` needs: the run's live state."""
+
+    @property
+    def live(self) -> Interrupt: ...
+
+
+def interrupt_run(run: Interruptible, reason: str, exit_code: int, headless: bool) -> None:
+    """Stop the test as a signal would (the drain, the results, exit code ``exit_code``); from the
+    web UI (not ``headless``) the test stops and the UI stays."""
+    runner = runner_of(run.environment)
+    if not headless:
+        gevent.spawn(runner.stop)
+        return
+    run.live.interrupt(reason, exit_code)
+    if runner.shape_greenlet is not None:
+        raise_in_main(KeyboardInterrupt())  # as Ctrl-C does: the shape's join returns, Locust quits
+    else:
+        gevent.spawn(runner.quit)
 
 
 def skip_drain(run: StoppingRun) -> None:

@@ -1,8 +1,11 @@
 """A worker paused 6 s (SIGSTOP, then SIGCONT: a GC pause, a throttled pod) is not a lost master
 (issue 26 §1): it checks the master again and carries on; a master paused 7 s is a lost master
 for its workers, which stop, and the master's summary and end-of-run text say which and why.
+The *only* worker paused 6 s does not end the test either (the master waits for it), and an only
+worker that never answers again ends the run interrupted, with exit code 8 and a line that says
+from when the load was lost.
 
-Real processes over loopback: the bundled simulator, a headless master and two workers.
+Real processes over loopback: the bundled simulator, a headless master and one or two workers.
 """
 
 from __future__ import annotations
@@ -43,12 +46,12 @@ def _wait_for(predicate, timeout: float, what: str) -> None:  # type: ignore[no-
 
 
 def _cluster(
-    url: str, tmp_path: Path, run_time: str
+    url: str, tmp_path: Path, run_time: str, workers: int = 2
 ) -> tuple[subprocess.Popen, list[subprocess.Popen], Path]:
     port = free_port()
     common = [str(BIN / "locust"), "-f", str(LOCUSTFILE), "--host", url, *LIGHT]
     bind = ["--master", "--master-bind-host", "127.0.0.1", "--master-bind-port", str(port)]
-    run = ["--headless", "--expect-workers", "2", "-u", "4", "-r", "4", "-t", run_time]
+    run = ["--headless", "--expect-workers", str(workers), "-u", "4", "-r", "4", "-t", run_time]
     results = tmp_path / "r"
     master = subprocess.Popen(
         [*common, *bind, *run, "--results-dir", str(results)],
@@ -57,7 +60,7 @@ def _cluster(
         env=env(),
         cwd=str(REPO),
     )
-    workers = [
+    procs = [
         subprocess.Popen(
             [*common, "--worker", "--master-host", "127.0.0.1", "--master-port", str(port)],
             stdout=(tmp_path / f"worker{i}.log").open("w"),
@@ -65,9 +68,9 @@ def _cluster(
             env=env(),
             cwd=str(REPO),
         )
-        for i in range(2)
+        for i in range(workers)
     ]
-    return master, workers, results
+    return master, procs, results
 
 
 def _end(procs: list[subprocess.Popen]) -> None:
@@ -145,3 +148,74 @@ def test_workers_whose_master_paused_7_s_stop_and_the_summary_says_so(tmp_path: 
         assert entry["why"].startswith("no heartbeat from the master for ")
     assert out.count("stopped its load early") == 2, out[-3000:]
     assert all("the master answered again after this worker stopped its load" in log for log in logs)
+
+
+def _end_text(tmp_path: Path) -> str:
+    return (tmp_path / "master.out").read_text() + (tmp_path / "master.log").read_text()
+
+
+def _only_worker_stopped(
+    tmp_path: Path, run_time: str, pause_s: float | None
+) -> tuple[subprocess.Popen, Path, float, float | None]:
+    """A master with one worker, SIGSTOPped once 20 records are in, for ``pause_s`` (``None``: for
+    good); returns the ended master, its results folder, when the pause began and ended."""
+    resumed_at = None
+    with running_sim("--ttft-ms", "30", "--tpot-ms", "5", "--output-tokens", "16") as url:
+        master, (worker,), results = _cluster(url, tmp_path, run_time, workers=1)
+        try:
+            _wait_for(lambda: len(_rows(results / "requests.jsonl")) >= 20, 90, "records from the worker")
+            os.kill(worker.pid, signal.SIGSTOP)
+            stopped_at = time.time()
+            if pause_s is not None:
+                time.sleep(pause_s)
+                os.kill(worker.pid, signal.SIGCONT)
+                resumed_at = time.time()
+            master.wait(120)
+        finally:
+            _end([master, worker])
+    return master, results, stopped_at, resumed_at
+
+
+def test_the_only_worker_paused_6_s_does_not_end_the_test(tmp_path: Path) -> None:
+    """Before: Locust's master stopped the test when its last worker missed three heartbeats, so
+    the run ended ~6 s in (exit 0, nothing said); now it waits (Locust's own 60-s grace), the
+    worker carries on after its pause, the run lasts its 18 s, and the silence is in the summary
+    and the end-of-run text."""
+    master, results, stopped_at, resumed_at = _only_worker_stopped(tmp_path, "18s", 6.0)
+    text = _end_text(tmp_path)
+    expect_exit(master, 0, text, (tmp_path / "worker0.log").read_text())
+    summary = json.loads((results / "summary.json").read_text())
+    assert resumed_at is not None
+    after = [r for r in _rows(results / "requests.jsonl") if r["start_time"] > resumed_at + 1.0]
+    assert len(after) >= 20, f"{len(after)} requests after the resume:\n{text[-3000:]}"
+    test_s = summary["config"]["stop_time"] - summary["config"]["start_time"]
+    assert test_s > 16.0, (test_s, text[-3000:])  # the run's 18 s (less its spawn), not ~6
+    (silence,) = summary["workers_silent"]
+    assert stopped_at - 1.5 < silence["since"] <= stopped_at, (silence, stopped_at)  # its last heartbeat
+    assert resumed_at - 0.5 < silence["until"] < resumed_at + 3.0, (silence, resumed_at)
+    assert not summary["interrupted"], summary.get("interrupted_by")
+    since = silence["since"] - summary["config"]["start_time"]
+    line = f"master: worker 0 ({silence['worker']}) stopped answering, {since:.1f} s into the run, for "
+    assert line in text and "(its load paused meanwhile), then carried on" in text, text[-3000:]
+
+
+def test_the_only_worker_stopped_for_good_ends_the_run_interrupted_exit_8(tmp_path: Path) -> None:
+    """The only worker stops (SIGSTOP) and never answers again: the run reaches its end with no
+    load since; it is interrupted, "every worker stopped answering", and exits 8 (before: exit 0,
+    the run ended 4 s after the stop, and only ``config.workers_missing`` knew)."""
+    master, results, stopped_at, _ = _only_worker_stopped(tmp_path, "14s", None)
+    text = _end_text(tmp_path)
+    expect_exit(master, 8, text)
+    summary = json.loads((results / "summary.json").read_text())
+    start = summary["config"]["start_time"]
+    assert summary["config"]["stop_time"] - start > 12.0, text[-3000:]  # the test waited for it
+    (silence,) = summary["workers_silent"]
+    assert silence["until"] is None and stopped_at - 1.5 < silence["since"] <= stopped_at, silence
+    since = silence["since"] - start
+    why = (
+        f"every worker stopped answering (the last: worker 0 ({silence['worker']}), silent from "
+        f"{since:.1f} s into the test): the load ran {since:.1f} s of 14.0 s"
+    )
+    assert summary["interrupted_by"] == why, (summary["interrupted_by"], why)
+    assert f"llm-locust: interrupted by {why} after " in text, text[-3000:]
+    assert "had not answered again when the test ended: its load stopped there" in text, text[-3000:]
