@@ -129,7 +129,9 @@ def build_summary(cols: Columns, facts: RunFacts) -> dict[str, Any]:
         assert facts.stages is not None and facts.t0 is not None
         stages = stage_summaries(facts.stages, facts.t0, facts.stop_time, cols, facts.slo, facts.levels)
     windows = None if stages is None else [(s["window"]["start"], s["window"]["end"]) for s in stages]
-    span = measured_span(windows, facts.start_time, facts.stop_time)
+    # a staged test began at its plan's start (the shape's first tick, before Locust's test_start)
+    began = min(facts.start_time, facts.t0) if staged and facts.t0 is not None else facts.start_time
+    span = measured_span(windows, began, facts.stop_time)
     summary = summarize(measured, span["seconds"], facts.percentiles)
     if facts.percentiles:
         summary["percentiles"] = list(facts.percentiles)

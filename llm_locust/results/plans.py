@@ -101,7 +101,7 @@ def plan_result(plan: Plan, demand: Demand, search: SearchResult, time_scale: fl
         by_level=by_level,
         steps=steps,
         capacity_step=best,
-        upper_step=upper,
+        upper_step=None if withheld else upper,  # a withheld answer rests on no step
         capacity_below=_settled_bound(real, demand, by_level, capacity),
         capacity=capacity,
         capacity_unit=DemandUnit(demand.kind),

@@ -152,6 +152,7 @@ def test_cancelled_requests_are_counted_apart_and_the_server_frees_them(tmp_path
     )
 
 
+@pytest.mark.host_timing  # a wave's drain within 10 ms of the model, its six sends within 50 ms
 def test_bursts_fixed_mode_drain_times_follow_the_latency_model(tmp_path: Path) -> None:
     # no queue in fixed mode: every request's first token after 100 ms, its 20th after 290 ms,
     # so a wave's queue drains in ~0.1 s and the wave in ~0.29 s; waves at 1, 3 and 5 s
@@ -180,6 +181,7 @@ def test_bursts_fixed_mode_drain_times_follow_the_latency_model(tmp_path: Path) 
     assert s["config"]["options"]["burst"] == "every=2s,size=6,start=1s,count=3"
 
 
+@pytest.mark.host_timing  # both waves inside a 7-s run of two workers that must connect in time
 def test_bursts_distributed_queue_behind_a_small_batch(tmp_path: Path) -> None:
     # engine mode: 4 sequences at most, 20 decode steps of 10 ms each (0.2 s a request): a wave
     # of 12 needs at least 3 rounds of 4 (4 of 3 while the base user holds a slot), so its last

@@ -22,6 +22,7 @@ pytestmark = pytest.mark.slow
 TTFT_MS, TPOT_MS, OUTPUT, REASONING, PROMPT = 100, 10, 40, 15, 64
 
 
+@pytest.mark.host_timing  # TTFT within 10 ms of the simulator's
 def test_a_responses_run_times_the_event_stream_as_chat(tmp_path: Path) -> None:
     sim = ("--ttft-ms", str(TTFT_MS), "--tpot-ms", str(TPOT_MS), "--output-tokens", str(OUTPUT))
     with running_sim(*sim, "--reasoning-tokens", str(REASONING)) as url:

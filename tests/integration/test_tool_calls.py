@@ -37,6 +37,7 @@ def _timed(row: dict) -> bool:
     )
 
 
+@pytest.mark.host_timing  # tool-call times within 10 ms of the simulator's schedule
 def test_tool_calls_on_the_simulators_schedule(tmp_path: Path) -> None:
     ttft, tpot, n = 100, 10, 12
     sim = (

@@ -125,6 +125,23 @@ def test_visible_ttft_and_cache_miss_ttft_cover_the_records_ttft_does() -> None:
     assert summary["client_stalled"] == 10 and summary["completed"] == 100
 
 
+def test_a_staged_test_spans_from_its_plans_start_not_from_locusts_test_start() -> None:
+    """Seen on a busy host: a ramp with two 1-s warm-ups said ``excluded_s`` 1.83: the test's
+    seconds counted from Locust's ``test_start`` (``start_time``), which comes after the shape's
+    first tick fixed the plan's start (``t0``), 0.17 s later there; the stages' windows count from
+    ``t0``, so the time before the first window was cut short."""
+    plan = parse_ramp("4,8", "10s", warmup="1s")
+    rows = closed_loop(4, 0, 10, 0.5, 0) + closed_loop(8, 10, 20, 0.5, 1)
+    for r in rows:
+        r["warmup"] = (r["start_time"] - T0) % 10.0 < 1.0
+    late = T0 + 0.2  # test_start, 0.2 s after the plan began
+    facts = RunFacts(start_time=late, stop_time=T0 + 20, stages=plan, t0=T0, levels=levels(plan, [0.1, 0.1]))
+    span = build_summary(Columns.from_rows(rows), facts)["measured_span"]
+    assert span["seconds"] == pytest.approx(18.0)  # 2 x (10 - 1) s
+    assert span["test_seconds"] == pytest.approx(20.0)  # from the plan's start, by hand
+    assert span["excluded_s"] == pytest.approx(2.0)  # the two warm-ups
+
+
 def test_rates_divide_by_the_measured_windows_not_the_warmup() -> None:
     """Seen: a search with --warmup 3s reported request_throughput 6.71/s where its measured
     requests over its measured windows made 8.91/s: the rate divided by the whole test."""

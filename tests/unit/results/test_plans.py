@@ -332,3 +332,17 @@ def test_the_client_s_own_health_in_a_progress_line_stays_in_wall_clock() -> Non
         == f"search: users=24 invalid: {reason} (500 requests) -> rerun 24: the step was invalid "
         + ("(neither a pass nor a fail)")
     )
+
+
+def test_a_withheld_plan_names_no_step_as_its_bound(file: Any) -> None:
+    """Seen in the busy-host suite: a withheld plan had no capacity step and no deciding step, but
+    capacity.json still named its failed step above as ``upper_step``, the bound of a bracket
+    that no view showed: a withheld answer rests on no step."""
+    steps = [(16, "pass", 20.0), (32, "fail", 35.0), (24, "invalid", 25.0), (24, "invalid", 25.0)]
+    probes = [probe(i, u, v, e) for i, (u, v, e) in enumerate(steps)]
+    found = typed_result(SearchSpec("users", 16, demand=50), probes, "precision", 300.0)
+    withheld = found.model_copy(update={"withheld": "answer withheld: users=24 was invalid 2 times"})
+    a = compare_plans(file, {"A": withheld}, {}).plans[0]
+    assert a.withheld and a.capacity is None and a.capacity_step is None
+    assert a.upper_step is None and a.capacity_below is None
+    assert a.verdict.startswith("not judged against 50 concurrent: answer withheld")
