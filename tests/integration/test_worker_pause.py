@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import signal
 import subprocess
 import time
@@ -191,7 +192,9 @@ def test_the_only_worker_paused_6_s_does_not_end_the_test(tmp_path: Path) -> Non
     test_s = summary["config"]["stop_time"] - summary["config"]["start_time"]
     assert test_s > 16.0, (test_s, text[-3000:])  # the run's 18 s (less its spawn), not ~6
     (silence,) = summary["workers_silent"]
-    assert stopped_at - 1.5 < silence["since"] <= stopped_at, (silence, stopped_at)  # its last heartbeat
+    # its last heartbeat heard: up to a heartbeat interval before the stop (one sent just before
+    # it may be read just after)
+    assert stopped_at - 2.0 < silence["since"] < stopped_at + 0.5, (silence, stopped_at)
     assert resumed_at - 0.5 < silence["until"] < resumed_at + 3.0, (silence, resumed_at)
     assert not summary["interrupted"], summary.get("interrupted_by")
     since = silence["since"] - summary["config"]["start_time"]
@@ -210,12 +213,15 @@ def test_the_only_worker_stopped_for_good_ends_the_run_interrupted_exit_8(tmp_pa
     start = summary["config"]["start_time"]
     assert summary["config"]["stop_time"] - start > 12.0, text[-3000:]  # the test waited for it
     (silence,) = summary["workers_silent"]
-    assert silence["until"] is None and stopped_at - 1.5 < silence["since"] <= stopped_at, silence
-    since = silence["since"] - start
-    why = (
-        f"every worker stopped answering (the last: worker 0 ({silence['worker']}), silent from "
-        f"{since:.1f} s into the test): the load ran {since:.1f} s of 14.0 s"
+    assert silence["until"] is None and stopped_at - 2.0 < silence["since"] < stopped_at + 0.5, silence
+    why = summary["interrupted_by"]
+    said = re.fullmatch(
+        rf"every worker stopped answering \(the last: worker 0 \({silence['worker']}\), silent from "
+        r"([\d.]+) s into the test\): the load ran ([\d.]+) s of 14\.0 s",
+        why,
     )
-    assert summary["interrupted_by"] == why, (summary["interrupted_by"], why)
+    assert said is not None, why
+    since = silence["since"] - start  # the line's, to its rounding
+    assert abs(float(said[1]) - since) < 0.06 and said[1] == said[2], (why, since)
     assert f"llm-locust: interrupted by {why} after " in text, text[-3000:]
     assert "had not answered again when the test ended: its load stopped there" in text, text[-3000:]
