@@ -1,7 +1,11 @@
 """tests/busyhost.py in a real pytest run (a subprocess, with and without xdist): a watched test
 failing while busy loops hold every core is run once more, in a fresh sitting, then fails as
 "host too busy: ..."; the same test on an idle host (played by a limit no host reaches) is a
-plain failure, run once; an unwatched failure is never run again; a pass is a pass."""
+plain failure, run once; an unwatched failure is never run again; a pass is a pass.
+
+The three inner runs (plain, xdist, "idle") go at once, under one set of busy loops: each is a few
+seconds of sleeps and a pytest start; one after the other they took 12, 16 and 5 s of the serial
+part. The "idle" one plays its idle host by its limit, so the loops change nothing for it."""
 
 from __future__ import annotations
 
@@ -84,28 +88,57 @@ def busy_loops() -> Iterator[None]:
             loop.wait()
 
 
-def run_inner(
-    tmp_path: Path, *args: str, limit: str | None = None
-) -> tuple[dict[str, ET.Element], Counter[str], str]:
+Inner = tuple[dict[str, ET.Element], Counter[str], str]
+
+
+def start_inner(tmp_path: Path, *args: str, limit: str | None = None) -> subprocess.Popen[str]:
+    tmp_path.mkdir(parents=True, exist_ok=True)
     (tmp_path / "test_inner.py").write_text(INNER)
     drop = ("CI", "BUSYHOST_LIMIT", "PYTEST_ADDOPTS", "PYTEST_XDIST_", "PYTEST_CURRENT_TEST")
     env = {k: v for k, v in os.environ.items() if not k.startswith(drop)}
     env["PYTHONPATH"] = str(REPO)
     if limit is not None:
         env["BUSYHOST_LIMIT"] = limit
-    junit = tmp_path / "junit.xml"
     cmd = [sys.executable, "-m", "pytest", "-p", "tests.busyhost", "-p", "no:cacheprovider", "-rA"]
-    res = subprocess.run(
-        [*cmd, f"--junitxml={junit}", *args, "test_inner.py"],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert res.returncode == 1, res.stdout + res.stderr  # some tests failed
-    cases = {c.get("name", ""): c for c in ET.parse(junit).iter("testcase")}
-    return cases, Counter((tmp_path / "runs.txt").read_text().split()), res.stdout
+    with (tmp_path / "stdout").open("w") as out, (tmp_path / "stderr").open("w") as err:
+        return subprocess.Popen(
+            [*cmd, f"--junitxml={tmp_path / 'junit.xml'}", *args, "test_inner.py"],
+            cwd=tmp_path,
+            env=env,
+            stdout=out,
+            stderr=err,
+            text=True,
+        )
+
+
+def finish_inner(tmp_path: Path, proc: subprocess.Popen[str]) -> Inner:
+    try:
+        proc.wait(timeout=300)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    stdout = (tmp_path / "stdout").read_text()
+    assert proc.returncode == 1, stdout + (tmp_path / "stderr").read_text()  # some tests failed
+    cases = {c.get("name", ""): c for c in ET.parse(tmp_path / "junit.xml").iter("testcase")}
+    return cases, Counter((tmp_path / "runs.txt").read_text().split()), stdout
+
+
+@pytest.fixture(scope="module")
+def inner(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Inner]:
+    """The three inner runs, at once, while busy loops hold every core."""
+    root = tmp_path_factory.mktemp("inner")
+    runs = {
+        "plain": (),
+        "xdist": ("-n", "2", "--dist", "loadscope"),
+        "idle": (),  # no host is that busy (limit 2): an idle host
+    }
+    with busy_loops():
+        procs = {
+            name: start_inner(root / name, *args, limit="2" if name == "idle" else None)
+            for name, args in runs.items()
+        }
+        return {name: finish_inner(root / name, proc) for name, proc in procs.items()}
 
 
 REBUILT_NOTE = (
@@ -119,9 +152,8 @@ def _failure(case: ET.Element) -> str | None:
     return None if failure is None else failure.get("message", "")
 
 
-def test_a_failure_on_a_busy_host_runs_again_then_names_the_busy_host(tmp_path: Path) -> None:
-    with busy_loops():
-        cases, runs, out = run_inner(tmp_path)
+def test_a_failure_on_a_busy_host_runs_again_then_names_the_busy_host(inner: dict[str, Inner]) -> None:
+    cases, runs, out = inner["plain"]
     message = _failure(cases["test_timing"])
     assert message is not None and message.startswith("host too busy: other processes used "), out
     assert "of the host's" in message and "load average" in message and "failed twice" in message
@@ -140,9 +172,8 @@ def test_a_failure_on_a_busy_host_runs_again_then_names_the_busy_host(tmp_path: 
     assert REBUILT_NOTE in out
 
 
-def test_under_xdist_the_busy_host_is_named_too(tmp_path: Path) -> None:
-    with busy_loops():
-        cases, runs, out = run_inner(tmp_path, "-n", "2", "--dist", "loadscope")
+def test_under_xdist_the_busy_host_is_named_too(inner: dict[str, Inner]) -> None:
+    cases, runs, out = inner["xdist"]
     message = _failure(cases["test_timing"])
     assert message is not None and message.startswith("host too busy: other processes used "), out
     assert _failure(cases["test_passes_once_its_fixture_is_built_again"]) is None
@@ -150,8 +181,8 @@ def test_under_xdist_the_busy_host_is_named_too(tmp_path: Path) -> None:
     assert REBUILT_NOTE in out
 
 
-def test_the_same_failure_on_an_idle_host_is_a_plain_failure_run_once(tmp_path: Path) -> None:
-    cases, runs, out = run_inner(tmp_path, limit="2")  # no host is that busy: an idle host
+def test_the_same_failure_on_an_idle_host_is_a_plain_failure_run_once(inner: dict[str, Inner]) -> None:
+    cases, runs, out = inner["idle"]  # busy loops, but a limit no host reaches: an idle host
     assert _failure(cases["test_timing"]) == "AssertionError: the timing assertion\nassert False"
     assert (
         _failure(cases["test_no_time_for_a_second_run"]) == "AssertionError: the late assertion\nassert False"
