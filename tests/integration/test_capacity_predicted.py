@@ -43,7 +43,10 @@ def test_a_predicted_plan_lands_beside_its_measured_twin(tmp_path: Path) -> None
         c1, c2 = c.split(",")
         plans = tmp_path / "plans.yaml"
         plans.write_text(PLANS.format(a=a, c1=c1, c2=c2))
-        res = llm_locust_cli("capacity", str(plans), "--results-dir", str(out), timeout=500)
+        # the two measured plans are searched at once (two load processes on two cores, as
+        # test_decision_page's three and test_capacity_workers' two are): C's search, not A's and C's
+        cmd = ("capacity", str(plans), "--results-dir", str(out), "--parallel", "2")
+        res = llm_locust_cli(*cmd, timeout=500)
     text = res.stdout + res.stderr
     assert res.returncode == 0, text[-4000:]
     assert "Traceback" not in text
