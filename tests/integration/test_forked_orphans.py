@@ -18,7 +18,9 @@ import pytest
 
 from tests.locustproc import BIN, LOCUSTFILE, REPO, env, free_port
 
-pytestmark = [pytest.mark.slow, pytest.mark.serial]  # exit times: timing matters
+# exit within 10 s (the workers look at their parent every 0.5 s): the parallel part keeps that (-n 3 at
+# load 8.5-10: 11.5-12.2 s, passed twice); on a busier host a failure runs again (tests/busyhost.py)
+pytestmark = [pytest.mark.slow, pytest.mark.host_timing]
 
 EXITS = "the master process that forked this worker (pid {pid}) is gone; this worker stops its load and exits"
 

@@ -21,7 +21,9 @@ from llm_locust.results.summary import summarize
 from tests.locustproc import BIN, LOCUSTFILE, REPO, env, expect_exit, free_port, llm_locust_cli
 from tests.simproc import running_sim
 
-pytestmark = [pytest.mark.slow, pytest.mark.serial]  # the workers' stop and exit times: timing matters
+# when the workers stop (within 10 s) and exit (13.5-23 s): margins of seconds, which the parallel part keeps
+# (-n 3 at load 8.5-10: passed twice, no rerun); on a busier host a failure runs again (tests/busyhost.py)
+pytestmark = [pytest.mark.slow, pytest.mark.host_timing]
 LIGHT = ("--prompt-tokens", "32", "--max-tokens", "16")
 LOST = "no heartbeat from the master"
 EXITS = "the master is gone; this worker exits (exit code 5)"
