@@ -11,8 +11,8 @@ own ``tmp_path``; the tests of one module run on one worker, one after the other
 scoped fixture (a simulator, a finished run, an installed image) is built once, as in a serial
 run. Tests marked ``serial`` depend on the client's own timing (its loop's lateness, how fast it
 spawns users, whether it keeps up: a saturated client makes a stage invalid): ``make test`` runs
-them after the parallel part, alone. The long real runs (``slow``) are handed out first, so the
-workers end together on short tests.
+them after the parallel part, alone. The longest modules (``LONGEST``), then the long real runs
+(``slow``), are handed out first, so the workers end together on short tests.
 
 A test whose outcome depends on the host having CPU to spare is marked ``host_timing`` (every
 ``serial`` one is too): failing on a busy host it runs once more, then fails as "host too busy:
@@ -84,12 +84,38 @@ def _wait_on_the_hub(event: Any) -> Any:
     return event
 
 
+#: The modules of the parallel part whose tests took longest together (a fresh-clone ``make test``
+#: with a busy loop, 2026-12-02, load average 7-10: test_load_models about 215 s, test_readme_promises
+#: 200, test_soak 155, test_search_validity 150, test_package 135, test_capacity_distributed 93,
+#: test_report 85-100 (no test of it marked slow), test_master_ingest 74, test_worker_pause 65),
+#: longest first. They are handed out before all others: one of them started late (test_soak was the
+#: 33rd module, test_report among the short ones at the end) holds its worker while the other workers
+#: have nothing left. The schedule only: what runs, and where, is the same.
+LONGEST = (
+    "tests/integration/test_load_models.py",
+    "tests/integration/test_readme_promises.py",
+    "tests/integration/test_soak.py",
+    "tests/integration/test_search_validity.py",
+    "tests/integration/test_package.py",
+    "tests/integration/test_capacity_distributed.py",
+    "tests/integration/test_report.py",
+    "tests/integration/test_master_ingest.py",
+    "tests/integration/test_worker_pause.py",
+)
+
+
+def _rank(item: pytest.Item) -> tuple[int, bool]:
+    module = item.nodeid.split("::", 1)[0]
+    first = LONGEST.index(module) if module in LONGEST else len(LONGEST)
+    return (first, item.get_closest_marker("slow") is None)
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    # the long real runs first, so that the workers end together on short tests (stable sort:
-    # the order within each kind stays the files' order); with --dist loadscope the modules
-    # are handed out in the order of their first test
-    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+    # the longest modules first (LONGEST), then the long real runs, so that the workers end
+    # together on short tests (stable sort: the order within each kind stays the files' order);
+    # with --dist loadscope the modules are handed out in the order of their first test
+    items.sort(key=_rank)
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:
