@@ -7,6 +7,7 @@ the version to ``CHECKED_WITH``."""
 from __future__ import annotations
 
 import locust.main
+import locust.runners
 from locust import User, task
 from locust.argument_parser import get_empty_argument_parser, setup_parser_arguments
 from locust.env import Environment
@@ -208,3 +209,14 @@ def test_a_held_runner_starts_nothing() -> None:
             assert not waiter.dead  # it waits (for the process's exit)
             waiter.kill()
         assert pair.master.state == "ready" and "spawn" not in [t for _, t in pair.wire.log]
+
+
+def test_locusts_heartbeat_loop_stops_the_test_when_its_last_worker_goes_missing() -> None:
+    """What :func:`keep_test_while_workers_missing` keeps: the loop's own ``self.stop()`` then
+    ``self.check_stopped()`` once no worker is left (``tests/unit/runtime/test_silences.py`` runs
+    the loop itself)."""
+    source = inspect.getsource(locust.runners.MasterRunner.heartbeat_worker)
+    said = source.find('logger.info("The last worker went missing, stopping test.")')
+    stop, check = source.find("self.stop()", said), source.find("self.check_stopped()", said)
+    assert 0 <= said < stop < check, why("heartbeat_worker: the last worker missing, stop, check_stopped")
+    assert "if self.worker_count <= 0:" in source[:said], why("heartbeat_worker: no worker left")
