@@ -84,12 +84,12 @@ def ramp(dep: tuple[Any, ...], folder: Path, args: argparse.Namespace) -> float:
     return time.monotonic() - t0
 
 
-def _levels(predicted: float, replicas: int) -> list[int]:
-    """Closed-loop levels from 0.65x to 1.45x the prediction, about 8 % apart (whole users, a
-    multiple of the replicas so every replica gets the same share)."""
+def _levels(predicted: float, replicas: int, span: tuple[float, float] = (0.65, 1.45)) -> list[int]:
+    """Closed-loop levels from ``span[0]`` to ``span[1]`` times the prediction, about 8 % apart
+    (whole users, a multiple of the replicas so every replica gets the same share)."""
     out: list[int] = []
-    x = 0.65 * predicted
-    while x <= 1.45 * predicted:
+    x = span[0] * predicted
+    while x <= span[1] * predicted:
         level = max(replicas, round(x / replicas) * replicas)
         if level not in out:
             out.append(level)
@@ -131,7 +131,8 @@ def measure(
     for plan, replicas, workload in (("one", 1, CHAT), ("two", 2, CHAT), ("long", 1, LONG)):
         if (done.get(plan) or {}).get("capacity") is not None:
             continue
-        levels = _levels(predicted[plan]["capacity"], replicas)
+        low, high = (float(x) for x in args.measure_span.split(","))
+        levels = _levels(predicted[plan]["capacity"], replicas, (low, high))
         proc, urls = _sim(gpu, model, tp, replicas, args.speedup)
         run = folder / f"measure-{plan}"
         lengths = ["--workload", "chat", "--max-tokens", "512"] if workload is CHAT else [
@@ -189,6 +190,9 @@ def main() -> int:
     parser.add_argument("--ramp-warmup", default="5s")
     parser.add_argument("--work", default="/tmp/calibration_check")
     parser.add_argument("--measure-step", default="20s", help="wall time per measured level")
+    parser.add_argument(
+        "--measure-span", default="0.65,1.45", help="measured levels from..to times the prediction"
+    )
     parser.add_argument("--fresh", action="store_true", help="measure again what the work folder holds")
     parser.add_argument("--out", default=str(REPO / "benchmarks/results/calibration_check.json"))
     args = parser.parse_args()

@@ -6,9 +6,12 @@ in virtual time (:mod:`llm_locust.sim.predict`): each step is ``--virtual-second
 closed loop on the model, so the answer takes seconds. ``--replicas N`` is N engines behind
 round robin (the users shared evenly). The workload is a run's: ``--workload`` (a profile),
 or ``--input-tokens``/``--output-tokens`` distributions, outputs capped at ``--max-tokens``;
-``--think-time`` between a user's requests. The interval is the range of the capacities the
-same search finds with ``--draws`` of the model's bootstrap parameter draws (the parameters'
-uncertainty; a level's virtual run is long enough that its own noise is small beside it).
+``--think-time`` between a user's requests. A step near an SLO threshold runs on to
+``--level-requests`` requests (:func:`llm_locust.sim.predict.level_verdict`): a P95 of ~1,000
+requests moved the answer by a bisection step from one workload seed to the next. The interval
+is the range of the capacities the same search finds with ``--draws`` of the model's bootstrap
+parameter draws, each with its own workload seed (``--seed`` + 1, + 2 ...): the parameters'
+uncertainty and the virtual runs' own noise.
 
 Every line says it is a prediction and from which runs; ``-o FILE`` writes it as JSON
 (``capacity``, ``interval``, the demand's ``verdict``, the model file, the runs). Times are
@@ -33,13 +36,17 @@ from llm_locust.config.slo import SloSpec, parse_slo
 from llm_locust.config.think import ThinkTime, parse_think_time
 from llm_locust.load.search import Probe, SearchSpec, start_near
 from llm_locust.load.stages import StageKind
-from llm_locust.sim.predict import Horizon, search_capacity, unsupported_lines
+from llm_locust.sim.predict import DOUBT_MARGIN, Horizon, search_capacity, unsupported_lines
 from llm_locust.workload.distributions import SpecError, SyntheticLengths, parse_distribution
 from llm_locust.workload.profiles import ProfileLengths, load_profile
 
 __all__ = ["main", "predict"]
 
 NOT_MET = 3
+#: A search step near an SLO threshold runs on to this many requests (its P95 then moves by a
+#: fraction of a bisection step between workload seeds), or LEVEL_LIMIT virtual seconds.
+LEVEL_REQUESTS = 8000
+LEVEL_LIMIT = 18_000.0
 T = TypeVar("T")
 
 
@@ -92,14 +99,19 @@ def predict(model: EngineModel, slo: SloSpec, demand: Demand, args: argparse.Nam
     spec = SearchSpec(
         StageKind.USERS, minimum, args.search_max, args.search_precision, args.search_max_steps, 0
     )
-    horizon = Horizon(args.virtual_seconds, args.virtual_seconds / 6)
-    make = _make_draw(sampler, args.max_tokens, args.seed)
+    horizon = Horizon(
+        args.virtual_seconds, args.virtual_seconds / 6, args.level_requests or None, args.level_limit,
+        follow=True,
+    )  # fmt: skip
 
-    def one(draw: dict[str, float] | None) -> tuple[float, list[Probe]]:
-        return search_capacity(model, slo, spec, make, horizon, args.replicas, _think(think, args.seed), draw)
+    def one(draw: dict[str, float] | None, seed: int) -> tuple[float, list[Probe], list[int]]:
+        make = _make_draw(sampler, args.max_tokens, seed)
+        return search_capacity(model, slo, spec, make, horizon, args.replicas, _think(think, seed), draw)
 
-    capacity, probes = one(None)
-    others = [one(d)[0] for d in model.draws[: args.draws]]
+    capacity, probes, counts = one(None, args.seed)
+    # each draw with its own workload seed: the interval covers the virtual runs' seed noise
+    # as well as the parameters' uncertainty
+    others = [one(d, args.seed + 1 + i)[0] for i, d in enumerate(model.draws[: args.draws])]
     low, high = (min([capacity, *others]), max([capacity, *others]))
     value = demand.value
     verdict = "meets" if low >= value else "misses" if high < value else "uncertain"
@@ -108,7 +120,10 @@ def predict(model: EngineModel, slo: SloSpec, demand: Demand, args: argparse.Nam
         "capacity": capacity,
         "unit": "users" if think else "concurrent",
         "interval": [low, high],
-        "interval_source": f"the same search with {len(others)} bootstrap parameter draws of the model",
+        "interval_source": (
+            f"the same search with {len(others)} bootstrap parameter draws of the model, each with "
+            "its own workload seed (the parameters' uncertainty and the virtual runs' seed noise)"
+        ),
         "demand": demand.to_json(),
         "verdict": verdict,
         "slo": slo.to_json(),
@@ -117,14 +132,18 @@ def predict(model: EngineModel, slo: SloSpec, demand: Demand, args: argparse.Nam
         "think_time": think.spec() if think else None,
         "model_file": model.source,
         "runs": list(model.runs),
-        "steps": [{"level": p.level, "verdict": p.verdict.value} for p in probes],
+        "steps": [
+            {"level": p.level, "verdict": p.verdict.value, "requests": n}
+            for p, n in zip(probes, counts, strict=True)
+        ],
         "virtual_seconds_per_step": args.virtual_seconds,
+        "requests_per_precise_step": horizon.requests,
     }
 
 
 def text(result: dict[str, Any]) -> str:
     lo, hi = result["interval"]
-    steps = ", ".join(f"{s['level']:g} {s['verdict']}" for s in result["steps"])
+    steps = ", ".join(f"{s['level']:g} {s['verdict']} ({s['requests']})" for s in result["steps"])
     return "\n".join(
         [
             f"PREDICTION (not a measurement) from the engine model {result['model_file']}, "
@@ -133,7 +152,9 @@ def text(result: dict[str, Any]) -> str:
             f"replica{'s' if result['replicas'] > 1 else ''} (range {lo:g}..{hi:g}: "
             f"{result['interval_source']})",
             f"demand {Demand.model_validate(result['demand']).text()}: {result['verdict']}",
-            f"search steps (virtual time, {result['virtual_seconds_per_step']:g} s each): {steps}",
+            f"search steps (virtual time, {result['virtual_seconds_per_step']:g} s each, "
+            f"a step within {DOUBT_MARGIN:.0%} of an SLO threshold run on to "
+            f"{result['requests_per_precise_step'] or 'no more'} requests; requests judged): {steps}",
         ]
     )
 
@@ -155,6 +176,14 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--search-max-steps", type=int, default=12, help="step limit (default 12)")
     p.add_argument("--draws", type=int, default=10, help="parameter draws for the interval (default 10)")
     p.add_argument("--virtual-seconds", type=float, default=900.0, help="virtual seconds per step (900)")
+    p.add_argument(
+        "--level-requests", type=int, default=LEVEL_REQUESTS,
+        help=f"requests of a step near an SLO threshold (default {LEVEL_REQUESTS}; 0: none)",
+    )  # fmt: skip
+    p.add_argument(
+        "--level-limit", type=float, default=LEVEL_LIMIT,
+        help=f"virtual seconds of such a step at most (default {LEVEL_LIMIT:g})",
+    )  # fmt: skip
     p.add_argument("--seed", type=int, default=0, help="the workload's seed")
     p.add_argument("-o", "--output", default=None, help="also write the prediction as JSON")
     return p
@@ -185,6 +214,8 @@ def main(argv: list[str] | None = None) -> int:
         ("--replicas", args.replicas, args.replicas >= 1),
         ("--draws", args.draws, args.draws >= 0),
         ("--virtual-seconds", args.virtual_seconds, args.virtual_seconds > 60),
+        ("--level-requests", args.level_requests, args.level_requests >= 0),
+        ("--level-limit", args.level_limit, args.level_limit >= args.virtual_seconds),
         ("--max-tokens", args.max_tokens, args.max_tokens is None or args.max_tokens >= 1),
     ):
         if not ok:

@@ -25,17 +25,37 @@ from llm_locust.load.search import Probe, SearchSpec, Verdict, bracket, decide
 from llm_locust.sim.engine import EngineConfig
 from llm_locust.sim.virtual import Outcome, closed_loop
 
-__all__ = ["Horizon", "engine_config", "judge", "level_stats", "search_capacity", "unsupported_lines"]
+__all__ = [
+    "Horizon",
+    "engine_config",
+    "in_doubt",
+    "judge",
+    "level_stats",
+    "level_verdict",
+    "search_capacity",
+    "unsupported_lines",
+]
 
 Draw = Callable[[], tuple[int, int]]
 
 
 @dataclass(frozen=True)
 class Horizon:
-    """Virtual seconds per level: ``seconds`` run, the first ``warmup`` left out."""
+    """Virtual seconds per level: ``seconds`` run, the first ``warmup`` left out.
+
+    ``requests`` (a search's levels): a level whose verdict the first ``seconds`` leave in
+    doubt (:func:`in_doubt`) runs again until that many requests were sent after the warm-up
+    (at most ``limit`` virtual seconds), each followed to its end, and is judged on those: a
+    P95 of thousands of requests instead of the ~1,000 of 900 s, whose seed noise moved an
+    answer by a bisection step. Levels far from the SLO keep the short run. ``follow``: a
+    run's requests are followed to their end (:func:`~llm_locust.sim.virtual.closed_loop`).
+    """
 
     seconds: float = 900.0
     warmup: float = 150.0
+    requests: int | None = None
+    limit: float = 100_000.0
+    follow: bool = False
 
 
 def engine_config(model: EngineModel, draw: Mapping[str, float] | None = None) -> EngineConfig:
@@ -45,15 +65,25 @@ def engine_config(model: EngineModel, draw: Mapping[str, float] | None = None) -
 def _outcomes(
     model: EngineModel, users: int, make_draw: Callable[[int], Draw], horizon: Horizon,
     replicas: int = 1, think: Callable[[], float] | None = None, draw: Mapping[str, float] | None = None,
+    precise: bool = False,
 ) -> list[Outcome]:  # fmt: skip
+    """The level's requests; ``precise``: ``horizon.requests`` of them (shared by the replicas
+    as the users are), not ``horizon.seconds``."""
     cfg = engine_config(model, draw)
     out: list[Outcome] = []
     for r in range(replicas):
         share = users // replicas + (1 if r < users % replicas else 0)
-        if share:
-            out += closed_loop(
-                cfg, share, make_draw(r), horizon.seconds, horizon.warmup, think, model.overhead(draw)
-            )
+        if not share:
+            continue
+        if precise and horizon.requests:
+            count = -(-horizon.requests * share // users)
+            seconds: float = horizon.limit
+        else:
+            count, seconds = None, horizon.seconds
+        out += closed_loop(
+            cfg, share, make_draw(r), seconds, horizon.warmup, think, model.overhead(draw), count,
+            follow=horizon.follow,
+        )  # fmt: skip
     return out
 
 
@@ -110,19 +140,87 @@ def judge(slo: SloSpec, outcomes: Sequence[Outcome]) -> Verdict:
     return Verdict.PASS if all(_holds(line, series) for line in slo) else Verdict.FAIL
 
 
+#: A level's short run decides its verdict only when every SLO statistic lies further from its
+#: threshold than this fraction of it, and than DOUBT_SE standard errors (batch means over
+#: DOUBT_BATCHES runs of consecutive requests: the requests of a closed loop are correlated).
+DOUBT_MARGIN = 0.03
+DOUBT_SE = 3.0
+DOUBT_BATCHES = 5
+
+
+def in_doubt(slo: SloSpec, outcomes: Sequence[Outcome]) -> bool:
+    """Whether the verdict on ``outcomes`` could turn with more requests of the same level: an
+    SLO statistic within the margin of its threshold (see ``DOUBT_MARGIN``)."""
+    if len(outcomes) < 20 * DOUBT_BATCHES:
+        return True
+    ordered = sorted(outcomes, key=lambda o: o.sent)
+    series = _series(ordered)
+    size = -(-len(ordered) // DOUBT_BATCHES)
+    batches = [_series(ordered[i : i + size]) for i in range(0, len(ordered), size)]
+    for line in slo:
+        if line.stat is None or line.metric == "success":
+            continue
+        value = _stat(series[line.metric], line.stat)
+        parts = [_stat(b[line.metric], line.stat) for b in batches]
+        if not (value == value and all(p == p for p in parts)):
+            return True
+        se = float(np.std(parts, ddof=1)) / np.sqrt(len(parts))
+        if abs(value - line.threshold) <= max(DOUBT_MARGIN * abs(line.threshold), DOUBT_SE * se):
+            return True
+    return False
+
+
+def level_verdict(
+    model: EngineModel, slo: SloSpec, users: int, make_draw: Callable[[int], Draw], horizon: Horizon,
+    replicas: int = 1, think: Callable[[], float] | None = None, draw: Mapping[str, float] | None = None,
+    precise: bool = False,
+) -> tuple[Verdict, int, bool]:  # fmt: skip
+    """A search level's verdict, how many requests it rests on and whether they are the
+    precise run's: the short run's, unless it is in doubt (or ``precise``) and
+    ``horizon.requests`` asks for a precise run."""
+    if not (precise and horizon.requests):
+        outcomes = _outcomes(model, users, make_draw, horizon, replicas, think, draw)
+        if not (horizon.requests and in_doubt(slo, outcomes)):
+            return judge(slo, outcomes), len(outcomes), False
+    outcomes = _outcomes(model, users, make_draw, horizon, replicas, think, draw, precise=True)
+    return judge(slo, outcomes), len(outcomes), True
+
+
 def search_capacity(
     model: EngineModel, slo: SloSpec, spec: SearchSpec, make_draw: Callable[[int], Draw],
     horizon: Horizon, replicas: int = 1, think: Callable[[], float] | None = None,
     draw: Mapping[str, float] | None = None,
-) -> tuple[float, list[Probe]]:  # fmt: skip
-    """The search's answer (highest level shown to pass, 0 if none) and its steps."""
+) -> tuple[float, list[Probe], list[int]]:  # fmt: skip
+    """The search's answer (highest level shown to pass, 0 if none), its steps and the number
+    of requests each step's verdict rests on.
+
+    With ``horizon.requests`` the answer rests on precise runs: when the search would stop, a
+    level of its final bracket judged on its short run only is judged again on a precise run,
+    and the search goes on from the new verdict if it turned (a short run's tail percentile
+    misses the rare clusters of long requests more often than not: it can look clear and be
+    wrong)."""
     probes: list[Probe] = []
+    counts: list[int] = []
+    precise: list[bool] = []
     while True:
         decision = decide(spec, probes)
         if decision.action != "probe":
-            break
+            ends = bracket(probes)
+            again = [i for i, p in enumerate(probes) if p.level in ends and not precise[i]]
+            if not (horizon.requests and again):
+                break
+            for i in again:
+                verdict, counts[i], precise[i] = level_verdict(
+                    model, slo, int(probes[i].level), make_draw, horizon, replicas, think, draw, True
+                )
+                probes[i] = Probe(probes[i].level, verdict)
+            continue
         assert decision.level is not None
-        outcomes = _outcomes(model, int(decision.level), make_draw, horizon, replicas, think, draw)
-        probes.append(Probe(decision.level, judge(slo, outcomes)))
+        verdict, n, exact = level_verdict(
+            model, slo, int(decision.level), make_draw, horizon, replicas, think, draw
+        )
+        probes.append(Probe(decision.level, verdict))
+        counts.append(n)
+        precise.append(exact)
     lo, _hi = bracket(probes)
-    return (lo or 0.0), probes
+    return (lo or 0.0), probes, counts

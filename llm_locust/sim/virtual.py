@@ -8,7 +8,8 @@ every latency by K and leaves the concurrency capacity where it was).
 :func:`closed_loop` runs ``users`` clients that each send a request, wait for its last
 token and send the next at once (no think time), exactly as the engine driver schedules
 them over the wire, minus the network. Requests sent before ``warmup`` or unfinished at
-``duration`` are not reported.
+``duration`` are not reported, unless ``follow``: then every request sent in the window is
+followed to its end (and ``requests`` caps the window at that many requests).
 
 Pure module: no network, no real clock.
 """
@@ -54,6 +55,8 @@ def closed_loop(
     warmup: float = 0.0,
     think: Callable[[], float] | None = None,
     overhead: float = 0.0,
+    requests: int | None = None,
+    follow: bool = False,
 ) -> list[Outcome]:
     """Run ``users`` closed-loop clients for ``duration`` virtual seconds.
 
@@ -61,17 +64,29 @@ def closed_loop(
     sends at once); ``overhead`` is a fixed time per request outside the engine (a calibrated
     model's HTTP and tokenizer time): the request reaches the engine that long after it is
     sent, so it adds to its TTFT and E2E.
+
+    ``follow`` (or ``requests`` given): every request sent in ``[warmup, duration)`` is
+    followed to its end while the load goes on, so no slow request is left out for being
+    unfinished when the clock stops (leaving them out biases a tail percentile low when a
+    request lasts more than a small part of the run). ``requests`` ends the window after that
+    many requests: a level's precision is then set by its number of requests.
     """
+    follow = follow or requests is not None
     engine = Engine(config)
     now = 0.0
     first: dict[int, float] = {}
     pending: list[tuple[float, int, Seq]] = []  # (reaches the engine, order, request)
     order = 0
+    counted = 0  # requests sent inside the window
+    open_ = 0  # of those, not finished yet
 
     def send(at: float) -> None:
-        nonlocal order
+        nonlocal order, counted, open_
         prompt, output = draw()
-        seq = Seq(prompt_tokens=prompt, output_tokens=output, payload=at)
+        inside = warmup <= at < duration and (requests is None or counted < requests)
+        counted += inside
+        open_ += inside
+        seq = Seq(prompt_tokens=prompt, output_tokens=output, payload=(at, inside))
         if at + overhead <= now:
             engine.add(seq)
         else:
@@ -81,7 +96,13 @@ def closed_loop(
     for _ in range(users):
         send(0.0)
     out: list[Outcome] = []
-    while now < duration:
+
+    def going() -> bool:
+        if not follow:
+            return now < duration
+        return open_ > 0 or (now < duration and (requests is None or counted < requests))
+
+    while going():
         while pending and pending[0][0] <= now:
             engine.add(heapq.heappop(pending)[2])
         if not engine.has_work:
@@ -96,11 +117,12 @@ def closed_loop(
         for s in result.first:
             first[id(s)] = now
         for s in result.finished:
-            sent = s.payload
-            if sent >= warmup:
+            sent, inside = s.payload
+            if inside:
                 out.append(
                     Outcome(sent, first.pop(id(s)) - sent, now - sent, s.output_tokens, s.prompt_tokens)
                 )
+                open_ -= 1
             else:
                 first.pop(id(s), None)
             send(now + (think() if think else 0.0))

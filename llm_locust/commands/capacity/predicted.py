@@ -5,8 +5,8 @@ after plan A's search: the engine model is calibrated on the records of A's fold
 (:func:`llm_locust.commands.calibrate.load_run`, :func:`llm_locust.results.calibrate.fit`; every search
 step is a closed-loop level), then the SLO capacity of the changed plan is found by the same
 search on that model in virtual time, with an interval from the model's bootstrap parameter
-draws (:func:`llm_locust.commands.predict.predict`). The model is in deployment seconds (a simulator's
-speed-up is undone), so the prediction is too.
+draws, each with its own workload seed (:func:`llm_locust.commands.predict.predict`). The model
+is in deployment seconds (a simulator's speed-up is undone), so the prediction is too.
 
 The result is the prediction's JSON (``kind: prediction``, ``capacity``, ``interval``, the
 demand's ``verdict``) plus ``predict_from`` and the model file written beside it
@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from llm_locust.commands.calibrate import RunError, load_run
-from llm_locust.commands.predict import predict
+from llm_locust.commands.predict import LEVEL_LIMIT, LEVEL_REQUESTS, predict
 from llm_locust.config.plans import Plan, PlanFile
 from llm_locust.results.calibrate import CalibrationError, fit
 from llm_locust.results.predicted_plans import predicted_result
@@ -91,7 +91,7 @@ def predict_plan(file: PlanFile, plan: Plan, root: Path) -> dict[str, Any]:
         max_tokens=w["max_tokens"], think_time=w["think_time"], replicas=plan.replicas,
         search_min=file.search.min, search_max=top, search_precision=file.search.precision,
         search_max_steps=file.search.max_steps, draws=DRAWS, virtual_seconds=VIRTUAL_SECONDS,
-        seed=w["seed"] or 0,
+        level_requests=LEVEL_REQUESTS, level_limit=LEVEL_LIMIT, seed=w["seed"] or 0,
     )  # fmt: skip
     result = predict(model, file.slo, file.demand, args)
     return {**result, "predict_from": plan.predict_from, "not_identified": list(model.notes)}

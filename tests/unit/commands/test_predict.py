@@ -24,8 +24,10 @@ VALUES = {
 }
 
 
-def _model_file(tmp_path: Path, draws: tuple[dict[str, float], ...] = ()) -> Path:
-    params = {n: Param(v, v, v) for n, v in VALUES.items()}
+def _model_file(
+    tmp_path: Path, draws: tuple[dict[str, float], ...] = (), values: dict[str, float] = VALUES
+) -> Path:
+    params = {n: Param(v, v, v) for n, v in values.items()}
     path = tmp_path / "model.yaml"
     EngineModel(params=params, draws=draws, runs=("run-a",)).dump(path)
     return path
@@ -74,6 +76,45 @@ def test_the_interval_comes_from_the_draws(tmp_path: Path) -> None:
     result = json.loads(out.read_text())
     low, high = result["interval"]
     assert low < result["capacity"] == high
+
+
+#: Ten times slower an engine: a 900-s level holds about 500 requests (E2E ~50 s at 20 users).
+SLOW = {k: v * 10 if k not in ("max_num_seqs", "kv_cache_tokens") else v for k, v in VALUES.items()}
+RANDOM_LENGTHS = [
+    "--input-tokens", "lognormal:mean=300,std=250,min=10,max=2000",
+    "--output-tokens", "lognormal:mean=40,std=35,min=2,max=300",
+]  # fmt: skip
+
+
+def _capacity(model: Path, tmp_path: Path, *extra: str) -> dict:  # type: ignore[type-arg]
+    out = tmp_path / "p.json"
+    main([str(model), "--slo", "e2e_p95<=82s", "--demand", "20", *RANDOM_LENGTHS, "-o", str(out), *extra])
+    return json.loads(out.read_text())  # type: ignore[no-any-return]
+
+
+def test_workload_seeds_agree_on_the_capacity(tmp_path: Path) -> None:
+    """E2E P95 ~79 s at 20 users, ~85 s at 22 (long runs): a level near the SLO is judged on
+    thousands of requests, so the workload's seed no longer moves the answer. Before, on levels
+    of 900 virtual seconds (~500 requests, the slow ones still running at the end left out),
+    seeds 0-3 gave 22, 22, 20 and 26."""
+    model = _model_file(tmp_path, values=SLOW)
+    results = [_capacity(model, tmp_path, "--draws", "0", "--seed", str(seed)) for seed in range(4)]
+    assert len({r["capacity"] for r in results}) == 1, [r["capacity"] for r in results]
+    assert max(s["requests"] for s in results[0]["steps"]) >= 5000
+
+
+def test_the_interval_covers_the_workload_seeds(tmp_path: Path) -> None:
+    """Draws without parameter uncertainty: the interval is then the spread over the draws'
+    own workload seeds (seed + 1 ...), here with short noisy levels (--level-requests 0) where
+    the seeds disagree. Before, every draw ran the same seed, and the interval was one number."""
+    model = _model_file(tmp_path, draws=tuple(dict(SLOW) for _ in range(4)), values=SLOW)
+    short = ("--level-requests", "0")
+    result = _capacity(model, tmp_path, "--seed", "0", *short)
+    each = [
+        _capacity(model, tmp_path, "--draws", "0", "--seed", str(s), *short)["capacity"] for s in range(5)
+    ]
+    assert result["interval"] == [min(each), max(each)] and min(each) < max(each), each
+    assert "workload seed" in result["interval_source"]
 
 
 @pytest.mark.parametrize(

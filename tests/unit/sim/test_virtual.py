@@ -44,3 +44,17 @@ def test_percentile_interpolates_like_numpy() -> None:
     assert percentile([1.0, 2.0, 3.0, 4.0], 50) == 2.5
     assert percentile([5.0], 95) == 5.0
     assert percentile(list(map(float, range(101))), 95) == 95.0
+
+
+def test_a_level_of_so_many_requests_follows_each_to_its_end() -> None:
+    """``requests=N``: exactly the first N requests sent after the warm-up, slow ones included;
+    without it, the requests still running when the clock stops are left out (a low tail)."""
+    cfg = Deployment(GPUS["a100"], MODELS["70b"], 4).engine_config(prefix_caching=False)
+    counted = closed_loop(cfg, 8, _draw(5), duration=10_000.0, warmup=50.0, requests=300)
+    assert len(counted) == 300 and min(o.sent for o in counted) >= 50.0
+    last = max(o.sent for o in counted)
+    cut = closed_loop(cfg, 8, _draw(5), duration=last + 1e-9, warmup=50.0)
+    followed = closed_loop(cfg, 8, _draw(5), duration=last + 1e-9, warmup=50.0, follow=True)
+    assert sorted(o.sent for o in followed) == sorted(o.sent for o in counted)
+    assert len(cut) < len(followed)  # the ones unfinished at ``duration``
+    assert max(o.e2e for o in cut) <= max(o.e2e for o in followed)
