@@ -224,7 +224,7 @@ def replica_block(rows: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
 
 def _term(term: SloTerm) -> str:
     margin = "" if term.margin is None else f" ({term.margin:+.0%})"
-    return f"{show_value(term.name, term.value)}{margin}"
+    return f"{show_value(term.name, term.value, term.threshold)}{margin}"
 
 
 def format_search_table(search: SearchResult) -> str:

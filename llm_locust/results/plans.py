@@ -168,7 +168,7 @@ def _tightest(step: JudgedStep) -> SloTerm | None:
 
 
 def _term_text(term: SloTerm) -> str:
-    return f"{term.name.upper().replace('_', ' ')} {show_value(term.name, term.value)}"
+    return f"{term.name.upper().replace('_', ' ')} {show_value(term.name, term.value, term.threshold)}"
 
 
 def verdict_sentence(result: PlanResult, demand: Demand, passes: Sequence[JudgedStep]) -> str:

@@ -38,6 +38,7 @@ from llm_locust.config.slo import SloLine, SloSpec, parse_slo
 from llm_locust.load.search import Verdict
 from llm_locust.results.confidence import min_samples, min_successes
 from llm_locust.results.saturation import saturated_reason
+from llm_locust.results.shown import fixed
 
 __all__ = [
     "MAX_WINDOW_STEPS",
@@ -76,13 +77,17 @@ REMEDY = {
 }
 
 
-def show_value(name: str, value: float | None) -> str:
-    """An SLO line's value in its unit: ``99.50 %`` for success, ``2.10 s`` or ``850 ms``."""
+def show_value(name: str, value: float | None, threshold: float | None = None) -> str:
+    """An SLO line's value in its unit: ``99.50 %`` for success, ``2.10 s`` or ``850 ms``; beside
+    its ``threshold``, with the digits that show it on its own side of it (``95.3 ms`` against
+    0.095 s, ``30.004 s`` against 30 s: :func:`~llm_locust.results.shown.fixed`)."""
     if value is None:
         return "-"
     if name == "success":
-        return f"{value * 100:.2f} %"
-    return f"{value:.2f} s" if abs(value) >= 1 else f"{value * 1000:.0f} ms"
+        scale, digits, unit = 100.0, 2, "%"
+    else:
+        scale, digits, unit = (1.0, 2, "s") if abs(value) >= 1 else (1000.0, 0, "ms")
+    return f"{fixed(value * scale, digits, None if threshold is None else threshold * scale)} {unit}"
 
 
 def _margin(line: SloLine, value: float | None) -> float | None:
@@ -100,7 +105,7 @@ def why_text(line: SloLine, n: int, interval: Sequence[float | None]) -> str:
     if line.metric == "success":
         if lo is None:
             return "success: no requests"
-        shown = f"{show_value('success', lo)}-{show_value('success', hi)}"
+        shown = f"{show_value('success', lo, line.threshold)}-{show_value('success', hi, line.threshold)}"
         below = show_value("success", line.threshold)
         return f"success: its interval {shown} reaches below {below} ({n} requests)"
     stat = line.stat or "max"
@@ -110,7 +115,8 @@ def why_text(line: SloLine, n: int, interval: Sequence[float | None]) -> str:
     if lo is None or hi is None:
         return f"{line.name}: {n} values give no interval"
     return (
-        f"{line.name}: its interval {show_value(line.name, lo)}-{show_value(line.name, hi)} "
+        f"{line.name}: its interval {show_value(line.name, lo, line.threshold)}-"
+        f"{show_value(line.name, hi, line.threshold)} "
         f"straddles {show_value(line.name, line.threshold)}"
     )
 
@@ -159,7 +165,8 @@ def term_line(term: Mapping[str, Any]) -> SloLine | None:
 
 def fail_text(term: Mapping[str, Any]) -> str:
     """``e2e_p95 3.60 s misses e2e_p95<=3s``: a failing term, from its exact value."""
-    return f"{term['name']} {show_value(term['name'], term['value'])} misses {term['objective']}"
+    shown = show_value(term["name"], term["value"], term.get("threshold"))
+    return f"{term['name']} {shown} misses {term['objective']}"
 
 
 def term_reason(verdict: str, terms: Sequence[Mapping[str, Any]]) -> str | None:

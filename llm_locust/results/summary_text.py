@@ -15,6 +15,7 @@ from llm_locust.load.search import Verdict
 from llm_locust.results.failures import failure_lines
 from llm_locust.results.headline import Headline, headline
 from llm_locust.results.sessions import session_lines
+from llm_locust.results.shown import fixed
 from llm_locust.results.stats import PERCENTILES, ZERO_GAP_NOTE_SHARE
 from llm_locust.results.summary_blocks import LittlesLaw, Slo, SloLine
 from llm_locust.results.summary_model import RunSummary, StageRow, Stats
@@ -140,24 +141,22 @@ def coalesced_chunks_line(summary: Stats) -> str | None:
 
 
 def _objective_value(line: SloLine) -> str:
-    """An SLO line's measured value in its own unit."""
-    measured, name = line.measured, line.name
+    """An SLO line's measured value in its own unit, on its own side of its threshold
+    (:func:`~llm_locust.results.shown.fixed`)."""
+    measured, name, threshold = line.measured, line.name, line.threshold
     if measured is None:
         return "-"
     percent = name == "success" or name.startswith(("kv_cache_usage", "error_rate", "gpu_mem", "gpu_util"))
-    if line.kind == "drift":
-        return (
-            f"{measured * 100:+.2f} pts/10min"
-            if percent
-            else (
-                f"{measured:+.2f}/10min" if name.startswith("waiting") else f"{measured * 1000:+.1f} ms/10min"
-            )
-        )
-    if percent:
-        return f"{measured * 100:.2f}%"
-    if line.kind == "server":
+    if line.kind == "server" and not percent:
         return f"{measured:g}"
-    return f"{measured * 1000:.1f} ms"
+    if percent:
+        scale, digits, unit = 100.0, 2, "%" if line.kind != "drift" else " pts/10min"
+    elif line.kind == "drift" and name.startswith("waiting"):
+        scale, digits, unit = 1.0, 2, "/10min"
+    else:
+        scale, digits, unit = 1000.0, 1, " ms" if line.kind != "drift" else " ms/10min"
+    shown = fixed(measured * scale, digits, None if threshold is None else threshold * scale)
+    return f"{'+' if line.kind == 'drift' and not shown.startswith('-') else ''}{shown}{unit}"
 
 
 def format_stage_table(stages: Sequence[StageRow]) -> str:

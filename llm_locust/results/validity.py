@@ -27,6 +27,7 @@ import numpy as np
 
 from llm_locust.load.stages import Stage
 from llm_locust.results.columns import Columns
+from llm_locust.results.shown import fixed
 from llm_locust.results.stats import percentile
 
 __all__ = [
@@ -99,5 +100,7 @@ def rate_validity(
         )
     elif lag_p99 is not None and lag_p99 > MAX_SEND_LAG_MS:
         why = f"{waited} arrivals waited for --max-concurrency" if waited else "the load generator lagged"
-        out["invalid_reason"] = f"send lag p99 {lag_p99:.0f} ms > {MAX_SEND_LAG_MS:g} ms ({why})"
+        out["invalid_reason"] = (
+            f"send lag p99 {fixed(lag_p99, 0, MAX_SEND_LAG_MS)} ms > {MAX_SEND_LAG_MS:g} ms ({why})"
+        )
     return out
