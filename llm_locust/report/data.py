@@ -25,7 +25,7 @@ from llm_locust.results.series_model import DriftBlock, WindowRow
 from llm_locust.results.server_series import gauge_series, read_server_metrics
 from llm_locust.results.summary_model import SCHEMA_VERSION, RunSummary, StageRow, file_key
 from llm_locust.results.timeline import Timeline
-from llm_locust.results.timescale import deployment_row, deployment_summary, speedup_of
+from llm_locust.results.timescale import deployment_row, deployment_summary
 from llm_locust.results.windows import auto_window, window_series
 from llm_locust.results.writer import REQUESTS_FILE, SUMMARY_FILE
 
@@ -127,15 +127,15 @@ def load_run(
     if not folder.is_dir():
         raise ReportError(f"{folder}: not a directory")
     summary = _read_json(folder / SUMMARY_FILE, folder)
-    summary_model(summary, folder)  # a file its model refuses: one line, before reading the records
+    model = summary_model(summary, folder)  # a file its model refuses: one line, before the records
     requests = folder / REQUESTS_FILE
     if not requests.exists():
         raise ReportError(f"{folder}: no {REQUESTS_FILE}")
-    speedup = speedup_of(summary)
+    speedup = model.config.speedup
     samples = read_server_metrics(folder / SERVER_FILE)
     try:
         if speedup != 1:  # a sped-up simulator: the page in the deployment's time (results/timescale.py)
-            origin = _origin(summary, requests)
+            origin = _origin(model, requests)
             summary = deployment_summary(summary, speedup, origin)
             rows = (deployment_row(r, speedup, origin) for r in read_rows(requests))
             samples = [{**s, "t": origin + (float(s["t"]) - origin) * speedup} for s in samples]
@@ -144,10 +144,11 @@ def load_run(
             cols = read_columns(requests)
     except (OSError, ValueError) as exc:
         raise ReportError(f"{folder}: cannot read {REQUESTS_FILE}: {exc}") from None
-    model = summary_model(summary, folder)
+    if speedup != 1:
+        model = summary_model(summary, folder)
     timeline = Timeline.from_columns(cols)
     server = gauge_series(samples)
-    t0, t_end = span_of(summary, timeline)
+    t0, t_end = span_of(model.config.start_time, model.config.stop_time, timeline)
     width = window_s or model.window_s or auto_window(t_end - t0)
     windows = model.windows if model.window_s == width else None
     if not windows:
@@ -175,13 +176,11 @@ def load_run(
     )
 
 
-def _origin(summary: JsonObject, requests: Path) -> float:
+def _origin(summary: RunSummary, requests: Path) -> float:
     """Where deployment time is stretched from: the run's start (the first send of a file that
     does not say it)."""
-    config = summary.get("config")
-    start = config.get("start_time") if isinstance(config, dict) else None
-    if isinstance(start, int | float):
-        return float(start)
+    if summary.config.start_time is not None:
+        return summary.config.start_time
     starts = (r.get("start_time") for r in read_rows(requests))
     return min((float(t) for t in starts if isinstance(t, int | float)), default=0.0)
 

@@ -43,21 +43,13 @@ WINDOWS_FILE = "windows.csv"
 SERVER_FILE = "server_metrics.jsonl"
 
 
-def span_of(summary: Mapping[str, object], timeline: Timeline) -> tuple[float, float]:
-    """(start, end) of the test on the wall clock: the config's start and stop, widened to
-    the records (a request that finished in the drain after the stop still counts)."""
-    config = summary.get("config")
-    recorded = config if isinstance(config, Mapping) else {}
+def span_of(start: float | None, stop: float | None, timeline: Timeline) -> tuple[float, float]:
+    """(start, end) of the test on the wall clock: the config's ``start`` and ``stop``, widened
+    to the records (a request that finished in the drain after the stop still counts)."""
     starts, ends = timeline.start[~np.isnan(timeline.start)], timeline.end[~np.isnan(timeline.end)]
-    firsts = [
-        v
-        for v in (number(recorded.get("start_time")), starts.min() if starts.size else None)
-        if v is not None
-    ]
+    firsts = [v for v in (start, starts.min() if starts.size else None) if v is not None]
     t0 = float(min(firsts)) if firsts else 0.0
-    lasts = [
-        v for v in (number(recorded.get("stop_time")), ends.max() if ends.size else None) if v is not None
-    ]
+    lasts = [v for v in (stop, ends.max() if ends.size else None) if v is not None]
     return t0, float(max([t0, *lasts]))
 
 
@@ -85,7 +77,9 @@ def analyse_timeline(
 ) -> JsonObject:
     """:func:`analyse` on a built ``timeline`` of every record (the end of a run builds it from
     the columns it read); ``measured()`` gives the measured rows, read only for ``detailed``."""
-    t0, t_end = span_of(summary, timeline)
+    config = summary.get("config")
+    recorded = config if isinstance(config, Mapping) else {}
+    t0, t_end = span_of(number(recorded.get("start_time")), number(recorded.get("stop_time")), timeline)
     width = window_s or auto_window(t_end - t0)
     server = gauge_series(read_server_metrics(directory / SERVER_FILE)) if directory is not None else []
     windows = window_series(timeline, t0, t_end, width, server or None)

@@ -29,6 +29,7 @@ __all__ = [
     "PrefixCacheBlock",
     "ReasoningBlock",
     "RecordsBlock",
+    "RunTimeScale",
     "Slo",
     "SloLine",
     "ToolsBlock",
@@ -279,6 +280,14 @@ class BurstsBlock(Block):
     per_wave: list[JsonObject] = Field(default_factory=list)
 
 
+class RunTimeScale(Block):
+    """``config.time_scale``: the target ran ``target_speedup`` times faster than its deployment
+    (a simulator at ``--speedup``), and this folder's numbers are in the measured ``clock``."""
+
+    clock: str = "wall"
+    target_speedup: float = 1.0
+
+
 class ConfigBlock(Block):
     """``config``: what was run (no secrets): the target, the client's peak CPU, when the test
     started and stopped, the workload and load model as described, and ``options`` (the run's
@@ -302,10 +311,17 @@ class ConfigBlock(Block):
     preflight_sent: JsonValue = None
     workload: JsonValue = None
     load_model: JsonValue = None
-    time_scale: JsonObject | None = None
+    time_scale: RunTimeScale | None = None
     options: JsonObject = Field(default_factory=dict)
     gpus: float | None = None
 
     def option(self, name: str) -> JsonValue:
         """The run's option ``name`` as recorded (``None``: not recorded)."""
         return self.options.get(name)
+
+    @property
+    def speedup(self) -> float:
+        """How many times faster than its deployment the run's target ran (``--target-speedup``;
+        1: real time, or not recorded)."""
+        value = self.option("target_speedup")
+        return float(value) if isinstance(value, int | float) and value > 0 else 1.0

@@ -62,6 +62,7 @@ from llm_locust.results.capacity_model import PlanResult, SimulatorClock
 from llm_locust.results.plans import compare_plans, format_comparison
 from llm_locust.results.predicted_plans import predicted_lines
 from llm_locust.results.search_model import SearchResult
+from llm_locust.results.summary_model import RunSummary
 from llm_locust.results.timescale import scaled
 
 __all__ = ["main"]
@@ -193,10 +194,10 @@ def _print_env(file: PlanFile, root: Path, name: str) -> int:
 def _folder_scale(folder: Path) -> float:
     """The time scale a plan folder's search ran at (its summary's), 1 if it says none."""
     try:
-        scale = json.loads((folder / "summary.json").read_text())["config"].get("time_scale") or {}
-        return float(scale.get("target_speedup") or 1.0)
-    except (OSError, ValueError, KeyError, TypeError):
+        scale = RunSummary.model_validate_json((folder / "summary.json").read_bytes()).config.time_scale
+    except (OSError, ValueError):  # pydantic's ValidationError is a ValueError
         return 1.0
+    return 1.0 if scale is None else scale.target_speedup
 
 
 def _decision_page(root: Path) -> None:
