@@ -15,12 +15,19 @@ Pure module: no Locust, no network.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from llm_locust.config.demand import Demand
 from llm_locust.config.plans import Plan
 from llm_locust.results.capacity import amount
+from llm_locust.results.capacity_model import (
+    DemandUnit,
+    PlanResult,
+    Predicted,
+    PredictedStep,
+    PredictedVerdict,
+)
 from llm_locust.results.cost import headroom
 from llm_locust.results.plans import plan_fields
 
@@ -30,53 +37,62 @@ __all__ = ["PREDICTED_MARK", "predicted_lines", "predicted_result"]
 PREDICTED_MARK = "~"
 
 
-def predicted_result(plan: Plan, demand: Demand, prediction: dict[str, Any]) -> dict[str, Any]:
-    """The comparison's row of a predicted plan (see the module's docstring)."""
+def predicted_result(plan: Plan, demand: Demand, prediction: Mapping[str, Any]) -> PlanResult:
+    """The comparison's row of a predicted plan (see the module's docstring); ``prediction``:
+    :func:`llm_locust.commands.capacity.predicted.predict_plan`'s."""
     capacity = float(prediction["capacity"]) or None
     low, high = (float(x) for x in prediction["interval"])
-    out: dict[str, Any] = {
+    row = PlanResult(
         **plan_fields(plan),
-        "time_scale": 1.0,
-        "capacity": capacity,
-        "capacity_unit": demand.kind,
-        "demand": demand.value,
-        "headroom": None if capacity is None else headroom(capacity, demand.value),
-        "meets": prediction["verdict"] == "meets",
-        "request_throughput": None,
-        "output_throughput": None,
-        "output_throughput_per_gpu": None,
-        "cost_per_million_at_capacity": None,
-        "cost_per_million_at_demand": None,
-        "predicted": {
-            "from": prediction["predict_from"],
-            "interval": [low, high],
-            "interval_source": prediction["interval_source"],
-            "verdict": prediction["verdict"],
-            "workload": prediction["workload"],
-            "model_file": prediction["model_file"],
-            "runs": prediction["runs"],
-            "not_identified": prediction.get("not_identified", []),
-            "steps": prediction["steps"],
-            "virtual_seconds_per_step": prediction["virtual_seconds_per_step"],
-        },
-    }
-    out["verdict"] = _sentence(out, demand)
-    return out
+        time_scale=1.0,
+        capacity=capacity,
+        capacity_unit=DemandUnit(demand.kind),
+        demand=demand.value,
+        headroom=None if capacity is None else headroom(capacity, demand.value),
+        meets=prediction["verdict"] == PredictedVerdict.MEETS,
+        request_throughput=None,
+        output_throughput=None,
+        output_throughput_per_gpu=None,
+        cost_per_million_at_capacity=None,
+        cost_per_million_at_demand=None,
+        predicted=Predicted(
+            **{"from": prediction["predict_from"]},  # a keyword: by its alias
+            interval=[low, high],
+            interval_source=prediction["interval_source"],
+            verdict=PredictedVerdict(prediction["verdict"]),
+            workload=prediction["workload"],
+            model_file=prediction["model_file"],
+            runs=prediction["runs"],
+            not_identified=prediction.get("not_identified", []),
+            steps=[PredictedStep.model_validate(step) for step in prediction["steps"]],
+            virtual_seconds_per_step=prediction["virtual_seconds_per_step"],
+        ),
+    )
+    row.verdict = _sentence(row, demand)
+    return row
 
 
-def _sentence(row: dict[str, Any], demand: Demand) -> str:
-    p = row["predicted"]
-    low, high = p["interval"]
+#: How a predicted verdict reads in the row's sentence.
+_VERBS = {
+    PredictedVerdict.MEETS: "would meet",
+    PredictedVerdict.MISSES: "would miss",
+    PredictedVerdict.UNCERTAIN: "may or may not meet",
+}
+
+
+def _sentence(row: PlanResult, demand: Demand) -> str:
+    p = row.predicted
+    assert p is not None
+    low, high = p.interval
     unit = demand.kind
-    cap = "no level" if row["capacity"] is None else amount(unit, row["capacity"])
-    verb = {"meets": "would meet", "misses": "would miss", "uncertain": "may or may not meet"}[p["verdict"]]
+    cap = "no level" if row.capacity is None else amount(unit, row.capacity)
     return (
-        f"PREDICTED from {p['from']} (not measured): {verb} {demand.text()}: capacity {cap} "
+        f"PREDICTED from {p.from_} (not measured): {_VERBS[p.verdict]} {demand.text()}: capacity {cap} "
         f"(range {amount(unit, low)}..{amount(unit, high)} over the model's parameter draws)"
     )
 
 
-def predicted_lines(rows: Sequence[dict[str, Any]]) -> list[str]:
+def predicted_lines(rows: Sequence[PlanResult]) -> list[str]:
     """The table's block of predicted plans: one row each, marked, with its interval."""
     if not rows:
         return []
@@ -85,12 +101,13 @@ def predicted_lines(rows: Sequence[dict[str, Any]]) -> list[str]:
         f"{'plan':<20}{'from':<18}{'replicas':>9}{'GPUs':>6}{'capacity':>10}{'range':>14}{'$/hour':>9}",
     ]
     for r in rows:
-        p = r["predicted"]
-        low, high = p["interval"]
-        cap = "-" if r["capacity"] is None else f"{r['capacity']:g}"
+        p = r.predicted
+        assert p is not None
+        low, high = p.interval
+        cap = "-" if r.capacity is None else f"{r.capacity:g}"
         lines.append(
-            f"{PREDICTED_MARK + r['name'][:18]:<20}{p['from'][:17]:<18}{r['replicas']:>9}{r['gpus']:>6}"
-            f"{cap:>10}{f'{low:g}..{high:g}':>14}{r['dollars_per_hour']:>9.2f}"
+            f"{PREDICTED_MARK + r.name[:18]:<20}{p.from_[:17]:<18}{r.replicas:>9}{r.gpus:>6}"
+            f"{cap:>10}{f'{low:g}..{high:g}':>14}{r.dollars_per_hour:>9.2f}"
         )
-    lines += [f"{PREDICTED_MARK}{r['name']}: {r['verdict']}" for r in rows]
+    lines += [f"{PREDICTED_MARK}{r.name}: {r.verdict}" for r in rows]
     return lines

@@ -41,7 +41,6 @@ import json
 import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
 
 from llm_locust.commands.capacity.host import (
     CORES_PER_PLAN,
@@ -216,7 +215,7 @@ def _plans(n: int) -> str:
 
 def _report(
     file: PlanFile, root: Path, searches: dict[str, SearchResult], scales: dict[str, float],
-    errors: dict[str, str], predicted: list[dict[str, Any]], clocks: dict[str, SimulatorClock],
+    errors: dict[str, str], predicted: list[PlanResult], clocks: dict[str, SimulatorClock],
 ) -> int:  # fmt: skip
     report = compare_plans(file, searches, scales)
     for result in report.plans:
@@ -229,7 +228,7 @@ def _report(
         )
     report.not_measured = errors
     if predicted:  # set only when there are some: an unset list is not written (a rejudge's file equals it)
-        report.predicted_plans = [PlanResult.model_validate(row) for row in predicted]
+        report.predicted_plans = predicted
     root.mkdir(parents=True, exist_ok=True)
     (root / CAPACITY_FILE).write_text(json.dumps(report.to_json(), indent=2) + "\n")
     if report.plans:

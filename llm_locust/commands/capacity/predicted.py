@@ -25,6 +25,7 @@ from llm_locust.commands.calibrate import RunError, load_run
 from llm_locust.commands.predict import LEVEL_LIMIT, LEVEL_REQUESTS, predict
 from llm_locust.config.plans import Plan, PlanFile
 from llm_locust.results.calibrate import CalibrationError, fit
+from llm_locust.results.capacity_model import PlanResult
 from llm_locust.results.predicted_plans import predicted_result
 from llm_locust.results.search_model import SearchResult
 from llm_locust.sim.predict import unsupported_lines
@@ -100,7 +101,7 @@ def predict_plan(file: PlanFile, plan: Plan, root: Path) -> dict[str, Any]:
 def predicted_rows(
     file: PlanFile, root: Path, searches: Mapping[str, SearchResult], errors: dict[str, str],
     say: Callable[[str, str], None],
-) -> list[dict[str, Any]]:  # fmt: skip
+) -> list[PlanResult]:  # fmt: skip
     """The comparison's rows of the plans with ``predict_from``, once their measured plan's search
     is done; one that cannot be predicted gets an error line in ``errors`` instead."""
     rows = []
@@ -123,5 +124,5 @@ def predicted_rows(
             errors[plan.name] = f"not predicted: {exc}"
             continue
         rows.append(predicted_result(plan, file.demand, prediction))
-        say(plan.name, rows[-1]["verdict"])
+        say(plan.name, rows[-1].verdict)
     return rows

@@ -64,7 +64,7 @@ def test_a_two_replica_plan_is_predicted_from_the_one_replica_search(tmp_path: P
     assert low <= prediction["capacity"] <= high
     assert (tmp_path / "A2" / "model.yaml").is_file()
     row = predicted_result(file.plans[1], file.demand, prediction)
-    assert row["predicted"]["from"] == "A" and row["meets"] == (low >= 6)
+    assert row.predicted is not None and row.predicted.from_ == "A" and row.meets == (low >= 6)
     # one replica, from the same model: 4 (the search's levels are whole users)
     one = PlanFile.model_validate(
         {**file.model_dump(mode="json"), "slo": "tpot_p90<=0.095s", "demand": {"concurrency": 6},

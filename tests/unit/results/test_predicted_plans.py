@@ -33,16 +33,16 @@ PREDICTION = {
 def test_the_row_is_marked_predicted_with_its_interval_and_no_measured_numbers() -> None:
     demand = parse_demand({"concurrency": 6})
     row = predicted_result(FILE.plans[1], demand, PREDICTION)
-    assert row["capacity"] == 8.0 and row["headroom"] == 8.0 / 6.0 - 1.0
-    assert row["dollars_per_hour"] == 2 * 3 and row["replicas"] == 2 and row["endpoints"] == []
-    assert row["predicted"]["from"] == "A" and row["predicted"]["interval"] == [7.0, 9.0]
-    assert row["output_throughput"] is None and row["cost_per_million_at_demand"] is None
-    assert row["verdict"].startswith("PREDICTED from A (not measured): would meet 6 concurrent")
-    assert "range 7 concurrent..9 concurrent" in row["verdict"]
+    assert row.capacity == 8.0 and row.headroom == 8.0 / 6.0 - 1.0
+    assert row.dollars_per_hour == 2 * 3 and row.replicas == 2 and row.endpoints == []
+    assert row.predicted is not None and row.predicted.from_ == "A" and row.predicted.interval == [7.0, 9.0]
+    assert row.output_throughput is None and row.cost_per_million_at_demand is None
+    assert row.verdict.startswith("PREDICTED from A (not measured): would meet 6 concurrent")
+    assert "range 7 concurrent..9 concurrent" in row.verdict
     lines = predicted_lines([row])
     assert lines[0].startswith("predicted, not measured (~)")
     assert lines[2].split() == ["~A2", "A", "2", "2", "8", "7..9", "6.00"]
-    assert lines[3] == "~A2: " + row["verdict"]
+    assert lines[3] == "~A2: " + row.verdict
     assert predicted_lines([]) == []
 
 
@@ -51,7 +51,7 @@ def test_an_interval_that_straddles_the_demand_is_uncertain() -> None:
     row = predicted_result(
         FILE.plans[1], demand, {**PREDICTION, "interval": [5.0, 9.0], "verdict": "uncertain"}
     )
-    assert not row["meets"] and "may or may not meet 6 concurrent" in row["verdict"]
+    assert not row.meets and "may or may not meet 6 concurrent" in row.verdict
 
 
 def test_the_decision_page_shows_a_predicted_plan_marked_with_its_range(tmp_path) -> None:  # type: ignore[no-untyped-def]
@@ -61,7 +61,7 @@ def test_the_decision_page_shows_a_predicted_plan_marked_with_its_range(tmp_path
 
     row = predicted_result(FILE.plans[1], parse_demand({"concurrency": 6}), PREDICTION)
     report = {"demand": {"concurrency": 6}, "demand_text": "6 concurrent", "slo": ["tpot_p90<=0.1s"],
-              "answer": "no plan meets 6 concurrent", "plans": [], "predicted_plans": [row]}  # fmt: skip
+              "answer": "no plan meets 6 concurrent", "plans": [], "predicted_plans": [row.to_json()]}  # fmt: skip
     page = build_decision_page(decision_from(CapacityReport.model_validate(report), tmp_path))
     assert "Predicted plans (not measured)" in page and "A2 <b>(predicted)</b>" in page
     assert "(7 to 9)" in page and "cap/A2/model.yaml" in page
