@@ -61,7 +61,8 @@ def test_the_decision_page_shows_a_predicted_plan_marked_with_its_range(tmp_path
 
     row = predicted_result(FILE.plans[1], parse_demand({"concurrency": 6}), PREDICTION)
     report = {"demand": {"concurrency": 6}, "demand_text": "6 concurrent", "slo": ["tpot_p90<=0.1s"],
-              "answer": "no plan meets 6 concurrent", "plans": [], "predicted_plans": [row.to_json()]}  # fmt: skip
+              "answer": "no plan meets 6 concurrent", "plans": [],
+              "predicted_plans": [row.to_json()]}  # fmt: skip
     page = build_decision_page(decision_from(CapacityReport.model_validate(report), tmp_path))
     assert "Predicted plans (not measured)" in page and "A2 <b>(predicted)</b>" in page
     assert "(7 to 9)" in page and "cap/A2/model.yaml" in page
