@@ -33,8 +33,9 @@ from llm_locust.results.server_series import Point, gauge_series, read_server_me
 from llm_locust.results.slo import SloLineResult, SloSpec
 from llm_locust.results.slo_series import series_judge
 from llm_locust.results.summary_blocks import Slo, SloLine, Window
+from llm_locust.results.summary_model import RunSummary
 from llm_locust.results.timeline import Timeline
-from llm_locust.results.vllm_compat import vllm_keys
+from llm_locust.results.vllm_compat import READS, vllm_keys
 from llm_locust.results.windows import auto_window, window_series, windows_csv
 
 __all__ = ["SERVER_FILE", "WINDOWS_FILE", "StageSpan", "analyse", "analyse_timeline", "drift_of", "span_of"]
@@ -97,7 +98,8 @@ def analyse_timeline(
     _stage_verdicts(stages)
     errors = summary.get("errors")
     summary["errors_by_class"] = dict(errors) if isinstance(errors, dict) else {}
-    summary.update(vllm_keys(measured() if detailed else (), summary, detailed, timeline))
+    read, _ = RunSummary.checked({key: summary[key] for key in READS if key in summary})
+    summary.update(vllm_keys(measured() if detailed else (), read, detailed, timeline))
     if timeline.binned:
         summary["token_arrivals"] = timeline.token_precision()
     if directory is not None:

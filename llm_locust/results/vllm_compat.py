@@ -26,16 +26,18 @@ Pure module; vLLM's units (seconds in the arrays, req/s and tok/s).
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numpy as np
 
-from llm_locust.config.jsontypes import JsonValue
+from llm_locust.config.jsontypes import JsonValue, number
 from llm_locust.record import OK
+from llm_locust.results.summary_blocks import ConfigBlock
+from llm_locust.results.summary_model import RunSummary, StageRow
 from llm_locust.results.timeline import Timeline, binned_sum
 
-__all__ = ["DETAILED_KEYS", "max_output_tokens_per_s", "vllm_keys"]
+__all__ = ["DETAILED_KEYS", "READS", "max_output_tokens_per_s", "vllm_keys"]
 
 DETAILED_KEYS = ("input_lens", "output_lens", "ttfts", "itls", "latencies", "start_times", "errors")
 
@@ -52,29 +54,31 @@ def max_output_tokens_per_s(timeline: Timeline) -> float:
     return float(binned_sum(times, weights, edges).max())
 
 
+#: The summary's keys :func:`vllm_keys` reads.
+READS = ("completed", "failed", "slo", "stages", "config")
+
+
 def vllm_keys(
     rows: Iterable[dict[str, Any]],
-    summary: dict[str, Any],
+    summary: RunSummary,
     detailed: bool = False,
     timeline: Timeline | None = None,
 ) -> dict[str, Any]:
     """The missing ``vllm bench serve`` keys for ``summary`` over its measured ``rows``
     (``timeline``: of every row of the run, when already built; its measured rows count)."""
-    config = summary.get("config") or {}
-    options = config.get("options") or {}
-    start = config.get("start_time")
-    backend = "openai" if config.get("endpoint") == "completions" else "openai-chat"
-    slo = summary.get("slo")
+    config = summary.config
+    start = config.start_time
+    backend = "openai" if config.endpoint == "completions" else "openai-chat"
     out: dict[str, Any] = {
         "date": time.strftime("%Y%m%d-%H%M%S", time.localtime(start)) if start else None,
         "endpoint_type": backend,
         "backend": backend,
         "label": None,
-        "model_id": config.get("model"),
-        "tokenizer_id": options.get("tokenizer") or None,
-        "num_prompts": int(summary.get("completed", 0)) + int(summary.get("failed", 0)),
-        **_traffic(summary, options, config),
-        "request_goodput": None if not slo else slo.get("goodput_rps"),
+        "model_id": config.model,
+        "tokenizer_id": config.option("tokenizer") or None,
+        "num_prompts": summary.completed + summary.failed,
+        **_traffic(summary.stages or [], config),
+        "request_goodput": None if summary.slo is None else summary.slo.goodput_rps,
         "max_output_tokens_per_s": max_output_tokens_per_s(timeline or Timeline(list(rows))),
     }
     if detailed:
@@ -82,19 +86,18 @@ def vllm_keys(
     return out
 
 
-def _traffic(summary: dict[str, Any], options: dict[str, Any], config: dict[str, Any]) -> dict[str, Any]:
-    stages = summary.get("stages") or []
-    limit = options.get("max_concurrency") or None
+def _traffic(stages: Sequence[StageRow], config: ConfigBlock) -> dict[str, JsonValue]:
+    limit = config.option("max_concurrency") or None
     rate: float | str = "inf"
-    if stages and all(s.get("kind") == "users" for s in stages):
-        limit = int(max(s["target"] for s in stages))
+    if stages and all(s.kind == "users" for s in stages):
+        limit = int(max(s.target for s in stages))
     elif stages:
-        rate = max(float(s["target"]) for s in stages if s.get("kind") == "rate")
-    elif options.get("request_rate"):
-        rate = float(options["request_rate"])
+        rate = max(s.target for s in stages if s.kind == "rate")
+    elif request_rate := number(config.option("request_rate")):
+        rate = request_rate
     else:
-        limit = options.get("num_users") or config.get("peak_users")
-    return {"request_rate": rate, "burstiness": options.get("burstiness") or 1.0, "max_concurrency": limit}
+        limit = config.option("num_users") or config.peak_users
+    return {"request_rate": rate, "burstiness": config.option("burstiness") or 1.0, "max_concurrency": limit}
 
 
 def detailed_arrays(rows: Iterable[dict[str, Any]]) -> dict[str, list[JsonValue]]:
