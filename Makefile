@@ -31,7 +31,10 @@ demo: setup
 # modules once per xdist worker: they write their bytecode (__pycache__, ignored by git) even
 # where PYTHONDONTWRITEBYTECODE is set (as on the development machine), or every process compiles
 # the package again and pytest rewrites every test module's asserts again (benchmarks/README.md).
-JOBS   ?= 3
+# JOBS=4: a test uses about 11 % of a core, so a fourth worker pays while the host has CPU to spare
+# (16 modules: 154-174 s against 184-208 s at -n 3, load average 1.4-3.4); on a host held by
+# others (load 12-18) it did not, where JOBS=3 is the choice (benchmarks/README.md).
+JOBS   ?= 4
 PYTEST := PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest -q -rs -p no:cacheprovider --durations=30
 # $(call suite,MARKS): the parallel part, then the serial part, of the tests selected by MARKS
 # The tests marked `engine` (a real llama.cpp server) are left to `make test-engine`.

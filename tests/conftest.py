@@ -5,8 +5,8 @@ shared traces, root for network namespaces). On a developer's machine that is a 
 with its reason shown (`make test` runs pytest with ``-rs``); under CI (``CI`` set, as
 ``.ci/run`` does) a skip is a failure, so a missing part can never pass as green.
 
-``make test`` runs the suite with pytest-xdist (``-n 3 --dist loadscope``): most tests wait on
-real processes, so three run at once on two cores. Every test binds port 0 and writes under its
+``make test`` runs the suite with pytest-xdist (``-n 4 --dist loadscope``, ``JOBS``): most tests wait
+on real processes, so four run at once on two cores. Every test binds port 0 and writes under its
 own ``tmp_path``; the tests of one module run on one worker, one after the other, so a module-
 scoped fixture (a simulator, a finished run, an installed image) is built once, as in a serial
 run. Tests marked ``serial`` depend on the client's own timing (its loop's lateness, how fast it
@@ -45,7 +45,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[Any]) -> 
     report.longrepr = f"skipped under CI (a real part is missing): {reason}"
 
 
-# --- running in parallel (pytest-xdist, `make test`: -n 3 --dist loadscope) ---------------------
+# --- running in parallel (pytest-xdist, `make test`: -n 4 --dist loadscope) ---------------------
 
 
 def pytest_configure(config: pytest.Config) -> None:
