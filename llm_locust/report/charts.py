@@ -158,8 +158,13 @@ def _error_bars(
             continue
         flags = (1 if lo is None else 0) | (2 if hi is None else 0)
         data.append([x, _ms(low * 1000), _ms(high * 1000), flags])
+    return errorbars(f"{name} 95 % CI", data, color)
+
+
+def errorbars(name: str, data: Sequence[Datum], color: str) -> Series:
+    """Error bars: the ``custom`` series the page draws, points ``[x, low, high, flags]``."""
     return {
-        "name": f"{name} 95 % CI",
+        "name": name,
         "type": "custom",
         "renderItem": "errorbar",
         "data": data,

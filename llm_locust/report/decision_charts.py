@@ -14,9 +14,10 @@ import math
 from collections.abc import Callable, Mapping
 
 from llm_locust.config.jsontypes import JsonValue
-from llm_locust.report.charts import COLORS, axis, base_option
+from llm_locust.report.charts import COLORS, axis, base_option, errorbars
 from llm_locust.report.decision import Decision, PlanView, StepView, Verdict
 from llm_locust.report.echarts import Datum, Option, Series, Style
+from llm_locust.results.capacity_model import Scaling
 
 __all__ = [
     "UNIT_AXIS",
@@ -118,17 +119,7 @@ def capacity_chart(d: Decision) -> Option | None:
             bracket.append([x, _r(p.result.capacity), _r(p.upper), 0])
         elif p.result.capacity is not None:
             bracket.append([x, _r(p.result.capacity), _r(p.result.capacity), 2])  # nothing above it failed
-    option["series"].append(
-        {
-            "name": "bracket",
-            "type": "custom",
-            "renderItem": "errorbar",
-            "data": bracket,
-            "encode": {"x": 0, "y": [1, 2]},
-            "itemStyle": {"color": "#37474f"},
-            "z": 3,
-        }
-    )
+    option["series"].append(errorbars("bracket", bracket, "#37474f"))
     upper: list[Datum] = [
         {
             "name": f"{p.result.name}: {p.upper_verdict.value if p.upper_verdict else ''}",
@@ -231,17 +222,7 @@ def latency_chart(d: Decision, plan: PlanView, metric: str) -> Option | None:
         if lat.low_s is not None
     ]
     if bars:
-        option["series"].append(
-            {
-                "name": f"{title} P95 95 % interval",
-                "type": "custom",
-                "renderItem": "errorbar",
-                "data": bars,
-                "encode": {"x": 0, "y": [1, 2]},
-                "itemStyle": {"color": "#1f77b4"},
-                "z": 3,
-            }
-        )
+        option["series"].append(errorbars(f"{title} P95 95 % interval", bars, "#1f77b4"))
     invalid = [(s, lat) for s, lat in rows if s.step.verdict is Verdict.INVALID]
     if invalid:
         option["series"].append(
@@ -337,9 +318,7 @@ def scaling_chart(d: Decision) -> Option | None:
             "name": "scaling efficiency",
             "type": "bar",
             "barWidth": "35%",
-            "data": [
-                {"name": n, "value": _r(s.efficiency * 100, 1)} for n, s in zip(names, d.scaling, strict=True)
-            ],
+            "data": [_scaling_bar(n, s) for n, s in zip(names, d.scaling, strict=True)],
             "label": {"show": True, "position": "top", "formatter": "{c} %"},
             "itemStyle": {"color": "#5c6bc0"},
             "markLine": {
@@ -350,4 +329,19 @@ def scaling_chart(d: Decision) -> Option | None:
             },
         }
     )
+    ranges: list[Datum] = [
+        [x, _r(s.efficiency_range[0] * 100, 1), _r(s.efficiency_range[1] * 100, 1), 0]
+        for x, s in enumerate(d.scaling)
+        if s.efficiency_range is not None
+    ]
+    if ranges:  # a capacity only bracketed: the efficiency from both ends of the brackets
+        option["series"].append(errorbars("efficiency range (a capacity only bracketed)", ranges, "#37474f"))
     return option
+
+
+def _scaling_bar(name: str, s: Scaling) -> Datum:
+    """A pair's bar: its efficiency, or the low end of its range labelled with the whole range."""
+    if s.efficiency_range is None:
+        return {"name": name, "value": _r(s.efficiency * 100, 1)}
+    low, high = (round(e * 100, 1) for e in s.efficiency_range)
+    return {"name": name, "value": low, "label": {"formatter": f"{low:g} to {high:g} %"}}

@@ -248,8 +248,7 @@ def _scaling_text(d: Decision) -> str:
     what = {"replicas": "replicas", "gpus_per_replica": "GPUs per replica"}
     items = "".join(
         f"<li>{escape(s.plans[1])} against {escape(s.plans[0])}: {s.resource_ratio:g}x "
-        f"{what.get(s.differs_in, s.differs_in)}, capacity x{s.capacity_ratio:.2f}: "
-        f"{s.efficiency:.0%} efficiency</li>"
+        f"{what.get(s.differs_in, s.differs_in)}, {escape(s.ratio_text())}</li>"
         for s in d.scaling
     )
     return (

@@ -172,8 +172,22 @@ class Scaling(Model):
     plans: tuple[str, str]
     differs_in: ScalingDimension
     resource_ratio: float
-    capacity_ratio: float
+    capacity_ratio: float  # from the plans' capacities (lower ends when bracketed)
     efficiency: float
+    #: when either plan's capacity is only a bracket (``capacity_below``): the ratio and the
+    #: efficiency from both ends of the brackets, lowest first (``None``: both capacities settled)
+    capacity_ratio_range: tuple[float, float] | None = None
+    efficiency_range: tuple[float, float] | None = None
+
+    def ratio_text(self) -> str:
+        """``capacity x2.21: 110% efficiency``, or the range when a capacity is only a bracket."""
+        if self.capacity_ratio_range is None or self.efficiency_range is None:
+            return f"capacity x{self.capacity_ratio:.2f}: {self.efficiency:.0%} efficiency"
+        (rlo, rhi), (elo, ehi) = self.capacity_ratio_range, self.efficiency_range
+        return (
+            f"capacity x{rlo:.2f} to x{rhi:.2f}: {elo:.0%} to {ehi:.0%} efficiency "
+            "(a capacity is only bracketed)"
+        )
 
 
 class TimeScale(Model):

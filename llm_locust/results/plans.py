@@ -230,6 +230,15 @@ def _scaling(results: Sequence[PlanResult]) -> list[Scaling]:
             small, big = (a, b) if ra < rb else (b, a)
             rs, rb_ = (ra, rb) if ra < rb else (rb, ra)
             assert small.capacity and big.capacity  # both checked above
+            ratios = efficiencies = None
+            if small.capacity_below is not None or big.capacity_below is not None:
+                # a bracket [capacity, capacity_below): the ratio from both ends, not the lower one
+                small_hi, big_hi = small.capacity_below or small.capacity, big.capacity_below or big.capacity
+                ratios = (big.capacity / small_hi, big_hi / small.capacity)
+                efficiencies = (
+                    scaling_efficiency(small_hi, rs, big.capacity, rb_),
+                    scaling_efficiency(small.capacity, rs, big_hi, rb_),
+                )
             out.append(
                 Scaling(
                     plans=(small.name, big.name),
@@ -237,6 +246,8 @@ def _scaling(results: Sequence[PlanResult]) -> list[Scaling]:
                     resource_ratio=rb_ / rs,
                     capacity_ratio=big.capacity / small.capacity,
                     efficiency=scaling_efficiency(small.capacity, rs, big.capacity, rb_),
+                    capacity_ratio_range=ratios,
+                    efficiency_range=efficiencies,
                 )
             )
     return out
@@ -339,10 +350,8 @@ def format_comparison(report: CapacityReport) -> str:
             lines.append(f"{r.name}: {decided}")
     for pair in report.scaling:
         what = "replicas" if pair.differs_in == ScalingDimension.REPLICAS else "GPUs per replica"
-        lines.append(
-            f"scaling {pair.plans[1]} vs {pair.plans[0]}: {pair.resource_ratio:g}x {what}, "
-            f"capacity x{pair.capacity_ratio:.2f}: {pair.efficiency:.0%} efficiency"
-        )
+        ratio = f"{pair.resource_ratio:g}x {what}, {pair.ratio_text()}"
+        lines.append(f"scaling {pair.plans[1]} vs {pair.plans[0]}: {ratio}")
     lines.append(
         report.answer if report.withheld else f"answer: {report.answer}"
     )  # not "answer: answer withheld"

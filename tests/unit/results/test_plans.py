@@ -346,3 +346,28 @@ def test_a_withheld_plan_names_no_step_as_its_bound(file: Any) -> None:
     assert a.withheld and a.capacity is None and a.capacity_step is None
     assert a.upper_step is None and a.capacity_below is None
     assert a.verdict.startswith("not judged against 50 concurrent: answer withheld")
+
+
+def test_scaling_against_a_bracketed_capacity_is_a_range_not_its_lower_end(file: Any) -> None:
+    """A settled short of the demand at 24 to under 28, B at 53 with twice the GPUs: the ratio is
+    x1.89 to x2.21 (95 % to 110 %), not the x2.21 and "110% efficiency" of A's lower end alone."""
+    settled = SearchSpec("users", 32, demand=50, settled_precision=0.25)
+    a_steps = [(32, "fail", 36.0), (16, "pass", 20.0), (24, "pass", 28.0), (28, "fail", 31.0)]
+    a = typed_result(settled, [probe(i, u, v, e) for i, (u, v, e) in enumerate(a_steps)], "settled", 300.0)
+    b_steps = [(32, "pass", 20.0), (64, "fail", 36.0), (48, "pass", 27.0), (56, "fail", 31.0)]
+    b_steps.append((53, "pass", 29.0))
+    b = typed_result(SearchSpec("users", 32), [probe(i, u, v, e) for i, (u, v, e) in enumerate(b_steps)],
+                     "precision", 300.0)  # fmt: skip
+    report = compare_plans(file, {"A": a, "B": b}, {})
+    pa, pb = report.plans
+    assert (pa.capacity, pa.capacity_below, pb.capacity_below) == (24, 28, None)
+    (pair,) = report.scaling
+    low, high = pb.capacity / 28, pb.capacity / 24
+    assert pair.capacity_ratio_range == pytest.approx((low, high))
+    assert pair.efficiency_range == pytest.approx((low / 2, high / 2))
+    text = format_comparison(report)
+    line = next(x for x in text.splitlines() if x.startswith("scaling B vs A"))
+    assert f"{low / 2:.0%} to {high / 2:.0%} efficiency" in line, line
+    assert f": {high / 2:.0%} efficiency" not in line, line  # not the lower end's ratio alone
+    scaling = report.to_json()["scaling"][0]
+    assert scaling["efficiency_range"] == pytest.approx([low / 2, high / 2])
