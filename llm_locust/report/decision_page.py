@@ -173,8 +173,9 @@ def _notes(plan: PlanView) -> str:
     """The steps that decide nothing (invalid) or could not be decided (inconclusive), and why."""
     odd = [s for s in plan.steps if s.step.verdict in (Verdict.INVALID, Verdict.INCONCLUSIVE)]
     sim = (
-        f'<p class="muted">{escape(plan.result.name)}: its simulator fell behind its schedule: its latencies '
-        "ran slow, its capacity is a lower bound.</p>"
+        f'<p class="muted">{escape(plan.result.name)}: its simulator fell behind its schedule (the host was '
+        "overloaded): the simulated server ran slow; the steps are still valid measurements of the client, "
+        "and its capacity is if anything understated (a lower bound).</p>"
         if plan.simulator_fell_behind
         else ""
     )

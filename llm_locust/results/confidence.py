@@ -78,7 +78,10 @@ def shortfall(stat: str, op: str, threshold: float, n: int, interval: Interval) 
         need = min_samples(float(stat[1:]) / 100.0)
         return f"{n} values cannot bound a {stat.upper()} from above (it needs at least {need})"
     if stat == "success" and lo is not None and lo < threshold < 1.0 and n < min_successes(threshold):
-        return f"{n} requests cannot show it (at least {min_successes(threshold)} without a failure needed)"
+        shown = f"success{op}{threshold * 100:g}%"
+        return (
+            f"{n} requests are too few to show {shown} ({min_successes(threshold)} without a failure needed)"
+        )
     if stat == "mean" and n < 2:
         return "a mean needs at least 2 values for an interval"
     return ""

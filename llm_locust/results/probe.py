@@ -134,7 +134,13 @@ def term_results(spec: SloSpec, slo_json: dict[str, Any]) -> list[dict[str, Any]
         term = judged["verdict"]
         note = judged.get("note") or ""
         why = (
-            (f"{line.name}: {note}" if note else why_text(line, n, interval))
+            (
+                note
+                if note and line.text in note
+                else f"{line.name}: {note}"
+                if note
+                else why_text(line, n, interval)
+            )
             if term == "inconclusive"
             else ""
         )

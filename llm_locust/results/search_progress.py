@@ -43,13 +43,10 @@ class SearchProgress:
         return f"search step {number}: {self._label(label, level)} ({phase})"
 
     def short(self, probe: Mapping[str, Any], more_s: float) -> str:
-        """A step short of requests runs on: ``search: users=8 short of requests (40; ...) -> run
-        on 12.0 s``."""
+        """A step short of requests runs on: ``search: users=8: 40 requests are too few to show
+        success>=99% (381 without a failure needed): running on for 12.0 s more``."""
         step = self._step(probe)
-        return (
-            f"search: {step.label} short of requests ({step.requests}; {step.reason}) "
-            f"-> run on {more_s * self.k:.1f} s"
-        )
+        return f"search: {step.label}: {step.reason}: running on for {more_s * self.k:.1f} s more"
 
     def judged(self, probe: Mapping[str, Any], decision: Decision) -> str:
         """``search: users=32 fail (396 requests; e2e_p95 ...) -> bisect -> 24``."""

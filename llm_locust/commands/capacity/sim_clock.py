@@ -69,10 +69,16 @@ def clock_text(clocks: dict[str, dict[str, float] | None], capacity_shown: bool 
     late = max(c["late_max_s"] for c in known.values())
     if restarts:
         lost = sum(c["lost_s"] for c in known.values())
+        times = "1 time" if restarts == 1 else f"{restarts} times"
         return (
-            f"the simulator fell behind its schedule {restarts} times ({lost:.2f} s of wall time lost, "
-            "so its latencies ran slow): the host was overloaded"
-            + ("; the capacity shown is a lower bound" if capacity_shown else ""),
+            f"the simulator fell behind its schedule {times} ({lost:.2f} s of wall time lost): the host "
+            "was overloaded, so the simulated server ran slow; the steps are still valid measurements "
+            "of the client"
+            + (
+                ", and the capacity shown is if anything understated (a lower bound)"
+                if capacity_shown
+                else ""
+            ),
             True,
         )
     return f"the simulator kept its schedule (latest step end {late * 1000:.0f} ms late, wall clock)", False

@@ -208,3 +208,17 @@ def test_a_search_stopped_on_invalid_steps_withholds_its_answer() -> None:
         ("rate=8", "bound", True),
     ]
     assert "decided by rate=4 (pass, valid) and rate=8 (fail, valid)" in valid["sentence"]
+
+
+def test_too_few_requests_for_a_success_ratio_read_as_one_plain_clause() -> None:
+    """The demo printed "short of requests (290; success: 290 requests cannot show it (at least
+    381 without a failure needed)) -> run on 69.0 s": one clause now, naming the objective."""
+    from llm_locust.results.search_progress import SearchProgress
+
+    probe = judged(rows(30, np.full(30, 0.5)))  # 30 successes: success>=90% needs 35
+    assert probe["verdict"] == "inconclusive"
+    assert probe["reason"] == "30 requests are too few to show success>=90% (35 without a failure needed)"
+    assert SearchProgress(1.0).short(probe, 12.0) == (
+        f"search: {probe['label']}: 30 requests are too few to show success>=90% "
+        "(35 without a failure needed): running on for 12.0 s more"
+    )
