@@ -18,6 +18,7 @@ from llm_locust.report import decision_charts as dc
 from llm_locust.report.decision import Decision, Latency, PlanView, StepView, Verdict, load_decision
 from llm_locust.report.echarts import drawn
 from llm_locust.report.html import Section, render_page
+from llm_locust.results.capacity import amount
 from llm_locust.results.search_result import deciders_text
 
 __all__ = ["DECISION_FILE", "build_decision_page", "write_decision_page"]
@@ -51,9 +52,11 @@ def time_note(d: Decision) -> str:
 def _bracket(d: Decision, p: PlanView) -> str:
     if p.result.capacity is None:
         return "no step passed"
+    unit = p.result.capacity_unit.value
+    low = amount(unit, p.result.capacity).split(" ")[0]  # the table's digits (``53``, ``21.9``)
     if p.upper is None:
-        return f"at least {p.result.capacity:.1f} (no step above it failed)"
-    return f"{p.result.capacity:.1f} to {p.upper:.1f}"
+        return f"at least {low} (no step above it failed)"
+    return f"{low} to {amount(unit, p.upper).split(' ')[0]}"
 
 
 def answer_block(d: Decision) -> str:

@@ -343,6 +343,9 @@ def format_comparison(report: CapacityReport) -> str:
         cells = "".join(f"{_shown(r, key, fmt):>{width}}" for _, key, fmt, width in _COLUMNS)
         lines.append(f"{r.name[:17]:<18}{cells}")
     lines.append("")
+    lines.append("goodput: output tok/s of the requests that met every SLO line")
+    if any(r.cost_per_million_at_demand is None for r in report.plans):
+        lines.append("$/1M@dem -: the plan is not shown to carry the demand, so it has no cost there")
     lines += [f"{r.name}: {r.verdict}" for r in report.plans]
     for r in report.plans:
         decided = deciders_text(r.decided_by)

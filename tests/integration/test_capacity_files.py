@@ -165,12 +165,16 @@ def test_capacity_s_end_of_run_text_json_and_page_give_one_answer(run: Run) -> N
         elif upper is None:  # no step above the capacity failed (the step limit, the maximum)
             low = re.fullmatch(r"at least ([\d.]+) \(no step above it failed\)", bracket)
             assert low is not None, (name, bracket)
-            _shown(capacity, low.group(1), 1)
+            assert low.group(1) == cell.split("-<")[0], (name, bracket, cell)  # the table's digits
         else:
             both = re.fullmatch(r"([\d.]+) to ([\d.]+)", bracket)
             assert both is not None, (name, bracket)
-            _shown(capacity, both.group(1), 1)
-            _shown(upper["level"] if plan["by_level"] else upper["mean_in_flight"], both.group(2), 1)
+            # the same digits as the table ("53 to 57", not "53.0 to 57.0" beside a table's "53")
+            assert both.group(1) == cell.split("-<")[0], (name, bracket, cell)
+            high = both.group(2)
+            _shown(
+                upper["level"] if plan["by_level"] else upper["mean_in_flight"], high, 1 if "." in high else 0
+            )
         bar = bars["data"][i]["value"]
         assert (bar is None) if capacity is None else bar == pytest.approx(capacity, abs=1e-4)
         # the verdict: the same sentence in the three views

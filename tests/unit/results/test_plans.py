@@ -170,6 +170,11 @@ def test_no_plan_meets_and_the_table(file: Any) -> None:
     assert report["cheapest"] is None and report["answer"] == "no plan meets 50 concurrent"
     text = format_comparison(compare_plans(file, SEARCHES, {}))
     assert "demand: 50 concurrent (capacity in concurrency)" in text
+    # the table's legend: what goodput is, and why A's $/1M at the demand is "-"
+    a_row = next(line for line in text.splitlines() if line.startswith("A "))
+    assert a_row.split()[9] == "-", a_row
+    assert "\n$/1M@dem -: the plan is not shown to carry the demand, so it has no cost there\n" in text
+    assert "\ngoodput: output tok/s of the requests that met every SLO line\n" in text
     assert "answer: B is the cheapest plan" in text and "scaling C vs A: 2x replicas" in text
 
 
