@@ -158,7 +158,7 @@ def test_capacity_s_end_of_run_text_json_and_page_give_one_answer(run: Run) -> N
         # the capacity: the table's cell (1 decimal at most), the page's bracket and its chart's bar
         cell = rows[name][1]
         _shown(capacity, cell, 1 if "." in cell else 0)
-        bracket = page_rows[name][3]  # "4.0 to 5.0", "at least 4.0 (...)", "no step passed"
+        bracket = page_rows[name][3]  # "4 to 5", "at least 4 (...)", "no step passed"
         upper = plan["upper_step"]
         if capacity is None:
             assert bracket == "no step passed", (name, bracket)
