@@ -34,6 +34,7 @@ from llm_locust.config.register import OneLineParser
 from llm_locust.record import input_tokens_of
 from llm_locust.results.calibrate import CalibrationError, Requests, fit
 from llm_locust.results.columns import read_rows
+from llm_locust.results.inclusion import Coverage, row_covers
 from llm_locust.results.timescale import deployment_row, speedup_of
 from llm_locust.sim.predict import Horizon, level_stats
 
@@ -81,7 +82,9 @@ def load_run(folder: Path, index: int) -> Requests:
         for name, v in zip(("start", "ttft", "e2e", "prompt", "output"), values, strict=True):
             cols[name].append(float(v))  # type: ignore[arg-type]  # checked: numbers
         cols["level"].append(float(stage["target"]))
-        cols["measured"].append(not (r.get("warmup") or r.get("rampup") or r.get("outside")))
+        # the fit's targets: the records whose latencies count (the one rule: not warm-up,
+        # ramp-up or outside a window, and no stall of the client's own inside them)
+        cols["measured"].append(row_covers(Coverage.LATENCY, r))
     arrays = {n: np.array(v, dtype=bool if n == "measured" else float) for n, v in cols.items()}
     return Requests(**arrays, run=np.full(len(cols["start"]), index))
 

@@ -198,3 +198,22 @@ def test_check_on_a_folder_that_is_no_run_is_one_line_and_exit_2(tmp_path, capsy
     assert exc.value.code == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "--check" in err[0] and "not a run folder" in err[0]
+
+
+def test_a_record_the_client_stalled_inside_is_load_but_not_a_target(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """The one inclusion rule (issue 22): a record whose latencies carry the load generator's own
+    stall (``client_stall_s``) is left out of every latency statistic, so the fit must not take
+    its 1.5 s of client pause as server time; it still occupied the server (load)."""
+    from llm_locust.commands.calibrate import load_run
+
+    (tmp_path / "run.json").write_text(json.dumps({"stages": [{"index": 0, "kind": "users", "target": 4}]}))
+    rows = [
+        {"request_id": f"r{i}", "start_time": 1000.0 + i, "outcome": "ok", "stage": 0, "ttft": 0.1,
+         "e2e": 1.0, "prompt_tokens": 100, "completion_tokens": 50, "warmup": i == 0,
+         "client_stall_s": 1.5 if i == 2 else 0.0}
+        for i in range(4)
+    ]  # fmt: skip
+    (tmp_path / "requests.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    r = load_run(tmp_path, 0)
+    assert len(r.start) == 4  # all four were load on the server
+    assert r.measured.tolist() == [False, True, False, True]  # the warm-up and the stalled one are no target
