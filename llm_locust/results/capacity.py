@@ -78,24 +78,20 @@ def concurrency_block(
     return out
 
 
-def stage_probes(stages: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    """A ramp's stages in the shape of search probes (level, verdict, load measures)."""
-    out = []
-    for s in stages:
-        if s.get("verdict") is None:
-            continue
-        law = s.get("littles_law") or {}
-        out.append(
-            {
-                "index": s["index"],
-                "label": s["label"],
-                "level": s["target"],
-                "verdict": s["verdict"],
-                "mean_in_flight": law.get("mean_in_flight"),
-                "request_throughput": s["request_throughput"],
-            }
+def stage_probes(stages: Sequence[dict[str, Any]]) -> list[JudgedStep]:
+    """A ramp's judged stages as search steps (level, verdict, load measures)."""
+    return [
+        JudgedStep(
+            index=s["index"],
+            label=s["label"],
+            level=s["target"],
+            verdict=s["verdict"],
+            mean_in_flight=(s.get("littles_law") or {}).get("mean_in_flight"),
+            request_throughput=s["request_throughput"],
         )
-    return out
+        for s in stages
+        if s.get("verdict") is not None
+    ]
 
 
 def _load_in(
@@ -123,14 +119,6 @@ def measure(demand: Demand, step: JudgedStep, by_level: bool = False) -> float |
     return _load_in(demand, step.level, step.mean_in_flight, step.request_throughput, by_level)
 
 
-def _probe_load(demand: Demand, probe: Mapping[str, Any], by_level: bool) -> float | None:
-    """:func:`_load_in` of a probe as the run's summary holds it (a search step's, or a ramp's
-    stage in that shape: :func:`stage_probes`)."""
-    return _load_in(
-        demand, probe.get("level"), probe.get("mean_in_flight"), probe.get("request_throughput"), by_level
-    )
-
-
 def amount(kind: str, value: float) -> str:
     """A load in a demand's unit, the one way every view shows it: ``22 concurrent``,
     ``21.9 concurrent`` (a measured mean), ``2.5 req/s``, ``400 users``."""
@@ -148,23 +136,23 @@ def bracket(kind: str, capacity: float, below: float | None) -> str:
 
 def demand_block(
     demand: Demand,
-    probes: Sequence[dict[str, Any]],
+    probes: Sequence[JudgedStep],
     kind: str | None,
     withheld: str | None = None,
     by_level: bool = False,
 ) -> dict[str, Any]:
     """Capacity against the demand, from the judged steps (a search's probes or a ramp's stages);
     ``withheld``: the search's answer was withheld (invalid steps), so none is given here either."""
-    fails = [p["level"] for p in probes if p["verdict"] in ("fail", "inconclusive")]
+    fails = [p.level for p in probes if p.verdict in (Verdict.FAIL, Verdict.INCONCLUSIVE)]
     lowest_fail = min(fails) if fails else None
     passes = [
-        p for p in probes if p["verdict"] == "pass" and (lowest_fail is None or p["level"] < lowest_fail)
+        p for p in probes if p.verdict == Verdict.PASS and (lowest_fail is None or p.level < lowest_fail)
     ]
     if withheld:
         passes = []
-    best = max(passes, key=lambda p: p["level"], default=None)
-    capacity = None if best is None else _probe_load(demand, best, by_level)
-    meets = any((_probe_load(demand, p, by_level) or 0.0) >= demand.value for p in passes)
+    best = max(passes, key=lambda p: p.level, default=None)
+    capacity = None if best is None else measure(demand, best, by_level)
+    meets = any((measure(demand, p, by_level) or 0.0) >= demand.value for p in passes)
     room = headroom(capacity, demand.value)
     if withheld:
         text = f"not judged against {demand.text()}: {withheld}"
@@ -180,7 +168,7 @@ def demand_block(
         **demand.to_json(),
         "unit": demand.kind,
         "capacity": capacity,
-        "capacity_stage": None if best is None else best["index"],
+        "capacity_stage": None if best is None else best.index,
         "headroom": room,
         "meets": meets,
         "text": text,

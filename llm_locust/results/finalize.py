@@ -34,6 +34,7 @@ from llm_locust.results.concurrency import peak_in_flight
 from llm_locust.results.inclusion import Coverage, measured_span, row_covers
 from llm_locust.results.saturation import Interval, client_block, judge_stages, run_saturation
 from llm_locust.results.search_log import align_stages
+from llm_locust.results.search_model import SearchResult
 from llm_locust.results.slo import evaluate
 from llm_locust.results.stages import LevelFacts, capacity_verdict, excluded_counts, stage_summaries
 from llm_locust.results.summary import records_block, summarize
@@ -91,7 +92,7 @@ class SearchFacts(Protocol):
         self, cols: Columns, stop: float, slo: SloSpec | None, levels: LevelFacts | None
     ) -> list[dict[str, Any]]: ...
 
-    def result(self) -> dict[str, Any]: ...
+    def result(self) -> SearchResult: ...
 
 
 @dataclass
@@ -152,33 +153,30 @@ def build_summary(cols: Columns, facts: RunFacts) -> dict[str, Any]:
         summary["generator_lagging"] = summary["p99_send_lag_ms"] > MAX_SEND_LAG_MS
     if stages is not None:
         summary["stages"] = stages
-    if stages is not None and facts.search is not None:
-        summary["search"] = facts.search.result()
-        summary["capacity"] = summary["search"]["sentence"]
-        summary["highest_passing_stage"] = (summary["search"]["highest_pass"] or {}).get("index")
+    search = facts.search.result() if stages is not None and facts.search is not None else None
+    if search is not None:
+        summary["search"] = search.to_json()
+        summary["capacity"] = search.sentence
+        summary["highest_passing_stage"] = None if search.highest_pass is None else search.highest_pass.index
     if facts.health:  # before the capacity answer: a saturated client's stage is never it
         summary["client"] = client_block(facts.health, facts.start_time, facts.stop_time)
         summary["client_saturated"] = run_saturation(
             summary["client"], judge_stages(summary.get("stages") or [], facts.health)
         )
-    if summary.get("search") is not None:  # the stage table says what the search judged
-        align_stages(summary.get("stages") or [], summary["search"]["steps"])
-    if summary.get("stages") and summary.get("search") is None:  # a search's answer is its own
+    if search is not None:  # the stage table says what the search judged
+        align_stages(summary.get("stages") or [], search.steps)
+    if summary.get("stages") and search is None:  # a search's answer is its own
         summary.update(capacity_verdict(summary["stages"]))
     summary["concurrency"] = concurrency_block(
         cols, facts.start_time, facts.stop_time, facts.peak_users, facts.think_mean_s
     )
     if facts.demand is not None:
-        probes = (
-            summary["search"]["steps"] if "search" in summary else stage_probes(summary.get("stages") or [])
-        )
-        search = summary.get("search") or {}
         summary["demand"] = demand_block(
             facts.demand,
-            probes,
+            search.steps if search is not None else stage_probes(summary.get("stages") or []),
             facts.search.spec.kind if facts.search else None,
-            withheld=search.get("withheld"),
-            by_level=search.get("demand") is not None,
+            withheld=None if search is None else search.withheld,
+            by_level=search is not None and search.demand is not None,
         )
     summary["interrupted"] = facts.interrupted is not None
     summary["interrupted_by"] = facts.interrupted

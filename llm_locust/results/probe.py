@@ -31,13 +31,13 @@ Pure module: no Locust, no network.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from enum import StrEnum
 from typing import Any
 
 from llm_locust.config.slo import SloLine, SloSpec, parse_slo
 from llm_locust.load.search import Verdict
 from llm_locust.results.confidence import min_samples, min_successes
 from llm_locust.results.saturation import saturated_reason
+from llm_locust.results.search_model import ClientHealth, Invalidity, JudgedStep, SloTerm, Window
 from llm_locust.results.shown import fixed
 
 __all__ = [
@@ -59,14 +59,6 @@ __all__ = [
     "term_results",
     "why_text",
 ]
-
-
-class Invalidity(StrEnum):
-    """Why the run does not hold a step as a measurement, and what to do about it."""
-
-    LEVEL = "level"  # the level was not applied (users not reached, rate not sent)
-    CLIENT = "client"  # the load generator was saturated or stalled over the window
-    SAMPLES = "samples"  # too few requests for the SLO's lines, after running on for them
 
 
 #: What to do, per :class:`Invalidity` (a saturated client's advice is in its reason).
@@ -121,7 +113,7 @@ def why_text(line: SloLine, n: int, interval: Sequence[float | None]) -> str:
     )
 
 
-def term_results(spec: SloSpec, slo_json: dict[str, Any]) -> list[dict[str, Any]]:
+def term_results(spec: SloSpec, slo_json: dict[str, Any]) -> list[SloTerm]:
     """Per request SLO line: value, threshold, margin, and the 95 % interval, verdict and reason
     the stage's evaluation gave it (:func:`llm_locust.results.slo.evaluate`). Lines on the
     server's metrics or on drift need a run's series: a search step is judged without them."""
@@ -131,7 +123,7 @@ def term_results(spec: SloSpec, slo_json: dict[str, Any]) -> list[dict[str, Any]
             continue
         value, n = judged["measured"], judged["n"]
         interval = (judged["interval"][0], judged["interval"][1])
-        term = judged["verdict"]
+        term = Verdict(judged["verdict"])
         note = judged.get("note") or ""
         why = (
             (
@@ -141,49 +133,48 @@ def term_results(spec: SloSpec, slo_json: dict[str, Any]) -> list[dict[str, Any]
                 if note
                 else why_text(line, n, interval)
             )
-            if term == "inconclusive"
+            if term == Verdict.INCONCLUSIVE
             else ""
         )
         out.append(
-            {
-                "objective": line.text,
-                "name": line.name,
-                "op": line.op,
-                "threshold": line.threshold,
-                "value": value,
-                "margin": _margin(line, value),
-                "interval": list(interval),
-                "n": n,
-                "verdict": term,
-                "why": why,
-            }
+            SloTerm(
+                objective=line.text,
+                name=line.name,
+                op=line.op,
+                threshold=line.threshold,
+                value=value,
+                margin=_margin(line, value),
+                interval=list(interval),
+                n=n,
+                verdict=term,
+                why=why,
+            )
         )
     return out
 
 
-def term_line(term: Mapping[str, Any]) -> SloLine | None:
+def term_line(term: SloTerm) -> SloLine | None:
     """The SLO line a term judged (from its objective's text; ``None``: not one that parses)."""
     try:
-        return parse_slo([str(term.get("objective") or "")]).lines[0]
+        return parse_slo([term.objective]).lines[0]
     except ValueError:
         return None
 
 
-def fail_text(term: Mapping[str, Any]) -> str:
+def fail_text(term: SloTerm) -> str:
     """``e2e_p95 3.60 s misses e2e_p95<=3s``: a failing term, from its exact value."""
-    shown = show_value(term["name"], term["value"], term.get("threshold"))
-    return f"{term['name']} {shown} misses {term['objective']}"
+    return f"{term.name} {show_value(term.name, term.value, term.threshold)} misses {term.objective}"
 
 
-def term_reason(verdict: str, terms: Sequence[Mapping[str, Any]]) -> str | None:
+def term_reason(verdict: str, terms: Sequence[SloTerm]) -> str | None:
     """The reason a step judged ``verdict`` takes from its SLO ``terms``: a failure's, the failing
     term with the lowest margin (:func:`fail_text`); an inconclusive step's, its first undecided
     term's why. ``None`` when no term gives it one (a pass; a step whose every request failed)."""
     if verdict == Verdict.FAIL:
-        failing = [t for t in terms if t["verdict"] == Verdict.FAIL]
+        failing = [t for t in terms if t.verdict == Verdict.FAIL]
         return fail_text(min(failing, key=margin_key)) if failing else None
     if verdict == Verdict.INCONCLUSIVE:
-        return next((str(t["why"]) for t in terms if t["verdict"] == Verdict.INCONCLUSIVE), None)
+        return next((t.why for t in terms if t.verdict == Verdict.INCONCLUSIVE), None)
     return None
 
 
@@ -191,29 +182,28 @@ def _too_few(reason: str) -> str:
     return f"too few requests after {MAX_WINDOW_STEPS:g} step times ({reason})"
 
 
-def composed_reason(probe: Mapping[str, Any]) -> str:
+def composed_reason(probe: JudgedStep) -> str:
     """``probe``'s reason as :func:`judge_step` and :func:`gate` compose it, from its terms as they
     are now (a step converted to another time scale: :mod:`llm_locust.results.timescale`). A
     reason no SLO term is in is kept as written: every request failed, requests still in flight,
     the level not applied, and the load generator's own health (its wall clock)."""
-    reason = str(probe.get("reason") or "")
-    terms = probe.get("terms") or ()
-    if probe["verdict"] == Verdict.INVALID:
-        if probe.get("invalidity") != Invalidity.SAMPLES:
+    reason, terms = probe.reason, probe.terms
+    if probe.verdict == Verdict.INVALID:
+        if probe.invalidity != Invalidity.SAMPLES:
             return reason
-        inner = term_reason(probe.get("judged_as") or Verdict.INCONCLUSIVE, terms)
+        inner = term_reason(probe.judged_as or Verdict.INCONCLUSIVE, terms)
         return reason if inner is None else _too_few(inner)
-    if probe["verdict"] == Verdict.FAIL and (probe.get("failed") or 0) and not (probe.get("completed") or 0):
+    if probe.verdict == Verdict.FAIL and (probe.failed or 0) and not (probe.completed or 0):
         return reason
-    composed = term_reason(probe["verdict"], terms)
+    composed = term_reason(probe.verdict, terms)
     return reason if composed is None else composed
 
 
-def needed_samples(term: dict[str, Any]) -> int:
+def needed_samples(term: SloTerm) -> int:
     """The fewest values with which ``term`` could pass at all (0: no such floor)."""
-    name, threshold = term["name"], term["threshold"]
+    name, threshold = term.name, term.threshold
     if name == "success":
-        return min_successes(threshold) if 0 < threshold < 1 and term["op"] == ">=" else 0
+        return min_successes(threshold) if 0 < threshold < 1 and term.op == ">=" else 0
     stat = name.split("_")[1] if "_" in name else "max"
     if stat.startswith("p") and 0 < float(stat[1:]) < 100:
         return min_samples(float(stat[1:]) / 100.0)
@@ -224,15 +214,15 @@ def needed_samples(term: dict[str, Any]) -> int:
 EXTENSION_MARGIN = 1.1
 
 
-def extension_s(probe: dict[str, Any], step_time_s: float) -> float:
+def extension_s(probe: JudgedStep, step_time_s: float) -> float:
     """How long an inconclusive step runs on: until every undecided line has the values it needs
     to pass at all, at the step's measured rate (+10 %; between a quarter and four step times); a
     whole step time when it has them already (more requests narrow the intervals)."""
-    window = probe["window_s"] or step_time_s
+    window = probe.window_s or step_time_s
     longest = 0.0
-    for term in probe["terms"]:
-        need, have = needed_samples(term), term["n"]
-        if term["verdict"] == "inconclusive" and need > have:
+    for term in probe.terms:
+        need, have = needed_samples(term), term.n
+        if term.verdict == Verdict.INCONCLUSIVE and need > have:
             longest = max(longest, (need - have) * window / max(have, 1) * EXTENSION_MARGIN)
     return step_time_s if longest == 0 else min(max(longest, step_time_s / 4), 4 * step_time_s)
 
@@ -241,16 +231,16 @@ def extension_s(probe: dict[str, Any], step_time_s: float) -> float:
 MAX_WINDOW_STEPS = 4.0
 
 
-def short_of_samples(probe: dict[str, Any]) -> bool:
+def short_of_samples(probe: JudgedStep) -> bool:
     """Is ``probe`` inconclusive only because some line has fewer values than it needs to pass
     at all (a P95 from 40 requests, a 99 % success ratio from 300)?"""
-    if probe["verdict"] != "inconclusive" or probe.get("unsettled"):
+    if probe.verdict != Verdict.INCONCLUSIVE or probe.unsettled:
         return False
-    undecided = [t for t in probe["terms"] if t["verdict"] == "inconclusive"]
-    return bool(undecided) and any(needed_samples(t) > t["n"] for t in undecided)
+    undecided = [t for t in probe.terms if t.verdict == Verdict.INCONCLUSIVE]
+    return bool(undecided) and any(needed_samples(t) > t.n for t in undecided)
 
 
-def sample_extension_s(probe: dict[str, Any], step_time_s: float) -> float | None:
+def sample_extension_s(probe: JudgedStep, step_time_s: float) -> float | None:
     """How long a step short of samples runs on before it is judged again: the time its short
     lines take to have the values they need (:func:`extension_s`), within ``MAX_WINDOW_STEPS``
     step times of window in all; ``None`` when it is not short of samples, or has had its time.
@@ -258,97 +248,99 @@ def sample_extension_s(probe: dict[str, Any], step_time_s: float) -> float | Non
     threshold): a step is never judged on fewer requests than its SLO needs while it may run on."""
     if not short_of_samples(probe):
         return None
-    left = MAX_WINDOW_STEPS * step_time_s - (probe["window_s"] or 0.0)
+    left = MAX_WINDOW_STEPS * step_time_s - (probe.window_s or 0.0)
     if left <= 0:
         return None
     return min(extension_s(probe, step_time_s), left)
 
 
-def judge_step(
-    entry: dict[str, Any], spec: SloSpec, extensions: int = 0, unsettled: int = 0
-) -> dict[str, Any]:
+def judge_step(entry: dict[str, Any], spec: SloSpec, extensions: int = 0, unsettled: int = 0) -> JudgedStep:
     """One search step from its stage ``entry``; ``unsettled``: requests of its window still in
     flight when it was judged."""
     terms = term_results(spec, entry["slo"])
-    verdicts = [t["verdict"] for t in terms]
+    verdicts = [t.verdict for t in terms]
     completed, failed = entry.get("completed") or 0, entry.get("failed") or 0
     invalidity = None
-    if entry.get("verdict") == "invalid":
-        verdict_, reason = "invalid", entry.get("invalid_reason", "")
+    if entry.get("verdict") == Verdict.INVALID:
+        verdict_, reason = Verdict.INVALID, entry.get("invalid_reason", "")
         invalidity = Invalidity.CLIENT if reason.startswith("client saturated") else Invalidity.LEVEL
     elif failed and not completed:
         errors = entry.get("errors") or {}
         most = max(errors.items(), key=lambda kv: kv[1], default=("error", failed))
-        verdict_, reason = "fail", f"every request failed ({failed}; most often {most[0]} x{most[1]})"
-    elif "fail" in verdicts:
-        verdict_, reason = "fail", term_reason(Verdict.FAIL, terms) or ""
-    elif all(v == "pass" for v in verdicts):
-        verdict_, reason = "pass", ""
+        verdict_ = Verdict.FAIL
+        reason = f"every request failed ({failed}; most often {most[0]} x{most[1]})"
+    elif Verdict.FAIL in verdicts:
+        verdict_, reason = Verdict.FAIL, term_reason(Verdict.FAIL, terms) or ""
+    elif all(v == Verdict.PASS for v in verdicts):
+        verdict_, reason = Verdict.PASS, ""
     else:
-        verdict_, reason = "inconclusive", term_reason(Verdict.INCONCLUSIVE, terms) or ""
-    if unsettled and verdict_ == "pass":
-        verdict_ = "inconclusive"
+        verdict_, reason = Verdict.INCONCLUSIVE, term_reason(Verdict.INCONCLUSIVE, terms) or ""
+    if unsettled and verdict_ == Verdict.PASS:
+        verdict_ = Verdict.INCONCLUSIVE
         reason = f"{unsettled} requests of the step were still in flight when it was judged"
     law = entry.get("littles_law") or {}
-    slo = entry["slo"]
-    return {
-        "index": entry["index"],
-        "label": entry["label"],
-        "level": entry["target"],
-        "verdict": Verdict(verdict_),
-        "reason": reason,
-        "invalidity": invalidity,
-        "window": entry.get("window"),
-        "extensions": extensions,
-        "unsettled": unsettled,
-        "requests": slo["requests"],
-        "window_s": slo["duration_s"],
-        "request_throughput": entry["request_throughput"],
-        "output_throughput": entry["output_throughput"],
-        "goodput_rps": slo["goodput_rps"],
-        "goodput_output_tokens_per_s": slo["goodput_output_tokens_per_s"],
-        "mean_in_flight": law.get("mean_in_flight"),
-        "arrival_rate": law.get("arrival_rate"),
-        "median_tpot_ms": entry.get("median_tpot_ms"),
-        "p95_ttft_ms": entry.get("p95_ttft_ms"),
-        "p95_e2el_ms": entry.get("p95_e2el_ms"),
-        "completed": entry.get("completed"),
-        "failed": entry.get("failed"),
+    slo, window = entry["slo"], entry.get("window")
+    return JudgedStep(
+        index=entry["index"],
+        label=entry["label"],
+        level=entry["target"],
+        verdict=verdict_,
+        reason=reason,
+        invalidity=invalidity,
+        window=None if window is None else Window(start=window["start"], end=window["end"]),
+        extensions=extensions,
+        unsettled=unsettled,
+        requests=slo["requests"],
+        window_s=slo["duration_s"],
+        request_throughput=entry["request_throughput"],
+        output_throughput=entry["output_throughput"],
+        goodput_rps=slo["goodput_rps"],
+        goodput_output_tokens_per_s=slo["goodput_output_tokens_per_s"],
+        mean_in_flight=law.get("mean_in_flight"),
+        arrival_rate=law.get("arrival_rate"),
+        median_tpot_ms=entry.get("median_tpot_ms"),
+        p95_ttft_ms=entry.get("p95_ttft_ms"),
+        p95_e2el_ms=entry.get("p95_e2el_ms"),
+        completed=entry.get("completed"),
+        failed=entry.get("failed"),
         # completed requests whose latencies were left out: the client stalled inside them
-        "client_stalled": entry.get("client_stalled"),
-        "terms": terms,
-    }
+        client_stalled=entry.get("client_stalled"),
+        terms=terms,
+    )
 
 
-def gate(probe: dict[str, Any], client: Mapping[str, Any] | None, step_time_s: float) -> dict[str, Any]:
+def gate(probe: JudgedStep, client: Mapping[str, Any] | None, step_time_s: float) -> JudgedStep:
     """``probe`` with the run's validity applied: ``invalid`` when the load generator was
     saturated or stalled over its window (``client``: :func:`~llm_locust.results.saturation.client_block`
     of the window; ``None`` when no health was measured), or when it is still short of the
     requests its SLO lines need and may not run on for them any longer. The verdict it had is
     kept in ``judged_as``."""
-    out = dict(probe)
-    if client is not None:
-        out["client"] = dict(client)
-    if out["verdict"] == Verdict.INVALID:
+    out = (
+        probe if client is None else probe.model_copy(update={"client": ClientHealth.model_validate(client)})
+    )
+    if out.verdict == Verdict.INVALID:
         return out
+    invalid = {"judged_as": out.verdict, "verdict": Verdict.INVALID}
     if client is not None and client.get("saturated"):
-        out.update(judged_as=out["verdict"], verdict=Verdict.INVALID, invalidity=Invalidity.CLIENT)
-        out["reason"] = saturated_reason(client)
-    elif short_of_samples(out) and sample_extension_s(out, step_time_s) is None:
-        out.update(judged_as=out["verdict"], verdict=Verdict.INVALID, invalidity=Invalidity.SAMPLES)
-        out["reason"] = _too_few(out["reason"])
+        return out.model_copy(
+            update={**invalid, "invalidity": Invalidity.CLIENT, "reason": saturated_reason(client)}
+        )
+    if short_of_samples(out) and sample_extension_s(out, step_time_s) is None:
+        return out.model_copy(
+            update={**invalid, "invalidity": Invalidity.SAMPLES, "reason": _too_few(out.reason)}
+        )
     return out
 
 
-def margin_key(term: Mapping[str, Any]) -> float:
+def margin_key(term: SloTerm) -> float:
     """A term's margin for ordering (no margin: the lowest)."""
-    return float(term["margin"]) if term["margin"] is not None else float("-inf")
+    return float(term.margin) if term.margin is not None else float("-inf")
 
 
-def step_line(probe: Mapping[str, Any]) -> str:
+def step_line(probe: JudgedStep) -> str:
     """A judged step in one line: ``users=32 fail (396 requests; e2e_p95 ...)``; an invalid one
     says its cause first, then what to do: ``users=32 invalid: host overloaded: ... (389 requests)``."""
-    label, verdict, requests, reason = probe["label"], probe["verdict"], probe["requests"], probe["reason"]
-    if verdict == "invalid" and reason:
+    label, verdict, requests, reason = probe.label, probe.verdict, probe.requests, probe.reason
+    if verdict == Verdict.INVALID and reason:
         return f"{label} invalid: {reason} ({requests} requests)"
     return f"{label} {verdict} ({requests} requests{f'; {reason}' if reason else ''})"

@@ -32,12 +32,13 @@ from dataclasses import replace
 from typing import Any
 
 from llm_locust.config.slo import SloSpec
-from llm_locust.load.search import SearchSpec
+from llm_locust.load.search import Phase, SearchSpec, Verdict
 from llm_locust.load.stages import Stage
 from llm_locust.results.columns import Columns
 from llm_locust.results.inclusion import FIELDS as INCLUSION_FIELDS
 from llm_locust.results.probe import gate, judge_step
-from llm_locust.results.search_model import SearchLog, StepRecord
+from llm_locust.results.search_model import JudgedStep, Rebuilt, SearchLog, SearchResult, StepRecord
+from llm_locust.results.search_model import LevelFacts as StepLevels
 from llm_locust.results.search_result import search_result
 from llm_locust.results.slo import itl_stats_of
 from llm_locust.results.stages import KnownLevels, LevelFacts, stage_entry
@@ -96,17 +97,21 @@ def judge_rows(
     slo: SloSpec,
     levels: LevelFacts | None,
     step: Mapping[str, Any],
-) -> dict[str, Any]:
+) -> JudgedStep:
     """The probe of a search step whose stage is ``stage`` (beginning at ``begin``, its window
     ending at ``window_end``) over ``rows``; ``step``: its ``extensions``, ``unsettled``,
     ``phase`` and ``sample_extensions``."""
     cols = Columns.from_rows(rows, itl_stats_of(slo))
     entry = stage_entry(stage, begin, window_end, cols, slo, levels)
     probe = judge_step(entry, slo, step["extensions"], step["unsettled"])
-    probe["phase"] = step["phase"]
-    probe["sample_extensions"] = step["sample_extensions"]
-    probe["level_facts"] = {k: entry.get(k) for k in _LEVEL_FACTS if k in entry}
-    return probe
+    phase = step["phase"]
+    return probe.model_copy(
+        update={
+            "phase": None if phase is None else Phase(phase),
+            "sample_extensions": step["sample_extensions"],
+            "level_facts": StepLevels(**{k: entry.get(k) for k in _LEVEL_FACTS if k in entry}),
+        }
+    )
 
 
 def step_record(
@@ -114,29 +119,30 @@ def step_record(
     begin: float,
     applied: float,
     window_end: float | None,
-    probe: Mapping[str, Any] | None = None,
+    probe: JudgedStep | None = None,
     judged_at: float | None = None,
 ) -> dict[str, Any]:
     """What ``search.json`` keeps of a step: its stage as the plan holds it now, and its last
     judgment (``None`` fields before it is judged)."""
-    judged = probe or {}
+    facts = None if probe is None else probe.level_facts
+    client = None if probe is None else probe.client
     return {
         "index": stage.index,
         "level": stage.target,
-        "phase": judged.get("phase"),
+        "phase": None if probe is None else probe.phase,
         "stage": stage.to_json(),
         "begin": begin,
         "applied": applied,
         "window_end": window_end,
-        "extensions": judged.get("extensions"),
-        "sample_extensions": judged.get("sample_extensions"),
-        "unsettled": judged.get("unsettled"),
-        "level_facts": dict(judged.get("level_facts") or {}),
+        "extensions": None if probe is None else probe.extensions,
+        "sample_extensions": None if probe is None else probe.sample_extensions,
+        "unsettled": None if probe is None else probe.unsettled,
+        "level_facts": {} if facts is None else facts.to_json(),
         "judged_at": judged_at,
-        "verdict": judged.get("verdict"),
-        "reason": judged.get("reason"),
-        "client": judged.get("client"),
-        "requests": judged.get("requests"),
+        "verdict": None if probe is None else probe.verdict,
+        "reason": None if probe is None else probe.reason,
+        "client": None if client is None else client.to_json(),
+        "requests": None if probe is None else probe.requests,
     }
 
 
@@ -191,20 +197,20 @@ def search_stage_entries(
     return out
 
 
-def align_stages(stages: Sequence[dict[str, Any]], probes: Sequence[Mapping[str, Any]]) -> None:
+def align_stages(stages: Sequence[dict[str, Any]], probes: Sequence[JudgedStep]) -> None:
     """The stage table of a search agrees with its steps: a step the search held invalid (its
     client saturated over the window, too few requests) is invalid in the table too, with the
     same reason; a stage the table holds invalid that the search judged otherwise (health that
     arrived after the judgment) says so in ``search_verdict``."""
-    by_index = {p["index"]: p for p in probes}
+    by_index = {p.index: p for p in probes}
     for stage in stages:
-        probe = by_index.get(stage.get("index"))
+        probe = by_index.get(stage.get("index", -1))
         if probe is None:
             continue
-        if probe["verdict"] == "invalid" and stage.get("verdict") != "invalid":
-            stage.update(verdict="invalid", valid=False, invalid_reason=probe["reason"])
-        elif stage.get("verdict") == "invalid" and probe["verdict"] != "invalid":
-            stage["search_verdict"] = probe["verdict"]
+        if probe.verdict == Verdict.INVALID and stage.get("verdict") != "invalid":
+            stage.update(verdict="invalid", valid=False, invalid_reason=probe.reason)
+        elif stage.get("verdict") == "invalid" and probe.verdict != Verdict.INVALID:
+            stage["search_verdict"] = probe.verdict
 
 
 class RecordedSearch:
@@ -234,7 +240,7 @@ class RecordedSearch:
         kept = [judged_row(r) for r in rows if r.get("stage") is not None]
         self.probes = [self._probe(step, kept, slo) for step in self.records if step.verdict is not None]
 
-    def _probe(self, step: StepRecord, rows: Sequence[Mapping[str, Any]], slo: SloSpec) -> dict[str, Any]:
+    def _probe(self, step: StepRecord, rows: Sequence[Mapping[str, Any]], slo: SloSpec) -> JudgedStep:
         index, judged_at = step.index, step.judged_at
         mine = [r for r in rows if index - KEPT_STAGES <= r["stage"] <= index]
         if step.unsettled and judged_at is not None:
@@ -253,9 +259,9 @@ class RecordedSearch:
         probe = gate(probe, client, self.step_time)  # the health the run judged it with
         recorded = {"verdict": step.verdict, "requests": step.requests}
         for key in ("verdict", "requests") if self.compare else ():
-            if probe[key] != recorded[key]:
-                shown = f"{key} {probe[key]!r} rebuilt, {recorded[key]!r} in the run"
-                self.mismatches.append(f"step {index + 1} ({probe['label']}): {shown}")
+            if getattr(probe, key) != recorded[key]:
+                shown = f"{key} {getattr(probe, key)!r} rebuilt, {recorded[key]!r} in the run"
+                self.mismatches.append(f"step {index + 1} ({probe.label}): {shown}")
         return probe
 
     def stage_entries(
@@ -271,8 +277,10 @@ class RecordedSearch:
             steps.append((stage, step.begin, step.window_end))
         return search_stage_entries(steps, cols, stop, slo, levels)
 
-    def result(self) -> dict[str, Any]:
+    def result(self) -> SearchResult:
         out = search_result(self.spec, self.probes, self.stop_reason, self.step_time)
-        out["passed"] = out["capacity"] is not None and self.stop_reason is not None
-        out["rebuilt"] = {"from": SEARCH_FILE, "mismatches": list(self.mismatches)}
+        out.passed = out.capacity is not None and self.stop_reason is not None
+        out.rebuilt = Rebuilt(
+            **{"from": SEARCH_FILE}, mismatches=list(self.mismatches)
+        )  # a keyword: by its alias
         return out

@@ -27,13 +27,13 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from llm_locust.load.search import Phase, StopReason, Verdict
 from llm_locust.load.stages import StageBlock, StageKind
-from llm_locust.results.probe import Invalidity
 
 __all__ = [
     "SEARCH_SCHEMA_VERSION",
     "ClientHealth",
     "Decider",
     "DeciderRole",
+    "Invalidity",
     "JudgedStep",
     "LevelFacts",
     "Model",
@@ -61,6 +61,14 @@ class Model(BaseModel):
         """The keys this value was built with (a key never given is not written), JSON types."""
         out: dict[str, object] = self.model_dump(mode="json", exclude_unset=True, by_alias=True)
         return out
+
+
+class Invalidity(StrEnum):
+    """Why the run does not hold a step as a measurement, and what to do about it."""
+
+    LEVEL = "level"  # the level was not applied (users not reached, rate not sent)
+    CLIENT = "client"  # the load generator was saturated or stalled over the window
+    SAMPLES = "samples"  # too few requests for the SLO's lines, after running on for them
 
 
 class DeciderRole(StrEnum):

@@ -9,9 +9,7 @@ Pure module: no Locust, no network.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from typing import Any
 
 from llm_locust.load.search import Decision
 from llm_locust.results.probe import step_line
@@ -35,21 +33,21 @@ class SearchProgress:
     def _label(self, label: str, level: float) -> str:
         return f"rate={self._level(level):g}" if self.rate and self.k != 1 else label
 
-    def _step(self, probe: Mapping[str, Any]) -> JudgedStep:
-        return in_deployment_time(JudgedStep.model_validate(probe), self.k, self.rate)
+    def _step(self, probe: JudgedStep) -> JudgedStep:
+        return in_deployment_time(probe, self.k, self.rate)
 
     def begun(self, number: int, label: str, level: float, phase: str) -> str:
         """``search step 3: users=24 (bisect)``."""
         return f"search step {number}: {self._label(label, level)} ({phase})"
 
-    def short(self, probe: Mapping[str, Any], more_s: float) -> str:
+    def short(self, probe: JudgedStep, more_s: float) -> str:
         """A step short of requests runs on: ``search: users=8: 40 requests are too few to show
         success>=99% (381 without a failure needed): running on for 12.0 s more``."""
         step = self._step(probe)
         return f"search: {step.label}: {step.reason}: running on for {more_s * self.k:.1f} s more"
 
-    def judged(self, probe: Mapping[str, Any], decision: Decision) -> str:
+    def judged(self, probe: JudgedStep, decision: Decision) -> str:
         """``search: users=32 fail (396 requests; e2e_p95 ...) -> bisect -> 24``."""
         if self.rate and decision.level is not None:
             decision = replace(decision, level=self._level(decision.level))
-        return f"search: {step_line(self._step(probe).to_json())} -> {decision.text}"
+        return f"search: {step_line(self._step(probe))} -> {decision.text}"

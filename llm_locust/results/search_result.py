@@ -8,10 +8,10 @@ Pure module: no Locust, no network.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
 
 from llm_locust.load.search import NOT_PASSED, STOP_REASONS, SearchSpec, StopReason, Verdict
+from llm_locust.load.stages import StageKind
 from llm_locust.results.probe import REMEDY, Invalidity, margin_key
 from llm_locust.results.search_model import Decider, DeciderRole, JudgedStep, SearchResult
 
@@ -25,14 +25,14 @@ __all__ = [
 ]
 
 
-def withheld_text(probes: Sequence[Mapping[str, Any]]) -> str:
+def withheld_text(probes: Sequence[JudgedStep]) -> str:
     """The one line of a search that stopped on invalid steps: why and what to do first, then
     which level (the cause is what a reader acts on)."""
     last = probes[-1]
-    runs = sum(1 for p in probes if p["level"] == last["level"] and p["verdict"] == Verdict.INVALID)
-    remedy = REMEDY.get(Invalidity(last.get("invalidity") or Invalidity.LEVEL), "")
+    runs = sum(1 for p in probes if p.level == last.level and p.verdict == Verdict.INVALID)
+    remedy = REMEDY.get(last.invalidity or Invalidity.LEVEL, "")
     return (
-        f"answer withheld: {last['reason']}" + (f"; {remedy}" if remedy else "") + f" ({last['label']} "
+        f"answer withheld: {last.reason}" + (f"; {remedy}" if remedy else "") + f" ({last.label} "
         f"invalid {runs} times: no step above it can be measured on this run)"
     )
 
@@ -71,56 +71,52 @@ def deciders_text(deciders: Sequence[Decider]) -> str:
     return "decided by " + (", ".join(shown[:-1]) + " and " + shown[-1] if len(shown) > 1 else shown[0])
 
 
-def _lowest(probes: Sequence[dict[str, Any]], verdicts: tuple[str, ...]) -> dict[str, Any] | None:
-    return min((p for p in probes if p["verdict"] in verdicts), key=lambda p: p["level"], default=None)
+def _lowest(probes: Sequence[JudgedStep], verdicts: tuple[str, ...]) -> JudgedStep | None:
+    return min((p for p in probes if p.verdict in verdicts), key=lambda p: p.level, default=None)
 
 
 def search_result(
-    spec: SearchSpec, probes: Sequence[dict[str, Any]], stop_reason: str | None, step_time_s: float
-) -> dict[str, Any]:
+    spec: SearchSpec, probes: Sequence[JudgedStep], stop_reason: str | None, step_time_s: float
+) -> SearchResult:
     """The ``search`` block of ``summary.json``: the bracket, every probe, the stop reason.
 
     ``highest_pass``: the highest step shown to pass below ``upper``, the lowest step not shown
     to pass (a failure or a step that stayed inconclusive); ``lowest_fail``: the lowest failure.
     """
     upper = _lowest(probes, NOT_PASSED)
-    lowest_fail = _lowest(probes, ("fail",))
-    passes = [p for p in probes if p["verdict"] == "pass" and (upper is None or p["level"] < upper["level"])]
-    highest_pass = max(passes, key=lambda p: p["level"]) if passes else None
+    lowest_fail = _lowest(probes, (Verdict.FAIL,))
+    passes = [p for p in probes if p.verdict == Verdict.PASS and (upper is None or p.level < upper.level)]
+    highest_pass = max(passes, key=lambda p: p.level) if passes else None
     withheld = stop_reason == StopReason.INVALID
     if withheld:  # invalid twice: nothing of this run is read as a capacity
         highest_pass = None
-    valid = [p for p in probes if p["verdict"] != Verdict.INVALID]
-    at_demand = [p for p in valid if spec.demand is not None and p["level"] == spec.level_of_demand()]
-    out: dict[str, Any] = {
-        "kind": spec.kind,
-        "min": spec.minimum,
-        "max": spec.maximum,
-        "precision": spec.precision,
-        "settled_precision": spec.settled_precision,
-        "max_steps": spec.max_steps,
-        "max_extensions": spec.max_extensions,
-        "step_time_s": step_time_s,
-        "steps": list(probes),
-        "highest_pass": highest_pass,
-        "upper": upper,
-        "lowest_fail": lowest_fail,
-        "capacity": None if highest_pass is None else highest_pass["level"],
-        "demand": spec.demand,
-        "demand_step": at_demand[-1] if at_demand else None,
-        "stop_reason": stop_reason,
-        "stop": STOP_REASONS[StopReason(stop_reason)]
-        if stop_reason
-        else "the run ended before the search did",
-        "broke_first": _broke_first(lowest_fail),
-        "withheld": withheld_text(probes) if withheld and probes else None,
-        "invalid_steps": sum(1 for p in probes if p["verdict"] == Verdict.INVALID),
-    }
-    typed = SearchResult.model_validate(out)
-    typed.decided_by = [] if withheld else deciding_steps(typed)
-    out["decided_by"] = [d.to_json() for d in typed.decided_by]
-    out["sentence"] = search_sentence(typed)
-    return out
+    valid = [p for p in probes if p.verdict != Verdict.INVALID]
+    at_demand = [p for p in valid if spec.demand is not None and p.level == spec.level_of_demand()]
+    result = SearchResult(
+        kind=StageKind(spec.kind),
+        min=spec.minimum,
+        max=spec.maximum,
+        precision=spec.precision,
+        settled_precision=spec.settled_precision,
+        max_steps=spec.max_steps,
+        max_extensions=spec.max_extensions,
+        step_time_s=step_time_s,
+        steps=list(probes),
+        highest_pass=highest_pass,
+        upper=upper,
+        lowest_fail=lowest_fail,
+        capacity=None if highest_pass is None else highest_pass.level,
+        demand=spec.demand,
+        demand_step=at_demand[-1] if at_demand else None,
+        stop_reason=None if stop_reason is None else StopReason(stop_reason),
+        stop=STOP_REASONS[StopReason(stop_reason)] if stop_reason else "the run ended before the search did",
+        broke_first=_broke_first(lowest_fail),
+        withheld=withheld_text(probes) if withheld and probes else None,
+        invalid_steps=sum(1 for p in probes if p.verdict == Verdict.INVALID),
+    )
+    result.decided_by = [] if withheld else deciding_steps(result)
+    result.sentence = search_sentence(result)
+    return result
 
 
 def probe_row(probe: JudgedStep) -> dict[str, str | float | int | None]:
@@ -130,7 +126,7 @@ def probe_row(probe: JudgedStep) -> dict[str, str | float | int | None]:
     completed, failed = probe.completed or 0, probe.failed or 0
     term = ""
     if probe.verdict == Verdict.FAIL:
-        term = _broke_first(probe.to_json()) or ""
+        term = _broke_first(probe) or ""
     elif probe.verdict == Verdict.INCONCLUSIVE:
         term = next((t.name for t in probe.terms if t.verdict == Verdict.INCONCLUSIVE), "")
     return {
@@ -154,11 +150,11 @@ def _seconds(ms: float | None) -> float | None:
     return None if ms is None else ms / 1000.0
 
 
-def _broke_first(probe: dict[str, Any] | None) -> str | None:
+def _broke_first(probe: JudgedStep | None) -> str | None:
     if probe is None:
         return None
-    failing = [t for t in probe["terms"] if t["verdict"] == "fail"]
-    return min(failing, key=margin_key)["name"] if failing else None
+    failing = [t for t in probe.terms if t.verdict == Verdict.FAIL]
+    return min(failing, key=margin_key).name if failing else None
 
 
 def _level(kind: str, level: float) -> str:

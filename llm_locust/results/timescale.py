@@ -160,7 +160,7 @@ def term_in_deployment_time(term: SloTerm, k: float) -> SloTerm:
     value, threshold and interval x ``k``, its objective the deployment's line, and its why
     composed again from those exact values (never a rounded number scaled); a success ratio
     and the margin (a fraction of the threshold) have no time in them."""
-    line = term_line(term.to_json())
+    line = term_line(term)
     if k == 1 or line is None or line.metric == "success":
         return term
     real = scaled_line(line, 1 / k)
@@ -207,7 +207,7 @@ def in_deployment_time(step: JudgedStep, k: float, rate: bool = False) -> Judged
     )
     if rate:
         out = _changed(out, level=step.level / k, label=f"rate={step.level / k:g}")
-    return _changed(out, reason=composed_reason(out.model_dump()))
+    return _changed(out, reason=composed_reason(out))
 
 
 def search_in_deployment_time(search: SearchResult, k: float) -> SearchResult:
@@ -247,7 +247,7 @@ def search_in_deployment_time(search: SearchResult, k: float) -> SearchResult:
         decided_by=deciders,
     )
     if out.withheld and steps:
-        out = _changed(out, withheld=withheld_text([s.to_json() for s in steps]))
+        out = _changed(out, withheld=withheld_text(steps))
     return _changed(out, sentence=search_sentence(out))
 
 

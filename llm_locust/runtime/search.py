@@ -125,7 +125,7 @@ class SearchDriver:
         self.reach_limit = max(self.step_time, 30.0)
         self.stages: list[Stage] = []
         self.steps: list[Step] = []
-        self.probes: list[dict[str, Any]] = []
+        self.probes: list[JudgedStep] = []
         self.stop_reason: str | None = None
         self.done = False
         self._rows: dict[int, list[dict[str, Any]]] = {}
@@ -222,7 +222,7 @@ class SearchDriver:
     def _judge(self, step: Step, now: float, unsettled: int) -> None:
         assert step.window_end is not None
         probe = self.judge(step, unsettled)
-        if self.probes and self.probes[-1]["index"] == step.index:
+        if self.probes and self.probes[-1].index == step.index:
             self.probes[-1] = probe
         else:
             self.probes.append(probe)
@@ -234,7 +234,7 @@ class SearchDriver:
             log.info("llm-locust: %s", self.progress.short(probe, more))
             self._release()
             return
-        decision = decide(self.spec, [Probe(p["level"], p["verdict"], p["extensions"]) for p in self.probes])
+        decision = decide(self.spec, [Probe(p.level, p.verdict, p.extensions) for p in self.probes])
         log.info("llm-locust: %s", self.progress.judged(probe, decision))
         if decision.action == Action.EXTEND:
             step.extensions += 1
@@ -250,7 +250,7 @@ class SearchDriver:
             self._record(step)
         self._release()
 
-    def judge(self, step: Step, unsettled: int = 0) -> dict[str, Any]:
+    def judge(self, step: Step, unsettled: int = 0) -> JudgedStep:
         """The probe of ``step`` from the records of its stage and the two before it (its window
         is closed); written to ``search.json`` with what it was judged on."""
         assert step.window_end is not None
@@ -269,13 +269,13 @@ class SearchDriver:
         self._record(step, probe)
         return probe
 
-    def client(self, probe: dict[str, Any]) -> ClientFigures | None:
+    def client(self, probe: JudgedStep) -> ClientFigures | None:
         """The load processes' health over the step's measured window (``None``: none measured)."""
-        window = probe.get("window")
-        if not window:
+        window = probe.window
+        if window is None:
             return None
-        intervals = self.run.fleet.health_intervals(window["start"])
-        return client_block(intervals, window["start"], window["end"]) if intervals else None
+        intervals = self.run.fleet.health_intervals(window.start)
+        return client_block(intervals, window.start, window.end) if intervals else None
 
     def failstop_applies(self) -> bool:
         """Does "every request has failed" stop the run now? Not while a step above every level
@@ -284,10 +284,10 @@ class SearchDriver:
         if self.done:
             return True
         level = self.steps[-1].level
-        passed = [p["level"] for p in self.probes if p["verdict"] == Verdict.PASS]
+        passed = [p.level for p in self.probes if p.verdict == Verdict.PASS]
         return level <= self.spec.floor or any(level <= p for p in passed)
 
-    def _record(self, step: Step, probe: dict[str, Any] | None = None) -> None:
+    def _record(self, step: Step, probe: JudgedStep | None = None) -> None:
         """``search.json`` brought up to date: ``step`` as it stands (judged by ``probe``)."""
         if probe is not None or step.record is None:
             judged_at = None if probe is None else time.time()
@@ -343,10 +343,10 @@ class SearchDriver:
         steps = [(self.stages[s.index], s.begin, s.window_end) for s in self.steps]
         return search_stage_entries(steps, cols, stop, slo, levels)
 
-    def result(self) -> dict[str, Any]:
+    def result(self) -> SearchResult:
         """The ``search`` block of ``summary.json``."""
         out = search_result(self.spec, self.probes, self.stop_reason, self.step_time)
-        out["passed"] = out["capacity"] is not None and self.stop_reason is not None
+        out.passed = out.capacity is not None and self.stop_reason is not None
         return out
 
     def live(self) -> dict[str, Any]:
@@ -355,7 +355,7 @@ class SearchDriver:
         shown to pass; ``final`` with the stop reason once the search stopped)."""
         step = self.steps[-1]
         answer = None
-        result = SearchResult.model_validate(self.result())
+        result = self.result()
         if self.probes or self.done:
             answer = {
                 "highest_pass": _label(result.highest_pass),

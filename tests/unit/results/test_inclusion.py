@@ -102,15 +102,15 @@ def test_a_search_step_covers_the_records_its_stage_does() -> None:
     span = 100.0
     stage = SearchStages(SearchSpec("rate", 2.0), 0.0, span).stage(2.0, span, 0.0)  # one every 0.5 s
     entry = stage_entry(stage, T0, T0 + span, Columns.from_rows(rows, itl_stats_of(SLO)), SLO, None)
-    step = {"extensions": 0, "unsettled": 0, "phase": "expand", "sample_extensions": 0}
+    step = {"extensions": 0, "unsettled": 0, "phase": "double", "sample_extensions": 0}
     probe = judge_rows([judged_row(r) for r in rows], stage, T0, T0 + span, SLO, None, step)
     timed = np.array([r["e2e"] for r in rows if r["client_stall_s"] == 0.0]) * 1000.0
     expect = float(np.percentile(timed, 95))
     assert entry["p95_e2el_ms"] == expect
-    assert probe["p95_e2el_ms"] == expect  # not the stalled requests' 4.5 s
-    assert probe["verdict"] == entry["verdict"] == "pass"
-    assert probe["completed"] == entry["completed"] == 200  # counted, all of them
-    assert probe["client_stalled"] == entry["client_stalled"] == 20  # and said, for validity
+    assert probe.p95_e2el_ms == expect  # not the stalled requests' 4.5 s
+    assert probe.verdict == entry["verdict"] == "pass"
+    assert probe.completed == entry["completed"] == 200  # counted, all of them
+    assert probe.client_stalled == entry["client_stalled"] == 20  # and said, for validity
 
 
 def test_visible_ttft_and_cache_miss_ttft_cover_the_records_ttft_does() -> None:

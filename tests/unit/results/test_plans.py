@@ -73,7 +73,7 @@ def typed_result(
     spec: SearchSpec, probes: list[dict[str, Any]], stop: str, step_time_s: float
 ) -> SearchResult:
     """The search block the run writes (:func:`search_result`), as the comparison reads it."""
-    return SearchResult.model_validate(search_result(spec, probes, stop, step_time_s))
+    return search_result(spec, [JudgedStep.model_validate(p) for p in probes], stop, step_time_s)
 
 
 def search(steps: list[tuple[int, str, float]]) -> SearchResult:
@@ -338,7 +338,9 @@ def test_the_client_s_own_health_in_a_progress_line_stays_in_wall_clock() -> Non
         "client saturated (local: 5 of 20 seconds at CPU >= 90 % of a core or event-loop lag p90 >= 100 ms; "
         "lag up to 616.0 ms): timings unreliable; the host is overloaded (...)"
     )
-    step = {**probe(0, 24, "fail", 3.51), "verdict": "invalid", "invalidity": "client", "reason": reason}
+    step = JudgedStep.model_validate(
+        {**probe(0, 24, "fail", 3.51), "verdict": "invalid", "invalidity": "client", "reason": reason}
+    )
     shown = SearchProgress(10.0).judged(step, Decision(Action.RERUN, 24.0))
     assert (
         shown

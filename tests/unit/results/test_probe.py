@@ -42,7 +42,12 @@ def rows(n: int, e2e: np.ndarray, span: float = 60.0) -> list[dict[str, Any]]:
     ]
 
 
-def judged(own: list[dict[str, Any]], unsettled: int = 0, span: float = 60.0) -> dict[str, Any]:
+def with_(step: JudgedStep, **changes: Any) -> JudgedStep:
+    """``step`` with ``changes``, read as the file would be."""
+    return JudgedStep.model_validate({**step.to_json(), **changes})
+
+
+def judged(own: list[dict[str, Any]], unsettled: int = 0, span: float = 60.0) -> JudgedStep:
     stage = SearchStages(SPEC, 0.0, span).stage(len(own) / span, span, 0.0)
     entry = stage_entry(stage, T0, T0 + span, Columns.from_rows(own, itl_stats_of(SLO)), SLO, None)
     return judge_step(entry, SLO, unsettled=unsettled)
@@ -50,63 +55,65 @@ def judged(own: list[dict[str, Any]], unsettled: int = 0, span: float = 60.0) ->
 
 def test_a_p95_from_40_requests_is_inconclusive_not_a_pass() -> None:
     probe = judged(rows(40, np.full(40, 0.5)))  # every request far under 2 s
-    assert probe["verdict"] == "inconclusive"
-    assert "40 values cannot bound a P95 from above (it needs at least 72)" in probe["reason"]
-    e2e = next(t for t in probe["terms"] if t["name"] == "e2e_p95")
-    assert e2e["n"] == 40 and e2e["interval"][1] is None and e2e["margin"] == 0.75
+    assert probe.verdict == "inconclusive"
+    assert "40 values cannot bound a P95 from above (it needs at least 72)" in probe.reason
+    e2e = next(t for t in probe.terms if t.name == "e2e_p95")
+    assert e2e.n == 40 and e2e.interval[1] is None and e2e.margin == 0.75
 
 
 def test_enough_requests_well_under_pass_and_well_over_fail() -> None:
     rng = np.random.default_rng(0)
     good = judged(rows(400, rng.uniform(0.5, 1.5, 400)))
-    assert good["verdict"] == "pass" and good["reason"] == "" and good["requests"] == 400
+    assert good.verdict == "pass" and good.reason == "" and good.requests == 400
     bad = judged(rows(400, rng.uniform(1.5, 3.5, 400)))
-    assert bad["verdict"] == "fail" and bad["reason"].startswith("e2e_p95 3.")
-    assert "misses e2e_p95<=2s" in bad["reason"]
+    assert bad.verdict == "fail" and bad.reason.startswith("e2e_p95 3.")
+    assert "misses e2e_p95<=2s" in bad.reason
 
 
 def test_a_p95_at_the_threshold_straddles_it() -> None:
     e2e = np.concatenate([np.full(360, 1.0), np.linspace(1.9, 2.1, 40)])  # the P95 is 2.0 s
     probe = judged(rows(400, e2e))
-    assert probe["verdict"] == "inconclusive" and "straddles" in probe["reason"]
+    assert probe.verdict == "inconclusive" and "straddles" in probe.reason
 
 
 def test_requests_still_in_flight_keep_a_step_from_passing() -> None:
     probe = judged(rows(400, np.full(400, 0.5)), unsettled=3)
-    assert probe["verdict"] == "inconclusive" and "3 requests" in probe["reason"]
+    assert probe.verdict == "inconclusive" and "3 requests" in probe.reason
 
 
 def test_an_extension_runs_until_the_lines_could_pass() -> None:
     probe = judged(rows(40, np.full(40, 0.5)))
     # 72 values needed, 40 in ~60 s: (72 - 40) * 60 / 40 * 1.1 = 52.8 s
-    assert extension_s(probe, 60.0) == pytest.approx(52.8 * probe["window_s"] / 60.0, rel=1e-6)
+    assert extension_s(probe, 60.0) == pytest.approx(52.8 * probe.window_s / 60.0, rel=1e-6)
     assert extension_s(judged(rows(400, np.full(400, 0.5)), unsettled=1), 60.0) == 60.0
 
 
 def test_the_result_names_the_bracket_and_what_broke_first() -> None:
     rng = np.random.default_rng(1)
     probes = [judged(rows(400, rng.uniform(0.2, 1.0, 400))), judged(rows(400, rng.uniform(1.5, 3.5, 400)))]
-    probes[0]["index"], probes[0]["level"], probes[0]["label"] = 0, 4.0, "rate=4"
-    probes[1]["index"], probes[1]["level"], probes[1]["label"] = 1, 8.0, "rate=8"
+    probes = [
+        with_(probes[0], index=0, level=4.0, label="rate=4"),
+        with_(probes[1], index=1, level=8.0, label="rate=8"),
+    ]
     result = search_result(SPEC, probes, "precision", 60.0)
-    assert result["highest_pass"]["index"] == 0 and result["lowest_fail"]["index"] == 1
-    assert result["capacity"] == 4.0 and result["broke_first"] == "e2e_p95"
-    assert result["sentence"].startswith("capacity 4 req/s within the SLO")
-    assert "8 req/s fails: e2e_p95" in result["sentence"]
-    assert result["sentence"].endswith("stopped: the boundary is bracketed within the precision")
+    assert result.highest_pass.index == 0 and result.lowest_fail.index == 1
+    assert result.capacity == 4.0 and result.broke_first == "e2e_p95"
+    assert result.sentence.startswith("capacity 4 req/s within the SLO")
+    assert "8 req/s fails: e2e_p95" in result.sentence
+    assert result.sentence.endswith("stopped: the boundary is bracketed within the precision")
     none = search_result(SPEC, [], None, 60.0)
-    assert none["capacity"] is None and none["stop"] == "the run ended before the search did"
+    assert none.capacity is None and none.stop == "the run ended before the search did"
 
 
 def test_a_step_short_of_samples_runs_on_without_spending_an_extension() -> None:
     short = judged(rows(40, np.full(40, 0.5)))  # a P95 from 40 requests: 72 needed
     assert short_of_samples(short)
-    window = short["window_s"]
+    window = short.window_s
     assert sample_extension_s(short, 60.0) == pytest.approx(min(extension_s(short, 60.0), 240.0 - window))
     assert sample_extension_s(short, window / 4.0) is None  # its window already spans 4 step times
     e2e = np.concatenate([np.full(360, 1.0), np.linspace(1.9, 2.1, 40)])
     straddling = judged(rows(400, e2e))  # enough requests: an interval across the threshold
-    assert straddling["verdict"] == "inconclusive" and not short_of_samples(straddling)
+    assert straddling.verdict == "inconclusive" and not short_of_samples(straddling)
     assert sample_extension_s(straddling, 60.0) is None
     assert sample_extension_s(judged(rows(400, np.full(400, 0.5))), 60.0) is None  # a pass
 
@@ -116,12 +123,12 @@ def test_a_probe_row_for_the_live_table() -> None:
     bad = rows(400, rng.uniform(1.5, 3.5, 400))
     for r in bad[:20]:
         r.update(outcome="http_5xx", ttft=None, e2e=0.01, tpot=None, completion_tokens=None)
-    row = probe_row(JudgedStep.model_validate({**judged(bad), "sample_extensions": 1, "phase": "bisect"}))
+    row = probe_row(with_(judged(bad), sample_extensions=1, phase="bisect"))
     assert row["verdict"] == "fail" and row["term"] == "e2e_p95" and row["label"].startswith("rate=")
     assert row["success"] == pytest.approx(380 / 400) and row["runs_on"] == 1 and row["extensions"] == 0
     assert row["ttft_p95_s"] == pytest.approx(0.1) and 2.5 < row["e2e_p95_s"] < 3.5
     e2e = np.concatenate([np.full(360, 1.0), np.linspace(1.9, 2.1, 40)])
-    straddling = probe_row(JudgedStep.model_validate(judged(rows(400, e2e))))
+    straddling = probe_row(judged(rows(400, e2e)))
     assert straddling["verdict"] == "inconclusive" and straddling["term"] == "e2e_p95"
     assert straddling["runs_on"] == 0 and "straddles" in straddling["reason"]
 
@@ -144,27 +151,27 @@ def test_a_step_measured_by_a_saturated_client_is_invalid_whatever_it_measured()
     from llm_locust.results.probe import gate
 
     passing = judged(rows(400, np.full(400, 0.5)))
-    assert passing["verdict"] == "pass"
+    assert passing.verdict == "pass"
     busy_host = gate(passing, health_block(0.2, 0.4, host=0.97), 60.0)
-    assert busy_host["verdict"] == "invalid" and busy_host["judged_as"] == "pass"
-    assert busy_host["invalidity"] == "client"
-    assert busy_host["reason"].startswith("host overloaded: other processes used 87 % of 2 cores")
+    assert busy_host.verdict == "invalid" and busy_host.judged_as == "pass"
+    assert busy_host.invalidity == "client"
+    assert busy_host.reason.startswith("host overloaded: other processes used 87 % of 2 cores")
     busy_process = gate(passing, health_block(0.97, 0.02, host=0.6), 60.0)
-    assert busy_process["reason"].endswith("this process used a whole core (up to 97 %): add workers")
+    assert busy_process.reason.endswith("this process used a whole core (up to 97 %): add workers")
     healthy = gate(passing, health_block(0.2, 0.001, host=0.3), 60.0)
-    assert healthy["verdict"] == "pass" and not healthy["client"]["saturated"]
-    assert gate(passing, None, 60.0)["verdict"] == "pass"  # no health measured: nothing to hold against it
+    assert healthy.verdict == "pass" and healthy.client is not None and not healthy.client.saturated
+    assert gate(passing, None, 60.0).verdict == "pass"  # no health measured: nothing to hold against it
 
 
 def test_a_step_still_short_of_requests_after_running_on_is_invalid() -> None:
     from llm_locust.results.probe import MAX_WINDOW_STEPS, gate
 
     short = judged(rows(40, np.full(40, 0.5)))  # a P95 from 40 requests
-    assert gate(short, None, 60.0)["verdict"] == "inconclusive"  # it may still run on for them
-    probe = {**short, "window_s": MAX_WINDOW_STEPS * 15.0}  # it has run on for 4 step times of 15 s
+    assert gate(short, None, 60.0).verdict == "inconclusive"  # it may still run on for them
+    probe = with_(short, window_s=MAX_WINDOW_STEPS * 15.0)  # it has run on for 4 step times of 15 s
     out = gate(probe, None, 15.0)
-    assert out["verdict"] == "invalid" and out["invalidity"] == "samples"
-    assert out["reason"].startswith("too few requests after 4 step times")
+    assert out.verdict == "invalid" and out.invalidity == "samples"
+    assert out.reason.startswith("too few requests after 4 step times")
 
 
 def test_a_step_where_every_request_failed_is_a_failing_step() -> None:
@@ -176,8 +183,8 @@ def test_a_step_where_every_request_failed_is_a_failing_step() -> None:
     stage = SearchStages(SPEC, 0.0, 60.0).stage(100 / 60.0, 60.0, 0.0)
     entry = stage_entry(stage, T0, T0 + 60, Columns.from_rows(own, itl_stats_of(slo)), slo, None)
     probe = judge_step(entry, slo)
-    assert probe["verdict"] == "fail"
-    assert probe["reason"] == "every request failed (100; most often server_error x100)"
+    assert probe.verdict == "fail"
+    assert probe.reason == "every request failed (100; most often server_error x100)"
 
 
 def test_a_search_stopped_on_invalid_steps_withholds_its_answer() -> None:
@@ -185,29 +192,29 @@ def test_a_search_stopped_on_invalid_steps_withholds_its_answer() -> None:
 
     ok = judged(rows(400, np.full(400, 0.5)))
     steps = [
-        {**ok, "index": 0, "label": "rate=4", "level": 4.0},
-        {**ok, "index": 1, "label": "rate=8", "level": 8.0, "verdict": "invalid", "invalidity": "level",
-         "reason": "sent 6.10 of 8.00 req/s scheduled"},
-        {**ok, "index": 2, "label": "rate=8", "level": 8.0, "verdict": "invalid", "invalidity": "level",
-         "reason": "sent 6.00 of 8.00 req/s scheduled"},
+        with_(ok, index=0, label="rate=4", level=4.0),
+        with_(ok, index=1, label="rate=8", level=8.0, verdict="invalid", invalidity="level",
+              reason="sent 6.10 of 8.00 req/s scheduled"),
+        with_(ok, index=2, label="rate=8", level=8.0, verdict="invalid", invalidity="level",
+              reason="sent 6.00 of 8.00 req/s scheduled"),
     ]  # fmt: skip
     result = search_result(SPEC, steps, StopReason.INVALID, 60.0)
-    assert result["capacity"] is None and result["highest_pass"] is None and result["decided_by"] == []
+    assert result.capacity is None and result.highest_pass is None and result.decided_by == []
     assert (
-        result["sentence"]
-        == result["withheld"]
+        result.sentence
+        == result.withheld
         == (
             "answer withheld: sent 6.00 of 8.00 req/s scheduled; add workers, or run on a quieter host "
             "(rate=8 invalid 2 times: no step above it can be measured on this run)"
         )
     )
-    failing = {**ok, "index": 3, "label": "rate=8", "level": 8.0, "verdict": "fail", "reason": "e2e"}
+    failing = with_(ok, index=3, label="rate=8", level=8.0, verdict="fail", reason="e2e")
     valid = search_result(SPEC, [steps[0], failing], "precision", 60.0)
-    assert [(d["label"], d["role"], d["valid"]) for d in valid["decided_by"]] == [
+    assert [(d.label, d.role, d.valid) for d in valid.decided_by] == [
         ("rate=4", "capacity", True),
         ("rate=8", "bound", True),
     ]
-    assert "decided by rate=4 (pass, valid) and rate=8 (fail, valid)" in valid["sentence"]
+    assert "decided by rate=4 (pass, valid) and rate=8 (fail, valid)" in valid.sentence
 
 
 def test_too_few_requests_for_a_success_ratio_read_as_one_plain_clause() -> None:
@@ -216,9 +223,9 @@ def test_too_few_requests_for_a_success_ratio_read_as_one_plain_clause() -> None
     from llm_locust.results.search_progress import SearchProgress
 
     probe = judged(rows(30, np.full(30, 0.5)))  # 30 successes: success>=90% needs 35
-    assert probe["verdict"] == "inconclusive"
-    assert probe["reason"] == "30 requests are too few to show success>=90% (35 without a failure needed)"
+    assert probe.verdict == "inconclusive"
+    assert probe.reason == "30 requests are too few to show success>=90% (35 without a failure needed)"
     assert SearchProgress(1.0).short(probe, 12.0) == (
-        f"search: {probe['label']}: 30 requests are too few to show success>=90% "
+        f"search: {probe.label}: 30 requests are too few to show success>=90% "
         "(35 without a failure needed): running on for 12.0 s more"
     )

@@ -152,7 +152,9 @@ def test_an_invalid_step_says_its_cause_first_in_one_short_line() -> None:
     assert reason.startswith("host overloaded: other processes used 96 % of 2 cores"), reason
     assert "(loop up to 115 ms late in 13 of 20 s)" in reason and "run on a quieter host" in reason
     assert "whole core" not in reason and "add workers" not in reason and ">= 90 %" not in reason
-    line = step_line({"label": "users=32", "verdict": "invalid", "requests": 389, "reason": reason})
+    line = step_line(
+        JudgedStep(index=0, label="users=32", level=32, verdict="invalid", requests=389, reason=reason)
+    )
     assert line.startswith("users=32 invalid: host overloaded: ") and line.endswith("(389 requests)")
     assert len(line) <= 170, len(line)  # was about 400
     # a simulator's 10x deployment time scales the step's latencies, never the loop's own lateness
@@ -164,11 +166,11 @@ def test_an_invalid_step_says_its_cause_first_in_one_short_line() -> None:
         "requests": 389,
         "reason": reason,
     }
-    assert step_line(in_deployment_time(JudgedStep.model_validate(step), 10.0).to_json()) == line
+    assert step_line(in_deployment_time(JudgedStep.model_validate(step), 10.0)) == line
     # a busy process: the other cause, the other advice; a worker of a distributed run is named
     busy = [interval(t, cpu=0.97, host=0.6, worker="w2") for t in range(10)]
     stages = [{"index": 0, "label": "users=64", "window": {"start": 0.0, "end": 10.0}, "valid": True}]
     judge_stages(stages, busy)
     assert stages[0]["invalid_reason"] == "this process used a whole core (up to 97 %): add workers (w2)"
-    passing = step_line({"label": "users=16", "verdict": "pass", "requests": 392, "reason": ""})
+    passing = step_line(JudgedStep(index=0, label="users=16", level=16, verdict="pass", requests=392))
     assert passing == "users=16 pass (392 requests)"

@@ -8,6 +8,7 @@ import re
 import pytest
 
 from llm_locust.results.probe import fail_text, show_value, why_text
+from llm_locust.results.search_model import SloTerm
 from llm_locust.results.slo import parse_slo
 from llm_locust.results.summary_model import RunSummary
 from llm_locust.results.summary_text import format_table
@@ -20,12 +21,17 @@ def _number(shown: str) -> float:
     return float(number) * {"ms": 1e-3, "s": 1.0, "%": 1e-2}[unit]
 
 
+def _term(name: str, value: float, threshold: float, objective: str) -> SloTerm:
+    op = objective[len(name) : len(name) + 2]
+    return SloTerm(objective=objective, name=name, op=op, threshold=threshold, value=value, verdict="fail")
+
+
 def test_a_failing_term_shows_the_digits_that_put_it_over_its_threshold() -> None:
-    term = {"name": "tpot_p90", "value": 0.0953, "threshold": 0.095, "objective": "tpot_p90<=0.095s"}
+    term = _term("tpot_p90", 0.0953, 0.095, "tpot_p90<=0.095s")
     assert fail_text(term) == "tpot_p90 95.3 ms misses tpot_p90<=0.095s"
-    term = {"name": "e2e_p95", "value": 30.004, "threshold": 30.0, "objective": "e2e_p95<=30s"}
+    term = _term("e2e_p95", 30.004, 30.0, "e2e_p95<=30s")
     assert fail_text(term) == "e2e_p95 30.004 s misses e2e_p95<=30s"
-    term = {"name": "success", "value": 0.98996, "threshold": 0.99, "objective": "success>=0.99"}
+    term = _term("success", 0.98996, 0.99, "success>=0.99")
     assert fail_text(term) == "success 98.996 % misses success>=0.99"
 
 

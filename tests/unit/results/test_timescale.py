@@ -10,7 +10,7 @@ import pytest
 from llm_locust.config.plans import load_plan_file
 from llm_locust.load.search import SearchSpec
 from llm_locust.results.plans import compare_plans
-from llm_locust.results.search_model import JudgedStep, SearchResult
+from llm_locust.results.search_model import JudgedStep
 from llm_locust.results.search_result import search_result
 from llm_locust.results.timescale import in_deployment_time
 
@@ -69,10 +69,10 @@ def _step(index: int, users: int, e2e_s: float) -> dict[str, Any]:
 def test_capacity_json_is_all_deployment_time_and_says_so(tmp_path: Any) -> None:
     path = tmp_path / "plans.yaml"
     path.write_text(PLANS)
-    search = search_result(SearchSpec("users", 24), [_step(0, 24, 4.0)], "maximum", 5.0)
-    report = compare_plans(
-        load_plan_file(path), {"A": SearchResult.model_validate(search)}, {"A": 10.0}
-    ).to_json()
+    search = search_result(
+        SearchSpec("users", 24), [JudgedStep.model_validate(_step(0, 24, 4.0))], "maximum", 5.0
+    )
+    report = compare_plans(load_plan_file(path), {"A": search}, {"A": 10.0}).to_json()
     step = report["plans"][0]["capacity_step"]
     e2e = step["terms"][1]
     # the contradiction: the term said 40.01 s (deployment) beside p95_e2el_ms 4001 (wall)

@@ -116,7 +116,7 @@ def test_a_step_is_judged_after_its_window_settles_and_the_next_level_is_decided
     assert late not in run.written
     run.unsettled = 0
     assert driver.tick(T0 + 12.0) == (4, 2.0)  # judged: a pass, so the level doubles
-    assert [(p["level"], str(p["verdict"])) for p in driver.probes] == [(2, "pass")]
+    assert [(p.level, str(p.verdict)) for p in driver.probes] == [(2, "pass")]
     assert [s.level for s in driver.steps] == [2, 4]
     assert driver.steps[1].applied == T0 + 12.0
     assert driver.stages[0].duration_s == 12.0  # step 1's stage runs through its settle
@@ -142,8 +142,9 @@ def test_a_failing_step_brackets_the_answer_and_the_search_stops_at_its_precisio
         requests(run, now + 0.5, now + 0.5 + STEP_S, e2e=e2e_at[level])
         now = now + 0.5 + STEP_S
     assert driver.done
-    assert [(p["level"], str(p["verdict"])) for p in driver.probes] == [(2, "pass"), (4, "fail"), (3, "pass")]
+    assert [(p.level, str(p.verdict)) for p in driver.probes] == [(2, "pass"), (4, "fail"), (3, "pass")]
     # 3 passed, 4 failed: no whole number of users lies between them
     assert driver.stop_reason == "precision" and driver.tick(now + 1.0) is None
     result = driver.result()
-    assert result["passed"] and result["highest_pass"]["level"] == 3 and result["lowest_fail"]["level"] == 4
+    assert result.passed and result.highest_pass is not None and result.highest_pass.level == 3
+    assert result.lowest_fail is not None and result.lowest_fail.level == 4

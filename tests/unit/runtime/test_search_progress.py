@@ -25,8 +25,8 @@ def test_a_judged_steps_line_reads_its_exact_p95_in_deployment_time(caplog: pyte
     users(run, T0 + 0.6, T0 + 0.5 + STEP_S, 2)
     requests(run, T0 + 0.5, T0 + 0.5 + STEP_S, e2e=3.245)  # every request 3.245 s: its P95 too
     driver.tick(T0 + 0.5 + STEP_S)
-    assert [str(p["verdict"]) for p in driver.probes] == ["fail"]
-    assert driver.probes[0]["reason"] == "e2e_p95 3.25 s misses e2e_p95<=3.2s"  # the run's file: wall clock
+    assert [str(p.verdict) for p in driver.probes] == ["fail"]
+    assert driver.probes[0].reason == "e2e_p95 3.25 s misses e2e_p95<=3.2s"  # the run's file: wall clock
     lines = [r.getMessage() for r in caplog.records if r.getMessage().startswith("llm-locust: search: ")]
     assert lines == [
         "llm-locust: search: users=2 fail (380 requests; e2e_p95 32.45 s misses e2e_p95<=32s) -> halve -> 1"
