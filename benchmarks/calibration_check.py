@@ -166,6 +166,23 @@ def measure(
     return out
 
 
+def crossing(by_level: dict[str, dict[str, Any]]) -> float:
+    """Where least-squares lines of the measured levels' TTFT and E2E P95 against their users
+    first cross the SLO's bounds: a second reading of the measured capacity, less moved by one
+    level that a host stall failed than "every lower level passes" (nan: no rising line)."""
+    import numpy as np
+
+    out = []
+    for key, bound in (("ttft_p95", SLO_TTFT), ("e2e_p95", SLO_E2E)):
+        pts = [(float(u), v[key]) for u, v in by_level.items() if v.get("requests")]
+        if len(pts) < 2:
+            continue
+        slope, icpt = np.polyfit([u for u, _ in pts], [e for _, e in pts], 1)
+        if slope > 0:
+            out.append(float((bound - icpt) / slope))
+    return min(out) if out else float("nan")
+
+
 def predict(model_file: Path, dep: tuple[Any, ...], folder: Path) -> dict[str, Any]:
     demand = dep[4]
     out = {}
@@ -219,6 +236,7 @@ def main() -> int:
         for plan in ("one", "two", "long"):
             meas, pred = m[plan]["capacity"], p[plan]["capacity"]
             err = 100 * (pred - meas) / meas if meas else float("nan")
+            line = crossing(m[plan]["by_level"])
             rows.append(
                 {
                     "plan": plan,
@@ -226,11 +244,12 @@ def main() -> int:
                     "predicted": pred,
                     "interval": p[plan]["interval"],
                     "error_pct": err,
+                    "e2e_p95_line_crossing": line,
                 }
             )
             print(
-                f"{name:18s} {plan:5s} measured {meas} predicted {pred:g} {p[plan]['interval']} "
-                f"error {err:+.0f}%"
+                f"{name:18s} {plan:5s} measured {meas} (P95 lines cross the SLO at "
+                f"{line:.1f}) predicted {pred:g} {p[plan]['interval']} error {err:+.0f}%"
             )
         entry["rows"] = rows
         print(hold.stdout.split("held-out", 1)[-1][:1500], flush=True)
