@@ -31,6 +31,7 @@ from llm_locust.results.cost import headroom
 from llm_locust.results.inclusion import Coverage, row_covers
 from llm_locust.results.probe import show_value
 from llm_locust.results.search_model import JudgedStep, SearchResult, SloTerm
+from llm_locust.results.summary_blocks import DemandBlock
 from llm_locust.results.summary_model import RunSummary
 
 __all__ = [
@@ -140,9 +141,10 @@ def demand_block(
     kind: str | None,
     withheld: str | None = None,
     by_level: bool = False,
-) -> dict[str, Any]:
+) -> DemandBlock:
     """Capacity against the demand, from the judged steps (a search's probes or a ramp's stages);
-    ``withheld``: the search's answer was withheld (invalid steps), so none is given here either."""
+    ``withheld``: the search's answer was withheld (invalid steps), so none is given here either.
+    Its typed keys (``text``, ``meets``) first, then the demand as given and what it was met with."""
     fails = [p.level for p in probes if p.verdict in (Verdict.FAIL, Verdict.INCONCLUSIVE)]
     lowest_fail = min(fails) if fails else None
     passes = [
@@ -164,15 +166,15 @@ def demand_block(
         text = f"does not meet {demand.text()}: capacity {amount(demand.kind, capacity)} ({room:+.0%})"
     if demand.kind == "users" and kind == "users" and demand.think:
         text += f"; users measured with their think time ({demand.think})"
-    return {
-        **demand.to_json(),
-        "unit": demand.kind,
-        "capacity": capacity,
-        "capacity_stage": None if best is None else best.index,
-        "headroom": room,
-        "meets": meets,
-        "text": text,
-    }
+    block = DemandBlock(
+        text=text,
+        meets=meets,
+        unit=demand.kind,
+        capacity=capacity,
+        capacity_stage=None if best is None else best.index,
+        headroom=room,
+    )
+    return block.model_copy(update=demand.to_json())  # the demand's own keys, those it has
 
 
 def replica_block(rows: Iterable[Mapping[str, Any]]) -> dict[str, Any]:

@@ -177,7 +177,7 @@ def build_summary(cols: Columns, facts: RunFacts) -> dict[str, Any]:
             facts.search.spec.kind if facts.search else None,
             withheld=None if search is None else search.withheld,
             by_level=search is not None and search.demand is not None,
-        )
+        ).to_json()
     summary["interrupted"] = facts.interrupted is not None
     summary["interrupted_by"] = facts.interrupted
     summary["drain"] = dict(facts.drain) if facts.drain is not None else None

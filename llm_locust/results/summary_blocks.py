@@ -222,10 +222,20 @@ class Wait(Block):
 
 
 class DemandBlock(Block):
-    """``--demand`` judged against the search's or the stages' answer."""
+    """``--demand`` judged against the search's or the stages' answer: the sentence and the
+    verdict, the demand as given (one of ``users`` with its ``think``, ``concurrency``, ``rate``),
+    its ``unit``, the capacity in that unit, the stage it was measured at, the headroom."""
 
     text: str = ""
     meets: bool | None = None
+    users: int | None = None
+    think: str | None = None
+    concurrency: float | None = None
+    rate: float | None = None
+    unit: str | None = None
+    capacity: float | None = None
+    capacity_stage: int | None = None
+    headroom: float | None = None
 
 
 class ReasoningBlock(Block):
