@@ -42,9 +42,9 @@ class SearchProgress:
 
     def short(self, probe: JudgedStep, more_s: float) -> str:
         """A step short of requests runs on: ``search: users=8: 40 requests are too few to show
-        success>=99% (381 without a failure needed): running on for 12.0 s more``."""
+        success>=99% (381 without a failure needed) -> running on for 12.0 s more``."""
         step = self._step(probe)
-        return f"search: {step.label}: {step.reason}: running on for {more_s * self.k:.1f} s more"
+        return f"search: {step.label}: {step.reason} -> running on for {more_s * self.k:.1f} s more"
 
     def judged(self, probe: JudgedStep, decision: Decision) -> str:
         """``search: users=32 fail (396 requests; e2e_p95 ...) -> bisect -> 24``."""

@@ -227,5 +227,5 @@ def test_too_few_requests_for_a_success_ratio_read_as_one_plain_clause() -> None
     assert probe.reason == "30 requests are too few to show success>=90% (35 without a failure needed)"
     assert SearchProgress(1.0).short(probe, 12.0) == (
         f"search: {probe.label}: 30 requests are too few to show success>=90% "
-        "(35 without a failure needed): running on for 12.0 s more"
+        "(35 without a failure needed) -> running on for 12.0 s more"
     )
