@@ -74,6 +74,14 @@ def _ramp(url: str, levels: str, folder: Path, seed: int, step: float, warmup: f
         "--only-summary", timeout=2 * step + 300,
     )  # fmt: skip
     print(f"ramp {levels}: end, {_load()}")
+    if res.returncode == 1:  # some requests failed: only this tiny model's own end of text may
+        # (Gemma 3 270M now and then ends a reply before its first token: the run rightly counts
+        # it as empty_response, and every run's prompts differ by their salt), and only rarely
+        rows = [json.loads(line) for line in (folder / "requests.jsonl").read_text().splitlines()]
+        failed = [r["outcome"] for r in rows if r["outcome"] != "ok"]
+        print(f"ramp {levels}: {len(failed)} of {len(rows)} requests failed: {sorted(set(failed))}")
+        assert set(failed) == {"empty_response"} and len(failed) <= 0.05 * len(rows), res.stdout[-3000:]
+        return
     assert res.returncode in (0, 3), res.stderr[-3000:]
 
 
