@@ -68,8 +68,9 @@ def plan_result(plan: Plan, demand: Demand, search: SearchResult, time_scale: fl
     """One plan's row: capacity, per-GPU numbers, cost at capacity and at the demand, verdict
     (every number in deployment time: ``search`` measured at ``time_scale`` x, converted)."""
     real = search_in_deployment_time(search, time_scale)
-    steps, withheld, upper = real.steps, real.withheld, real.upper
-    best = None if withheld else real.highest_pass
+    steps, withheld = real.steps, real.withheld
+    # a withheld answer rests on no step: neither its capacity step nor its bound
+    best, upper = (None, None) if withheld else (real.highest_pass, real.upper)
     passes = (
         []
         if withheld
@@ -101,7 +102,7 @@ def plan_result(plan: Plan, demand: Demand, search: SearchResult, time_scale: fl
         by_level=by_level,
         steps=steps,
         capacity_step=best,
-        upper_step=None if withheld else upper,  # a withheld answer rests on no step
+        upper_step=upper,
         capacity_below=_settled_bound(real, demand, by_level, capacity),
         capacity=capacity,
         capacity_unit=DemandUnit(demand.kind),
