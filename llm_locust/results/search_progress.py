@@ -4,17 +4,23 @@ times faster than the deployment it stands for (``--target-speedup K``): each li
 from the step's exact numbers in that scale (:func:`llm_locust.results.timescale.in_deployment_time`),
 never from a line already written and then rescaled. The run's files keep the wall clock.
 
+The web UI's probe table (:meth:`SearchProgress.live`, ``/llm/stats``'s ``search``) is in the same
+deployment time, and says so (its ``clock`` block); the page's tiles and charts stay the measured
+wall clock (they are the live aggregate of the records as they arrive).
+
 Pure module: no Locust, no network.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import Any
 
 from llm_locust.load.search import Decision
 from llm_locust.results.probe import step_line
-from llm_locust.results.search_model import JudgedStep
-from llm_locust.results.timescale import in_deployment_time
+from llm_locust.results.search_model import JudgedStep, SearchResult
+from llm_locust.results.search_result import deciders_text, probe_row
+from llm_locust.results.timescale import in_deployment_time, search_in_deployment_time
 
 __all__ = ["SearchProgress"]
 
@@ -51,3 +57,41 @@ class SearchProgress:
         if self.rate and decision.level is not None:
             decision = replace(decision, level=self._level(decision.level))
         return f"search: {step_line(self._step(probe))} -> {decision.text}"
+
+    def clock(self) -> dict[str, Any]:
+        """Which clock the live table is in: deployment time (wall x ``k``), and a note to show."""
+        note = ""
+        if self.k != 1:
+            note = (
+                f"deployment time: the target ran {self.k:g}x faster; latencies x {self.k:g}, "
+                f"rates / {self.k:g} (the tiles and charts below: the measured wall clock)"
+            )
+        return {"clock": "deployment", "target_speedup": self.k, "note": note}
+
+    def live(self, result: SearchResult, running: tuple[str, float] | None, done: bool) -> dict[str, Any]:
+        """The web UI's probe table in deployment time: a row per judged step
+        (:func:`~llm_locust.results.search_result.probe_row`), the step ``running`` (its label and
+        level), and the answer as it forms from the first judged step (``final`` once ``done``)."""
+        real = search_in_deployment_time(result, self.k)
+        answer = None
+        if real.steps or done:
+            answer = {
+                "highest_pass": _label(real.highest_pass),
+                "upper": _label(real.upper),
+                "lowest_fail": _label(real.lowest_fail),
+                "decided_by": deciders_text(real.decided_by),
+                "final": done,
+                "stop": real.stop if done else None,
+                "sentence": real.sentence if done else None,
+            }
+        return {
+            "kind": real.kind,
+            "clock": self.clock(),
+            "probes": [probe_row(p) for p in real.steps],
+            "running": None if running is None else self._label(*running),
+            "answer": answer,
+        }
+
+
+def _label(probe: JudgedStep | None) -> str | None:
+    return None if probe is None else probe.label

@@ -55,7 +55,7 @@ from llm_locust.results.search_log import (
 )
 from llm_locust.results.search_model import JudgedStep, SearchLog, SearchResult
 from llm_locust.results.search_progress import SearchProgress
-from llm_locust.results.search_result import deciders_text, probe_row, search_result
+from llm_locust.results.search_result import search_result
 
 __all__ = ["RATE_LEAD", "SearchDriver", "SearchFleet", "SearchRun"]
 
@@ -350,29 +350,9 @@ class SearchDriver:
         return out
 
     def live(self) -> dict[str, Any]:
-        """For the web UI: a row per judged step (:func:`probe_row`), the step running now, and the
-        answer as it forms from the first judged step (highest pass, lowest fail, lowest step not
-        shown to pass; ``final`` with the stop reason once the search stopped)."""
+        """For the web UI, in deployment time against a sped-up target (as the progress lines):
+        a row per judged step, the step running now, and the answer as it forms
+        (:meth:`~llm_locust.results.search_progress.SearchProgress.live`)."""
         step = self.steps[-1]
-        answer = None
-        result = self.result()
-        if self.probes or self.done:
-            answer = {
-                "highest_pass": _label(result.highest_pass),
-                "upper": _label(result.upper),
-                "lowest_fail": _label(result.lowest_fail),
-                "decided_by": deciders_text(result.decided_by),
-                "final": self.done,
-                "stop": result.stop if self.done else None,
-                "sentence": result.sentence if self.done else None,
-            }
-        return {
-            "kind": self.spec.kind,
-            "probes": [probe_row(p) for p in result.steps],
-            "running": None if self.done else self.stages[step.index].label,
-            "answer": answer,
-        }
-
-
-def _label(probe: JudgedStep | None) -> str | None:
-    return None if probe is None else probe.label
+        running = None if self.done else (self.stages[step.index].label, step.level)
+        return self.progress.live(self.result(), running, self.done)

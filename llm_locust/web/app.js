@@ -83,12 +83,14 @@ function renderAnswer(result) {
     formatNumber(s.request_throughput), formatNumber(s.p95_ttft_ms), s.invalid_reason || s.why || ""]));
 }
 
-/* A capacity search: a row per judged step as the search decides it, and its answer once it stopped. */
+/* A capacity search: a row per judged step as the search decides it, and its answer once it stopped;
+   against a sped-up target in deployment time, as the note above the table says. */
 function renderSearch(search) {
   const box = document.getElementById("search");
   box.hidden = !search;
   if (!search) return;
   setText("search-running", search.running ? `running ${search.running}` : "stopped");
+  setText("search-clock", search.clock ? search.clock.note : "");  // a sped-up target: deployment time
   fillTable("probes", search.probes.map((p, i) => [i + 1, p.label, formatNumber(p.request_throughput),
     formatNumber(p.ttft_p95_s), formatNumber(p.e2e_p95_s),
     p.success === null ? "-" : (p.success * 100).toFixed(2) + " %", p.verdict, p.term || "",

@@ -106,3 +106,41 @@ def test_the_llm_page_shows_the_probe_table_as_the_search_goes(tmp_path: Path) -
     best = summary["search"]["highest_pass"]["label"]
     assert final["answer"].startswith(f"highest pass: {best}; lowest fail: none")
     assert final["answer"].endswith(f"stopped: {summary['search']['stop']}")
+
+
+#: The probe table's note on its clock, and its rows.
+READ_CLOCK = """(() => ({
+  running: document.getElementById("search-running").textContent,
+  clock: (document.getElementById("search-clock") || {}).textContent || "",
+  rows: [...document.querySelectorAll("#probes tbody tr")]
+    .map((tr) => [...tr.cells].map((td) => td.textContent)),
+}))()"""
+
+
+@pytest.mark.skipif(chromium_binary() is None, reason="chromium not on PATH (make system-deps)")
+def test_the_probe_table_of_a_sped_up_target_is_in_deployment_time_and_says_so(tmp_path: Path) -> None:
+    """Against a target 10x faster than its deployment (``--target-speedup 10``) the table showed the
+    wall clock beside progress lines, a report and capacity.json in deployment time."""
+    results = tmp_path / "r"
+    with web_ui(tmp_path, SIM, "--target-speedup", "10", results=results) as ui:  # not on the form
+        search = {"search": "users", "search_min": "2", "search_max": "4", "step_time": "3s"}
+        form = {**LIGHT, **search, "slo": "success>=90%,ttft_p50<=10s"}
+        started = start_in_chromium(ui.base, form)
+        assert started["success"] is True, started
+        shown: dict = {}
+        with DevTools(f"{ui.base}/llm") as page:
+            deadline = time.monotonic() + 90
+            while time.monotonic() < deadline:
+                shown = page.evaluate(READ_CLOCK)
+                if shown["running"] == "stopped" and shown["rows"]:
+                    break
+                time.sleep(0.3)
+        summary = wait_for(results / "summary.json", 30)
+    expect_exit(ui.proc, 0, ui.log())
+    assert summary["config"]["time_scale"] == {"clock": "wall", "target_speedup": 10}  # the file: wall clock
+    assert shown["clock"].startswith("deployment time: the target ran 10x faster; latencies x 10, rates / 10")
+    steps = summary["search"]["steps"]
+    assert [r[1] for r in shown["rows"]] == [p["label"] for p in steps]
+    for row, probe in zip(shown["rows"], steps, strict=True):  # the wall clock's numbers, converted
+        assert float(row[2]) == pytest.approx(probe["request_throughput"] / 10, rel=0.01, abs=0.01)
+        assert float(row[4]) == pytest.approx(probe["p95_e2el_ms"] * 10 / 1000, rel=0.01, abs=0.01)
