@@ -99,10 +99,8 @@ def predict(model: EngineModel, slo: SloSpec, demand: Demand, args: argparse.Nam
     spec = SearchSpec(
         StageKind.USERS, minimum, args.search_max, args.search_precision, args.search_max_steps, 0
     )
-    horizon = Horizon(
-        args.virtual_seconds, args.virtual_seconds / 6, args.level_requests or None, args.level_limit,
-        follow=True,
-    )  # fmt: skip
+    seconds = args.virtual_seconds
+    horizon = Horizon(seconds, seconds / 6, args.level_requests or None, args.level_limit)
 
     def one(draw: dict[str, float] | None, seed: int) -> tuple[float, list[Probe], list[int]]:
         make = _make_draw(sampler, args.max_tokens, seed)

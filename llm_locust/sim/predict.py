@@ -47,15 +47,18 @@ class Horizon:
     doubt (:func:`in_doubt`) runs again until that many requests were sent after the warm-up
     (at most ``limit`` virtual seconds), each followed to its end, and is judged on those: a
     P95 of thousands of requests instead of the ~1,000 of 900 s, whose seed noise moved an
-    answer by a bisection step. Levels far from the SLO keep the short run. ``follow``: a
-    run's requests are followed to their end (:func:`~llm_locust.sim.virtual.closed_loop`).
+    answer by a bisection step. Levels far from the SLO keep the short run.
+
+    Every run follows each request sent after the warm-up to its end
+    (:func:`~llm_locust.sim.virtual.closed_loop`'s ``follow``), as a load test follows a level's
+    requests: a run that stopped at ``seconds`` would leave out the requests still running then,
+    the slow ones, and bias a level's P95 low (calibrate's residuals were, before).
     """
 
     seconds: float = 900.0
     warmup: float = 150.0
     requests: int | None = None
     limit: float = 100_000.0
-    follow: bool = False
 
 
 def engine_config(model: EngineModel, draw: Mapping[str, float] | None = None) -> EngineConfig:
@@ -81,9 +84,8 @@ def _outcomes(
         else:
             count, seconds = None, horizon.seconds
         out += closed_loop(
-            cfg, share, make_draw(r), seconds, horizon.warmup, think, model.overhead(draw), count,
-            follow=horizon.follow,
-        )  # fmt: skip
+            cfg, share, make_draw(r), seconds, horizon.warmup, think, model.overhead(draw), count, follow=True
+        )
     return out
 
 
@@ -99,7 +101,8 @@ def level_stats(
     model: EngineModel, users: int, make_draw: Callable[[int], Draw], horizon: Horizon,
     replicas: int = 1, think: Callable[[], float] | None = None,
 ) -> dict[str, float]:  # fmt: skip
-    """The model's TTFT, TPOT and E2E P50/P95 at ``users`` (seconds), and how many requests."""
+    """The model's TTFT, TPOT and E2E P50/P95 at ``users`` (seconds), and how many requests: every
+    request sent in ``horizon``'s window, each followed to its end."""
     series = _series(_outcomes(model, users, make_draw, horizon, replicas, think))
     out: dict[str, float] = {"requests": float(len(series["e2e"]))}
     for metric in ("ttft", "tpot", "e2e"):

@@ -217,3 +217,30 @@ def test_a_record_the_client_stalled_inside_is_load_but_not_a_target(tmp_path) -
     r = load_run(tmp_path, 0)
     assert len(r.start) == 4  # all four were load on the server
     assert r.measured.tolist() == [False, True, False, True]  # the warm-up and the stalled one are no target
+
+
+def test_a_levels_modelled_statistics_follow_every_request_to_its_end() -> None:
+    """calibrate's modelled P95 per level left out the requests still running when its 900 virtual
+    seconds ran out: the slow ones (as predict did before issue 25). A run follows every request
+    of a level to its end (its stage is set when it is sent), so the true engine, run as the model
+    on the very requests the run sent, must give back the run's statistics, the slow ones too."""
+    from llm_locust.config.engine_model import PARAMETERS, EngineModel, Param
+
+    truth = {**TRUE, "max_num_seqs": 512, "kv_cache_tokens": 10_000_000, "overhead": OVERHEAD}
+    model = EngineModel({n: Param(truth[n], truth[n], truth[n]) for n in PARAMETERS})
+    # one request in 20 a long answer (4,000 tokens, about two minutes at 16 users), the rest 50 to
+    # 200 tokens (2 to 7 s): the level's P95 is set by the long ones, which a window that ends
+    # leaves unfinished most often (unfollowed, the model's P95 read 6.8 s for the run's 32.9 s)
+    lengths = [(500, 4000 if i % 20 == 19 else 50 + (i * 37) % 150) for i in range(20_000)]
+
+    def make(_replica: int) -> Callable[[], tuple[int, int]]:
+        sequence = iter(lengths)
+        return lambda: next(sequence)
+
+    users, horizon = 16, Horizon(900.0, 150.0)  # calibrate's default --virtual-seconds
+    run = closed_loop(_config(), users, make(0), 900.0, 150.0, overhead=OVERHEAD, follow=True)
+    e2e = np.array([o.e2e for o in run])
+    got = level_stats(model, users, make, horizon)
+    assert got["e2e_p95"] == pytest.approx(float(np.percentile(e2e, 95)), rel=1e-9)
+    assert got["requests"] == len(run)  # every request sent in the window: none left out
+    assert got["e2e_p50"] == pytest.approx(float(np.median(e2e)), rel=1e-9)
