@@ -36,7 +36,13 @@ reach for them is here, and nowhere else:
   ``check_stopped()`` (after every message) ends a test whose workers are all missing; the
   runner's ``stop`` (called from that loop) and ``check_stopped`` are replaced on the instance
   so the test stays on while the caller's rule says so (the workers may come back: Locust takes
-  a missing worker back at its next heartbeat, until it forgets it).
+  a missing worker back at its next heartbeat, until it forgets it). Two lines of Locust's that
+  are then untrue are left out of its log (a filter on the ``locust.runners`` logger, by their
+  text): the loop's "The last worker went missing, stopping test." when the stop is kept, and
+  ``MasterRunner.start``'s warning "You can't start a distributed test before at least one worker
+  processes has connected" while a test is under way (its re-dispatch when a worker leaves or
+  quits, or at the heartbeat that ends a silence, which runs while the worker still counts as
+  missing: the test had started, with its workers connected).
 
 tests/unit/runtime/test_locust_adapter.py pins each behaviour relied on, and fails naming the
 installed versions and :data:`CHECKED_WITH` when one differs.
@@ -47,6 +53,7 @@ from __future__ import annotations
 import argparse
 import atexit
 import contextlib
+import logging
 import os
 import signal
 import sys
@@ -67,6 +74,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CHECKED_WITH",
+    "LAST_WORKER_MISSING",
+    "NO_WORKER_TO_START",
     "after_parse",
     "after_template_args",
     "hold_starts",
@@ -148,9 +157,34 @@ def hold_starts(runner: Runner) -> None:
     runner.start_shape = held  # type: ignore[method-assign]
 
 
+#: Locust's master's lines that :func:`keep_test_while_workers_missing` leaves out when untrue.
+LAST_WORKER_MISSING = "The last worker went missing, stopping test."
+NO_WORKER_TO_START = "You can't start a distributed test before at least one worker processes has connected"
+
+
+class _UntrueLines(logging.Filter):
+    """Leaves out of ``locust.runners``' log the two lines of its master that are untrue here."""
+
+    def __init__(self, runner: MasterRunner, keep: Callable[[], bool]) -> None:
+        super().__init__()
+        self.runner, self.keep = runner, keep
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        from locust.runners import STATE_RUNNING, STATE_SPAWNING
+
+        if record.msg == LAST_WORKER_MISSING:  # the heartbeat loop's stop, kept or not
+            return not self.keep()
+        if record.msg == NO_WORKER_TO_START:  # the test started, with its workers connected
+            return self.runner.state not in (STATE_RUNNING, STATE_SPAWNING)
+        return True
+
+
 def keep_test_while_workers_missing(runner: MasterRunner, keep: Callable[[], bool]) -> None:
     """While ``keep()`` is true, the stop of the test by Locust's heartbeat loop (its last worker
-    went missing) does not happen, nor does ``check_stopped``'s; every other stop does."""
+    went missing) does not happen, nor does ``check_stopped``'s; every other stop does. The loop's
+    line saying it stops the test is left out of the log then, and so is the start's warning that
+    no worker has connected while a test is under way (one master a process: a filter installed
+    for an earlier runner goes)."""
     from locust.runners import MasterRunner
 
     stop, check_stopped = runner.stop, runner.check_stopped
@@ -167,6 +201,10 @@ def keep_test_while_workers_missing(runner: MasterRunner, keep: Callable[[], boo
 
     runner.stop = stop_unless_kept  # type: ignore[method-assign]
     runner.check_stopped = check_stopped_unless_kept  # type: ignore[method-assign]
+    logger = logging.getLogger("locust.runners")
+    for old in [f for f in logger.filters if isinstance(f, _UntrueLines)]:
+        logger.removeFilter(old)
+    logger.addFilter(_UntrueLines(runner, keep))
 
 
 def signal_forked_workers_at_exit(grace_s: float = 3.0, stop_s: float = 10.0) -> None:

@@ -220,3 +220,20 @@ def test_locusts_heartbeat_loop_stops_the_test_when_its_last_worker_goes_missing
     stop, check = source.find("self.stop()", said), source.find("self.check_stopped()", said)
     assert 0 <= said < stop < check, why("heartbeat_worker: the last worker missing, stop, check_stopped")
     assert "if self.worker_count <= 0:" in source[:said], why("heartbeat_worker: no worker left")
+
+
+def test_the_master_lines_the_adapter_leaves_out_are_locusts_own() -> None:
+    """The texts :func:`keep_test_while_workers_missing`'s filter matches: the heartbeat loop's line,
+    and ``start``'s warning with no worker ready, which the heartbeat that ends a silence reaches
+    (its re-dispatch comes before the worker's state is set again: it still counts as missing)."""
+    from llm_locust.runtime.locust_adapter import LAST_WORKER_MISSING, NO_WORKER_TO_START
+
+    loop = inspect.getsource(locust.runners.MasterRunner.heartbeat_worker)
+    assert f'logger.info("{LAST_WORKER_MISSING}")' in loop, why("heartbeat_worker's line")
+    start = inspect.getsource(locust.runners.MasterRunner.start)
+    assert f'logger.warning("{NO_WORKER_TO_START}")' in start, why("MasterRunner.start: no worker")
+    handle = inspect.getsource(locust.runners.MasterRunner.handle_message)
+    healed = handle.find("self-healed with heartbeat")
+    restart = handle.find("self.start(self.target_user_count, self.spawn_rate)", healed)
+    state = handle.find("c.state = client_state", healed)
+    assert 0 <= healed < restart < state, why("the heartbeat's re-dispatch, then the worker's state")

@@ -7,7 +7,10 @@ from __future__ import annotations
 import locust.runners
 from locust import User, constant, task
 
+import logging
+
 import gevent
+import pytest
 
 from llm_locust.runtime.locust_adapter import keep_test_while_workers_missing
 from llm_locust.runtime.silences import GRACE_S, Silences
@@ -82,3 +85,39 @@ def test_the_heartbeat_loops_stop_is_kept_while_asked_and_any_other_stop_happens
         keep[0] = False
         master.stop()  # any other stop happens
         assert master.state in (locust.runners.STATE_STOPPED, locust.runners.STATE_STOPPING)
+
+
+def test_an_only_worker_missing_then_answering_again_leaves_no_untrue_line_in_the_log(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Locust's master logged "The last worker went missing, stopping test." while the test went on
+    (kept), then, at the heartbeat that ended the silence, warned "You can't start a distributed
+    test before at least one worker processes has connected" (its re-dispatch ran while the worker
+    still counted as missing) in a test its worker had joined before it began. Its true lines stay."""
+    with fleet_of(workers=1, user_classes=[Idle]) as pair:
+        master, (worker,) = pair.master, pair.workers
+        keep_test_while_workers_missing(master, lambda: master.worker_count == 0)
+        master.start(1, 10)
+        settle()
+        caplog.set_level(logging.INFO, logger="locust.runners")
+        worker.greenlet.kill(block=True)  # it sends nothing more (its heartbeats included)
+        for client in master.clients.values():  # what three missed heartbeats leave
+            client.heartbeat = -1
+        gevent.sleep(locust.runners.HEARTBEAT_INTERVAL + 0.3)  # one turn of the loop
+        assert [c.state for c in master.clients.values()] == [locust.runners.STATE_MISSING]
+        beat = {"state": locust.runners.STATE_RUNNING, "current_cpu_usage": 1.0, "current_memory_usage": 1}
+        pair.send_raw(worker, "heartbeat", beat)  # it answers again
+        settle()
+        assert [c.state for c in master.clients.values()] == [locust.runners.STATE_RUNNING]
+        assert master.state in (locust.runners.STATE_RUNNING, locust.runners.STATE_SPAWNING)
+        said = [r.getMessage() for r in caplog.records if r.name == "locust.runners"]
+        assert any("failed to send heartbeat, setting state to missing" in m for m in said), said
+        assert any("self-healed with heartbeat" in m for m in said), said
+        assert not [m for m in said if "stopping test" in m or "can't start a distributed test" in m], said
+        master.stop()
+        settle()
+        for client in master.clients.values():
+            client.state = locust.runners.STATE_MISSING
+        caplog.clear()
+        master.start(1, 10)  # no worker answering, and no test under way: Locust's warning is true
+        assert "can't start a distributed test before at least one worker" in caplog.text
