@@ -7,18 +7,26 @@ On a shared machine (a developer's, CI's) other processes can take that CPU. For
 this plugin reads the host's CPU (``/proc/stat``, :func:`llm_locust.client.health.host_cpu_times`) and
 the CPU of the test's own process tree (this pytest process and its descendants: the simulators,
 masters and workers it started, ``/proc/PID/stat``) before and after it runs, and takes
-*others* = the host's busy share of all its cores less the tree's. The window is the test's own
-run and, as module-scoped fixtures may have been built by an earlier test, the module's since
-its first test on this process; the busier of the two counts.
+*others* = the host's busy share of all its cores less the tree's. Under pytest-xdist the suite's
+other workers (``make test``'s ``-n 4``: the tests running beside this one, and everything they
+started) are the suite's own load, not another's: a worker reads the whole tree of its controller
+(its parent process) too, and *others* is the host's busy share less that; the workers' share is
+named apart (before, a real failure under ``-n 4`` was labelled "host too busy" by its siblings'
+load). The window is the test's own run and, as module-scoped fixtures may have been built by an
+earlier test, the module's since its first test on this process; the busier of the two counts.
 
 - A pass is a pass.
 - A failure while others held at least :data:`TOO_BUSY` of the host's CPU: the test runs once
   more, in a fresh sitting (every fixture torn down and built again), if a second run fits in
   what is left of its time limit (pytest-timeout's limit covers both runs).
 - A second failure with the host still that busy (or no time for one): the test fails with a
-  message starting ``host too busy:`` naming the figures (others' share, the tree's, the load
-  average), the original failure after it.
-- Any other failure (an idle host, or ``/proc/stat`` unreadable) is a plain failure.
+  message starting ``host too busy:`` naming the figures (others' share, the tree's, under
+  xdist the suite's other workers', the load average), the original failure after it.
+- Any other failure (an idle host, a host kept busy by the suite's own workers only, or
+  ``/proc/stat`` unreadable) is a plain failure.
+
+Every watched test's report carries the figures of its last run as properties (``busy host:
+others``, ``own``, ``siblings``: shares of the host's CPU; ``--junitxml`` writes them).
 
 Never a skip (under CI a skip is a failure: tests/conftest.py). ``BUSYHOST_LIMIT`` in the
 environment replaces :data:`TOO_BUSY` (the plugin's own tests set it above 1 to play an idle host).
@@ -80,11 +88,13 @@ def decide(failed: bool, others: float | None, attempt: int, rerun_fits: bool, t
 
 @dataclass(frozen=True)
 class Sample:
-    """One reading: wall clock, the host's (busy, total) CPU ticks, the test's tree's ticks."""
+    """One reading: wall clock, the host's (busy, total) CPU ticks, the test's tree's ticks and,
+    under xdist, the whole suite's (the controller's tree: every worker; ``None`` otherwise)."""
 
     at: float
     host: tuple[float, float] | None
     tree: float | None
+    suite: float | None = None
 
 
 @dataclass(frozen=True)
@@ -92,6 +102,13 @@ class Figures:
     seconds: float
     others: float | None  # share of the host's capacity used by other processes
     own: float | None  # share used by the test's process tree
+    siblings: float | None = None  # share used by the suite's other xdist workers (None: no xdist)
+
+
+def _share(before: float | None, after: float | None, total: float, low: float, high: float) -> float | None:
+    if before is None or after is None:
+        return None
+    return min(max((after - before) / total, low), high)
 
 
 def figures(before: Sample, after: Sample) -> Figures:
@@ -100,14 +117,18 @@ def figures(before: Sample, after: Sample) -> Figures:
         return Figures(seconds, None, None)
     total = after.host[1] - before.host[1]
     busy = min(max((after.host[0] - before.host[0]) / total, 0.0), 1.0)
-    if before.tree is None or after.tree is None:
+    # the trees' counts can lag the host's (ticks of a process reaped later): never above the host's
+    own = _share(before.tree, after.tree, total, 0.0, busy)
+    suite = _share(before.suite, after.suite, total, own or 0.0, busy)
+    if suite is not None:  # under xdist: the suite's tree holds this test's
+        return Figures(seconds, busy - suite, own, suite - (own or 0.0))
+    if own is None:
         return Figures(seconds, busy, None)  # the tree unknown: all the busy share counts as others'
-    own = min(max((after.tree - before.tree) / total, 0.0), busy)
     return Figures(seconds, busy - own, own)
 
 
-def tree_ticks(root: int, proc: str = "/proc") -> float | None:
-    """CPU ticks (user + system, with reaped children's) of ``root`` and all its descendants."""
+def _process_table(proc: str) -> tuple[dict[int, float], dict[int, list[int]]] | None:
+    """Every process's CPU ticks (user + system, with reaped children's) and each one's children."""
     children: dict[int, list[int]] = {}
     ticks: dict[int, float] = {}
     try:
@@ -123,8 +144,13 @@ def tree_ticks(root: int, proc: str = "/proc") -> float | None:
         except (OSError, IndexError, ValueError):
             continue  # gone meanwhile
         children.setdefault(parent, []).append(pid)
-    if root not in ticks:
+    return ticks, children
+
+
+def _tree_sum(table: tuple[dict[int, float], dict[int, list[int]]] | None, root: int | None) -> float | None:
+    if table is None or root is None or root not in table[0]:
         return None
+    ticks, children = table
     total, todo = 0.0, [root]
     while todo:
         pid = todo.pop()
@@ -133,18 +159,32 @@ def tree_ticks(root: int, proc: str = "/proc") -> float | None:
     return total
 
 
+def tree_ticks(root: int, proc: str = "/proc") -> float | None:
+    """CPU ticks (user + system, with reaped children's) of ``root`` and all its descendants."""
+    return _tree_sum(_process_table(proc), root)
+
+
+def suite_root() -> int | None:
+    """The process whose tree is the whole suite, when this is an xdist worker: its controller,
+    which started it (xdist's local workers are the controller's children); ``None`` otherwise."""
+    return os.getppid() if os.environ.get("PYTEST_XDIST_WORKER") else None
+
+
 def sample() -> Sample:
     """Now's reading; what cannot be read is ``None`` (never an error: every watched test runs this)."""
     try:
         host = host_cpu_times()
     except ValueError:
         host = None
-    return Sample(time.time(), host, tree_ticks(os.getpid()))
+    table = _process_table("/proc")
+    return Sample(time.time(), host, _tree_sum(table, os.getpid()), _tree_sum(table, suite_root()))
 
 
 def describe(seen: Figures, cores: int, load: float | None, too_busy: float) -> str:
     others = "unknown" if seen.others is None else f"{100 * seen.others:.0f} %"
     own = "" if seen.own is None else f", this test's processes {100 * seen.own:.0f} %"
+    if seen.siblings is not None:  # not counted as others': the suite's own load
+        own += f", the suite's other xdist workers {100 * seen.siblings:.0f} % (not counted as others')"
     avg = "" if load is None else f", load average {load:.1f}"
     return (
         f"other processes used {others} of the host's {cores} cores{own} over {seen.seconds:.0f} s"
@@ -246,6 +286,13 @@ def _name_the_busy_host(reports: Sequence[pytest.TestReport], text: str) -> None
             report.longrepr = f"{text}\n\n{report.longrepr}"
 
 
+def _properties(seen: Figures) -> list[tuple[str, object]]:
+    """The last run's figures, as the report's properties (``--junitxml`` writes them): each share
+    of the host's CPU, rounded to 0.001; a share not known is left out."""
+    shares = {"others": seen.others, "own": seen.own, "siblings": seen.siblings}
+    return [(f"{SECTION}: {name}", round(v, 3)) for name, v in shares.items() if v is not None]
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> bool | None:
     if not watched(item):
@@ -271,6 +318,7 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
         text = f"host too busy: {describe(seen, cores, _load(), too_busy)}; failed {again}"
         _name_the_busy_host(reports, text)
     for report in reports:
+        report.user_properties.extend(_properties(seen))
         item.ihook.pytest_runtest_logreport(report=report)
     item.ihook.pytest_runtest_logfinish(nodeid=item.nodeid, location=item.location)
     return True

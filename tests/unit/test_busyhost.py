@@ -93,3 +93,21 @@ def test_describe_names_the_figures() -> None:
         "load average 11.2 (too busy from 25 %)"
     )
     assert describe(Figures(1.0, None, None), 4, None, 0.25).startswith("other processes used unknown of")
+
+
+def test_under_xdist_the_suites_other_workers_are_not_other_processes() -> None:
+    # an xdist worker reads its controller's tree too (every worker): 1000 ticks of capacity went
+    # by, 900 of them busy, 100 in this test's tree and 700 more in the suite's other workers
+    seen = figures(Sample(0.0, (0.0, 1000.0), 0.0, 0.0), Sample(3.0, (900.0, 2000.0), 100.0, 800.0))
+    assert seen == Figures(3.0, pytest.approx(0.1), pytest.approx(0.1), pytest.approx(0.7))
+    assert decide(True, seen.others, 1, True, 0.25) is Verdict.FAIL  # the suite's own load: plain
+    assert describe(seen, 2, 1.5, 0.25) == (
+        "other processes used 10 % of the host's 2 cores, this test's processes 10 %, the suite's "
+        "other xdist workers 70 % (not counted as others') over 3 s, load average 1.5 (too busy from 25 %)"
+    )
+    # the suite's count lags the host's, or the test's leads it: never above the host's, never below
+    # the test's own
+    seen = figures(Sample(0.0, (0.0, 1000.0), 0.0, 0.0), Sample(1.0, (500.0, 2000.0), 200.0, 900.0))
+    assert seen == Figures(1.0, 0.0, pytest.approx(0.2), pytest.approx(0.3))
+    seen = figures(Sample(0.0, (0.0, 1000.0), 0.0, 0.0), Sample(1.0, (500.0, 2000.0), 200.0, 100.0))
+    assert seen == Figures(1.0, pytest.approx(0.3), pytest.approx(0.2), 0.0)
