@@ -5,8 +5,9 @@ from the step's exact numbers in that scale (:func:`llm_locust.results.timescale
 never from a line already written and then rescaled. The run's files keep the wall clock.
 
 The web UI's probe table (:meth:`SearchProgress.live`, ``/llm/stats``'s ``search``) is in the same
-deployment time, and says so (its ``clock`` block); the page's tiles and charts stay the measured
-wall clock (they are the live aggregate of the records as they arrive).
+deployment time, and says so (its ``clock`` block); the rest of the page stays the measured wall
+clock (the tiles and charts: the live aggregate of the records as they arrive; a finished test's
+verdict and stage table: its ``summary.json``).
 
 Pure module: no Locust, no network.
 """
@@ -64,7 +65,7 @@ class SearchProgress:
         if self.k != 1:
             note = (
                 f"deployment time: the target ran {self.k:g}x faster; latencies x {self.k:g}, "
-                f"rates / {self.k:g} (the tiles and charts below: the measured wall clock)"
+                f"rates / {self.k:g} (the rest of this page: the measured wall clock, as summary.json)"
             )
         return {"clock": "deployment", "target_speedup": self.k, "note": note}
 

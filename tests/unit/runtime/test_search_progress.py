@@ -59,7 +59,7 @@ def test_the_live_probe_table_is_in_deployment_time_and_says_so() -> None:
         "clock": "deployment",
         "target_speedup": 10.0,
         "note": "deployment time: the target ran 10x faster; latencies x 10, rates / 10 "
-        "(the tiles and charts below: the measured wall clock)",
+        "(the rest of this page: the measured wall clock, as summary.json)",
     }
     run.run_config = build_config({**values, "warmup": "0s"}, environ={})  # a real-time target: as measured
     plain = SearchDriver(run, run.plan.search, T0)  # type: ignore[arg-type]
