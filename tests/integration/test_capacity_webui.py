@@ -136,7 +136,6 @@ def test_the_probe_table_of_a_sped_up_target_is_in_deployment_time_and_says_so(t
                     break
                 time.sleep(0.3)
         summary = wait_for(results / "summary.json", 30)
-    expect_exit(ui.proc, 0, ui.log())
     assert summary["config"]["time_scale"] == {"clock": "wall", "target_speedup": 10}  # the file: wall clock
     assert shown["clock"].startswith("deployment time: the target ran 10x faster; latencies x 10, rates / 10")
     steps = summary["search"]["steps"]
@@ -144,3 +143,4 @@ def test_the_probe_table_of_a_sped_up_target_is_in_deployment_time_and_says_so(t
     for row, probe in zip(shown["rows"], steps, strict=True):  # the wall clock's numbers, converted
         assert float(row[2]) == pytest.approx(probe["request_throughput"] / 10, rel=0.01, abs=0.01)
         assert float(row[4]) == pytest.approx(probe["p95_e2el_ms"] * 10 / 1000, rel=0.01, abs=0.01)
+    expect_exit(ui.proc, 0, ui.log())  # last: on a busy host a step is invalid and the answer withheld (6)
