@@ -68,13 +68,18 @@ class Sampler(ProcessSampler):
         super().__init__(pid, lambda: _active(stats_url), period=0.5, tree=True)
 
     def window(self, t0: float, t1: float) -> dict[str, float | None]:
+        """CPU share and mean open streams between the first and last samples in ``[t0, t1]``;
+        the CPU seconds and the samples' own times (``cpu_t0``, ``cpu_t1``) for per-unit costs."""
         inside = [s for s in self.samples if t0 <= s[0] <= t1]
         if len(inside) < 2:
-            return {"cpu_pct": None, "open_streams": None}
+            return {"cpu_pct": None, "open_streams": None, "cpu_s": None, "cpu_t0": None, "cpu_t1": None}
         (ta, ca, _), (tb, cb, _) = inside[0], inside[-1]
         return {
             "cpu_pct": 100.0 * (cb - ca) / (tb - ta),
             "open_streams": float(np.mean([s[2] for s in inside])),
+            "cpu_s": cb - ca,
+            "cpu_t0": ta,
+            "cpu_t1": tb,
         }
 
 
@@ -228,7 +233,12 @@ def processes(n: int) -> list[str]:
 
 
 def run_locust(
-    args: argparse.Namespace, url: str, streams: int, results: Path, variant: Variant
+    args: argparse.Namespace,
+    url: str,
+    streams: int,
+    results: Path,
+    variant: Variant,
+    name: str = "llm_locust",
 ) -> dict[str, Any]:
     cmd = locust_command(args, url, streams, results, variant)
     code = variant.code
@@ -242,7 +252,7 @@ def run_locust(
     sampler = Sampler(proc.pid, url + "/stats")
     sampler.start()
     try:
-        err = _wait_locust(args, proc, streams)
+        err = _wait_locust(args, proc, f"{name}-{streams}")
     finally:
         sampler.halt.set()
         stop(proc)
@@ -251,18 +261,20 @@ def run_locust(
     summary = json.loads((results / "summary.json").read_text())
     t0 = summary["config"]["start_time"]
     out = analyse(results, t0, t0 + args.duration)
-    out.update(sampler.window(t0 + args.warmup, t0 + args.duration - 0.5))
+    window = sampler.window(t0 + args.warmup, t0 + args.duration - 0.5)
+    out.update(window)
+    out.update(cpu_per_unit(results, window))
     out.update(health_window(health, t0 + args.warmup, t0 + args.duration))
     out["cmd"] = " ".join(cmd)
     return out
 
 
-def _wait_locust(args: argparse.Namespace, proc: subprocess.Popen[str], streams: int) -> str:
+def _wait_locust(args: argparse.Namespace, proc: subprocess.Popen[str], label: str) -> str:
     """Locust's stderr once it exits; py-spy samples it meanwhile if ``--profile``."""
     profiler = None
     if args.profile:
         time.sleep(args.warmup + 3)  # imports, preflight, warm-up
-        out = Path(args.profile) / f"locust-{streams}.txt"
+        out = _free_name(Path(args.profile) / f"locust-{label}.txt")
         py_spy = shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy")
         profiler = subprocess.Popen(
             [
@@ -291,6 +303,16 @@ def _wait_locust(args: argparse.Namespace, proc: subprocess.Popen[str], streams:
     return err
 
 
+def _free_name(path: Path) -> Path:
+    """``path``, or ``path`` with ``-2``, ``-3``... before its suffix if taken (``--repeat``)."""
+    n = 1
+    candidate = path
+    while candidate.exists():
+        n += 1
+        candidate = path.with_name(f"{path.stem}-{n}{path.suffix}")
+    return candidate
+
+
 def health_window(path: Path, t0: float, t1: float) -> dict[str, float | None]:
     """The client's own loop lag in the window (llm_locust.client.health intervals, if it wrote them)."""
     try:
@@ -305,6 +327,30 @@ def health_window(path: Path, t0: float, t1: float) -> dict[str, float | None]:
         "lag_p90_ms": 1e3 * float(np.median([r["lag_p90_s"] for r in inside])),
         "lag_max_ms": 1e3 * max(r["lag_max_s"] for r in inside),
         "health_cpu": float(np.mean([r["cpu"] for r in inside])),
+    }
+
+
+def cpu_per_unit(results: Path, window: dict[str, float | None]) -> dict[str, float | None]:
+    """The client's process CPU in the sampler's window per request that ended in it (ms) and per
+    content chunk that arrived in it (µs): both divide the same CPU seconds, they are not a
+    split. Process CPU time, so a busy host moves it far less than the latencies."""
+    cpu_s, ta, tb = window["cpu_s"], window["cpu_t0"], window["cpu_t1"]
+    if cpu_s is None or ta is None or tb is None:
+        return {"cpu_ms_per_request": None, "cpu_us_per_chunk": None, "window_requests": None}
+    ended = chunks = 0
+    for line in (results / "requests.jsonl").open():
+        r = json.loads(line)
+        if r["e2e"] is not None and ta <= r["start_time"] + r["e2e"] < tb:
+            ended += 1
+        if r["ttft"] is not None:
+            itl = np.asarray(r["itl"] or [], dtype=float)
+            arrivals = r["start_time"] + r["ttft"] + np.concatenate(([0.0], np.cumsum(itl)))
+            chunks += int(((arrivals >= ta) & (arrivals < tb)).sum())
+    return {
+        "cpu_ms_per_request": 1e3 * cpu_s / ended if ended else None,
+        "cpu_us_per_chunk": 1e6 * cpu_s / chunks if chunks else None,
+        "window_requests": ended,
+        "window_chunks": chunks,
     }
 
 
@@ -383,7 +429,7 @@ def _f(value: Any, spec: str) -> str:
 def table(runs: list[dict[str, Any]]) -> str:
     lines = [
         f"{'streams':>7} {'client':>12} {'tok/s':>7} {'CPU%':>5} {'open':>6} {'TTFT p50':>9} "
-        f"{'ITL p99':>8} {'TPOT':>7} {'load':>5} {'lag mean/p90/max ms':>20}"
+        f"{'ITL p99':>8} {'TPOT':>7} {'load':>5} {'lag mean/p90/max ms':>20} {'ms/req':>7} {'us/chunk':>8}"
     ]
     for run in runs:
         for name, r in run["clients"].items():
@@ -393,7 +439,8 @@ def table(runs: list[dict[str, Any]]) -> str:
                 f"{_f(r['open_streams'], '.1f'):>6} {_f(r['ttft_p50_ms'], '.2f'):>9} "
                 f"{_f(r['itl_p99_ms'], '.2f'):>8} {_f(r['tpot_ms'], '.3f'):>7} {r['load_before']:>5.2f} "
                 f"{_f(r.get('lag_mean_ms'), '.2f'):>6}/{_f(r.get('lag_p90_ms'), '.2f')}/"
-                f"{_f(r.get('lag_max_ms'), '.1f')}"
+                f"{_f(r.get('lag_max_ms'), '.1f')} {_f(r.get('cpu_ms_per_request'), '.3f'):>7} "
+                f"{_f(r.get('cpu_us_per_chunk'), '.2f'):>8}"
             )
         for name, v in run["verdicts"].items():
             failed = [k for k, ok in v["passed"].items() if not ok]
@@ -413,7 +460,7 @@ def sitting(
 ) -> dict[str, Any]:
     """The reference, then each variant of llm-locust, each against a fresh server."""
     run: dict[str, Any] = {"streams": streams, "clients": {}, "verdicts": {}}
-    for name in ["reference", *variants]:
+    for name in [*([] if args.no_reference else ["reference"]), *variants]:
         load = loadavg()
         server, url = start_server(args, yard)
         try:
@@ -422,13 +469,15 @@ def sitting(
                     result = run_reference(args, yard, url, streams)
                 else:
                     keep = Path(args.keep) / f"{name}-s{streams}" if args.keep else None
-                    result = run_locust(args, url, streams, keep or Path(tmp) / "results", variants[name])
+                    result = run_locust(
+                        args, url, streams, keep or Path(tmp) / "results", variants[name], name
+                    )
         finally:
             stop(server)
         result["load_before"] = load
         run["clients"][name] = result
         print(f"streams={streams} {name}: done (load {load:.2f})", flush=True)
-    for name in variants:
+    for name in variants if not args.no_reference else ():
         run["verdicts"][name] = verdict(args, streams, run["clients"]["reference"], run["clients"][name])
     return run
 
@@ -462,6 +511,11 @@ def main(argv: list[str] | None = None) -> int:
         "working tree), with N processes, pinned to LIST (repeatable; default: the working tree)",
     )
     parser.add_argument("--repeat", type=int, default=1, help="sittings per stream count")
+    parser.add_argument(
+        "--no-reference",
+        action="store_true",
+        help="run only llm-locust's variants (CPU per request and per chunk; no accuracy verdict)",
+    )
     parser.add_argument("--label", default="")
     parser.add_argument("--out", default=str(REPO / "benchmarks/results/yardstick.json"))
     args = parser.parse_args(argv)
