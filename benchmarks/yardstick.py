@@ -482,6 +482,11 @@ def sitting(
     return run
 
 
+def _ordered(variants: dict[str, Variant], reverse: bool) -> dict[str, Variant]:
+    """The variants in the order given, or reversed (``--alternate``'s every other sitting)."""
+    return dict(reversed(variants.items())) if reverse else variants
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--streams", default="200,500", help="comma-separated stream counts")
@@ -512,6 +517,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--repeat", type=int, default=1, help="sittings per stream count")
     parser.add_argument(
+        "--alternate",
+        action="store_true",
+        help="every other sitting runs the variants in reverse order (none always runs last)",
+    )
+    parser.add_argument(
         "--no-reference",
         action="store_true",
         help="run only llm-locust's variants (CPU per request and per chunk; no accuracy verdict)",
@@ -528,9 +538,9 @@ def main(argv: list[str] | None = None) -> int:
             name, variant = parse_variant(spec, args, Path(code))
             variants[name] = variant
         runs = [
-            sitting(args, yard, streams, variants)
+            sitting(args, yard, streams, _ordered(variants, args.alternate and repeat % 2 == 1))
             for streams in [int(s) for s in args.streams.split(",") if s.strip()]
-            for _ in range(args.repeat)
+            for repeat in range(args.repeat)
         ]
     print(table(runs))
     write_result("yardstick", args, runs, label=args.label)
