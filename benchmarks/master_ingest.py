@@ -3,11 +3,14 @@
 A real headless llm-locust master (``locust --master``, pinned to ``--master-cpu``)
 and W simulated workers that speak Locust's own worker protocol over ZeroMQ
 (``client_ready``, ``heartbeat``, ``spawning``/``spawning_complete``, ``stop`` ->
-the final batch and ``client_stopped``) and ship llm-locust record batches exactly as
-:class:`llm_locust.runtime.distributed.Outbox` does: every second, ``R`` records per
-worker, each a 1,024-token record's JSONL form (1,023 ITL gaps). The senders run in
-``--sender-procs`` processes on the other CPU, one greenlet and one DEALER socket per
-simulated worker.
+the final batch and ``client_stopped``) and ship llm-locust record batches made by the
+``--code`` under test's own :class:`llm_locust.runtime.distributed.Outbox` (so each version
+speaks its own wire: since issue 29 §3 each row's gaps as JSON text and the batch's gaps
+counted): every second, ``R`` records per worker, each a 1,024-token record's JSONL form
+(1,023 ITL gaps). A batch of the same template rows is made once and sent again with new
+request ids, sequence numbers and send times, so the senders keep up at 100 workers. The
+senders run in ``--sender-procs`` processes on the other CPU, one greenlet and one DEALER
+socket per simulated worker.
 
 Measured: the master's CPU over the steady window (psutil), the rows it wrote per
 second (``requests.jsonl`` line count sampled each second) against the rows sent, the
@@ -64,21 +67,39 @@ def template_rows(n: int, tokens: int, seed: int = 1) -> list[dict[str, Any]]:
 
 # -- the simulated workers (run in a sender process) ------------------------------------
 def sender_main(argv: list[str]) -> int:
-    """``master_ingest.py --sender PORT FIRST COUNT RATE TOKENS OUT LIMIT_S``: a worker stops
+    """``master_ingest.py --sender PORT FIRST COUNT RATE TOKENS OUT LIMIT_S [CODE]``: a worker stops
     sending on its own ``LIMIT_S`` after its spawn (a master too slow to stop the test in time
-    is not fed for ever)."""
+    is not fed for ever); ``CODE`` (default: this checkout): the llm-locust whose ``Outbox``
+    makes the batches."""
     from gevent import monkey
 
     monkey.patch_all()
+    sys.path.insert(0, argv[7] if len(argv) > 7 else str(REPO))  # the code under test, before REPO
     from locust import __version__
     from locust.rpc import Message, zmqrpc
 
     import gevent
     import gevent.event
 
+    from llm_locust.runtime.distributed import Outbox
+
     port, first, count, rate, tokens = (int(x) for x in argv[:5])
     out, limit_s = Path(argv[5]), float(argv[6])
     rows = template_rows(50, tokens)
+    made: dict[tuple[int, int], dict[str, Any]] = {}
+
+    def outbox_batch(start: int, k: int) -> dict[str, Any]:
+        """The Outbox's batch of template rows ``start .. start + k`` (made once, then reused)."""
+        key = (start % len(rows), k)
+        if key not in made:
+            captured: list[dict[str, Any]] = []
+            box = Outbox(lambda kind, data: captured.append(data), intervals=lambda: [])
+            for i in range(k):
+                box.add(dict(rows[(start + i) % len(rows)]))
+            box.flush()
+            made[key] = captured[0]
+        return made[key]
+
     sent: list[tuple[float, int]] = []  # (time, rows sent so far by this process)
     total = [0]
     done = gevent.event.Event()
@@ -98,21 +119,19 @@ def sender_main(argv: list[str]) -> int:
 
         def batch(final: bool) -> None:
             k = rate if state["running"] and not final else 0
+            data: dict[str, Any] = dict(outbox_batch(state["n"], k)) if k else {"health": []}
             out_rows = []
-            for _ in range(k):
-                row = dict(rows[state["n"] % len(rows)])
-                row["request_id"] = f"{node}-{state['n']}"
+            for row in data.get("rows", ()):
+                out_rows.append({**row, "request_id": f"{node}-{state['n']}"})
                 state["n"] += 1
-                out_rows.append(row)
             state["seq"] += 1
-            data = {
-                "seq": state["seq"],
-                "rows": out_rows,
-                "in_flight": 0,
-                "final": final,
-                "health": [],
-                "sent_at": time.time(),  # as the Outbox stamps it: the master's ingest lag
-            }
+            data.update(
+                seq=state["seq"],
+                rows=out_rows,
+                in_flight=0,
+                final=final,
+                sent_at=time.time(),  # as the Outbox stamps it: the master's ingest lag
+            )
             client.send(Message("llm_locust_records", data, node))
             total[0] += len(out_rows)
 
@@ -248,6 +267,7 @@ def run_one(args: argparse.Namespace, workers: int, tmp: Path) -> dict[str, Any]
             str(args.tokens),
             str(out),
             str(args.duration + 15),
+            str(code),
         ]
         senders.append(
             (subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True), out)
@@ -311,6 +331,7 @@ def analyse(
         "offered_rows_per_s": workers * args.rate,
         "ingested_rows_per_s": (nb - na) / (tb - ta),
         "master_cpu_pct": 100.0 * (cb - ca) / (tb - ta),
+        "master_cpu_ms_per_row": 1000.0 * (cb - ca) / max(nb - na, 1),  # what a busy host keeps
         "backlog_at_window_end": sent_by(tb) - nb,
         "backlog_at_window_start": sent_by(ta) - na,
         "rows_sent": total_sent,
@@ -353,7 +374,7 @@ def main(argv: list[str] | None = None) -> int:
             runs.append(run)
             print(json.dumps(run), flush=True)
     print(
-        f"{'workers':>7} {'offered':>8} {'ingested':>9} {'master CPU':>10} "
+        f"{'workers':>7} {'offered':>8} {'ingested':>9} {'master CPU':>10} {'ms/row':>7} "
         f"{'backlog':>8} {'exact':>6} {'load':>11}"
     )
     for r in runs:
@@ -365,7 +386,8 @@ def main(argv: list[str] | None = None) -> int:
         )
         print(
             f"{r['workers']:>7} {r['offered_rows_per_s']:>8} {r['ingested_rows_per_s']:>9.0f} "
-            f"{r['master_cpu_pct']:>9.0f}% {r['backlog_at_window_end']:>8} {exact!s:>6} "
+            f"{r['master_cpu_pct']:>9.0f}% {r['master_cpu_ms_per_row']:>7.3f} "
+            f"{r['backlog_at_window_end']:>8} {exact!s:>6} "
             f"{r['load_before']:>5.2f}-{r['load_after']:<5.2f}"
         )
     write_result("master_ingest", args, runs)

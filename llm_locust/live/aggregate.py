@@ -11,7 +11,13 @@ the run's consumers) and answers from fixed-size state:
   catalog's edges plus each SLO threshold, so ``X_bucket{le="<threshold>"}`` counts
   exactly the requests that met it;
 - :class:`LogHistogram` quantiles over the whole process and over a sliding window
-  (a ring of one-second slots), the numbers a person watching a run wants.
+  (a ring of one-second slots), the numbers a person watching a run wants. A value goes into
+  its second's slot only (one fill, not two); the whole run's histograms are the seconds gone
+  by, merged as each ends, plus the current one, at the same 0.5 % layout.
+
+A master's workers count their rows' ITL gaps themselves (:mod:`llm_locust.live.gap_counts`)
+and ship each row's gaps as JSON text (:class:`~llm_locust.record.RawJson`): :meth:`LiveAggregate.add`
+leaves such a row's gaps to :meth:`LiveAggregate.add_counts`, which merges the batch's counts.
 
 Per endpoint (``endpoints``: the run's ``--endpoints``, at most
 :data:`~llm_locust.live.catalog.MAX_ENDPOINT_LABELS` of them): requests by outcome, prompt and
@@ -37,14 +43,12 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from typing import TypedDict, TypeGuard
 
-import numpy as np
-from numpy.typing import NDArray
-
 from llm_locust.live import catalog as metrics
-from llm_locust.record import CANCELLED, INCOMPLETE, NOT_FAILED, OK, input_tokens_of
+from llm_locust.live.gap_counts import GapCounts, gaps_of, latencies_counted
+from llm_locust.live.slots import Slot, Window
+from llm_locust.record import CANCELLED, INCOMPLETE, NOT_FAILED, OK, RawJson, input_tokens_of
 from llm_locust.results.bucket_counts import FixedBucketCounts
 from llm_locust.results.histogram import LogHistogram
-from llm_locust.results.inclusion import Coverage, row_covers
 
 __all__ = [
     "LATENCIES",
@@ -70,9 +74,6 @@ LATENCIES: dict[str, metrics.MetricSpec] = {
     "time_to_tool_args_complete": metrics.TIME_TO_TOOL_ARGS_COMPLETE,
 }
 QUANTILES = (0.5, 0.95, 0.99)
-# Window slots use 1 % relative error: half the memory of the default layout, plenty
-# for a chart (30 slots x 4 latencies x ~1,000 int64 = ~1 MB in all).
-_WINDOW_LAYOUT = (1e-4, 3600.0, 0.01)
 
 #: A finished request as its ``requests.jsonl`` row (values read and checked one by one).
 Row = Mapping[str, object]
@@ -135,68 +136,6 @@ def _count(value: object) -> int:
     return int(value) if isinstance(value, (int, float, str)) and value != "" else 0
 
 
-def _gaps(value: object) -> NDArray[np.float64]:
-    """A record's ITL list as an array of its finite values (one conversion, no Python loop)."""
-    try:
-        arr = np.asarray(value or (), dtype=np.float64).reshape(-1)
-    except (TypeError, ValueError):  # a malformed row: keep what is a number
-        values = value if isinstance(value, Iterable) else ()
-        arr = np.asarray([v for v in values if _finite(v)], dtype=np.float64)
-    return arr if np.isfinite(arr).all() else arr[np.isfinite(arr)]
-
-
-class _Slot:
-    """What finished within one wall-clock second."""
-
-    __slots__ = ("errors", "hists", "ok", "second", "tokens")
-
-    def __init__(self) -> None:
-        self.second = -1
-        self.hists = {name: LogHistogram(*_WINDOW_LAYOUT) for name in LATENCIES}
-        self.ok = 0
-        self.tokens = 0
-        self.errors: Counter[str] = Counter()
-
-    def reset(self, second: int) -> None:
-        self.second = second
-        for hist in self.hists.values():
-            hist.clear()
-        self.ok = self.tokens = 0
-        self.errors.clear()
-
-
-class Window:
-    """A ring of ``seconds`` one-second slots: the last ``seconds`` seconds, reused forever."""
-
-    def __init__(self, seconds: int = 30) -> None:
-        if seconds < 2:
-            raise ValueError("window must be at least 2 seconds")
-        self.seconds = int(seconds)
-        self._slots = [_Slot() for _ in range(self.seconds)]
-
-    def slot(self, now: float) -> _Slot:
-        second = math.floor(now)
-        slot = self._slots[second % self.seconds]
-        if slot.second != second:
-            slot.reset(second)
-        return slot
-
-    def live(self, now: float) -> list[_Slot]:
-        second = math.floor(now)
-        return [s for s in self._slots if second - self.seconds < s.second <= second]
-
-    def span(self, now: float, since: float | None) -> float:
-        """Seconds the window covers now (shorter while the aggregate is younger)."""
-        full = self.seconds - 1 + (now - math.floor(now))
-        if since is not None:
-            full = min(full, now - since)
-        return max(full, 1.0)
-
-    @property
-    def size(self) -> int:
-        return len(self._slots)
-
-
 class EndpointTotals:
     """One endpoint's requests by outcome, tokens and latency buckets."""
 
@@ -244,7 +183,8 @@ class LiveAggregate:
             )
             for name, spec in LATENCIES.items()
         }
-        self.overall = {name: LogHistogram() for name in LATENCIES}
+        self._past = {name: LogHistogram() for name in LATENCIES}  # the seconds gone by
+        self._current: Slot | None = None  # the second values go into, not yet in _past
         labels = {url: metrics.endpoint_label(url) for url in endpoints or ()}
         few = 0 < len(set(labels.values())) <= metrics.MAX_ENDPOINT_LABELS
         self._endpoint_of = labels if few else {}
@@ -254,22 +194,58 @@ class LiveAggregate:
             {label: EndpointTotals(edges) for label in labels.values()} if few else None
         )
         self._edges = edges
-        self.window = Window(window_s)
+        self.window = Window(window_s, LATENCIES)
         self.first_time: float | None = None
         self.last_time: float | None = None
         self._clock = clock
 
     # -- folding records in -------------------------------------------------------
-    def add(self, row: Row) -> None:
-        """Fold one finished request (its JSONL form) into every total."""
+    def _slot(self) -> Slot:
+        """The current second's slot; a second that ended goes into the run's histograms first. The
+        seconds never go back (a clock stepped back keeps the last second)."""
         now = self._clock()
         if self.first_time is None:
             self.first_time = now
         self.last_time = now
-        slot = self.window.slot(now)
+        current = self._current
+        second = math.floor(now)
+        if current is not None:
+            if second <= current.second:
+                return current
+            for name, hist in current.hists.items():
+                if hist:
+                    self._past[name].merge(hist)
+        self._current = slot = self.window.slot(second)
+        return slot
+
+    @property
+    def overall(self) -> dict[str, LogHistogram]:
+        """Each latency's histogram over the whole run (a copy: the seconds gone by and this one)."""
+        current = self._current
+        return {
+            name: hist.copy().merge(current.hists[name]) if current is not None else hist.copy()
+            for name, hist in self._past.items()
+        }
+
+    def add_counts(self, counts: GapCounts) -> None:
+        """A worker's batch of ITL gaps, counted (its rows' gaps came as :class:`RawJson`); the edges
+        must be this aggregate's ITL edges (``ValueError``)."""
+        if counts.edges != self.buckets["itl"].edges:
+            raise ValueError("gap counts over other le edges than the aggregate's")
+        slot = self._slot()
+        if counts.log:
+            slot.hists["itl"].merge(counts.log)
+        for replica, le in counts.le.items():
+            self.buckets["itl"].merge(le)
+            if self.endpoints is not None:
+                self._endpoint(replica).buckets["itl"].merge(le)
+
+    def add(self, row: Row) -> None:
+        """Fold one finished request (its JSONL form) into every total."""
+        slot = self._slot()
         outcome = str(row.get("outcome") or "unknown")
         self.requests[outcome] += 1
-        part = self._endpoint(row) if self.endpoints is not None else None
+        part = self._endpoint(row.get("replica")) if self.endpoints is not None else None
         if part is not None:
             part.requests[outcome] += 1
         if outcome in (INCOMPLETE, CANCELLED):  # stopped, or abandoned on purpose: not a failure
@@ -290,19 +266,19 @@ class LiveAggregate:
         self.cached_tokens += _count(row.get("cached_tokens"))
         # a request the client itself stalled inside counts, its latencies do not (the one rule:
         # llm_locust.results.inclusion; the live view is a series, its warm-up included)
-        for name in LATENCIES if row_covers(Coverage.SERIES_LATENCY, row) else ():
+        for name in LATENCIES if latencies_counted(row) else ():
             value = row.get(name)
             if name == "itl":  # many values: vectorized (add and add_many agree bit for bit)
-                gaps = _gaps(value)
+                if isinstance(value, RawJson):  # counted by its worker: add_counts
+                    continue
+                gaps = gaps_of(value)
                 if gaps.size:
                     self.buckets[name].add_many(gaps)
-                    self.overall[name].add_many(gaps)
                     slot.hists[name].add_many(gaps)
                     if part is not None:
                         part.buckets[name].add_many(gaps)
             elif _finite(value):  # one value: bisect, not numpy's fixed cost (~10 µs a call)
                 self.buckets[name].add(value)
-                self.overall[name].add(value)
                 slot.hists[name].add(value)
                 if part is not None:
                     part.buckets[name].add(value)
@@ -310,10 +286,9 @@ class LiveAggregate:
             self.slo_good_requests += 1
             self.slo_good_generation_tokens += tokens
 
-    def _endpoint(self, row: Row) -> EndpointTotals:
-        """The totals of the endpoint that served ``row`` (``""``: none of the listed ones)."""
+    def _endpoint(self, url: object) -> EndpointTotals:
+        """The totals of the endpoint at ``url`` (a row's replica; ``""``: none of the listed ones)."""
         assert self.endpoints is not None
-        url = row.get("replica")
         label = self._endpoint_of.get(url, "") if isinstance(url, str) else ""
         part = self.endpoints.get(label)
         if part is None:
@@ -339,7 +314,7 @@ class LiveAggregate:
     def recent_histograms(self, now: float | None = None) -> dict[str, LogHistogram]:
         """Each latency's histogram over the sliding window."""
         now = self._clock() if now is None else now
-        out = {name: LogHistogram(*_WINDOW_LAYOUT) for name in LATENCIES}
+        out = {name: LogHistogram() for name in LATENCIES}
         for slot in self.window.live(now):
             for name, hist in slot.hists.items():
                 if hist:

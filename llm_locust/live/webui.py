@@ -38,6 +38,7 @@ from llm_locust.config.jsontypes import JsonObject
 from llm_locust.live import catalog as metrics
 from llm_locust.live.aggregate import LiveAggregate, Row, Snapshot
 from llm_locust.live.exporter import run_info
+from llm_locust.live.gap_counts import GapCounts
 from llm_locust.live.history import History, HistoryPoint, history_point
 from llm_locust.live.result_view import ChartMarks, ResultView, result_view
 from llm_locust.live.tab import TabRow, table_rows
@@ -96,6 +97,10 @@ class LiveWebUI:
     def add(self, row: Row) -> None:
         """A finished request of the current test (the bus)."""
         self.aggregate.add(row)
+
+    def add_counts(self, counts: GapCounts) -> None:
+        """A worker's batch of the current test's ITL gaps, counted (the bus)."""
+        self.aggregate.add_counts(counts)
 
     def on_finalized(self, summary: RunSummary, directory: Path | None) -> None:
         """A test ended: the page shows its result from now on."""

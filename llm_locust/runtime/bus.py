@@ -9,6 +9,10 @@ workers' rows); the sinks subscribed at ``init``, in order:
 - the live aggregate (Prometheus exporter, web UI);
 - on a worker, the outbox to the master instead of both.
 
+A master's workers count their rows' ITL gaps for the live view themselves
+(:mod:`llm_locust.live.gap_counts`); each batch's counts go to the sinks subscribed to them
+(:meth:`RecordBus.subscribe_gaps`: the live aggregates) right after the batch's rows.
+
 The bus is open while a test's results are: a row published while it is closed (after the
 summary was written) is dropped and counted, never written half-way.
 
@@ -27,6 +31,7 @@ from pathlib import Path
 from typing import Generic, TypeVar
 
 from llm_locust.config.jsontypes import JsonObject
+from llm_locust.live.gap_counts import GapCounts
 from llm_locust.results.summary_model import RunSummary
 
 __all__ = ["Finalized", "RecordBus", "Signal", "Sink"]
@@ -41,12 +46,17 @@ class RecordBus:
 
     def __init__(self) -> None:
         self._sinks: list[Sink] = []
+        self._gap_sinks: list[Callable[[GapCounts], None]] = []
         self._open = False
         self.published = 0
         self.late = 0  # rows that arrived while the bus was closed
 
     def subscribe(self, sink: Sink) -> None:
         self._sinks.append(sink)
+
+    def subscribe_gaps(self, sink: Callable[[GapCounts], None]) -> None:
+        """``sink`` takes each batch of the workers' rows' gaps, counted (:meth:`publish_gaps`)."""
+        self._gap_sinks.append(sink)
 
     def open(self) -> None:
         self._open = True
@@ -67,6 +77,13 @@ class RecordBus:
         self.published += 1
         for sink in self._sinks:
             sink(row)
+
+    def publish_gaps(self, counts: GapCounts) -> None:
+        """A batch's ITL gaps, counted by its worker, after the batch's rows (dropped, as they
+        were, while the bus is closed)."""
+        if self._open:
+            for sink in self._gap_sinks:
+                sink(counts)
 
 
 class Signal(Generic[F]):

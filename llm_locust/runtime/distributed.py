@@ -18,6 +18,14 @@ as it arrives (``health_sink``: the results folder's ``health.jsonl``).
 Each batch is stamped with the time the worker sent it; the master measures how late it
 applies them (:class:`~llm_locust.runtime.ingest.IngestWatch`: its lag, the rows behind,
 one warning when it cannot keep up).
+
+The live view's second tier (:mod:`llm_locust.live.gap_counts`): the outbox sends each row's
+ITL gaps as their JSON text and counts them into the batch's
+:class:`~llm_locust.live.gap_counts.GapCounts` as it takes the row (in the event loop's idle
+time, :mod:`llm_locust.runtime.fold`); the inbox hands the counts to the live aggregates and each
+row's text on as :class:`~llm_locust.record.RawJson`, written as it came. A master that needs
+the values (``gap_edges`` says ``None``: a capacity search, an SLO line on ITL) or gets counts
+over other edges decodes the text into the row's list as before: the rows are the same either way.
 """
 
 from __future__ import annotations
@@ -26,12 +34,16 @@ import logging
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import cast
 
 import gevent
+import orjson
 
 from llm_locust.client import health
 from llm_locust.client.health import HealthInterval
-from llm_locust.config.jsontypes import JsonObject
+from llm_locust.config.jsontypes import JsonObject, JsonValue
+from llm_locust.live.gap_counts import GapCounts, gap_edges
+from llm_locust.record import RawJson
 from llm_locust.runtime.ingest import IngestWatch
 from llm_locust.runtime.messages import RECORDS, BadMessage, RecordBatch
 
@@ -52,11 +64,26 @@ class Outbox:
     in_flight: Callable[[], int] = lambda: 0
     intervals: Callable[[], list[HealthInterval]] = lambda: health.monitor().take_intervals()
     oldest: Callable[[], float | None] = lambda: None  # send time of the oldest request in flight
+    #: the ``le`` edges rows' gaps are counted over for the master (``None``: it needs the values)
+    gap_edges: Callable[[], tuple[float, ...] | None] = lambda: gap_edges(None, searching=False)
     _rows: list[JsonObject] = field(default_factory=list)
+    _gaps: GapCounts | None = None  # this batch's, once its first row is in (if counted)
+    _counting: bool | None = None  # whether this batch counts (asked at its first row)
     _seq: int = 0
     _greenlet: gevent.Greenlet | None = None
 
     def add(self, row: JsonObject) -> None:
+        """A finished request's row: its gaps counted (if the batch counts them) and sent as their
+        JSON text (bytes: msgpack's bin), the rest as it is."""
+        itl = row.get("itl")
+        if isinstance(itl, list):
+            if self._counting is None:
+                edges = self.gap_edges()
+                self._counting = edges is not None
+                self._gaps = None if edges is None else GapCounts(edges)
+            if self._gaps is not None:
+                self._gaps.add(row)
+            row["itl"] = cast(JsonValue, orjson.dumps(itl))  # bytes on the wire
         self._rows.append(row)
 
     def start(self) -> None:
@@ -79,8 +106,9 @@ class Outbox:
             self.send(MESSAGE_TYPE, self._batch(None).to_data())
             return
         rows, self._rows = self._rows, []
+        gaps, self._gaps, self._counting = self._gaps, None, None
         self._seq += 1
-        self.send(MESSAGE_TYPE, self._batch(self._seq, rows, final, intervals).to_data())
+        self.send(MESSAGE_TYPE, self._batch(self._seq, rows, final, intervals, gaps).to_data())
 
     def _batch(
         self,
@@ -88,6 +116,7 @@ class Outbox:
         rows: list[JsonObject] | None = None,
         final: bool = False,
         intervals: list[HealthInterval] | None = None,
+        gaps: GapCounts | None = None,
     ) -> RecordBatch:
         """The batch with what is in flight, and since when (a capacity search waits for a
         step's requests to finish)."""
@@ -99,6 +128,7 @@ class Outbox:
             in_flight=self.in_flight(),
             oldest_in_flight=self.oldest(),
             sent_at=time.time(),
+            gaps=gaps,
         )
 
     def _loop(self) -> None:
@@ -125,6 +155,10 @@ class Inbox:
     #: each health interval as it arrives, marked with its worker (the results' health.jsonl)
     health_sink: Callable[[Mapping[str, float | str]], None] = lambda interval: None
     ingest: IngestWatch = field(default_factory=IngestWatch)
+    #: the ITL ``le`` edges this master's live view counts over, or ``None``: it needs each row's
+    #: gaps as values (they are decoded); a batch's counts over these edges go to ``deliver_gaps``
+    gap_edges: Callable[[], tuple[float, ...] | None] = lambda: None
+    deliver_gaps: Callable[[GapCounts], None] = lambda counts: None
     _refused: set[str] = field(default_factory=set)  # workers whose message was not a batch
 
     def handle(self, worker: str, data: object) -> RecordBatch | None:
@@ -149,11 +183,18 @@ class Inbox:
         warning = self.ingest.observe(worker, batch.sent_at, len(batch.rows), time.time())
         if warning is not None:
             log.warning("llm-locust: %s", warning)
+        counted = batch.gaps is not None and batch.gaps.edges == self.gap_edges()
         for row in batch.rows:
             if row.get("worker") is None:
                 row["worker"] = worker
+            itl = row.get("itl")
+            if isinstance(itl, bytes):  # counted in the batch's gaps: written as it came
+                row["itl"] = cast(JsonValue, RawJson(itl)) if counted else orjson.loads(itl)
             self.deliver(row)
             self.received += 1
+        if counted:
+            assert batch.gaps is not None
+            self.deliver_gaps(batch.gaps)
         if batch.health:
             self.health.setdefault(worker, []).extend(batch.health)
             for interval in batch.health:

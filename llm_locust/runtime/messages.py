@@ -9,7 +9,9 @@ refused in one place (:class:`BadMessage`) instead of failing somewhere behind i
 - :class:`RecordBatch` (worker -> master, :data:`RECORDS`): a worker's finished records (each a
   row of ``requests.jsonl``, :meth:`llm_locust.record.RequestRecord.to_json`), numbered so the
   master applies a batch once, with its in-flight count, the send time of its oldest request in
-  flight and its health intervals (:mod:`llm_locust.runtime.distributed`);
+  flight and its health intervals (:mod:`llm_locust.runtime.distributed`); each row's ITL gaps as
+  their JSON text (bytes) and the batch's gaps counted for the live view
+  (:class:`~llm_locust.live.gap_counts.GapCounts`), when the worker counted them;
 - :class:`PlanStart` (master -> workers, :data:`PLAN`): the plan's start and the worker count;
 - :class:`RateSteps` (master -> workers, :data:`SEARCH`): a rate search's steps so far;
 - :class:`StoppedEarly` (worker -> master, :data:`STOPPED`): a worker stopped its load on its own;
@@ -24,6 +26,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from llm_locust.config.jsontypes import JsonObject, JsonValue
+from llm_locust.live.gap_counts import GapCounts
 
 __all__ = [
     "PLAN",
@@ -84,12 +87,15 @@ class RecordBatch:
     in_flight: int = 0
     oldest_in_flight: float | None = None  # send time (Unix) of its oldest request in flight
     sent_at: float | None = None  # when the worker sent it (Unix): the master's ingest lag
+    gaps: GapCounts | None = None  # its rows' ITL gaps counted for the live view, if they were
 
     def to_data(self) -> JsonObject:
         rows: list[JsonValue] = list(self.rows)
         data: JsonObject = {"seq": self.seq, "rows": rows, "final": self.final}
         if self.health:  # a heartbeat carries none (1 a second from every worker)
             data["health"] = [dict(interval) for interval in self.health]
+        if self.gaps is not None:
+            data["gaps"] = self.gaps.to_data()
         data.update(in_flight=self.in_flight, oldest_in_flight=self.oldest_in_flight, sent_at=self.sent_at)
         return data
 
@@ -103,6 +109,14 @@ class RecordBatch:
         health = fields.get("health") or []
         if not isinstance(health, list) or not all(isinstance(i, dict) for i in health):
             raise BadMessage(f"{RECORDS}: health is not a list of objects")
+        try:
+            gaps = None if fields.get("gaps") is None else GapCounts.from_data(fields["gaps"])
+        except ValueError as exc:
+            raise BadMessage(f"{RECORDS}: {exc}") from None
+        for row in rows:  # gaps as JSON text are written as they came: one line, a list
+            itl = row.get("itl")
+            if isinstance(itl, bytes) and not (itl[:1] == b"[" and itl[-1:] == b"]" and b"\n" not in itl):
+                raise BadMessage(f"{RECORDS}: a row's itl is bytes but not a JSON list on one line")
         return cls(
             seq=None if seq is None else int(seq),
             rows=rows,
@@ -111,6 +125,7 @@ class RecordBatch:
             in_flight=int(_number(RECORDS, fields, "in_flight", 0) or 0),
             oldest_in_flight=_number(RECORDS, fields, "oldest_in_flight"),
             sent_at=_number(RECORDS, fields, "sent_at"),
+            gaps=gaps,
         )
 
 

@@ -14,6 +14,7 @@ from locust.env import Environment
 
 from llm_locust.config.jsontypes import JsonObject
 from llm_locust.config.role import Role
+from llm_locust.live.gap_counts import gap_edges
 from llm_locust.runtime import silences, stopping
 from llm_locust.runtime.context import RunContext
 from llm_locust.runtime.fleet import Fleet, MasterFleet, WorkerFleet
@@ -48,6 +49,7 @@ class WorkerNode(Node):
         self.front = LoadFront(environment, node_id, self._to_outbox, lambda: self.context, self.live)
         self.fleet = WorkerFleet(environment, self.front.requests, lambda: self.plan, self._plan_start)
         self.outbox = self.fleet.outbox
+        self.outbox.gap_edges = lambda: gap_edges(self.run_config.slo, self.plan.search is not None)
 
     def _to_outbox(self, row: Row) -> None:
         self.outbox.add(row)
@@ -76,6 +78,8 @@ class MasterNode(SinkNode):
         super().__init__(environment)
         self.fleet = MasterFleet(environment, lambda: self.plan, self.deliver, self._final_batch)
         self.inbox = self.fleet.inbox
+        self.inbox.gap_edges = lambda: gap_edges(self.run_config.slo, self.search is not None)
+        self.inbox.deliver_gaps = self.bus.publish_gaps
 
     def _started(self, context: RunContext) -> None:
         self.inbox.reset()

@@ -183,6 +183,7 @@ def install_outputs(ext: ViewedRun) -> Outputs:
             metrics.MAX_ENDPOINT_LABELS,
         )
     ext.bus.subscribe(aggregate.add)
+    ext.bus.subscribe_gaps(aggregate.add_counts)
     scraper = _server_metrics(ext, view)
     latest = scraper.latest if scraper is not None else None
     exporter = Exporter(view, aggregate, host=config.export.prometheus_host, server=latest)
@@ -197,6 +198,7 @@ def install_outputs(ext: ViewedRun) -> Outputs:
         add_metrics_route(web_ui, exporter)
         outputs.web = LiveWebUI(view, fresh(), server=latest, fresh=fresh)  # the page: each test its own
         ext.bus.subscribe(outputs.web.add)
+        ext.bus.subscribe_gaps(outputs.web.add_counts)
         ext.finalized.subscribe(outputs.web.on_finalized)
         events.test_start.add_listener(lambda **_: outputs.web.on_test_start() if outputs.web else None)
         add_web_ui(web_ui, outputs.web)

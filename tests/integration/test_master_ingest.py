@@ -2,9 +2,11 @@
 
 A real headless master and simulated workers (``benchmarks/master_ingest.py``'s senders: Locust's
 worker protocol, record batches as the Outbox ships them, 1,024-token rows). The slowed master
-is held by SIGSTOP for 95 % of every 100 ms (as a CPU quota of 5 % would), so it applies the
+is held by SIGSTOP for 99 % of every 100 ms (as a CPU quota of 1 % would), so it applies the
 batches more slowly than they arrive: it must warn, and its summary's ``master`` block must
-say it fell behind. The same feed to a master left alone: no warning, a lag of milliseconds.
+say it fell behind. (Since the workers count their rows' gaps and send them as JSON text, issue
+29 §3, the master takes these 400 rows/s in 2-3 % of a core: the 5 % quota this test held it to
+before kept up.) The same feed to a master left alone: no warning, a lag of milliseconds.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ WORKERS, RATE, TOKENS, RUN_S = 4, 100, 1024, 14
 WARNING = "use fewer workers per master or shorter records"
 
 
-def duty_cycle(pid: int, stop: threading.Event, run_s: float = 0.005, held_s: float = 0.095) -> None:
+def duty_cycle(pid: int, stop: threading.Event, run_s: float = 0.001, held_s: float = 0.099) -> None:
     """Let ``pid`` run ``run_s`` of every ``run_s + held_s`` seconds until ``stop``."""
     try:
         while not stop.is_set():

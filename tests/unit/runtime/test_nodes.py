@@ -105,3 +105,37 @@ def test_the_master_summarises_once_the_test_stopped_and_every_final_batch_is_in
         assert finalized == [1]  # the last final batch, after the stop: the summary now
         assert [r["request_id"] for r in taken] == ["last"]  # its rows reached the results first
         assert master.fleet.workers_without_final() == []
+
+
+def test_a_workers_gaps_reach_the_master_counted_unless_it_needs_the_values() -> None:
+    """The live view's second tier wired (issue 29 §3): the worker's outbox counts its rows' gaps
+    and the master's bus hands the counts to the live aggregates, each row's gaps as JSON text;
+    with an SLO line on ITL or a capacity search the master gets the values instead."""
+    from llm_locust.config.slo import parse_slo
+    from llm_locust.live.gap_counts import GapCounts
+    from llm_locust.record import RawJson
+
+    with fleet_of(workers=1) as pair:
+        master, (worker,) = _nodes(pair)
+        published: list[dict[str, Any]] = []
+        counts: list[GapCounts] = []
+        master.bus.subscribe(published.append)
+        master.bus.subscribe_gaps(counts.append)
+        master.bus.open()
+
+        def one_batch() -> None:
+            _send(worker.front, 2)
+            worker.front.folder.drain()
+            worker.outbox.flush()
+            settle()
+
+        one_batch()
+        assert [type(r["itl"]) for r in published] == [RawJson, RawJson] and len(counts) == 1
+        assert counts[0].log.count == 4  # 3 tokens a request: 2 gaps each
+        master.run_config = master.run_config.model_copy(update={"slo": parse_slo("itl_p99<=50ms")})
+        one_batch()
+        assert published[2]["itl"] == pytest.approx([0.01, 0.01]) and len(counts) == 1
+        master.run_config = master.run_config.model_copy(update={"slo": None})
+        master.search = SimpleNamespace(place=lambda row: True, observe=lambda row: None)  # type: ignore[assignment]
+        one_batch()
+        assert isinstance(published[4]["itl"], list) and len(counts) == 1
