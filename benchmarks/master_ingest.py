@@ -197,6 +197,18 @@ def count_lines(path: Path) -> int:
         return 0
 
 
+def run_delay(pid: int) -> float:
+    """Seconds the process's threads have waited, runnable, for a CPU (``/proc/PID/task/*/schedstat``):
+    a master that waits while it is behind was starved by the host, not out of work it could do."""
+    total = 0
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            total += int((task / "schedstat").read_text().split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+    return total / 1e9
+
+
 def run_one(args: argparse.Namespace, workers: int, tmp: Path) -> dict[str, Any]:
     port = free_port()
     results = tmp / f"w{workers}"
@@ -237,6 +249,8 @@ def run_one(args: argparse.Namespace, workers: int, tmp: Path) -> dict[str, Any]
     )
     watch = ProcessSampler(master.pid, lambda: count_lines(results / "requests.jsonl"))  # rows on disk
     watch.start()
+    waits = ProcessSampler(master.pid, lambda: run_delay(master.pid))  # its wait for a CPU
+    waits.start()
     profiler = None
     if args.profile:
         py_spy = shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy")
@@ -282,6 +296,7 @@ def run_one(args: argparse.Namespace, workers: int, tmp: Path) -> dict[str, Any]
         ) from None
     finally:
         watch.halt.set()
+        waits.halt.set()
         if profiler is not None:
             profiler.wait(60)
         if master.poll() is None:
@@ -298,7 +313,13 @@ def run_one(args: argparse.Namespace, workers: int, tmp: Path) -> dict[str, Any]
         if proc.returncode != 0 or not path.exists():
             raise RuntimeError(f"a sender exited {proc.returncode}: {proc.stderr.read()[-3000:]}")  # type: ignore[union-attr]
     sent = [json.loads(path.read_text()) for _, path in senders]
-    return analyse(args, workers, results, watch.samples, sent)
+    run = analyse(args, workers, results, watch.samples, sent)
+    w0, w1 = run.pop("window")
+    inside = [(t, d) for t, _, d in waits.samples if w0 <= t <= w1]
+    if len(inside) >= 2:  # runnable but waiting for a CPU, as a share of the window
+        (ta, da), (tb, db) = inside[0], inside[-1]
+        run["master_cpu_wait_pct"] = 100.0 * (db - da) / (tb - ta)
+    return run
 
 
 def analyse(
@@ -342,6 +363,7 @@ def analyse(
         and summary["completed"] == total_sent,
         "first_sent": sent_at[0][0] if sent_at else None,
         "master": summary.get("master"),  # the master's own view of its lag (runtime/ingest.py)
+        "window": (w0, w1),
     }
 
 
@@ -374,7 +396,7 @@ def main(argv: list[str] | None = None) -> int:
             runs.append(run)
             print(json.dumps(run), flush=True)
     print(
-        f"{'workers':>7} {'offered':>8} {'ingested':>9} {'master CPU':>10} {'ms/row':>7} "
+        f"{'workers':>7} {'offered':>8} {'ingested':>9} {'master CPU':>10} {'waited':>7} {'ms/row':>7} "
         f"{'backlog':>8} {'exact':>6} {'load':>11}"
     )
     for r in runs:
@@ -386,7 +408,8 @@ def main(argv: list[str] | None = None) -> int:
         )
         print(
             f"{r['workers']:>7} {r['offered_rows_per_s']:>8} {r['ingested_rows_per_s']:>9.0f} "
-            f"{r['master_cpu_pct']:>9.0f}% {r['master_cpu_ms_per_row']:>7.3f} "
+            f"{r['master_cpu_pct']:>9.0f}% {r.get('master_cpu_wait_pct', float('nan')):>6.0f}% "
+            f"{r['master_cpu_ms_per_row']:>7.3f} "
             f"{r['backlog_at_window_end']:>8} {exact!s:>6} "
             f"{r['load_before']:>5.2f}-{r['load_after']:<5.2f}"
         )
