@@ -59,6 +59,18 @@ def verdict_block(run: RunData) -> str:
     s = run.model
     capacity = s.capacity or "no capacity verdict (no staged run with an SLO)"
     parts = [f'<p class="capacity">{escape(capacity)}</p>']
+    if s.interrupted:  # the results cover the run until then, not what was asked for
+        ended = s.interruption
+        early = (
+            f" The load ended early: {ended.after_s:.1f} s into the test"
+            + (f" of the {ended.planned_s:.1f} s planned" if ended.planned_s else "")
+            + "."
+            if ended is not None and ended.early
+            else ""
+        )
+        parts.insert(
+            0, f'<p class="warn">Interrupted by {escape(s.interrupted_by or "?")}.{escape(early)}</p>'
+        )
     judged = headline(s)
     if judged is not None:
         parts.append(f'<p class="headline">Answer: {_badge(str(judged[0]))} {escape(judged[1])}</p>')

@@ -31,6 +31,7 @@ from llm_locust.results.analysis import analyse_timeline
 from llm_locust.results.capacity import concurrency_block, demand_block, replica_block, stage_probes
 from llm_locust.results.columns import Columns, read_rows
 from llm_locust.results.concurrency import peak_in_flight
+from llm_locust.results.ending import EndCause, interruption_block
 from llm_locust.results.inclusion import Coverage, measured_span, row_covers
 from llm_locust.results.saturation import Interval, client_block, judge_stages, run_saturation
 from llm_locust.results.search_log import align_stages
@@ -106,7 +107,10 @@ class RunFacts:
     slo: SloSpec | None = None
     levels: LevelFacts | None = None
     drain: JsonObject | None = None
-    interrupted: str | None = None  # the signal that stopped the run
+    interrupted: str | None = None  # what stopped the run, in one line (a signal's name)
+    interrupt_cause: EndCause | None = None  # ... typed, and when (Unix time)
+    interrupted_at: float | None = None
+    planned_s: float | None = None  # the test's planned span (-t, the stages' end; None: open-ended)
     length_policy: str | None = None  # what the workload's length guard did, if anything
     config: JsonObject = field(default_factory=dict)
     window_s: float | None = None  # --window (None: auto)
@@ -180,6 +184,11 @@ def build_summary(cols: Columns, facts: RunFacts) -> dict[str, Any]:
         ).to_json()
     summary["interrupted"] = facts.interrupted is not None
     summary["interrupted_by"] = facts.interrupted
+    if facts.interrupted is not None and facts.interrupt_cause is not None:
+        at = facts.interrupted_at if facts.interrupted_at is not None else facts.stop_time
+        summary["interruption"] = interruption_block(
+            facts.interrupt_cause, at, facts.start_time, facts.planned_s, span["seconds"]
+        ).to_json()
     summary["drain"] = dict(facts.drain) if facts.drain is not None else None
     summary["config"] = facts.config
     return summary
@@ -218,10 +227,13 @@ def add_replicas(summary: dict[str, Any], requests: Path) -> None:
 
 
 def exit_code(summary: RunSummary, interrupt_code: int | None) -> int | None:
-    """Interrupted: 128 + the signal (130 SIGINT, 143 SIGTERM). Not one request recorded: 7.
-    A capacity search: 0 when it found a capacity (meeting ``--demand`` if given), else 3.
-    Else, with an SLO, the verdict: 0 pass, 3 fail. ``None``: leave Locust's own."""
-    if interrupt_code is not None:
+    """Interrupted: its code (128 + the signal: 130 SIGINT, 143 SIGTERM; 4 every request failed;
+    8 a master's load ended early), except that a load that ended early with not one request
+    recorded is 7, as is any other run that recorded none. A capacity search: 0 when it found a
+    capacity (meeting ``--demand`` if given), else 3. Else, with an SLO, the verdict: 0 pass, 3
+    fail. ``None``: leave Locust's own."""
+    early = summary.interruption is not None and summary.interruption.early
+    if interrupt_code is not None and not (early and nothing_recorded(summary)):
         return interrupt_code
     if nothing_recorded(summary):
         return NOTHING_RECORDED_EXIT

@@ -13,6 +13,7 @@ Pure module: no Locust, no network.
 from __future__ import annotations
 
 from llm_locust.results.capacity import capacity_lines
+from llm_locust.results.ending import quit_line
 from llm_locust.results.finalize import nothing_recorded, nothing_recorded_line
 from llm_locust.results.summary_blocks import Excluded, WorkerSilence
 from llm_locust.results.summary_model import RunSummary
@@ -78,7 +79,8 @@ def _test_seconds(summary: RunSummary) -> float:
 
 def master_lines(summary: RunSummary) -> list[str]:
     """The master's ingest, when it has workers: one line; a warning first when it fell behind;
-    a line per worker that stopped its load on its own, and per silence of a worker."""
+    a line per worker that stopped its load on its own, per silence of a worker, and per worker
+    that quit."""
     master = summary.master
     if not master:
         return []
@@ -94,6 +96,7 @@ def master_lines(summary: RunSummary) -> list[str]:
         for s in summary.workers_stopped_early or []
     ]
     stopped += [silence_line(s, start) for s in summary.workers_silent or []]
+    stopped += [quit_line(q, start) for q in summary.workers_quit or []]
     line = (
         f"master: {master.rows:,} rows in {master.batches:,} batches, applied up to "
         f"{master.lag_max_s:.1f} s after the workers sent them "

@@ -45,6 +45,7 @@ from pydantic_core import CoreSchema
 
 from llm_locust.config.jsontypes import number
 from llm_locust.load.search import Verdict
+from llm_locust.results.ending import Interruption, WorkerQuit
 from llm_locust.results.latency_keys import (
     LATENCY_KEY,
     LATENCY_NAMES,
@@ -292,8 +293,10 @@ class RunSummary(Stats):
     master: MasterBlock | None = None
     workers_stopped_early: list[WorkerStop] | None = None
     workers_silent: list[WorkerSilence] | None = None
+    workers_quit: list[WorkerQuit] | None = None
     interrupted: bool = False
     interrupted_by: str | None = None
+    interruption: Interruption | None = None
     drain: JsonObject | None = None
     config: ConfigBlock = Field(default_factory=ConfigBlock)
     error_messages: dict[str, list[list[JsonValue]]] = Field(default_factory=dict)

@@ -14,6 +14,7 @@ Pure module: no Locust, no network.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -22,6 +23,7 @@ from llm_locust.config.model import RunConfig
 from llm_locust.config.role import Role
 from llm_locust.load.plan import LoadPlan
 from llm_locust.load.stages import Stage
+from llm_locust.results.ending import EndCause
 
 if TYPE_CHECKING:  # the client's module is the network; the context only holds its settings
     from llm_locust.client.streaming import ClientConfig
@@ -74,8 +76,10 @@ class LiveState:
 
     stage: Stage | None = None  # the stage the shape is in (master, local)
     stopping: bool = False  # the load is stopping: send nothing new
-    interrupted: str | None = None  # the signal that stopped the run
+    interrupted: str | None = None  # what stopped the run, in one line (a signal's name)
     interrupt_exit_code: int | None = None
+    interrupt_cause: EndCause | None = None
+    interrupted_at: float | None = None  # Unix time
     pending_t0: float | None = None  # the next test's plan start (the shape, or the master)
     pending_workers: int = 1
 
@@ -83,7 +87,13 @@ class LiveState:
         """The load is stopping (Locust's ``test_stopping``, a lost master): send nothing new."""
         self.stopping = True
 
-    def interrupt(self, reason: str, exit_code: int) -> None:
-        """What stopped the run and the exit code it asks for; the first one stands."""
+    def interrupt(self, reason: str, exit_code: int, cause: EndCause, at: float | None = None) -> None:
+        """What stopped the run (``reason``: one line; ``cause``, at ``at``: now if not given) and
+        the exit code it asks for; the first one stands."""
         if self.interrupted is None:
             self.interrupted, self.interrupt_exit_code = reason, exit_code
+            self.interrupt_cause, self.interrupted_at = cause, time.time() if at is None else at
+
+    def clear_interrupt(self) -> None:
+        """A test's summary is out: the next test (the web UI's) starts uninterrupted."""
+        self.interrupted = self.interrupt_exit_code = self.interrupt_cause = self.interrupted_at = None

@@ -27,6 +27,7 @@ from typing import Protocol
 
 from llm_locust.config.jsontypes import JsonObject
 from llm_locust.record import CANCELLED, INCOMPLETE, OK
+from llm_locust.results.ending import EndCause
 from llm_locust.runtime.bus import RecordBus
 from llm_locust.runtime.runners import ConfiguredRun
 from llm_locust.runtime.stopping import Interrupt, interrupt_run
@@ -114,4 +115,4 @@ def install(ext: FailstopRun) -> None:
 
 def _stop(ext: FailstopRun, line: str) -> None:
     log.error("llm-locust: %s", line)
-    interrupt_run(ext, FAILING_REASON, FAILING_EXIT, ext.run_config.headless)
+    interrupt_run(ext, FAILING_REASON, FAILING_EXIT, EndCause.EVERY_REQUEST_FAILED, ext.run_config.headless)

@@ -11,6 +11,9 @@ Locust's runners carry users and stats; llm-locust adds three custom messages on
 - a worker that stopped its load on its own (``STOPPED``, worker to master: it heard no
   heartbeat, :mod:`llm_locust.runtime.master_watch`): the summary's ``workers_stopped_early``.
 
+A master also watches which of its workers quit during a test (Locust's own ``quit``,
+:mod:`llm_locust.runtime.departures`): the summary's ``workers_quit``.
+
 Each message is a typed class of :mod:`llm_locust.runtime.messages`, read back with its checks.
 
 A :class:`Fleet` answers the questions that span every process on any role (on a local runner
@@ -26,6 +29,7 @@ import locust.runners
 from locust.env import Environment
 from locust.rpc import Message
 
+import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
 
@@ -35,7 +39,9 @@ from llm_locust.client import health
 from llm_locust.config.jsontypes import JsonObject, JsonValue
 from llm_locust.load.plan import LoadPlan
 from llm_locust.load.stepped import SteppedRates
+from llm_locust.results.ending import WorkerQuit
 from llm_locust.runtime import distributed, stopping
+from llm_locust.runtime.departures import Departures
 from llm_locust.runtime.messages import PLAN, SEARCH, STOPPED, PlanStart, RateSteps, StoppedEarly
 from llm_locust.runtime.requests import Requests
 from llm_locust.runtime.runners import master_runner, runner_of
@@ -44,8 +50,11 @@ from llm_locust.runtime.silences import Silences
 
 __all__ = ["Fleet", "MasterFleet", "OnPlanStart", "WorkerFleet"]
 
+log = logging.getLogger("llm_locust")
 #: How often the runner's user count is sampled for the stages' levels (seconds).
 LEVEL_SAMPLE_S = 0.1
+#: How often a master looks for workers that quit (seconds).
+DEPARTURES_CHECK_S = 0.1
 #: The next test's plan start and worker count, as the master announced them.
 OnPlanStart = Callable[[float, int], None]
 
@@ -198,6 +207,7 @@ class MasterFleet(Fleet):
         self._on_final_batch = on_final_batch
         self.stopped_early: list[JsonValue] = []  # since the last summary
         self.silences = Silences()  # the current test's workers that stopped answering
+        self.departures = Departures()  # ... and those that quit
         self.inbox = distributed.Inbox(deliver)
         runner = runner_of(environment)
         runner.register_message(distributed.MESSAGE_TYPE, self._on_worker_message)
@@ -229,6 +239,31 @@ class MasterFleet(Fleet):
     def workers_without_final(self) -> list[str]:
         return sorted(self._alive() - self.inbox.finals)
 
+    def workers(self) -> dict[str, tuple[int, bool]]:
+        """Each worker the master knows: its index, and whether Locust counts it missing."""
+        runner = master_runner(self.environment)
+        missing = locust.runners.STATE_MISSING
+        return {c.id: (runner.get_worker_index(c.id), c.state == missing) for c in runner.clients.values()}
+
+    def note_departures(self, start: float) -> list[WorkerQuit]:
+        """The workers that quit since the last look (a test that began at ``start``), logged."""
+        quits = self.departures.observe(time.time(), self.workers())
+        for q in quits:
+            log.warning(
+                "llm-locust: worker %d (%s) quit %.1f s into the test: %d worker(s) carry the load from now",
+                q.index,
+                q.worker,
+                q.at - start,
+                q.workers_left,
+            )
+        return quits
+
+    def watch_departures(self, start: float, running: Callable[[], bool]) -> None:
+        """While ``running()`` (the test runs and its load is not stopping): look for workers that quit."""
+        while running():
+            self.note_departures(start)
+            gevent.sleep(DEPARTURES_CHECK_S)
+
     def workers_missing(self) -> list[str]:
         """Workers Locust counts missing (no heartbeat for 3 s): when the last one goes, Locust
         stops the test."""
@@ -258,6 +293,7 @@ class MasterFleet(Fleet):
             "master": self.inbox.ingest.block(),
             "workers_stopped_early": stopped,
             "workers_silent": [*self.silences.to_json()],
+            "workers_quit": [*self.departures.to_json()],
         }
 
     def health_intervals(self, start: float | None = None) -> Sequence[Mapping[str, float | str]]:

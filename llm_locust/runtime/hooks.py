@@ -105,7 +105,7 @@ def _test_start(environment: Environment, **_: object) -> None:
 
 
 def _test_stopping(environment: Environment, **_: object) -> None:
-    node_of(environment).live.stop()
+    node_of(environment).on_test_stopping()
 
 
 def _test_stop(environment: Environment, **_: object) -> None:

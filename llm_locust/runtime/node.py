@@ -170,6 +170,10 @@ class Node:
     def _started(self, context: RunContext) -> None:
         """The role's own start, once the context is made."""
 
+    def on_test_stopping(self) -> None:
+        """``test_stopping``: the load is stopping, send nothing new (a master first asks why)."""
+        self.live.stop()
+
     def on_test_stop(self) -> None:
         """``test_stop``: the role's own."""
 

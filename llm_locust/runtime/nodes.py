@@ -12,11 +12,14 @@ from __future__ import annotations
 
 from locust.env import Environment
 
+import gevent
+
 from llm_locust.config.jsontypes import JsonObject
 from llm_locust.config.role import Role
 from llm_locust.live.gap_counts import gap_edges
 from llm_locust.runtime import silences, stopping
 from llm_locust.runtime.context import RunContext
+from llm_locust.runtime.departures import Departures
 from llm_locust.runtime.fleet import Fleet, MasterFleet, WorkerFleet
 from llm_locust.runtime.front import LoadFront, Row
 from llm_locust.runtime.node import Node, role_of
@@ -84,7 +87,20 @@ class MasterNode(SinkNode):
     def _started(self, context: RunContext) -> None:
         self.inbox.reset()
         self.fleet.silences = silences.Silences()
+        self.fleet.departures = Departures()
         self._open_results(context)
+        results = self.results
+
+        def running() -> bool:  # this test's, and its load is not stopping
+            return (
+                self.results is results and results is not None and results.running and not self.live.stopping
+            )
+
+        gevent.spawn(self.fleet.watch_departures, context.start_time, running)
+
+    def on_test_stopping(self) -> None:
+        stopping.mark_early_end(self)  # before the load is marked stopping: a worker quit, the master...
+        super().on_test_stopping()
 
     def _final_batch(self) -> None:
         """A worker's final batch arrived: the summary once the test stopped and none is missing."""

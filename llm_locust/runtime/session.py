@@ -36,7 +36,7 @@ from llm_locust.results.report import end_of_run_text
 from llm_locust.results.slo import itl_stats_of
 from llm_locust.results.summary_model import RunSummary
 from llm_locust.results.writer import SUMMARY_FILE, ResultsWriter
-from llm_locust.runtime.context import RunContext
+from llm_locust.runtime.context import LiveState, RunContext
 
 log = logging.getLogger("llm_locust")
 
@@ -145,18 +145,20 @@ class TestResults:
 
     def finish(
         self,
-        interrupted: str | None,
+        live: LiveState,
         extra: JsonObject | None = None,
         blocks: JsonObject | None = None,
     ) -> RunSummary:
         """The summary, from ``requests.jsonl`` read back in one pass (with ``blocks`` added, e.g.
-        the master's own); written, the writer closed."""
+        the master's own; ``live``: what interrupted the test, if anything); written, the writer
+        closed."""
         stop = self.stop_time if self.stop_time is not None else time.time()
         if self.levels is not None:
             self.levels.finish(stop)
         self.writer.flush()
         facts = self.facts(stop, extra)
-        facts.interrupted = interrupted
+        facts.interrupted, facts.interrupt_cause = live.interrupted, live.interrupt_cause
+        facts.interrupted_at, facts.planned_s = live.interrupted_at, planned_span(self.context)
         facts.health = self.health()
         cols = read_columns(self.writer.requests_path, itl_stats_of(facts.slo))
         summary = build_summary(cols, facts)
@@ -214,6 +216,15 @@ class TestResults:
             print(end_of_run_text(summary, None if written is None else f"results: {written}"), flush=True)
         for line in warnings(summary):
             log.warning("llm-locust: %s", line)
+
+
+def planned_span(context: RunContext) -> float | None:
+    """How long the test was planned to run: its stages' end (a search's: ``-t``), else ``-t``;
+    ``None``: until stopped."""
+    plan, run_time = context.plan, context.config.load.run_time
+    if plan.stages is not None and plan.search is None:
+        return plan.stages.total_s
+    return run_time or None
 
 
 def context_endpoints(context: RunContext) -> bool:

@@ -39,7 +39,9 @@ from typing import Protocol
 import gevent
 
 from llm_locust.config.jsontypes import JsonObject
+from llm_locust.results.ending import EndCause
 from llm_locust.runtime.context import LiveState
+from llm_locust.runtime.departures import LOAD_ENDED_EARLY_EXIT
 from llm_locust.runtime.locust_adapter import keep_test_while_workers_missing
 from llm_locust.runtime.runners import ConfiguredRun, master_runner
 from llm_locust.runtime.session import TestResults
@@ -51,7 +53,7 @@ log = logging.getLogger("llm_locust")
 #: How long Locust's master keeps a missing worker (and takes it back at a heartbeat): 60 s.
 GRACE_S = float(-locust.runners.HEARTBEAT_DEAD_INTERNAL * locust.runners.HEARTBEAT_INTERVAL)
 #: The exit code of a test that ended with no worker answering (and some requests recorded).
-WORKERS_LOST_EXIT = 8
+WORKERS_LOST_EXIT = LOAD_ENDED_EARLY_EXIT
 CHECK_S = 0.5
 _RUNNING = (locust.runners.STATE_SPAWNING, locust.runners.STATE_RUNNING)
 
@@ -206,7 +208,11 @@ def _watch(node: SilentRun, silences: Callable[[], Silences], heard: Mapping[str
             planned = getattr(node.environment.parsed_options, "run_time", None)
             line = spells.lost_line(results.start_time, now, planned)
             log.error("llm-locust: %s; none came back within %.0f s: stopping the test", line, spells.grace_s)
-            interrupt_run(node, line, WORKERS_LOST_EXIT, node.run_config.headless)
+            last = spells.last_lost()
+            since = now if last is None else last.since
+            interrupt_run(
+                node, line, WORKERS_LOST_EXIT, EndCause.WORKERS_SILENT, node.run_config.headless, since
+            )
 
 
 def at_stop(node: SilentRun, spells: Silences, results: TestResults) -> None:
@@ -216,4 +222,8 @@ def at_stop(node: SilentRun, spells: Silences, results: TestResults) -> None:
         return
     stop = results.stop_time if results.stop_time is not None else time.time()
     planned = getattr(node.environment.parsed_options, "run_time", None)
-    node.live.interrupt(spells.lost_line(results.start_time, stop, planned), WORKERS_LOST_EXIT)
+    line = spells.lost_line(results.start_time, stop, planned)
+    last = spells.last_lost()
+    node.live.interrupt(
+        line, WORKERS_LOST_EXIT, EndCause.WORKERS_SILENT, stop if last is None else last.since
+    )

@@ -184,8 +184,9 @@ class SinkNode(Node):
             self.search.finish()  # rows held for a step's decision go to the results now
         self.bus.close()
         self.fleet.stop_health()
-        summary = results.finish(self.live.interrupted, self._summary_extra(), self.fleet.summary_blocks())
+        summary = results.finish(self.live, self._summary_extra(), self.fleet.summary_blocks())
         code = exit_code(summary, self.live.interrupt_exit_code)
+        self.live.clear_interrupt()  # the next test (the web UI's) starts uninterrupted
         if code is not None and self.environment.process_exit_code != REFUSED_EXIT:  # a refusal stands
             self.environment.process_exit_code = code
         results.tell(summary, printed=self.run_config.headless)

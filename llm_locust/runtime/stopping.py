@@ -43,10 +43,16 @@ from typing import Protocol
 import gevent
 
 from llm_locust.config.jsontypes import JsonObject
+from llm_locust.config.model import RunConfig
 from llm_locust.config.role import Role
+from llm_locust.results.ending import EndCause, WorkerQuit
+from llm_locust.results.finalize import REFUSED_EXIT
+from llm_locust.runtime.context import LiveState, RunContext
+from llm_locust.runtime.departures import LOAD_ENDED_EARLY_EXIT, Departures, early_cause, ended_line
 from llm_locust.runtime.locust_adapter import hold_starts, send_stats_now, set_option_default
 from llm_locust.runtime.messages import STOP, StopUsers
 from llm_locust.runtime.runners import ProcessRun, master_runner, raise_in_main, runner_of
+from llm_locust.runtime.session import planned_span
 
 __all__ = [
     "DEFAULT_DRAIN_S",
@@ -58,6 +64,7 @@ __all__ = [
     "interrupt_run",
     "let_locust_write_csv",
     "mark_default_stop_timeout",
+    "mark_early_end",
     "on_stop_message",
     "report_locust_stats",
     "stop_before_quitting",
@@ -77,7 +84,7 @@ class Interrupt(Protocol):
     @property
     def stopping(self) -> bool: ...
 
-    def interrupt(self, reason: str, exit_code: int) -> None: ...
+    def interrupt(self, reason: str, exit_code: int, cause: EndCause, at: float | None = None) -> None: ...
 
 
 class Finals(Protocol):
@@ -136,11 +143,11 @@ def _on_signal(run: StoppingRun, sig: int) -> None:
     name = signal.Signals(sig).name
     runner = runner_of(run.environment)
     if run.live.stopping:  # already stopping (the plan ended, or a first signal): cut the drain short
-        run.live.interrupt(name, 128 + sig)
+        run.live.interrupt(name, 128 + sig, EndCause.SIGNAL)
         log.warning("llm-locust: %s while stopping: requests still in flight are recorded incomplete", name)
         skip_drain(run)
     elif runner.shape_greenlet is not None:  # the shape runs: stop it as Ctrl-C does
-        run.live.interrupt(name, 128 + sig)
+        run.live.interrupt(name, 128 + sig, EndCause.SIGNAL)
         log.warning(
             "llm-locust: %s: stopping the load, draining requests in flight (up to %g s), writing the "
             "results; %s again to skip the drain",
@@ -171,14 +178,16 @@ class Interruptible(ProcessRun, Protocol):
     def live(self) -> Interrupt: ...
 
 
-def interrupt_run(run: Interruptible, reason: str, exit_code: int, headless: bool) -> None:
-    """Stop the test as a signal would (the drain, the results, exit code ``exit_code``); from the
-    web UI (not ``headless``) the test stops and the UI stays."""
+def interrupt_run(
+    run: Interruptible, reason: str, exit_code: int, cause: EndCause, headless: bool, at: float | None = None
+) -> None:
+    """Stop the test as a signal would (the drain, the results, exit code ``exit_code``; ``cause``
+    at ``at``, now if not given); from the web UI (not ``headless``) the test stops and the UI stays."""
     runner = runner_of(run.environment)
     if not headless:
         gevent.spawn(runner.stop)
         return
-    run.live.interrupt(reason, exit_code)
+    run.live.interrupt(reason, exit_code, cause, at)
     if runner.shape_greenlet is not None:
         raise_in_main(KeyboardInterrupt())  # as Ctrl-C does: the shape's join returns, Locust quits
     else:
@@ -217,6 +226,74 @@ def collect_final_batches(run: StoppingRun) -> None:
     missing = run.fleet.workers_without_final()
     if missing:
         log.warning("llm-locust: no final records from worker(s) %s after the drain", missing)
+
+
+class EndingResults(Protocol):
+    """The current test's results, as the early-end check reads them."""
+
+    @property
+    def running(self) -> bool: ...
+    @property
+    def start_time(self) -> float: ...
+    @property
+    def context(self) -> RunContext: ...
+
+
+class Departed(Protocol):
+    """The master's fleet: its workers now, and those that quit."""
+
+    @property
+    def departures(self) -> Departures: ...
+
+    def workers(self) -> dict[str, tuple[int, bool]]: ...
+
+    def note_departures(self, start: float) -> list[WorkerQuit]: ...
+
+
+class EndingRun(ProcessRun, Protocol):
+    """What :func:`mark_early_end` needs of the master's node."""
+
+    @property
+    def run_config(self) -> RunConfig: ...
+    @property
+    def results(self) -> EndingResults | None: ...
+    @property
+    def live(self) -> LiveState: ...
+    @property
+    def fleet(self) -> Departed: ...
+
+
+def mark_early_end(run: EndingRun) -> None:
+    """Master, at ``test_stopping``: a test whose load ends before its plan's end for a reason other
+    than the user's own stop is interrupted (:mod:`llm_locust.runtime.departures`): one line in the
+    log, the summary marked, exit code :data:`~llm_locust.runtime.departures.LOAD_ENDED_EARLY_EXIT`."""
+    results, environment = run.results, run.environment
+    if results is None or not results.running or run.live.stopping:
+        return
+    runner = master_runner(environment)
+    now = time.time()
+    run.fleet.note_departures(results.start_time)  # the quit that stops the test: Locust's handler, now
+    workers = run.fleet.workers()
+    answering = sum(1 for _, missing in workers.values() if not missing)
+    shape = runner.shape_greenlet
+    cause = early_cause(
+        interrupted=run.live.interrupted is not None or environment.process_exit_code == REFUSED_EXIT,
+        by_plan=shape is not None and shape is gevent.getcurrent(),  # the shape's own stop: its plan ended
+        shape_running=shape is not None,
+        headless=run.run_config.headless,
+        answering=answering,
+        last_quit=run.fleet.departures.last_quit,
+    )
+    if cause is None:
+        return
+    quits = run.fleet.departures.quits
+    last = quits[-1] if cause is EndCause.WORKERS_QUIT and quits else None
+    at = last.at if last is not None else now
+    line = ended_line(cause, last, results.start_time, at, planned_span(results.context), answering)
+    log.error(
+        "llm-locust: the load ended early: %s; stopping the test (exit code %d)", line, LOAD_ENDED_EARLY_EXIT
+    )
+    run.live.interrupt(line, LOAD_ENDED_EARLY_EXIT, cause, at)
 
 
 def stop_before_quitting(environment: Environment) -> None:

@@ -101,5 +101,7 @@ def test_a_run_whose_every_request_fails_stops_with_exit_code_4(tmp_path: Path) 
     assert took < 60, took  # ~10 s of failures, the drain, the summary: not the 120 s asked for
     summary = res.summary
     assert summary["interrupted"] is True and summary["interrupted_by"] == "every request failed"
+    assert summary["interruption"]["cause"] == "every_request_failed" and summary["interruption"]["early"]
+    assert summary["interruption"]["planned_s"] == 120.0, summary["interruption"]
     assert set(summary["errors"]) == {"http_5xx"}  # (a request sent during the drain is not measured)
     assert summary["error_messages"]["http_5xx"][0][1] == len(res.rows)  # every failed record

@@ -54,6 +54,9 @@ def _check_results(results: Path, log: str, signame: str) -> dict:
     assert "Traceback" not in log, log[-3000:]
     summary = json.loads((results / "summary.json").read_text())
     assert summary["interrupted"] is True and summary["interrupted_by"] == signame
+    ended = summary["interruption"]  # the user's own stop: interrupted, not an early end
+    assert ended["cause"] == "signal" and ended["early"] is False, ended
+    assert ended["after_s"] == pytest.approx(ended["at"] - summary["config"]["start_time"], abs=0.002)
     assert (results / "metrics_final.prom").exists()
     rows = [json.loads(line) for line in (results / "requests.jsonl").read_text().splitlines()]
     # every record is counted once: measured (completed, failed) or excluded, with its reason

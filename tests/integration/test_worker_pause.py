@@ -234,4 +234,7 @@ def test_the_only_worker_stopped_for_good_ends_the_run_interrupted_exit_8(tmp_pa
     since = silence["since"] - start  # the line's, to its rounding
     assert abs(float(said[1]) - since) < 0.06 and said[1] == said[2], (why, since)
     assert f"llm-locust: interrupted by {why} after " in text, text[-3000:]
+    ended = summary["interruption"]
+    assert ended["cause"] == "workers_silent" and ended["early"] and ended["planned_s"] == 14.0, ended
+    assert ended["at"] == pytest.approx(silence["since"], abs=0.002), (ended, silence)
     assert "had not answered again when the test ended: its load stopped there" in text, text[-3000:]

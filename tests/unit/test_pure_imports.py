@@ -38,6 +38,7 @@ PURE = (
     "llm_locust.live.view",
     "llm_locust.runtime.bus",
     "llm_locust.runtime.context",
+    "llm_locust.runtime.departures",
     "llm_locust.runtime.ingest",
     "llm_locust.runtime.requests",
     "llm_locust.runtime.sender",

@@ -5,6 +5,7 @@ from __future__ import annotations
 from llm_locust.config.build import build_config
 from llm_locust.config.role import Role
 from llm_locust.load.plan import build_load_plan
+from llm_locust.results.ending import EndCause
 from llm_locust.runtime.context import LiveState, RunContext
 
 
@@ -24,8 +25,9 @@ def test_the_first_interrupt_stands_and_a_stop_is_kept() -> None:
     """A second signal (or the all-failed stop after a SIGTERM) does not rewrite what stopped the run."""
     live = LiveState()
     assert not live.stopping and live.interrupted is None and live.interrupt_exit_code is None
-    live.interrupt("SIGTERM", 143)
-    live.interrupt("every request failed", 4)
+    live.interrupt("SIGTERM", 143, EndCause.SIGNAL, at=5.0)
+    live.interrupt("every request failed", 4, EndCause.EVERY_REQUEST_FAILED)
     assert (live.interrupted, live.interrupt_exit_code) == ("SIGTERM", 143)
+    assert (live.interrupt_cause, live.interrupted_at) == (EndCause.SIGNAL, 5.0)
     live.stop()
     assert live.stopping
