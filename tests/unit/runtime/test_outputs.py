@@ -37,3 +37,22 @@ def test_a_masters_gauges_count_its_workers_and_what_they_have_in_flight() -> No
         assert gauges.workers == 2 and gauges.in_flight == 2 + 5
         assert gauges.stage == -1 and gauges.stage_label == ""  # no stage before the shape's first
         assert view.results_folder() is None  # no test yet
+
+
+def test_a_masters_aggregate_takes_its_workers_counted_gaps() -> None:
+    """The second tier wired to the live outputs (issue 29 §3): the worker counts its rows' gaps,
+    the master's aggregate merges them: the same ITL counts as the rows' own gaps."""
+    with fleet_of(workers=1) as pair:
+        master = MasterNode(pair.master.environment)
+        (worker,) = [WorkerNode(w.environment) for w in pair.workers]
+        outputs = install_outputs(master)
+        master.bus.open()
+        gaps = [0.01, 0.025, 0.02, 0.3]
+        for _ in range(3):
+            worker.outbox.add({"outcome": "ok", "completion_tokens": 5, "ttft": 0.1, "itl": list(gaps)})
+        worker.outbox.flush()
+        settle()
+        agg = outputs.aggregate
+        assert agg.completed == 3 and agg.overall["itl"].count == 12 and agg.buckets["itl"].count == 12
+        assert agg.buckets["itl"].cumulative()[1] == 9  # le 0.025: 0.01, 0.02 and 0.025, three times each
+        outputs.exporter.stop()
