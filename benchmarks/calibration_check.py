@@ -1,16 +1,21 @@
 """Calibrate on a ramp, predict, and measure: is ``llm-locust predict`` within 15 % of ``capacity``?
 
     .venv/bin/python benchmarks/calibration_check.py --deployments all --speedup 10
+    .venv/bin/python benchmarks/calibration_check.py --measure capacity   # measured by `llm-locust capacity`
 
 For each simulated deployment (``llm-locust sim --gpu G --model M --gpus TP``; the calibrator is
 not told these) this:
 
 1. runs a closed-loop ramp of at least four levels on one replica (``llm-locust run --ramp``,
    chat profile, outputs capped at 512, ``--target-speedup K``);
-2. measures the SLO capacity with ``llm-locust capacity`` for three plans: one replica, two
-   replicas behind round robin, and one replica with twice the chat prompt length (each plan
-   its own simulator process, one after the other: the host is shared, and parallel searches
-   saturated the load generator);
+2. measures the SLO capacity of three plans: one replica, two replicas behind round robin, and
+   one replica with twice the chat prompt length (each plan its own simulator process, one
+   after the other: the host is shared, and parallel searches saturated the load generator).
+   ``--measure capacity`` (the issue's reading): ``llm-locust capacity`` with a plan file per
+   plan, the search's own steps (``--search-step``/``--search-warmup`` of deployment time),
+   its answer as a user gets it. ``--measure ramp`` (the default, the older reading): a ramp
+   of levels 8 % apart around the prediction, the highest level passing with every lower one
+   passing, and where lines through the levels' P95s cross the SLO;
 3. fits ``llm-locust calibrate`` on the ramp (and once more with ``--holdout`` at its highest
    level), and asks ``llm-locust predict`` for the same three plans.
 
@@ -166,6 +171,70 @@ def measure(
     return out
 
 
+def measure_with_capacity(
+    dep: tuple[Any, ...],
+    folder: Path,
+    args: argparse.Namespace,
+    done: dict[str, Any],
+) -> dict[str, Any]:
+    """Each plan's SLO capacity as ``llm-locust capacity`` measures it (the issue's reading):
+    a plan file per plan (its own simulator, started for it and stopped after), the demand
+    the deployment's, the search ``--search-step``/``--search-warmup`` of deployment time a
+    step (divided by the simulator's speed-up, which the search reads from its ``/version``).
+    The capacity is the plan's ``capacity`` in ``capacity.json`` (withheld: None, and why)."""
+    gpu, model, tp, _, demand = dep
+    out: dict[str, Any] = dict(done)
+    for plan, replicas, workload in (("one", 1, CHAT), ("two", 2, CHAT), ("long", 1, LONG)):
+        if plan in done and "withheld" in done[plan]:  # finished (withheld or not): reused
+            continue
+        proc, urls = _sim(gpu, model, tp, replicas, args.speedup)
+        run = folder / f"capacity-{plan}"
+        wl: dict[str, Any] = {"profile": "chat", "max_tokens": 512} if workload is CHAT else dict(LONG)
+        wl["seed"] = 1
+        spec = {
+            "demand": {"concurrency": demand * replicas},
+            "slo": SLO,
+            "workload": wl,
+            "search": {"step_time": args.search_step, "warmup": args.search_warmup},
+            "plans": [{"name": plan, "endpoints": urls, "gpus": tp * replicas, "gpu_hour_cost": 2.5}],
+        }
+        plan_file = folder / f"plans-{plan}.yaml"
+        plan_file.write_text(json.dumps(spec))  # JSON is YAML
+        t0 = time.monotonic()
+        try:
+            res = _cli("capacity", str(plan_file), "--results-dir", str(run), "--rerun")
+        finally:
+            proc.terminate()
+            proc.wait(10)
+        (folder / f"capacity-{plan}.log").write_text(res.stdout + res.stderr)
+        if res.returncode not in (0, 3, 6) or not (run / "capacity.json").exists():
+            raise SystemExit(f"capacity failed ({res.returncode}): {res.stderr[-1500:]}")
+        result = json.loads((run / "capacity.json").read_text())["plans"][0]
+        steps = [
+            {"level": s.get("level"), "verdict": s.get("verdict"), "requests": s.get("requests"),
+             "p95_ttft_ms": s.get("p95_ttft_ms"), "p95_e2el_ms": s.get("p95_e2el_ms"),
+             "reason": s.get("reason")}
+            for s in result.get("steps", [])
+        ]  # fmt: skip
+        out[plan] = {
+            "capacity": result.get("capacity"),
+            "capacity_below": result.get("capacity_below"),
+            "withheld": result.get("withheld"),
+            "invalid_steps": result.get("invalid_steps"),
+            "steps": steps,
+            "simulator_clock": result.get("simulator_clock"),
+            "wall_s": time.monotonic() - t0,
+        }
+        print(
+            f"capacity {folder.name} {plan}: {out[plan]['capacity']} (below "
+            f"{out[plan]['capacity_below']}; withheld: {out[plan]['withheld']}; invalid steps "
+            f"{out[plan]['invalid_steps']}) in {out[plan]['wall_s']:.0f} s",
+            flush=True,
+        )
+        (folder / "capacity_measured.json").write_text(json.dumps(out))
+    return out
+
+
 def crossing(by_level: dict[str, dict[str, Any]]) -> float:
     """Where least-squares lines of the measured levels' TTFT and E2E P95 against their users
     first cross the SLO's bounds: a second reading of the measured capacity, less moved by one
@@ -210,6 +279,14 @@ def main() -> int:
     parser.add_argument(
         "--measure-span", default="0.65,1.45", help="measured levels from..to times the prediction"
     )
+    parser.add_argument(
+        "--measure",
+        choices=("ramp", "capacity"),
+        default="ramp",
+        help="measure each plan with a ramp around the prediction, or with `llm-locust capacity`",
+    )
+    parser.add_argument("--search-step", default="200s", help="capacity: deployment time a step")
+    parser.add_argument("--search-warmup", default="50s", help="capacity: deployment time of warm-up")
     parser.add_argument("--fresh", action="store_true", help="measure again what the work folder holds")
     parser.add_argument("--out", default=str(REPO / "benchmarks/results/calibration_check.json"))
     args = parser.parse_args()
@@ -220,7 +297,7 @@ def main() -> int:
         folder = Path(args.work) / name
         folder.mkdir(parents=True, exist_ok=True)
         entry: dict[str, Any] = {"gpu": dep[0], "model": dep[1], "tp": dep[2], "ramp": dep[3]}
-        measured = folder / "measured.json"
+        measured = folder / ("capacity_measured.json" if args.measure == "capacity" else "measured.json")
         done = json.loads(measured.read_text()) if measured.exists() and not args.fresh else {}
         if not (folder / "ramp" / "summary.json").exists():  # a finished ramp is reused
             entry["ramp_wall_s"] = ramp(dep, folder / "ramp", args)
@@ -230,13 +307,16 @@ def main() -> int:
         entry["calibrate"] = cal.stdout
         entry["holdout"] = hold.stdout
         entry["predicted"] = predict(folder / "model.yaml", dep, folder)
-        entry["measured"] = measure(dep, folder, args, entry["predicted"], done)
+        if args.measure == "capacity":
+            entry["measured"] = measure_with_capacity(dep, folder, args, done)
+        else:
+            entry["measured"] = measure(dep, folder, args, entry["predicted"], done)
         m, p = entry["measured"], entry["predicted"]
         rows = []
         for plan in ("one", "two", "long"):
             meas, pred = m[plan]["capacity"], p[plan]["capacity"]
             err = 100 * (pred - meas) / meas if meas else float("nan")
-            line = crossing(m[plan]["by_level"])
+            line = crossing(m[plan]["by_level"]) if "by_level" in m[plan] else float("nan")
             rows.append(
                 {
                     "plan": plan,
@@ -245,6 +325,8 @@ def main() -> int:
                     "interval": p[plan]["interval"],
                     "error_pct": err,
                     "e2e_p95_line_crossing": line,
+                    "measured_below": m[plan].get("capacity_below"),
+                    "withheld": m[plan].get("withheld"),
                 }
             )
             print(
