@@ -18,11 +18,6 @@ from llm_locust.results.histogram import FORMAT, Counts, CountsDict, same_counts
 
 __all__ = ["FixedBucketCounts"]
 
-#: Up to this many edges, an array's slots are counted by one comparison per edge (a vectorized
-#: pass each, ~0.5 ns a value) instead of a binary search per value (~50-70 ns a value: a
-#: record's 1,023 ITL gaps over the exporter's 19 edges).
-_COMPARED_UP_TO = 64
-
 
 class FixedBucketCounts(Counts):
     """Exact per-edge counts with Prometheus ``le`` semantics (value <= edge).
@@ -50,14 +45,6 @@ class FixedBucketCounts(Counts):
 
     def _layout(self) -> tuple[float, ...]:
         return self.edges
-
-    def _slot_counts(self, arr: np.ndarray) -> np.ndarray:
-        """Per slot, as ``add`` counts them: the values at or below each edge, differenced (the same
-        comparison, ``value <= edge``, so the same slots)."""
-        if len(self._edge_list) > _COMPARED_UP_TO:
-            return super()._slot_counts(arr)
-        at_or_below = [np.count_nonzero(arr <= edge) for edge in self._edge_list]
-        return np.diff(np.asarray([0, *at_or_below, arr.size], dtype=np.int64))
 
     def merge(self, other: FixedBucketCounts) -> FixedBucketCounts:
         self._merge_counts(other)

@@ -101,16 +101,11 @@ class Counts:
         arr = finite_array(values)
         if not arr.size:
             return
-        self._counts += self._slot_counts(arr)
+        self._counts += np.bincount(self._slots(arr), minlength=self._counts.size)
         self._count += int(arr.size)
         self._sum += float(arr.sum())
         self._min = min(self._min, float(arr.min()))
         self._max = max(self._max, float(arr.max()))
-
-    def _slot_counts(self, arr: np.ndarray) -> np.ndarray:
-        """How many of ``arr`` (finite) fall in each slot."""
-        counts: np.ndarray = np.bincount(self._slots(arr), minlength=self._counts.size)
-        return counts
 
     def _slots(self, arr: np.ndarray) -> np.ndarray:  # the comparison ``add`` makes, for an array
         slots: np.ndarray = np.searchsorted(self._edges, arr, side=self._side)  # type: ignore[call-overload]

@@ -99,7 +99,7 @@ def test_gaps_are_counted_a_chunk_at_a_time_and_all_of_them_by_the_batchs_end() 
     assert data.log.count == CHUNK + 10 + 2 and sum(c.count for c in data.le.values()) == data.log.count
 
 
-def test_le_counts_by_comparison_are_the_binary_searchs_slots() -> None:
+def test_le_counts_of_an_array_are_the_slots_of_one_value_at_a_time() -> None:
     rng = np.random.default_rng(5)
     edges = np.asarray(EDGES)
     values = np.concatenate(
