@@ -3,7 +3,10 @@
 The k8s manifests configure runs only through the environment, so every row of the option
 table is set once through its variable, parsed by Locust's real parser (configargparse, in a
 subprocess: importing Locust monkey-patches gevent), built into the typed configuration and
-compared with the value it must have. A table entry without a case here fails the test.
+compared with the value it must have; a table entry without a case here fails the test. The
+cases share one subprocess (one import of Locust, 1-2 s of CPU, not one a case): each sets its
+variables in ``os.environ``, the others' removed, and parses with a parser of its own, as a
+process started with that environment would.
 One real ``locust`` run then takes its workload, ramp, SLO and results folder from the
 environment alone, and a variable that names no option is refused in one line.
 """
@@ -23,29 +26,39 @@ from tests.locustproc import BIN, LOCUSTFILE, REPO, env, expect_exit
 from tests.simproc import running_sim
 from tests.tlscerts import make_certs
 
-#: Locust's real parser with the table registered, parsed with the environment only; prints
-#: the typed configuration (the API key in clear, to check it arrived).
+#: Locust's real parser with the table registered, parsed with the environment only, once per
+#: case (a JSON list of variables on stdin: each case's set in os.environ, every other
+#: LLM_LOCUST_* variable removed); prints each case's typed configuration on a line of its own
+#: (the API key in clear, to check it arrived).
 SCRIPT = """
-import json, sys
+import json, os, sys
 import locust  # noqa: F401  (gevent first)
 from locust.argument_parser import get_empty_argument_parser, setup_parser_arguments
 from llm_locust.config.build import ConfigError, check_environment, config_from_options
 from llm_locust.config.register import register
 
-parser = get_empty_argument_parser()
-setup_parser_arguments(parser)
-register(parser)
-options, _ = parser.parse_known_args(["-f", "x.py"])
-try:
-    check_environment()
-    config = config_from_options(options)
-except ConfigError as exc:
-    print(json.dumps({"error": str(exc)}))
-    sys.exit(0)
-out = config.model_dump(mode="json", by_alias=False)
-out["request"]["api_key"] = config.request.api_key_value()
-out["slo"] = config.slo.to_json() if config.slo else None
-print(json.dumps(out))
+
+def configured():
+    parser = get_empty_argument_parser()
+    setup_parser_arguments(parser)
+    register(parser)
+    options, _ = parser.parse_known_args(["-f", "x.py"])
+    try:
+        check_environment()
+        config = config_from_options(options)
+    except ConfigError as exc:
+        return {"error": str(exc)}
+    out = config.model_dump(mode="json", by_alias=False)
+    out["request"]["api_key"] = config.request.api_key_value()
+    out["slo"] = config.slo.to_json() if config.slo else None
+    return out
+
+
+for variables in json.loads(sys.stdin.read()):
+    for name in [n for n in os.environ if n.startswith("LLM_LOCUST_")]:
+        del os.environ[name]
+    os.environ.update(variables)
+    print("config: " + json.dumps(configured()), flush=True)
 """
 
 
@@ -162,14 +175,25 @@ def _cases(tmp: Path) -> list[tuple[dict[str, str], dict[str, Any]]]:
     return [({k: v[0] for k, v in c.items()}, {v[1]: v[2] for v in c.values()}) for c in cases]
 
 
-def _config_from_env(variables: dict[str, str]) -> dict[str, Any]:
+def _configs_from_env(cases: list[dict[str, str]]) -> list[dict[str, Any]]:
     e = {k: v for k, v in env().items() if not k.startswith("LLM_LOCUST_")}
-    e.update(variables)
     proc = subprocess.run(
-        [sys.executable, "-c", SCRIPT], capture_output=True, text=True, timeout=120, env=e, cwd=str(REPO)
+        [sys.executable, "-c", SCRIPT],
+        input=json.dumps(cases),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=e,
+        cwd=str(REPO),
     )
     expect_exit(proc, 0)
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    said = [
+        json.loads(line[len("config: ") :])
+        for line in proc.stdout.splitlines()
+        if line.startswith("config: ")
+    ]
+    assert len(said) == len(cases), proc.stdout[-3000:] + proc.stderr[-3000:]
+    return said
 
 
 def _at(config: dict[str, Any], path: str) -> Any:
@@ -184,15 +208,14 @@ def test_every_option_takes_effect_through_its_environment_variable(tmp_path: Pa
     covered = [name for variables, _ in cases for name in variables]
     table = [o.env for o in options_in(*RUN_GROUPS)]
     assert sorted(covered) == sorted(table), "every option once, no option missing"
-    for variables, expected in cases:
-        config = _config_from_env(variables)
-        assert "error" not in config, config
+    for (variables, expected), config in zip(cases, _configs_from_env([v for v, _ in cases]), strict=True):
+        assert "error" not in config, (variables, config)
         for path, value in expected.items():
             assert _at(config, path) == value, (path, _at(config, path))
 
 
 def test_a_variable_that_is_no_option_is_refused_with_a_hint() -> None:
-    config = _config_from_env({"LLM_LOCUST_PROFILE": "code"})
+    (config,) = _configs_from_env([{"LLM_LOCUST_PROFILE": "code"}])
     assert config == {
         "error": "environment variable LLM_LOCUST_PROFILE: not an llm-locust option "
         "(did you mean LLM_LOCUST_WORKLOAD?)"
