@@ -97,6 +97,11 @@ def master_lines(summary: RunSummary) -> list[str]:
     ]
     stopped += [silence_line(s, start) for s in summary.workers_silent or []]
     stopped += [quit_line(q, start) for q in summary.workers_quit or []]
+    if summary.arrivals_not_sent is not None:
+        stopped.append(
+            f"{summary.arrivals_not_sent:,} planned arrivals not sent: the workers left kept their own "
+            "shares of the open-loop schedule (docs/load-models.md)"
+        )
     line = (
         f"master: {master.rows:,} rows in {master.batches:,} batches, applied up to "
         f"{master.lag_max_s:.1f} s after the workers sent them "

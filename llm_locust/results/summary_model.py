@@ -294,6 +294,8 @@ class RunSummary(Stats):
     workers_stopped_early: list[WorkerStop] | None = None
     workers_silent: list[WorkerSilence] | None = None
     workers_quit: list[WorkerQuit] | None = None
+    #: open loop, workers quit: planned arrivals up to the stop less the records (the departed's share)
+    arrivals_not_sent: int | None = None
     interrupted: bool = False
     interrupted_by: str | None = None
     interruption: Interruption | None = None

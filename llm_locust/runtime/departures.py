@@ -14,19 +14,24 @@ said: a 2.4-s run read as the 18 s asked for. On a master now (the wiring:
   (a signal, the web UI's stop button) is *interrupted* (:class:`~llm_locust.results.ending.EndCause`):
   the last worker quit, or the master's test stopped for none of llm-locust's reasons (headless, the
   shape still running); one line says what and how much of the run had load, and the exit code is
-  :data:`LOAD_ENDED_EARLY_EXIT`, as when every worker stops answering (:mod:`llm_locust.runtime.silences`).
+  :data:`LOAD_ENDED_EARLY_EXIT`, as when every worker stops answering (:mod:`llm_locust.runtime.silences`);
+- in an open-loop run the workers left keep their own shares of the arrival schedule (none
+  replays a past arrival, :mod:`llm_locust.runtime.openloop`): the departed worker's arrivals from
+  its quit on are not sent, and the summary's ``arrivals_not_sent`` counts them
+  (:func:`arrivals_not_sent`).
 
 Pure module: no Locust, no network.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from llm_locust.config.jsontypes import JsonObject
+from llm_locust.load.sources import ArrivalSource
 from llm_locust.results.ending import EndCause, WorkerQuit
 
-__all__ = ["LOAD_ENDED_EARLY_EXIT", "Departures", "early_cause", "ended_line"]
+__all__ = ["LOAD_ENDED_EARLY_EXIT", "Departures", "arrivals_not_sent", "early_cause", "ended_line"]
 
 #: The exit code of a master's test whose load ended early: every worker stopped answering or
 #: quit, or the test stopped before its plan's end for another reason (and requests were recorded).
@@ -91,4 +96,21 @@ def ended_line(
     return (
         f"the master stopped the test before its planned end ({into:.1f} s into the test, "
         f"{answering} worker(s) answering): {ran}"
+    )
+
+
+def arrivals_not_sent(
+    arrivals: ArrivalSource, quits: Sequence[WorkerQuit], workers: int, t0: float, span_s: float
+) -> int:
+    """The planned arrivals of the workers that quit, from when the master saw each quit to the end
+    of a test that ran ``span_s`` from its ``t0``: worker ``index`` of ``workers`` had share
+    ``index % workers`` of the schedule (:mod:`llm_locust.runtime.openloop`), which no worker left
+    takes over. (Its last ones before that moment, after Ctrl-C and before the master saw the quit,
+    up to ~0.1 s, are not counted.)"""
+    workers = max(workers, 1)
+    return sum(
+        1
+        for q in quits
+        for offset, _ in arrivals.for_worker(q.index % workers, workers)
+        if q.at - t0 <= offset < span_s
     )

@@ -22,6 +22,7 @@ from llm_locust.config.jsontypes import JsonObject
 from llm_locust.config.redact import strip_credentials
 from llm_locust.load.levels import LevelTracker
 from llm_locust.results.columns import read_columns
+from llm_locust.results.ending import WorkerQuit
 from llm_locust.results.failures import FailureTally
 from llm_locust.results.finalize import (
     RunFacts,
@@ -37,6 +38,7 @@ from llm_locust.results.slo import itl_stats_of
 from llm_locust.results.summary_model import RunSummary
 from llm_locust.results.writer import SUMMARY_FILE, ResultsWriter
 from llm_locust.runtime.context import LiveState, RunContext
+from llm_locust.runtime.departures import arrivals_not_sent
 
 log = logging.getLogger("llm_locust")
 
@@ -166,6 +168,13 @@ class TestResults:
             add_replicas(summary, self.writer.requests_path)
         summary.update(self.failures.to_summary())
         summary.update(blocks or {})
+        plan, t0 = self.context.plan, self.context.t0  # open loop on a fixed schedule, workers quit:
+        arrivals = plan.arrivals if plan.burst is None and plan.search is None else None
+        quits = [WorkerQuit.model_validate(q) for q in summary.get("workers_quit") or []]
+        if quits and arrivals is not None and t0 is not None:
+            summary["arrivals_not_sent"] = arrivals_not_sent(
+                arrivals, quits, self.context.workers, t0, stop - t0
+            )
         problem = add_analysis(summary, cols, facts, self.writer.directory, self.writer.requests_path)
         if problem is not None:
             log.warning("llm-locust: %s", problem)

@@ -107,7 +107,7 @@ class LLMUser(FastHttpUser):
             raise StopUser()
         if context.plan.open_loop:
             openloop.dispatch(context, run, self)
-            while not run.stopping:  # the schedule is done: idle until the shape stops the test
+            while not self.stopping:  # the schedule is done (or Locust stops this user): idle until then
                 gevent.sleep(0.2)
             return
         # Closed loop: the next request goes out in this task as soon as the last one is handed

@@ -51,12 +51,12 @@ def _wait_for(predicate, timeout: float, what: str) -> None:  # type: ignore[no-
 
 
 def _cluster(
-    url: str, tmp_path: Path, run_time: str, workers: int = 2
+    url: str, tmp_path: Path, run_time: str, workers: int = 2, load: tuple[str, ...] = ("-u", "4", "-r", "4")
 ) -> tuple[subprocess.Popen, list[subprocess.Popen], Path]:
     port = free_port()
     common = [str(BIN / "locust"), "-f", str(LOCUSTFILE), "--host", url, *LIGHT]
     bind = ["--master", "--master-bind-host", "127.0.0.1", "--master-bind-port", str(port)]
-    run = ["--headless", "--expect-workers", str(workers), "-u", "4", "-r", "4", "-t", run_time]
+    run = ["--headless", "--expect-workers", str(workers), *load, "-t", run_time]
     results = tmp_path / "r"
     master = subprocess.Popen(
         [*common, *bind, *run, "--results-dir", str(results)],

@@ -19,7 +19,13 @@ from llm_locust.config.role import Role
 from llm_locust.load.plan import build_load_plan
 from llm_locust.results.ending import EndCause, WorkerQuit
 from llm_locust.runtime.context import LiveState, RunContext
-from llm_locust.runtime.departures import LOAD_ENDED_EARLY_EXIT, Departures, early_cause, ended_line
+from llm_locust.runtime.departures import (
+    LOAD_ENDED_EARLY_EXIT,
+    Departures,
+    arrivals_not_sent,
+    early_cause,
+    ended_line,
+)
 from llm_locust.runtime.fleet import MasterFleet
 from llm_locust.runtime.stopping import mark_early_end
 from tests.unit.runtime.fake_rpc import Pair, fleet_of, settle
@@ -166,3 +172,21 @@ def test_a_headless_master_stopping_its_test_while_the_shape_runs_is_an_early_en
         assert node.live.interrupted is not None and node.live.interrupted.startswith(
             "the master stopped the test before its planned end"
         )
+
+
+def test_arrivals_not_sent_are_the_departed_workers_share_from_its_quit_to_the_end() -> None:
+    """Worker ``index`` of W had share ``index % W``: its arrivals due from the quit (seen by the
+    master) to the end of the test, which no worker left sends."""
+
+    class _Every:  # an arrival every 0.1 s, 10 s; worker k of W: every W-th from the k-th
+        def for_worker(self, index: int, count: int):  # type: ignore[no-untyped-def]
+            return ((i * 0.1, None) for i in range(index, 100, count))
+
+        def describe(self) -> dict:
+            return {}
+
+    quit_at_5 = WorkerQuit(index=2, worker="w2", at=1005.0, workers_left=1)
+    # share 0 of 2 (index 2 % 2): offsets 5.0, 5.2, ... 9.8 -> 25 of them
+    assert arrivals_not_sent(_Every(), [quit_at_5], 2, 1000.0, 20.0) == 25
+    assert arrivals_not_sent(_Every(), [quit_at_5], 2, 1000.0, 6.0) == 5  # the test ended at 6 s
+    assert arrivals_not_sent(_Every(), [], 2, 1000.0, 20.0) == 0
