@@ -16,7 +16,8 @@ them after the parallel part, alone. The longest modules (``LONGEST``), then the
 
 A test whose outcome depends on the host having CPU to spare is marked ``host_timing`` (every
 ``serial`` one is too): failing on a busy host it runs once more, then fails as "host too busy:
-..." with the figures (tests/busyhost.py).
+..." with the figures (tests/busyhost.py). The load of the parallel part's other workers is the
+suite's own, not a busy host's: a failure beside them alone is a plain failure.
 """
 
 from __future__ import annotations
