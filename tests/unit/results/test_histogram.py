@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from llm_locust.results.bucket_counts import FixedBucketCounts
-from llm_locust.results.histogram import LogHistogram
+from llm_locust.results.histogram import LOG_SLOTS_FROM, LogHistogram
 
 QS = [0.0, 0.001, 0.01, 0.1, 0.25, 0.5, 0.75, 0.9, 0.95, 0.99, 0.999, 1.0]
 
@@ -87,6 +87,21 @@ def test_add_many_slots_every_value_as_bisect_does(layout: tuple[float, ...]) ->
             rng.lognormal(-3.0, 2.0, 20_000),
         ]
     )
+    hist.add_many(values)
+    expected = np.zeros(len(edge_list) + 1, dtype=np.int64)
+    for v in values.tolist():
+        expected[bisect.bisect_right(edge_list, v)] += 1
+    assert hist.counts.tolist() == expected.tolist()
+
+
+@pytest.mark.parametrize("size", [1, 199, LOG_SLOTS_FROM - 1, LOG_SLOTS_FROM, 3 * LOG_SLOTS_FROM])
+def test_both_slot_paths_give_bisects_slots(size: int) -> None:
+    """Below ``LOG_SLOTS_FROM`` values ``add_many`` finds slots by ``searchsorted``, from it by the
+    logarithm: the counts are bisect's either side of the switch."""
+    hist = LogHistogram()
+    edge_list = hist._edge_list
+    rng = np.random.default_rng(size)
+    values = np.concatenate([np.asarray(edge_list), rng.lognormal(-3.0, 2.0, size)])[-size:]
     hist.add_many(values)
     expected = np.zeros(len(edge_list) + 1, dtype=np.int64)
     for v in values.tolist():
