@@ -64,6 +64,15 @@ class LoadPlan:
     def open_loop(self) -> bool:
         return self.arrivals is not None
 
+    @property
+    def schedule_end(self) -> float | None:
+        """Where the staged schedule ends, seconds from ``t0`` (``-t`` for ``--request-rate``, a
+        trace's span); ``None``: Locust's own options, or a search (its steps and stop go to the
+        workers as they are decided)."""
+        if self.stages is None or self.search is not None:
+            return None
+        return self.stages.total_s
+
     def describe(self) -> JsonObject:
         out: JsonObject = {"mode": "open" if self.open_loop else "closed"}
         if self.arrivals is not None:

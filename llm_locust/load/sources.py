@@ -14,7 +14,7 @@ Pure module: no Locust, no network.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -24,7 +24,7 @@ from llm_locust.load.stages import StagePlan
 from llm_locust.load.trace_reuse import PrefixReuse
 from llm_locust.load.traces import Trace, TraceEntry
 
-__all__ = ["Arrival", "ArrivalSource", "RateArrivals", "TraceArrivals"]
+__all__ = ["Arrival", "ArrivalSource", "RateArrivals", "TraceArrivals", "before_end"]
 
 #: When a request is due (seconds from ``t0``) and the trace row it replays (``None``: the workload's).
 Arrival = tuple[float, TraceEntry | None]
@@ -89,3 +89,14 @@ class TraceArrivals:
         if self.reuse is not None:
             trace["prefix_reuse"] = self.reuse.describe()
         return {"trace": trace}
+
+
+def before_end(arrivals: Iterable[Arrival], end: float | None) -> Iterator[Arrival]:
+    """The arrivals due before ``end`` (seconds from ``t0``; ``None``: all of them). A stage is
+    ``[start, end)``, so an arrival due at ``end`` is past the schedule; arrivals come in time
+    order, so the first one past it ends the walk (a worker's own plan has no ``-t``: its rate
+    stage runs "forever", and only the master's end stops it)."""
+    for arrival in arrivals:
+        if end is not None and arrival[0] >= end:
+            return
+        yield arrival

@@ -42,6 +42,9 @@ class RunContext:
     client: ClientConfig | None  # the HTTP client's settings, the model resolved
     workload: BuiltWorkload | None = None
     t0: float | None = None  # the plan's start, wall clock (staged plans)
+    #: where the open-loop schedule ends, seconds from ``t0``: the master's plan's end (a worker's
+    #: own plan has no ``-t``); ``None``: the plan's own
+    plan_end: float | None = None
     workers: int = 1  # processes sharing the open-loop schedule
     slot: int = 0  # this process's index among them
     worker_index: int = 0  # Locust's index of this worker (request streams)
@@ -82,6 +85,7 @@ class LiveState:
     interrupted_at: float | None = None  # Unix time
     pending_t0: float | None = None  # the next test's plan start (the shape, or the master)
     pending_workers: int = 1
+    pending_end: float | None = None  # where its schedule ends, seconds from t0 (the master's plan's)
 
     def stop(self) -> None:
         """The load is stopping (Locust's ``test_stopping``, a lost master): send nothing new."""

@@ -55,8 +55,8 @@ log = logging.getLogger("llm_locust")
 LEVEL_SAMPLE_S = 0.1
 #: How often a master looks for workers that quit (seconds).
 DEPARTURES_CHECK_S = 0.1
-#: The next test's plan start and worker count, as the master announced them.
-OnPlanStart = Callable[[float, int], None]
+#: The next test's plan start, worker count and schedule end, as the master announced them.
+OnPlanStart = Callable[[PlanStart], None]
 
 
 class Fleet:
@@ -74,8 +74,9 @@ class Fleet:
         self._health_sink: Callable[[Mapping[str, float | str]], None] | None = None
 
     # -- the plan's start and a rate search's steps --------------------------------------
-    def announce_plan_start(self, t0: float, workers: int) -> None:
-        """The plan starts at ``t0`` on ``workers`` processes (the master tells its workers)."""
+    def announce_plan_start(self, t0: float, workers: int, end: float | None = None) -> None:
+        """The plan starts at ``t0`` on ``workers`` processes and its schedule ends ``end`` seconds
+        later (``None``: no end of its own); the master tells its workers."""
 
     def announce_rate_steps(self, steps: Sequence[Sequence[float]], stopped_at: float | None) -> None:
         """A rate search's steps so far (offsets from ``t0``) and its stop, for every sender."""
@@ -160,7 +161,7 @@ class WorkerFleet(Fleet):
         plan: Callable[[], LoadPlan],
         on_plan_start: OnPlanStart,
     ) -> None:
-        """``on_plan_start``: the master fixed the next test's plan start and worker count."""
+        """``on_plan_start``: the master fixed the next test's plan start, worker count and end."""
         super().__init__(environment, requests, plan)
         self._on_plan_start = on_plan_start
         runner = runner_of(environment)
@@ -173,7 +174,7 @@ class WorkerFleet(Fleet):
 
     def _on_plan_message(self, environment: Environment, msg: Message, **_: object) -> None:
         start = PlanStart.from_data(msg.data)
-        self._on_plan_start(start.t0, start.workers)
+        self._on_plan_start(start)
         arrivals = self._plan().arrivals
         if isinstance(arrivals, SteppedRates):
             arrivals.reset(start.t0)
@@ -213,8 +214,8 @@ class MasterFleet(Fleet):
         runner.register_message(distributed.MESSAGE_TYPE, self._on_worker_message)
         runner.register_message(STOPPED, self._on_stopped_early)
 
-    def announce_plan_start(self, t0: float, workers: int) -> None:
-        runner_of(self.environment).send_message(PLAN, PlanStart(t0, workers).to_data())
+    def announce_plan_start(self, t0: float, workers: int, end: float | None = None) -> None:
+        runner_of(self.environment).send_message(PLAN, PlanStart(t0, workers, end).to_data())
 
     def announce_rate_steps(self, steps: Sequence[Sequence[float]], stopped_at: float | None) -> None:
         super().announce_rate_steps(steps, stopped_at)

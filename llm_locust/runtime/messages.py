@@ -12,7 +12,8 @@ refused in one place (:class:`BadMessage`) instead of failing somewhere behind i
   flight and its health intervals (:mod:`llm_locust.runtime.distributed`); each row's ITL gaps as
   their JSON text (bytes) and the batch's gaps counted for the live view
   (:class:`~llm_locust.live.gap_counts.GapCounts`), when the worker counted them;
-- :class:`PlanStart` (master -> workers, :data:`PLAN`): the plan's start and the worker count;
+- :class:`PlanStart` (master -> workers, :data:`PLAN`): the plan's start, the worker count and where
+  the schedule ends (a worker's own plan has no ``-t``: Locust passes workers only its own options);
 - :class:`RateSteps` (master -> workers, :data:`SEARCH`): a rate search's steps so far;
 - :class:`StoppedEarly` (worker -> master, :data:`STOPPED`): a worker stopped its load on its own;
 - :class:`StopUsers` (master -> workers, :data:`STOP`): stop the users, draining or now.
@@ -131,18 +132,23 @@ class RecordBatch:
 
 @dataclass(frozen=True)
 class PlanStart:
-    """The next test's plan start (Unix time) and how many workers share its load."""
+    """The next test's plan start (Unix time), how many workers share its load, and where its
+    schedule ends (seconds from ``t0``, the master's plan's; ``None``: it has no end of its own)."""
 
     t0: float
     workers: int
+    end: float | None = None
 
     def to_data(self) -> JsonObject:
-        return {"t0": self.t0, "workers": self.workers}
+        return {"t0": self.t0, "workers": self.workers, "end": self.end}
 
     @classmethod
     def from_data(cls, data: object) -> PlanStart:
         fields = _fields(PLAN, data)
-        return cls(t0=_required(PLAN, fields, "t0"), workers=int(_required(PLAN, fields, "workers")))
+        end = _number(PLAN, fields, "end")
+        if end is not None and not end >= 0:  # NaN too
+            raise BadMessage(f"{PLAN}: end is {end!r}, not a time from t0")
+        return cls(t0=_required(PLAN, fields, "t0"), workers=int(_required(PLAN, fields, "workers")), end=end)
 
 
 @dataclass(frozen=True)

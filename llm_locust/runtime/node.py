@@ -147,6 +147,7 @@ class Node:
             client=client,
             workload=workload,
             t0=self.live.pending_t0 if self.plan.stages is not None else None,
+            plan_end=self.live.pending_end,
             workers=workers,
             slot=index % workers,
             worker_index=index,

@@ -22,6 +22,7 @@ from llm_locust.runtime.context import RunContext
 from llm_locust.runtime.departures import Departures
 from llm_locust.runtime.fleet import Fleet, MasterFleet, WorkerFleet
 from llm_locust.runtime.front import LoadFront, Row
+from llm_locust.runtime.messages import PlanStart
 from llm_locust.runtime.node import Node, role_of
 from llm_locust.runtime.runners import worker_runner
 from llm_locust.runtime.sink import SinkNode
@@ -57,9 +58,11 @@ class WorkerNode(Node):
     def _to_outbox(self, row: Row) -> None:
         self.outbox.add(row)
 
-    def _plan_start(self, t0: float, workers: int) -> None:
-        """The master fixed the next test's plan start and how many workers share it."""
-        self.live.pending_t0, self.live.pending_workers = t0, workers
+    def _plan_start(self, start: PlanStart) -> None:
+        """The master fixed the next test's plan start, how many workers share it and where its
+        schedule ends (this worker's plan has no ``-t``: Locust does not pass it to workers)."""
+        self.live.pending_t0, self.live.pending_workers = start.t0, start.workers
+        self.live.pending_end = start.end
 
     def _started(self, context: RunContext) -> None:
         self.front.start(context)

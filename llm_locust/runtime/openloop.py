@@ -35,6 +35,7 @@ from gevent.pool import Group
 from llm_locust.client.streaming import build_body
 from llm_locust.config.jsontypes import JsonObject
 from llm_locust.load.replicas import Balancer
+from llm_locust.load.sources import before_end
 from llm_locust.load.traces import TraceEntry
 from llm_locust.record import RequestRecord
 from llm_locust.runtime.context import RunContext
@@ -145,7 +146,9 @@ def _walk(context: RunContext, run: OpenLoopRun, user: SpecSource, turn: _Turn, 
     group = Group()
     try:
         skip_to = max(turn.sent_to, time.time() - t0 - RESUME_GRACE_S) if resume else -math.inf
-        for offset, entry in plan.arrivals.for_worker(context.slot, workers):
+        # the master's end: a worker's own plan has no -t (Locust passes workers none of its options)
+        arrivals = before_end(plan.arrivals.for_worker(context.slot, workers), context.plan_end)
+        for offset, entry in arrivals:
             if offset <= skip_to:  # taken by the dispatcher before, or past: not sent twice or late
                 continue
             delay = t0 + offset - time.time()

@@ -215,7 +215,8 @@ class SinkNode(Node):
         t0 = time.time() - lead_in + lead
         self.live.stage = None
         self.live.pending_t0, self.live.pending_workers = t0, self.fleet.worker_count()
-        self.fleet.announce_plan_start(t0, self.live.pending_workers)
+        self.live.pending_end = self.plan.schedule_end
+        self.fleet.announce_plan_start(t0, self.live.pending_workers, self.live.pending_end)
         self.search = None
         if self.plan.search is not None:  # a capacity search: its first step, and the driver
             assert isinstance(self.plan.stages, SearchStages)

@@ -19,6 +19,7 @@ from llm_locust.config.role import Role
 from llm_locust.record import RequestRecord
 from llm_locust.runtime import distributed
 from llm_locust.runtime.fleet import Fleet, MasterFleet, WorkerFleet
+from llm_locust.runtime.messages import PlanStart
 from llm_locust.runtime.requests import Requests
 from tests.unit.runtime.fake_rpc import Pair, fleet_of, settle
 
@@ -28,7 +29,7 @@ class Node:
 
     def __init__(self, runner: Any, role: Role) -> None:
         self.delivered: list[dict[str, Any]] = []
-        self.plan_starts: list[tuple[float, int]] = []
+        self.plan_starts: list[tuple[float, int, float | None]] = []
         self.finals = 0
         self.plan = SimpleNamespace(arrivals=None)
         self.requests = Requests(runner.environment, self._row, f"{role}")
@@ -38,8 +39,8 @@ class Node:
         else:
             self.fleet = WorkerFleet(runner.environment, self.requests, plan, self._plan_start)  # type: ignore[arg-type]
 
-    def _plan_start(self, t0: float, workers: int) -> None:
-        self.plan_starts.append((t0, workers))
+    def _plan_start(self, start: PlanStart) -> None:
+        self.plan_starts.append((start.t0, start.workers, start.end))
 
     def _row(self, row: dict[str, Any]) -> None:
         """A finished request's row: a worker's to its outbox (as the extension wires it)."""
@@ -144,14 +145,14 @@ def test_the_master_counts_what_its_workers_have_in_flight() -> None:
         assert sorted(r["request_id"] for r in master.delivered) == ["1", "2", "3", "4"]
 
 
-def test_the_plan_start_and_the_worker_count_reach_every_worker() -> None:
+def test_the_plan_start_the_worker_count_and_the_schedule_end_reach_every_worker() -> None:
     with fleet_of(workers=2) as pair:
         master, workers = nodes(pair)
         assert master.fleet.worker_count() == 2
         assert workers[0].fleet.worker_count() == 1
-        master.fleet.announce_plan_start(1234.5, 2)
+        master.fleet.announce_plan_start(1234.5, 2, 8.0)  # -t 8s: a worker's own plan has no -t
         settle()
-        assert [w.plan_starts for w in workers] == [[(1234.5, 2)], [(1234.5, 2)]]
+        assert [w.plan_starts for w in workers] == [[(1234.5, 2, 8.0)], [(1234.5, 2, 8.0)]]
         assert master.plan_starts == []  # the master fixed it: it is not told
 
 

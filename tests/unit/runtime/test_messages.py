@@ -23,6 +23,7 @@ def test_each_message_comes_back_as_it_went() -> None:
     )
     assert RecordBatch.from_data(batch.to_data()) == batch
     assert PlanStart.from_data(PlanStart(1700000000.0, 4).to_data()) == PlanStart(1700000000.0, 4)
+    assert PlanStart.from_data(PlanStart(1700000000.0, 2, 8.0).to_data()).end == 8.0
     steps = RateSteps([(0.0, 2.0), (30.0, 4.0)], stopped_at=None)
     assert RateSteps.from_data(steps.to_data()) == steps
     assert StoppedEarly.from_data(StoppedEarly(12.5, "no heartbeat").to_data()) == StoppedEarly(
@@ -55,6 +56,11 @@ def test_a_malformed_batch_is_named(data: object, said: str) -> None:
 def test_plan_and_steps_need_their_fields() -> None:
     with pytest.raises(BadMessage, match="t0 is missing"):
         PlanStart.from_data({"workers": 2})
+    assert PlanStart.from_data({"t0": 1.0, "workers": 2}).end is None  # no end said: the plan's own
+    with pytest.raises(BadMessage, match=r"end is -1\.0"):
+        PlanStart.from_data({"t0": 1.0, "workers": 2, "end": -1.0})
+    with pytest.raises(BadMessage, match="end is nan"):
+        PlanStart.from_data({"t0": 1.0, "workers": 2, "end": float("nan")})
     with pytest.raises(BadMessage, match=r"a step is \[1\.0\]"):
         RateSteps.from_data({"steps": [[1.0]]})
 
