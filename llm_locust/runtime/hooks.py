@@ -69,6 +69,8 @@ def init_node(environment: Environment) -> Node:
     sink = node if isinstance(node, SinkNode) else None  # the master, the local runner
     if sink is not None:
         stopping.install_signal_handlers(sink)
+    else:  # a worker: Ctrl-C in its main greenlet, never inside a user (stopping.install_interrupt_handler)
+        stopping.install_interrupt_handler()
     binds.log_notes(node)
     channel.install(node)
     # added after the runner's own listeners, so it runs before them (quitting fires reversed)

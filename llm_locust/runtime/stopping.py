@@ -41,6 +41,7 @@ import time
 from typing import Protocol
 
 import gevent
+import gevent.hub
 
 from llm_locust.config.jsontypes import JsonObject
 from llm_locust.config.model import RunConfig
@@ -60,6 +61,7 @@ __all__ = [
     "StoppingRun",
     "apply_drain",
     "collect_final_batches",
+    "install_interrupt_handler",
     "install_signal_handlers",
     "interrupt_run",
     "let_locust_write_csv",
@@ -132,11 +134,23 @@ def apply_drain(environment: Environment, request_timeout: float) -> JsonObject:
 
 def install_signal_handlers(run: StoppingRun) -> None:
     """SIGTERM and SIGINT on a headless local or master process (see the module docstring);
-    a worker stops when its master tells it to."""
+    a worker stops when its master tells it to, and SIGINT elsewhere is
+    :func:`install_interrupt_handler`'s."""
     if not getattr(run.environment.parsed_options, "headless", False):
+        install_interrupt_handler()
         return
     for sig in (signal.SIGTERM, signal.SIGINT):
         gevent.signal_handler(sig, _on_signal, run, sig)
+
+
+def install_interrupt_handler() -> gevent.hub.signal:
+    """SIGINT on a process without the headless handlers (a worker, a web UI's process): what
+    Python's own handler does, a ``KeyboardInterrupt`` for Locust's main to catch, but raised in
+    the main greenlet. Python's handler raises it in whichever greenlet runs when the signal
+    comes: in a user taking gevent's lock (the tokenizer calibrator's) the lock stayed taken, the
+    other users waited on it for the stop timeout (30 s) and a worker told to stop by Ctrl-C ran
+    on (1 of 5 workers under load, 2026-12-02). The handler is returned (``cancel()``)."""
+    return gevent.signal_handler(signal.SIGINT, lambda: raise_in_main(KeyboardInterrupt()))
 
 
 def _on_signal(run: StoppingRun, sig: int) -> None:
