@@ -13,6 +13,7 @@ from gevent import monkey; monkey.patch_all()
 import os, signal, sys, time
 import gevent
 from llm_locust.runtime import stopping
+signal.signal(signal.SIGINT, signal.default_int_handler)  # Python's own (xdist leaves it ignored)
 if sys.argv[1] == "fixed":
     stopping.install_interrupt_handler()
 hit = []
