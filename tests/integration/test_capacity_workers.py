@@ -41,7 +41,7 @@ PLANS = """
 demand: {{concurrency: 6}}
 slo: "success>=90%,tpot_p90<=0.100s"
 workload: {{prompt_tokens: 16, max_tokens: 12}}
-search: {{min: 4, precision: 10%, step_time: 5s, warmup: 0.5s, balance: least-in-flight,
+search: {{min: 4, max: 10, precision: 10%, step_time: 5s, warmup: 0.5s, balance: least-in-flight,
   balance_scope: user}}
 plans:
   - {{name: A, endpoints: [{a}], gpus: 1, gpu_hour_cost: 2}}
