@@ -45,6 +45,7 @@ _COUNTS = ("prompt_tokens", "completion_tokens")
 #: A held line this long takes its further pieces in a list (joined once at its end); a
 #: shorter one is joined to each new piece (fewer steps for the usual small event).
 _LONG_LINE = 4096
+_CR = ord("\r")
 
 
 class PayloadError(ValueError):
@@ -91,18 +92,9 @@ class EventDecoder:
         self._kind = ""
 
     def feed(self, chunk: bytes) -> list[str]:
-        if (
-            chunk[:6] == b"data: "  # the common case: whole one-line events, LF endings
-            and chunk[-2:] == b"\n\n"
-            and not (self._rest or self._data or self._kind)
-            and b"\r" not in chunk
-        ):
-            newlines = chunk.count(b"\n")
-            if newlines == 2:  # one event
-                return [_text(chunk[6:-2])]
-            payloads = chunk[6:-2].split(b"\n\ndata: ")  # several, as a busy reader gets them
-            if newlines == 2 * len(payloads):  # no other line anywhere
-                return _texts(payloads)
+        whole = self.whole(chunk)
+        if whole is not None:
+            return _texts(whole)
         if self._rest:
             if (
                 len(self._rest) >= _LONG_LINE
@@ -140,6 +132,27 @@ class EventDecoder:
             exc.events = events
             raise
         return events
+
+    def whole(self, chunk: bytes) -> list[bytes] | None:
+        """The common case, read at once: a piece made only of whole one-line ``data: `` events
+        with LF endings, the decoder holding nothing: their payloads, as bytes (not yet checked
+        to be UTF-8). ``None`` for any other piece (then :meth:`feed` it)."""
+        if (
+            chunk[-2:] != b"\n\n"
+            or chunk[:6] != b"data: "
+            or _CR in chunk  # an int: a byte search (``b"\\r" in`` is a substring search, 5x dearer)
+            or self._rest
+            or self._data
+            or self._kind
+        ):
+            return None
+        end = len(chunk) - 2
+        if chunk.find(b"\n", 6) == end:  # one event
+            return [chunk[6:end]]
+        payloads = chunk[6:end].split(b"\n\ndata: ")  # several, as a busy reader gets them
+        if chunk.count(b"\n") == 2 * len(payloads):  # no other line anywhere
+            return payloads
+        return None
 
     def close(self) -> list[str]:
         events: list[str] = []

@@ -19,7 +19,10 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+import orjson
+
 from llm_locust.config.jsontypes import JsonObject
+from llm_locust.protocol.shape import Shape, shape_of
 from llm_locust.protocol.sse import (
     DONE,
     Chunk,
@@ -30,8 +33,13 @@ from llm_locust.protocol.sse import (
     load_payload,
     parse_chunk,
 )
+from llm_locust.protocol.sse import _text as _utf8
 from llm_locust.protocol.tools import ToolArgs, note_tool_deltas, settle_tool_args
 from llm_locust.record import Outcome, RequestRecord
+
+_DONE = DONE.encode()
+_loads = orjson.loads
+_JSONDecodeError = orjson.JSONDecodeError
 
 __all__ = [
     "Cancelled",
@@ -70,7 +78,18 @@ class Stream:
 class StreamEvents:
     """The stream's events as the reader delivers them: marks, text, usage, finish."""
 
-    __slots__ = ("chunk_times", "decoder", "done", "parse", "parts", "plain", "record", "stream")
+    __slots__ = (
+        "chunk_times",
+        "decoder",
+        "done",
+        "misses",
+        "parse",
+        "parts",
+        "plain",
+        "record",
+        "shape",
+        "stream",
+    )
 
     def __init__(
         self, record: RequestRecord, stream: Stream, parse: Callable[[str], Chunk] = parse_chunk
@@ -83,12 +102,22 @@ class StreamEvents:
         self.chunk_times = record.chunk_times
         self.parts = stream.parts
         self.done = False  # [DONE] arrived: nothing after it is read
+        self.shape: Shape | None = None  # the usual chunk's bytes around its content, once learned
+        self.misses = 0  # usual chunks that did not fit the shape (the first one included)
 
     def feed(self, body: bytes, now: float) -> bool:
         """The body bytes of one read, made at ``now`` (the hot path: once per read);
         ``True`` once the stream has said ``[DONE]``: read no more."""
+        decoder = self.decoder
+        if self.plain:
+            whole = decoder.whole(body)
+            if whole is not None:
+                try:
+                    return self._whole(whole, now)  # the events in order, each checked as it comes
+                except PayloadError as exc:
+                    raise Failure(Outcome.BAD_PAYLOAD, str(exc)) from None
         try:
-            return self._events(self.decoder.feed(body), now)
+            return self._events(decoder.feed(body), now)
         except PayloadError as exc:
             bad = exc
         try:  # the events before the bad bytes, in the same read, still count
@@ -132,6 +161,49 @@ class StreamEvents:
             if self._chunk(chunk, now):
                 self.done = True
                 return True
+        return False
+
+    def _whole(self, payloads: list[bytes], now: float) -> bool:
+        """The chat/completions events of a read of whole ``data:`` lines, as bytes (the hot
+        path: :meth:`_events` and :meth:`_text` spelled out for the usual chunk). A chunk of the
+        stream's learned :data:`shape` reads only its content's JSON string; any other is
+        parsed whole (orjson, from the bytes; anything orjson refuses, as :meth:`_events` does)."""
+        chunk_times = self.chunk_times
+        record = self.record
+        for raw in payloads:
+            if raw == _DONE:
+                self.done = True
+                return True
+            shape = self.shape
+            if shape is not None:
+                head, tail, start, stop = shape
+                if raw[:start] == head and raw[stop:] == tail:
+                    try:
+                        text = _loads(raw[start:stop])
+                    except _JSONDecodeError:
+                        text = None  # not one string (or one orjson refuses): the full path says
+                    if text and type(text) is str:
+                        chunk_times.append(now)
+                        if self.parts is not None:
+                            self.parts.append(text)
+                        record.visible_chars += len(text)  # learned after the first visible text
+                        if len(chunk_times) >= self.stream.cancel_chunks:
+                            raise Cancelled()
+                        continue
+            try:
+                obj = _loads(raw)
+            except _JSONDecodeError:  # not UTF-8, not JSON, or JSON orjson refuses
+                obj = load_payload(_utf8(raw))
+            text = content_text(obj)
+            if text is None:
+                if self._chunk(chunk_of(obj, _utf8(raw)), now):
+                    self.done = True
+                    return True
+                continue
+            self._text(text, False, now)
+            self.misses += 1
+            if self.misses * 8 <= len(chunk_times) + 16:  # a shape that keeps missing: no more
+                self.shape = shape_of(raw)
         return False
 
     def _text(self, text: str, reasoning: bool, now: float) -> None:
