@@ -8,14 +8,16 @@ proves the split right (below); a later payload made of the same two ends and, b
 bytes that orjson reads as one non-empty string is then a usual chunk with that string as its
 content: one small ``orjson.loads`` instead of parsing the whole chunk and walking its objects.
 
-Why that is exact: :func:`shape_of` accepts the ends only if the ends around each of two probe
-strings (``"\\u0000a"``, ``"\\u0000b"``) parse and read as a usual chunk of exactly that
-content. A probe starts with a quote and holds a backslash escape, so the bytes before it
-cannot end inside a string or a number (the backslash would then stand outside a string):
-the probe is one string token, the bytes after it are read from between tokens, and any other
-string token in its place gives the same tree with that one leaf changed; a leaf of the ends
-could not read as both probes. Payloads of any other shape (a ``created`` that changes,
-OpenAI's per-chunk ``obfuscation``) just miss and take the full path.
+Why that is exact: :func:`shape_of` accepts the ends only if the ends around a probe string
+(``"\\u0000a"``) parse and read as a usual chunk of exactly that content. The probe starts with
+a quote and holds a backslash escape, so the bytes before it cannot end inside a string or a
+number (the backslash would then stand outside a string): the probe is one string token, the
+bytes after it are read from between tokens, and any other string token in its place (the
+learned chunk's own, found the way a JSON lexer ends a string) gives the same tree with that one
+leaf changed. The content read is that leaf: were it a leaf of the ends, the learned chunk's
+content would be the probe's too, and it is not (a chunk whose content is the probe's text
+teaches nothing). Payloads of any other shape (a ``created`` that changes, OpenAI's per-chunk
+``obfuscation``) just miss and take the full path.
 
 Pure: no gevent, no sockets.
 """
@@ -35,12 +37,15 @@ Shape = tuple[bytes, bytes, int, int]
 
 _KEY = b'"content":'
 _STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)  # a string token, loosely: probed below
-_PROBES = ((b'"\\u0000a"', "\x00a"), (b'"\\u0000b"', "\x00b"))
+_PROBE, _PROBE_TEXT = b'"\\u0000a"', "\x00a"
 
 
-def shape_of(raw: bytes) -> Shape | None:
-    """The ends around the content string of ``raw`` (a usual chunk, valid UTF-8 JSON), or
-    ``None`` when they cannot be proved (then the stream's chunks take the full path)."""
+def shape_of(raw: bytes, text: str) -> Shape | None:
+    """The ends around the content string of ``raw`` (a usual chunk, valid UTF-8 JSON, whose
+    content is ``text``), or ``None`` when they cannot be proved (then the stream's chunks take
+    the full path)."""
+    if text == _PROBE_TEXT:
+        return None
     start = raw.rfind(_KEY)
     if start < 0:
         return None
@@ -51,10 +56,9 @@ def shape_of(raw: bytes) -> Shape | None:
     head, tail = raw[:start], raw[token.end() :]
     if not tail:
         return None
-    for probe, value in _PROBES:
-        try:
-            if content_text(orjson.loads(head + probe + tail)) != value:
-                return None
-        except orjson.JSONDecodeError:
+    try:
+        if content_text(orjson.loads(head + _PROBE + tail)) != _PROBE_TEXT:
             return None
+    except orjson.JSONDecodeError:
+        return None
     return head, tail, len(head), -len(tail)

@@ -133,6 +133,10 @@ class EventDecoder:
             raise
         return events
 
+    def holding(self) -> bool:
+        """Part of an event is held (a line not yet ended, or an event's lines before its blank line)."""
+        return bool(self._rest or self._data or self._kind)
+
     def whole(self, chunk: bytes) -> list[bytes] | None:
         """The common case, read at once: a piece made only of whole one-line ``data: `` events
         with LF endings, the decoder holding nothing: their payloads, as bytes (not yet checked

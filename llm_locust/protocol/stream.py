@@ -38,6 +38,8 @@ from llm_locust.protocol.tools import ToolArgs, note_tool_deltas, settle_tool_ar
 from llm_locust.record import Outcome, RequestRecord
 
 _DONE = DONE.encode()
+_DATA, _BLANK = b"data: ", b"\n\n"
+_LF, _CR = ord("\n"), ord("\r")
 _loads = orjson.loads
 _JSONDecodeError = orjson.JSONDecodeError
 
@@ -82,10 +84,13 @@ class StreamEvents:
         "chunk_times",
         "decoder",
         "done",
+        "holding",
         "misses",
         "parse",
         "parts",
         "plain",
+        "read_most",
+        "read_shape",
         "record",
         "shape",
         "stream",
@@ -103,11 +108,26 @@ class StreamEvents:
         self.parts = stream.parts
         self.done = False  # [DONE] arrived: nothing after it is read
         self.shape: Shape | None = None  # the usual chunk's bytes around its content, once learned
+        self.read_shape: Shape = (b"", b"", 0, 0)  # the same around a read of one such event
+        self.read_most = 0  # no read this long is one such event (0: no shape learned)
         self.misses = 0  # usual chunks that did not fit the shape (the first one included)
+        self.holding = False  # the decoder holds part of an event (then no read is whole)
 
     def feed(self, body: bytes, now: float) -> bool:
         """The body bytes of one read, made at ``now`` (the hot path: once per read);
         ``True`` once the stream has said ``[DONE]``: read no more."""
+        if len(body) < self.read_most:  # the usual read: one event of the learned shape
+            head, tail, start, stop = self.read_shape
+            if body[:start] == head and body[stop:] == tail:
+                content = body[start:stop]
+                if _LF not in content and _CR not in content and not self.holding:  # one line
+                    try:
+                        text = _loads(content)
+                    except _JSONDecodeError:
+                        text = None
+                    if text and type(text) is str:
+                        self._token(text, now)
+                        return False
         decoder = self.decoder
         if self.plain:
             whole = decoder.whole(body)
@@ -117,7 +137,9 @@ class StreamEvents:
                 except PayloadError as exc:
                     raise Failure(Outcome.BAD_PAYLOAD, str(exc)) from None
         try:
-            return self._events(decoder.feed(body), now)
+            payloads = decoder.feed(body)
+            self.holding = decoder.holding()
+            return self._events(payloads, now)
         except PayloadError as exc:
             bad = exc
         try:  # the events before the bad bytes, in the same read, still count
@@ -169,7 +191,6 @@ class StreamEvents:
         stream's learned :data:`shape` reads only its content's JSON string; any other is
         parsed whole (orjson, from the bytes; anything orjson refuses, as :meth:`_events` does)."""
         chunk_times = self.chunk_times
-        record = self.record
         for raw in payloads:
             if raw == _DONE:
                 self.done = True
@@ -182,11 +203,11 @@ class StreamEvents:
                         text = _loads(raw[start:stop])
                     except _JSONDecodeError:
                         text = None  # not one string (or one orjson refuses): the full path says
-                    if text and type(text) is str:
+                    if text and type(text) is str:  # :meth:`_token`, spelled out (once per token)
                         chunk_times.append(now)
                         if self.parts is not None:
                             self.parts.append(text)
-                        record.visible_chars += len(text)  # learned after the first visible text
+                        self.record.visible_chars += len(text)
                         if len(chunk_times) >= self.stream.cancel_chunks:
                             raise Cancelled()
                         continue
@@ -203,8 +224,28 @@ class StreamEvents:
             self._text(text, False, now)
             self.misses += 1
             if self.misses * 8 <= len(chunk_times) + 16:  # a shape that keeps missing: no more
-                self.shape = shape_of(raw)
+                self._learn(raw, text)
         return False
+
+    def _learn(self, raw: bytes, text: str) -> None:
+        shape = self.shape = shape_of(raw, text)
+        if shape is None:
+            self.read_most = 0
+        else:
+            head, tail, start, stop = shape
+            start, stop = start + len(_DATA), stop - len(_BLANK)
+            self.read_shape = (_DATA + head, tail + _BLANK, start, stop)
+            # a read as long as two events of the shape may hold two: :meth:`_whole` reads it
+            self.read_most = 2 * (start - stop)
+
+    def _token(self, text: str, now: float) -> None:
+        """A usual chunk of the learned shape (the first visible token came before it)."""
+        self.chunk_times.append(now)
+        if self.parts is not None:
+            self.parts.append(text)
+        self.record.visible_chars += len(text)
+        if len(self.chunk_times) >= self.stream.cancel_chunks:
+            raise Cancelled()
 
     def _text(self, text: str, reasoning: bool, now: float) -> None:
         """A token-bearing chunk: its time, its text, the first visible token."""

@@ -131,9 +131,14 @@ def test_a_chunk_split_across_reads() -> None:
         [b'data: {"choices":[{"delta":\n', b'data: {"content":" x"}}]}\n\n'],
         [b'data: {"choices":[{"delta":\ndata: {"content":" x"}}]}\n\n'],  # multi-line data
         [b"event: error\n", event(b'{"message":"boom"}')],  # a typed event held
+        [b"event: error\n", event(chat(" a"))],  # ... before a read of the learned shape
+        [b"event: error\n", event(chat(" a")) + event(chat(" b"))],
         [b": keep-alive", event(chat(" a"))],
         [event(chat(" a")).replace(b"\n", b"\r\n"), event(chat(" b"))],
         [event(chat(" a"))[:-1], b"\n" + event(chat(" b"))],
+        [event(chat(" a").replace(b'" a"', b'" a"\n'))],  # a line ends inside the shape's middle
+        [event(chat(" a").replace(b'" a"', b'" a"\r'))],
+        [event(chat(" a").replace(b'" a"', b'"\n: x\n" a"'))],
     ],
 )
 def test_reads_that_look_like_whole_events_but_continue_what_came_before(reads: list[bytes]) -> None:
@@ -263,9 +268,9 @@ def test_a_shape_that_keeps_missing_is_not_learned_again(monkeypatch: pytest.Mon
     stream stops learning one (each try parses the chunk twice more)."""
     learned: list[bytes] = []
 
-    def counting(raw: bytes) -> object:
+    def counting(raw: bytes, text: str) -> object:
         learned.append(raw)
-        return shape_of(raw)
+        return shape_of(raw, text)
 
     monkeypatch.setattr(stream_module, "shape_of", counting)
     reads = [
@@ -288,16 +293,25 @@ def test_a_content_key_after_the_delta_is_not_taken_for_it() -> None:
     ]
     _, stream, outcome, _ = same([*reads, *END])
     assert outcome is None and stream["parts"] == [" w"] * 10
+    probe = [r.replace(b'" w"', b'"\\u0000a"') for r in reads]  # the probe's own text as content
+    _, stream, outcome, _ = same([*probe, *END])
+    assert outcome is None and stream["parts"] == ["\x00a"] * 10
+
+
+def shape_of_text(raw: bytes) -> object:
+    """:func:`shape_of` of a payload, told its content as the stream would tell it."""
+    return shape_of(raw, content_text(json.loads(raw)) or "")
 
 
 def test_shape_of_proves_the_content_is_the_leaf() -> None:
     usual = chat(" w")
-    shape = shape_of(usual)
+    shape = shape_of(usual, " w")
     assert shape is not None and shape[0].endswith(b'"content":') and shape[1].startswith(b'},"logprobs"')
     # "content" last seen outside the delta: the probes read the delta's content, not theirs
-    assert shape_of(b'{"choices":[{"delta":{"content":"a"}}],"x":{"content":"b"}}') is None
-    assert shape_of(b'{"choices":[{"delta":{"content":"a"}}],"x":"\\"content\\":\\"b"}') is not None
-    assert shape_of(b'{"choices":[{"delta":{"content":"a"},"finish_reason":"stop"}]}') is None
-    assert shape_of(b'{"choices":[{"delta":{"content":"a"}}],"usage":{"completion_tokens":1}}') is None
-    assert shape_of(b'{"choices":[{"delta":{"content": "a"}}]}') is None  # a space: not learned
-    assert shape_of(b'{"choices":[{"delta":{"reasoning_content":"a"}}]}') is None
+    assert shape_of_text(b'{"choices":[{"delta":{"content":"a"}}],"x":{"content":"b"}}') is None
+    assert shape_of_text(b'{"choices":[{"delta":{"content":"\\u0000a"}}],"x":{"content":"b"}}') is None
+    assert shape_of_text(b'{"choices":[{"delta":{"content":"a"}}],"x":"\\"content\\":\\"b"}') is not None
+    assert shape_of_text(b'{"choices":[{"delta":{"content":"a"},"finish_reason":"stop"}]}') is None
+    assert shape_of_text(b'{"choices":[{"delta":{"content":"a"}}],"usage":{"completion_tokens":1}}') is None
+    assert shape_of_text(b'{"choices":[{"delta":{"content": "a"}}]}') is None  # a space: not learned
+    assert shape_of_text(b'{"choices":[{"delta":{"reasoning_content":"a"}}]}') is None
