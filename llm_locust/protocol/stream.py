@@ -85,6 +85,7 @@ class StreamEvents:
         "decoder",
         "done",
         "holding",
+        "joint",
         "misses",
         "parse",
         "parts",
@@ -110,6 +111,7 @@ class StreamEvents:
         self.shape: Shape | None = None  # the usual chunk's bytes around its content, once learned
         self.read_shape: Shape = (b"", b"", 0, 0)  # the same around a read of one such event
         self.read_most = 0  # no read this long is one such event (0: no shape learned)
+        self.joint = b""  # between two such events in one read
         self.misses = 0  # usual chunks that did not fit the shape (the first one included)
         self.holding = False  # the decoder holds part of an event (then no read is whole)
 
@@ -128,6 +130,8 @@ class StreamEvents:
                     if text and type(text) is str:
                         self._token(text, now)
                         return False
+        elif self.read_most and self._several(body, now):  # a busy reader's: several of them
+            return False
         decoder = self.decoder
         if self.plain:
             whole = decoder.whole(body)
@@ -203,7 +207,7 @@ class StreamEvents:
                         text = _loads(raw[start:stop])
                     except _JSONDecodeError:
                         text = None  # not one string (or one orjson refuses): the full path says
-                    if text and type(text) is str:  # :meth:`_token`, spelled out (once per token)
+                    if text and type(text) is str:  # :meth:`_tokens`, spelled out (once per token)
                         chunk_times.append(now)
                         if self.parts is not None:
                             self.parts.append(text)
@@ -227,6 +231,28 @@ class StreamEvents:
                 self._learn(raw, text)
         return False
 
+    def _several(self, body: bytes, now: float) -> bool:
+        """A read made only of events of the learned shape, one after the other: their tokens
+        (``True``), or nothing at all (``False``: the read is not one; the full path reads it).
+        The middles between the ends and the joints (one event's end, the blank line, the next
+        one's start) must be one line each, and each one string: then so is every event."""
+        head, tail, start, stop = self.read_shape
+        if self.holding or body[:start] != head or body[stop:] != tail:
+            return False
+        texts = []
+        for content in body[start:stop].split(self.joint):
+            if _LF in content or _CR in content:
+                return False
+            try:
+                text = _loads(content)
+            except _JSONDecodeError:
+                return False
+            if not text or type(text) is not str:
+                return False
+            texts.append(text)
+        self._tokens(texts, now)
+        return True
+
     def _learn(self, raw: bytes, text: str) -> None:
         shape = self.shape = shape_of(raw, text)
         if shape is None:
@@ -235,6 +261,7 @@ class StreamEvents:
             head, tail, start, stop = shape
             start, stop = start + len(_DATA), stop - len(_BLANK)
             self.read_shape = (_DATA + head, tail + _BLANK, start, stop)
+            self.joint = tail + _BLANK + _DATA + head
             # a read as long as two events of the shape may hold two: :meth:`_whole` reads it
             self.read_most = 2 * (start - stop)
 
@@ -246,6 +273,22 @@ class StreamEvents:
         self.record.visible_chars += len(text)
         if len(self.chunk_times) >= self.stream.cancel_chunks:
             raise Cancelled()
+
+    def _tokens(self, texts: Sequence[str], now: float) -> None:
+        """Usual chunks of the learned shape (the first visible token came before them)."""
+        chunk_times, parts, record, cancel = (
+            self.chunk_times,
+            self.parts,
+            self.record,
+            self.stream.cancel_chunks,
+        )
+        for text in texts:
+            chunk_times.append(now)
+            if parts is not None:
+                parts.append(text)
+            record.visible_chars += len(text)
+            if len(chunk_times) >= cancel:
+                raise Cancelled()
 
     def _text(self, text: str, reasoning: bool, now: float) -> None:
         """A token-bearing chunk: its time, its text, the first visible token."""

@@ -143,6 +143,7 @@ def test_a_chunk_split_across_reads() -> None:
 )
 def test_reads_that_look_like_whole_events_but_continue_what_came_before(reads: list[bytes]) -> None:
     same([*words(3), *reads, *words(3, 3), *END])
+    same([*words(3), b"".join(reads[:-1]), reads[-1] + b"".join(words(3, 3)), *END])
 
 
 @pytest.mark.parametrize(
@@ -157,6 +158,9 @@ def test_escapes_and_unicode_after_the_shape_is_learned(content: str) -> None:
         payload = chat(" w0").replace(b'" w0"', text.encode("utf-8", "surrogatepass"))
         if ensure_ascii or content != "\ud800":
             _record, stream, outcome, _ = same([*words(3), event(payload), *words(3, 3), *END])
+            assert outcome is None and stream["parts"][3] == content
+            several = b"".join([*words(2, 1), event(payload), *words(2, 3)])  # a busy reader's read
+            _record, stream, outcome, _ = same([*words(1), several, *END])
             assert outcome is None and stream["parts"][3] == content
 
 
@@ -186,6 +190,9 @@ def test_escapes_and_unicode_after_the_shape_is_learned(content: str) -> None:
 def test_a_chunk_of_another_shape_after_the_shape_is_learned(payload: bytes) -> None:
     same([*words(3), event(payload), *words(3, 3), *END])
     same([b"".join([*words(3), event(payload), *words(3, 3), *END])])  # all in one read
+    same([*words(3), b"".join([*words(2, 3), event(payload), *words(2, 5)]), *END])  # shape learned
+    same([*words(3), b"".join([*words(2, 3), event(payload)]), *END])
+    same([*words(3), b"".join([event(payload), *words(2, 3)]), *END])
 
 
 @pytest.mark.parametrize(
@@ -203,7 +210,11 @@ def test_a_chunk_of_another_shape_after_the_shape_is_learned(payload: bytes) -> 
     ],
 )
 def test_bad_payloads_fail_alike_after_the_shape_is_learned(bad: bytes) -> None:
-    for reads in ([*words(3), event(bad), *words(2, 3), *END], [b"".join([*words(3), event(bad), *END])]):
+    for reads in (
+        [*words(3), event(bad), *words(2, 3), *END],
+        [b"".join([*words(3), event(bad), *END])],
+        [*words(1), b"".join([*words(2, 1), event(bad), *words(2, 3)]), *END],  # the shape learned
+    ):
         record, _, outcome, _ = same(reads)
         assert outcome is not None and outcome[0].value == "bad_payload", outcome
         assert len(record["chunk_times"]) == 3  # the tokens before the bad one count
@@ -258,8 +269,11 @@ def test_completions_and_other_servers_shapes() -> None:
         assert outcome is None and len(stream["parts"]) == len(chunks)
 
 
-def test_cancel_after_n_chunks_on_the_shape_path() -> None:
-    record, _, outcome, _ = same([*words(20), *END], cancel=7)
+@pytest.mark.parametrize("group", [1, 4])
+def test_cancel_after_n_chunks_on_the_shape_path(group: int) -> None:
+    events = [*words(20), *END]
+    reads = [b"".join(events[i : i + group]) for i in range(0, len(events), group)]
+    record, _, outcome, _ = same(reads, cancel=7)
     assert outcome == "cancelled" and len(record["chunk_times"]) == 7
 
 
