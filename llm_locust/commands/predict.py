@@ -4,9 +4,11 @@ Runs the capacity search of ``--search users`` (:mod:`llm_locust.load.search`, t
 doubling and bisection, from near the demand) on the engine model of ``llm-locust calibrate``
 in virtual time (:mod:`llm_locust.sim.predict`): each step is ``--virtual-seconds`` of a
 closed loop on the model, so the answer takes seconds. ``--replicas N`` is N engines behind
-round robin (the users shared evenly). The workload is a run's: ``--workload`` (a profile),
-or ``--input-tokens``/``--output-tokens`` distributions, outputs capped at ``--max-tokens``;
-``--think-time`` between a user's requests. A step near an SLO threshold runs on to
+the balancer a run would use (``--balance``, ``--balance-scope``: round robin for every
+request by default, as a run's; a user's requests then move between replicas). The workload
+is a run's: ``--workload`` (a profile), or ``--input-tokens``/``--output-tokens``
+distributions, outputs capped at ``--max-tokens``; ``--think-time`` between a user's
+requests. A step near an SLO threshold runs on to
 ``--level-requests`` requests (:func:`llm_locust.sim.predict.level_verdict`): a P95 of ~1,000
 requests moved the answer by a bisection step from one workload seed to the next. The interval
 is the range of the capacities the same search finds with ``--draws`` of the model's bootstrap
@@ -34,6 +36,7 @@ from llm_locust.config.engine_model import EngineModel, ModelFileError, load_eng
 from llm_locust.config.register import OneLineParser
 from llm_locust.config.slo import SloSpec, parse_slo
 from llm_locust.config.think import ThinkTime, parse_think_time
+from llm_locust.load.replicas import BALANCE_POLICIES, BALANCE_SCOPES, Routing
 from llm_locust.load.search import Probe, SearchSpec, start_near
 from llm_locust.load.stages import StageKind
 from llm_locust.sim.predict import DOUBT_MARGIN, Horizon, search_capacity, unsupported_lines
@@ -101,10 +104,12 @@ def predict(model: EngineModel, slo: SloSpec, demand: Demand, args: argparse.Nam
     )
     seconds = args.virtual_seconds
     horizon = Horizon(seconds, seconds / 6, args.level_requests or None, args.level_limit)
+    routing = Routing(args.balance, args.balance_scope)
 
     def one(draw: dict[str, float] | None, seed: int) -> tuple[float, list[Probe], list[int]]:
         make = _make_draw(sampler, args.max_tokens, seed)
-        return search_capacity(model, slo, spec, make, horizon, args.replicas, _think(think, seed), draw)
+        think_draw = _think(think, seed)
+        return search_capacity(model, slo, spec, make, horizon, args.replicas, think_draw, draw, routing)
 
     capacity, probes, counts = one(None, args.seed)
     # each draw with its own workload seed: the interval covers the virtual runs' seed noise
@@ -126,6 +131,8 @@ def predict(model: EngineModel, slo: SloSpec, demand: Demand, args: argparse.Nam
         "verdict": verdict,
         "slo": slo.to_json(),
         "replicas": args.replicas,
+        "balance": routing.policy,
+        "balance_scope": routing.scope,
         "workload": sampler.describe() | ({"max_tokens": args.max_tokens} if args.max_tokens else {}),
         "think_time": think.spec() if think else None,
         "model_file": model.source,
@@ -142,12 +149,15 @@ def predict(model: EngineModel, slo: SloSpec, demand: Demand, args: argparse.Nam
 def text(result: dict[str, Any]) -> str:
     lo, hi = result["interval"]
     steps = ", ".join(f"{s['level']:g} {s['verdict']} ({s['requests']})" for s in result["steps"])
+    replicas = result["replicas"]
+    where = f"{replicas} replica{'s' if replicas > 1 else ''}"
+    if replicas > 1:
+        where += f" ({Routing(result['balance'], result['balance_scope']).text()})"
     return "\n".join(
         [
             f"PREDICTION (not a measurement) from the engine model {result['model_file']}, "
             f"calibrated on {', '.join(result['runs']) or 'no recorded runs'}",
-            f"SLO capacity: {result['capacity']:g} {result['unit']} on {result['replicas']} "
-            f"replica{'s' if result['replicas'] > 1 else ''} (range {lo:g}..{hi:g}: "
+            f"SLO capacity: {result['capacity']:g} {result['unit']} on {where} (range {lo:g}..{hi:g}: "
             f"{result['interval_source']})",
             f"demand {Demand.model_validate(result['demand']).text()}: {result['verdict']}",
             f"search steps (virtual time, {result['virtual_seconds_per_step']:g} s each, "
@@ -162,7 +172,15 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("model", help="the model file of llm-locust calibrate")
     p.add_argument("--slo", required=True, help="as for a run, e.g. ttft_p95<=5s,e2e_p95<=30s")
     p.add_argument("--demand", required=True, help="concurrency=N, users=N[,think=T], or N (concurrent)")
-    p.add_argument("--replicas", type=int, default=1, help="engines behind round robin (default 1)")
+    p.add_argument("--replicas", type=int, default=1, help="engines behind the balancer (default 1)")
+    p.add_argument(
+        "--balance", default="round-robin", choices=BALANCE_POLICIES,
+        help="how requests are spread over the replicas, as for a run (default round-robin)",
+    )  # fmt: skip
+    p.add_argument(
+        "--balance-scope", default="request", choices=BALANCE_SCOPES,
+        help="pick a replica for every request, or once for each user (default request)",
+    )  # fmt: skip
     p.add_argument("--workload", default="chat", help="length profile (default chat)")
     p.add_argument("--input-tokens", default=None, help="input length distribution, as for a run")
     p.add_argument("--output-tokens", default=None, help="output length distribution, as for a run")

@@ -22,11 +22,30 @@ from __future__ import annotations
 
 import zlib
 from collections.abc import Sequence
+from dataclasses import dataclass
 
-__all__ = ["BALANCE_POLICIES", "BALANCE_SCOPES", "Balancer"]
+__all__ = ["BALANCE_POLICIES", "BALANCE_SCOPES", "Balancer", "Routing"]
 
 BALANCE_POLICIES = ("round-robin", "least-in-flight")
 BALANCE_SCOPES = ("request", "user")
+
+
+@dataclass(frozen=True)
+class Routing:
+    """How requests reach the replicas: ``policy`` (``--balance``) picking for every request or
+    once for each user (``scope``, ``--balance-scope``)."""
+
+    policy: str = "round-robin"
+    scope: str = "request"
+
+    def __post_init__(self) -> None:
+        if self.policy not in BALANCE_POLICIES:
+            raise ValueError(f"balance policy must be one of {BALANCE_POLICIES}, got {self.policy!r}")
+        if self.scope not in BALANCE_SCOPES:
+            raise ValueError(f"balance scope must be one of {BALANCE_SCOPES}, got {self.scope!r}")
+
+    def text(self) -> str:
+        return f"{self.policy} per {self.scope}"
 
 
 class Balancer:

@@ -4,9 +4,12 @@
 measured level (its residuals); ``llm-locust predict`` asks :func:`search_capacity` for the
 SLO capacity, found by the very search ``--search users`` runs (:func:`llm_locust.load.search.decide`),
 each step a closed loop on the engine model (:func:`~llm_locust.sim.virtual.closed_loop`)
-instead of a load test: seconds instead of minutes. Replicas behind round robin are
-independent engines sharing the users evenly (a closed loop without think time sends each
-replica the same share). A request's TPOT is ``(E2E - TTFT) / (output - 1)``; an ``itl``
+instead of a load test: seconds instead of minutes. Replicas are engines behind the run's
+balancer (:class:`~llm_locust.load.replicas.Routing`): picking for every request, one virtual
+clock runs them all (:func:`~llm_locust.sim.virtual.fleet_loop`: a user's requests move between
+replicas and each replica's batch rises and falls around its share, which raises the tail
+latencies over users kept apart); picking once per user, each replica is its own closed loop
+with its even share of the users. A request's TPOT is ``(E2E - TTFT) / (output - 1)``; an ``itl``
 line of an SLO is judged on it (the model has no chunking between tokens).
 
 Pure module: no network, no real clock.
@@ -21,9 +24,10 @@ import numpy as np
 
 from llm_locust.config.engine_model import EngineModel
 from llm_locust.config.slo import SloLine, SloSpec
+from llm_locust.load.replicas import Routing
 from llm_locust.load.search import Probe, SearchSpec, Verdict, bracket, decide
 from llm_locust.sim.engine import EngineConfig
-from llm_locust.sim.virtual import Outcome, closed_loop
+from llm_locust.sim.virtual import Outcome, closed_loop, fleet_loop
 
 __all__ = [
     "Horizon",
@@ -37,6 +41,8 @@ __all__ = [
 ]
 
 Draw = Callable[[], tuple[int, int]]
+#: a run's default: replicas picked in turn for every request
+ROUND_ROBIN = Routing()
 
 
 @dataclass(frozen=True)
@@ -68,11 +74,17 @@ def engine_config(model: EngineModel, draw: Mapping[str, float] | None = None) -
 def _outcomes(
     model: EngineModel, users: int, make_draw: Callable[[int], Draw], horizon: Horizon,
     replicas: int = 1, think: Callable[[], float] | None = None, draw: Mapping[str, float] | None = None,
-    precise: bool = False,
+    precise: bool = False, routing: Routing = ROUND_ROBIN,
 ) -> list[Outcome]:  # fmt: skip
     """The level's requests; ``precise``: ``horizon.requests`` of them (shared by the replicas
     as the users are), not ``horizon.seconds``."""
     cfg = engine_config(model, draw)
+    if replicas > 1 and routing.scope == "request":
+        requests = horizon.requests if precise and horizon.requests else None
+        return fleet_loop(
+            cfg, users, make_draw, replicas, horizon.limit if requests else horizon.seconds, horizon.warmup,
+            think, model.overhead(draw), requests, follow=True, balance=routing.policy,
+        )  # fmt: skip
     out: list[Outcome] = []
     for r in range(replicas):
         share = users // replicas + (1 if r < users % replicas else 0)
@@ -176,23 +188,23 @@ def in_doubt(slo: SloSpec, outcomes: Sequence[Outcome]) -> bool:
 def level_verdict(
     model: EngineModel, slo: SloSpec, users: int, make_draw: Callable[[int], Draw], horizon: Horizon,
     replicas: int = 1, think: Callable[[], float] | None = None, draw: Mapping[str, float] | None = None,
-    precise: bool = False,
+    precise: bool = False, routing: Routing = ROUND_ROBIN,
 ) -> tuple[Verdict, int, bool]:  # fmt: skip
     """A search level's verdict, how many requests it rests on and whether they are the
     precise run's: the short run's, unless it is in doubt (or ``precise``) and
     ``horizon.requests`` asks for a precise run."""
     if not (precise and horizon.requests):
-        outcomes = _outcomes(model, users, make_draw, horizon, replicas, think, draw)
+        outcomes = _outcomes(model, users, make_draw, horizon, replicas, think, draw, routing=routing)
         if not (horizon.requests and in_doubt(slo, outcomes)):
             return judge(slo, outcomes), len(outcomes), False
-    outcomes = _outcomes(model, users, make_draw, horizon, replicas, think, draw, precise=True)
+    outcomes = _outcomes(model, users, make_draw, horizon, replicas, think, draw, True, routing)
     return judge(slo, outcomes), len(outcomes), True
 
 
 def search_capacity(
     model: EngineModel, slo: SloSpec, spec: SearchSpec, make_draw: Callable[[int], Draw],
     horizon: Horizon, replicas: int = 1, think: Callable[[], float] | None = None,
-    draw: Mapping[str, float] | None = None,
+    draw: Mapping[str, float] | None = None, routing: Routing = ROUND_ROBIN,
 ) -> tuple[float, list[Probe], list[int]]:  # fmt: skip
     """The search's answer (highest level shown to pass, 0 if none), its steps and the number
     of requests each step's verdict rests on.
@@ -214,13 +226,13 @@ def search_capacity(
                 break
             for i in again:
                 verdict, counts[i], precise[i] = level_verdict(
-                    model, slo, int(probes[i].level), make_draw, horizon, replicas, think, draw, True
+                    model, slo, int(probes[i].level), make_draw, horizon, replicas, think, draw, True, routing
                 )
                 probes[i] = Probe(probes[i].level, verdict)
             continue
         assert decision.level is not None
         verdict, n, exact = level_verdict(
-            model, slo, int(decision.level), make_draw, horizon, replicas, think, draw
+            model, slo, int(decision.level), make_draw, horizon, replicas, think, draw, routing=routing
         )
         probes.append(Probe(decision.level, verdict))
         counts.append(n)

@@ -90,6 +90,7 @@ def predict_plan(file: PlanFile, plan: Plan, root: Path) -> dict[str, Any]:
     args = argparse.Namespace(
         workload=w["profile"] or "chat", input_tokens=w["input_tokens"], output_tokens=w["output_tokens"],
         max_tokens=w["max_tokens"], think_time=w["think_time"], replicas=plan.replicas,
+        balance=file.search.balance, balance_scope=file.search.balance_scope,
         search_min=file.search.min, search_max=top, search_precision=file.search.precision,
         search_max_steps=file.search.max_steps, draws=DRAWS, virtual_seconds=VIRTUAL_SECONDS,
         level_requests=LEVEL_REQUESTS, level_limit=LEVEL_LIMIT, seed=w["seed"] or 0,

@@ -11,7 +11,7 @@ import pytest
 from llm_locust.commands.predict import main
 from llm_locust.config.engine_model import PARAMETERS, EngineModel, Param
 from llm_locust.sim.engine import EngineConfig
-from llm_locust.sim.virtual import closed_loop
+from llm_locust.sim.virtual import closed_loop, fleet_loop
 
 VALUES = {
     "prefill_per_token": 0.3e-3,
@@ -33,33 +33,42 @@ def _model_file(
     return path
 
 
-def _passes(users: int, replicas: int = 1) -> bool:
-    """Independently: fixed lengths make the closed loop deterministic; TTFT/E2E P95 by numpy."""
+def _passes(users: int, replicas: int = 1, scope: str = "request") -> bool:
+    """Independently: fixed lengths make the closed loop deterministic; TTFT/E2E P95 by numpy.
+    Requests picked in turn run on one clock (fleet_loop); users kept apart, a loop each."""
     cfg = EngineConfig(**{k: v for k, v in VALUES.items() if k != "overhead"}, compute_per_token=0.0)  # type: ignore[arg-type]
     outs = []
-    for r in range(replicas):
+    if replicas > 1 and scope == "request":
+        outs = fleet_loop(
+            cfg, users, lambda r: lambda: (1000, 200), replicas, 900.0, 150.0,
+            overhead=VALUES["overhead"], follow=True,
+        )  # fmt: skip
+    for r in range(replicas if not outs else 0):
         share = users // replicas + (1 if r < users % replicas else 0)
-        outs += closed_loop(cfg, share, lambda: (1000, 200), 900.0, 150.0, overhead=VALUES["overhead"])
+        outs += closed_loop(
+            cfg, share, lambda: (1000, 200), 900.0, 150.0, overhead=VALUES["overhead"], follow=True
+        )
     ttft = np.percentile([o.ttft for o in outs], 95)
     e2e = np.percentile([o.e2e for o in outs], 95)
     return bool(ttft <= 2.0 and e2e <= 12.0)
 
 
-@pytest.mark.parametrize("replicas", [1, 2])
+@pytest.mark.parametrize(("replicas", "scope"), [(1, "request"), (2, "request"), (2, "user")])
 def test_the_predicted_capacity_passes_and_the_level_past_its_bracket_fails(
-    tmp_path: Path, replicas: int
+    tmp_path: Path, replicas: int, scope: str
 ) -> None:
     out = tmp_path / "p.json"
     code = main([
         str(_model_file(tmp_path)), "--slo", "ttft_p95<=2s,e2e_p95<=12s", "--demand", "8",
         "--input-tokens", "fixed:1000", "--output-tokens", "fixed:200", "--replicas", str(replicas),
-        "--draws", "0", "-o", str(out),
+        "--balance-scope", scope, "--draws", "0", "-o", str(out),
     ])  # fmt: skip
     result = json.loads(out.read_text())
     cap = int(result["capacity"])
-    assert cap >= 1 and _passes(cap, replicas)
+    assert cap >= 1 and _passes(cap, replicas, scope)
     failed = [s["level"] for s in result["steps"] if s["verdict"] == "fail"]
-    assert failed and not _passes(int(min(failed)), replicas)
+    assert failed and not _passes(int(min(failed)), replicas, scope)
+    assert (result["balance"], result["balance_scope"]) == ("round-robin", scope)
     assert min(failed) - cap <= max(1, 0.1 * cap)
     assert result["kind"] == "prediction" and result["runs"] == ["run-a"]
     assert result["verdict"] == ("meets" if cap >= 8 else "misses")
@@ -123,6 +132,8 @@ def test_the_interval_covers_the_workload_seeds(tmp_path: Path) -> None:
         (["--slo", "e2e_p95<=1s", "--demand", "rate=3"], "--demand"),
         (["--slo", "kv_cache_usage_max<=90%", "--demand", "4"], "--slo"),
         (["--slo", "e2e_p95<=1s", "--demand", "4", "--replicas", "0"], "--replicas"),
+        (["--slo", "e2e_p95<=1s", "--demand", "4", "--balance", "random"], "--balance"),
+        (["--slo", "e2e_p95<=1s", "--demand", "4", "--balance-scope", "session"], "--balance-scope"),
     ],
 )
 def test_bad_input_is_one_line_naming_the_flag(tmp_path: Path, capsys, args: list[str], flag: str) -> None:  # type: ignore[no-untyped-def]
