@@ -54,23 +54,28 @@ def _measured_folder(folder: Path, levels: list[int]) -> None:
     (folder / "requests.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
 
 
-def test_a_two_replica_plan_is_predicted_from_the_one_replica_search(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    _measured_folder(tmp_path / "A", [2, 4, 5, 8])
-    monkeypatch.setattr(predicted, "DRAWS", 2)
-    file = PlanFile.model_validate(
+def _plan_file(search: dict[str, str]) -> PlanFile:
+    """A measured at one replica, A2 predicted from it on two, with ``search`` settings."""
+    return PlanFile.model_validate(
         {
             "demand": {"concurrency": 6},
             "slo": "tpot_p90<=0.095s",
             "workload": {"input_tokens": 16, "output_tokens": "uniform:10,30"},
-            "search": {"balance_scope": "user"},
+            "search": search,
             "plans": [
                 {"name": "A", "endpoints": ["http://127.0.0.1:8000"], "gpus": 1, "gpu_hour_cost": 2},
                 {"name": "A2", "predict_from": "A", "replicas": 2, "gpus": 2, "gpu_hour_cost": 2},
             ],
         }
     )
+
+
+def test_a_two_replica_plan_is_predicted_from_the_one_replica_search(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _measured_folder(tmp_path / "A", [2, 4, 5, 8])
+    monkeypatch.setattr(predicted, "DRAWS", 2)
+    file = _plan_file({"balance_scope": "user"})
     prediction = predict_plan(file, file.plans[1], tmp_path)
     assert prediction["kind"] == "prediction" and prediction["replicas"] == 2
     assert prediction["runs"] == [str(tmp_path / "A")]
@@ -111,17 +116,7 @@ def test_round_robin_per_request_is_predicted_as_it_spreads_the_requests(
 ) -> None:
     _measured_folder(tmp_path / "A", [2, 4, 5, 8])
     monkeypatch.setattr(predicted, "DRAWS", 0)
-    file = PlanFile.model_validate(
-        {
-            "demand": {"concurrency": 6},
-            "slo": "tpot_p90<=0.095s",
-            "workload": {"input_tokens": 16, "output_tokens": "uniform:10,30"},
-            "plans": [
-                {"name": "A", "endpoints": ["http://127.0.0.1:8000"], "gpus": 1, "gpu_hour_cost": 2},
-                {"name": "A2", "predict_from": "A", "replicas": 2, "gpus": 2, "gpu_hour_cost": 2},
-            ],
-        }
-    )
+    file = _plan_file({})
     prediction = predict_plan(file, file.plans[1], tmp_path)
     assert (prediction["balance"], prediction["balance_scope"]) == ("round-robin", "request")
     truth = _true_capacity_round_robin()
