@@ -11,7 +11,11 @@ vLLM instances, no router in front). A :class:`Balancer` per process decides:
 
 ``--balance-scope request`` picks for every request; ``user`` picks once when a user starts and
 keeps the replica for the user's life (connection affinity, as a sticky session would), so
-"in flight" then counts users. A request of a session (an agent's, a conversation's, a replayed
+"in flight" then counts users. Users that stop (a search stepping down, a ramp's fall) may leave
+one replica two or more users above another: a user of the fuller one then moves to the emptier
+at its next request (:meth:`Balancer.rebalance`), so a level reached from above is spread as one
+reached from below (a search that stepped from 16 users to 9 had measured 6 users on one replica
+and 3 on the other). A request of a session (an agent's, a conversation's, a replayed
 trace session's) goes to its session's replica whatever the policy (:meth:`Balancer.acquire_for`),
 so its prefix stays in one replica's cache.
 
@@ -84,6 +88,16 @@ class Balancer:
         self.picked[choice] += 1
         self.in_flight[choice] += 1
         return choice
+
+    def rebalance(self, index: int) -> int:
+        """The replica for a user pinned to ``index`` (scope ``user``): ``index``, unless it holds two
+        or more users above the least-loaded replica; then the pin moves there (counts moved)."""
+        least = min(range(len(self.replicas)), key=lambda i: (self.in_flight[i], i != index))
+        if self.in_flight[index] - self.in_flight[least] < 2:
+            return index
+        self.in_flight[index] -= 1
+        self.in_flight[least] += 1
+        return least
 
     def release(self, index: int) -> None:
         self.in_flight[index] = max(self.in_flight[index] - 1, 0)

@@ -3,9 +3,10 @@
 A :class:`ReplicaClients` stands in for one :class:`~llm_locust.client.streaming.StreamingClient` (same
 ``send`` and ``close``): each request goes to the replica the process's
 :class:`~llm_locust.load.replicas.Balancer` picks (``--balance-scope request``), or every request
-of the user to the one replica picked when the user started (``user``). Each record carries the
-replica that served it (``replica``). Clients are made on first use, so a user bound to one
-replica opens one connection.
+of the user to the one replica picked when the user started (``user``; it moves when users
+leaving have left its replica two above another: :meth:`~llm_locust.load.replicas.Balancer.rebalance`).
+Each record carries the replica that served it (``replica``). Clients are made on first use, so a
+user bound to one replica opens one connection.
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ class ReplicaClients:
 
     def send(self, body: JsonObject, record: RequestRecord, keep_text: bool = False) -> str:
         if self._mine is not None:
-            index = self._mine
+            index = self._mine = self.balancer.rebalance(self._mine)
         elif record.session_id is not None:  # a session stays on one replica (its prefix cache)
             index = self.balancer.acquire_for(record.session_id)
         else:

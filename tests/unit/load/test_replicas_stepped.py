@@ -92,3 +92,21 @@ def test_a_search_stopped_before_any_step_sends_nothing() -> None:
     s = SteppedArrivals(poisson(1.0), seed=0)
     s.update([], 5.0)
     assert s.peek() is None
+
+
+def test_users_left_behind_on_one_replica_move_to_the_emptier_one() -> None:
+    """Scope ``user``: users that stop may leave one replica two or more users above another (a
+    search stepping down from 16 users to 9 measured 6 on one replica and 3 on the other); the next
+    user of the fuller one to send moves, until they differ by at most one."""
+    for policy in ("round-robin", "least-in-flight"):
+        b = Balancer(["a", "b"], policy)
+        pins = [b.acquire() for _ in range(8)]
+        assert b.in_flight == [4, 4]
+        for _ in range(3):  # three users of replica 0 stop
+            pins.remove(0)
+            b.release(0)
+        assert b.in_flight == [1, 4]
+        pins = [b.rebalance(p) for p in pins]
+        assert sorted(pins) == [0, 0, 1, 1, 1] and b.in_flight == [2, 3]
+        assert [b.rebalance(p) for p in pins] == pins  # one apart: nobody moves
+        assert b.rebalance(1) == 1 and b.in_flight == [2, 3]

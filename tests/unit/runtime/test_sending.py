@@ -126,6 +126,28 @@ def test_requests_go_round_the_replicas_and_a_user_scope_stays_on_one(
     assert {user.send({}, r) for r in records} == {hosts[1]} and {r.replica for r in records} == {hosts[1]}
 
 
+def test_a_user_left_on_the_fuller_replica_moves_at_its_next_request(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Scope ``user``: four users over two replicas, two stop on one: the next request of a user of
+    the other replica goes to the emptied one, and the user stays there."""
+    import llm_locust.runtime.replicas as replicas
+
+    monkeypatch.setattr(replicas, "StreamingClient", _Stream)
+    hosts = ("http://127.0.0.1:8001", "http://127.0.0.1:8002")
+    config = ClientConfig(host=hosts[0], model="m")
+    balancer = Balancer(hosts, "round-robin", 0)
+    users = [ReplicaClients(config, balancer, "user") for _ in range(4)]
+
+    def send(user: ReplicaClients) -> str:
+        return user.send({}, RequestRecord(request_id="r", wall_start=0.0, t_sent=0.0))
+
+    assert [send(u) for u in users] == [hosts[0], hosts[1], hosts[0], hosts[1]]
+    users[0].close()
+    users[2].close()
+    assert balancer.in_flight == [0, 2]
+    assert [send(users[1]), send(users[3])] == [hosts[0], hosts[1]]
+    assert [send(users[1]), send(users[3])] == [hosts[0], hosts[1]] and balancer.in_flight == [1, 1]
+
+
 def test_a_runner_is_there_from_init_on() -> None:
     environment = Environment(user_classes=[])
     with pytest.raises(RuntimeError, match="no runner"):
