@@ -31,12 +31,13 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+from llm_locust.config.balance import BALANCE_POLICIES, BALANCE_SCOPES, BalancePolicy, BalanceScope
 from llm_locust.config.demand import Demand, parse_demand
 from llm_locust.config.engine_model import EngineModel, ModelFileError, load_engine_model
 from llm_locust.config.register import OneLineParser
 from llm_locust.config.slo import SloSpec, parse_slo
 from llm_locust.config.think import ThinkTime, parse_think_time
-from llm_locust.load.replicas import BALANCE_POLICIES, BALANCE_SCOPES, Routing
+from llm_locust.load.replicas import Routing
 from llm_locust.load.search import Probe, SearchSpec, start_near
 from llm_locust.load.stages import StageKind
 from llm_locust.sim.predict import DOUBT_MARGIN, Horizon, search_capacity, unsupported_lines
@@ -104,7 +105,7 @@ def predict(model: EngineModel, slo: SloSpec, demand: Demand, args: argparse.Nam
     )
     seconds = args.virtual_seconds
     horizon = Horizon(seconds, seconds / 6, args.level_requests or None, args.level_limit)
-    routing = Routing(args.balance, args.balance_scope)
+    routing = Routing(BalancePolicy(args.balance), BalanceScope(args.balance_scope))
 
     def one(draw: dict[str, float] | None, seed: int) -> tuple[float, list[Probe], list[int]]:
         make = _make_draw(sampler, args.max_tokens, seed)
@@ -131,8 +132,8 @@ def predict(model: EngineModel, slo: SloSpec, demand: Demand, args: argparse.Nam
         "verdict": verdict,
         "slo": slo.to_json(),
         "replicas": args.replicas,
-        "balance": routing.policy,
-        "balance_scope": routing.scope,
+        "balance": routing.policy.value,
+        "balance_scope": routing.scope.value,
         "workload": sampler.describe() | ({"max_tokens": args.max_tokens} if args.max_tokens else {}),
         "think_time": think.spec() if think else None,
         "model_file": model.source,
@@ -152,7 +153,8 @@ def text(result: dict[str, Any]) -> str:
     replicas = result["replicas"]
     where = f"{replicas} replica{'s' if replicas > 1 else ''}"
     if replicas > 1:
-        where += f" ({Routing(result['balance'], result['balance_scope']).text()})"
+        routing = Routing(BalancePolicy(result["balance"]), BalanceScope(result["balance_scope"]))
+        where += f" ({routing.text()})"
     return "\n".join(
         [
             f"PREDICTION (not a measurement) from the engine model {result['model_file']}, "
@@ -174,11 +176,11 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--demand", required=True, help="concurrency=N, users=N[,think=T], or N (concurrent)")
     p.add_argument("--replicas", type=int, default=1, help="engines behind the balancer (default 1)")
     p.add_argument(
-        "--balance", default="round-robin", choices=BALANCE_POLICIES,
+        "--balance", default=BalancePolicy.ROUND_ROBIN.value, choices=BALANCE_POLICIES,
         help="how requests are spread over the replicas, as for a run (default round-robin)",
     )  # fmt: skip
     p.add_argument(
-        "--balance-scope", default="request", choices=BALANCE_SCOPES,
+        "--balance-scope", default=BalanceScope.REQUEST.value, choices=BALANCE_SCOPES,
         help="pick a replica for every request, or once for each user (default request)",
     )  # fmt: skip
     p.add_argument("--workload", default="chat", help="length profile (default chat)")

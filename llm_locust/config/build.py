@@ -244,7 +244,7 @@ def _reason(err: ErrorDetails) -> str:
         word = {"greater_than": "above", "greater_than_equal": "at least", "less_than_equal": "at most"}
         bound = next(iter(ctx.values()))
         return f"must be {word.get(kind, 'below')} {bound:g}"
-    if kind == "literal_error":
+    if kind in ("literal_error", "enum"):
         return f"choose from {ctx.get('expected', '').replace(chr(39), '')}".replace(" or ", ", ")
     if kind == "bool_parsing":
         return "expected true or false"

@@ -43,6 +43,7 @@ from pydantic import (
     model_validator,
 )
 
+from llm_locust.config.balance import BalancePolicy, BalanceScope
 from llm_locust.config.cancel import CancelAfter, parse_cancel_after
 from llm_locust.config.jsontypes import JsonObject
 from llm_locust.config.load_config import LOAD_MODELS, LoadConfig
@@ -104,8 +105,8 @@ class RequestConfig(Part):
         return value if isinstance(value, CancelAfter) else parse_cancel_after(value)
 
     endpoints: tuple[str, ...] | None
-    balance: Literal["round-robin", "least-in-flight"]
-    balance_scope: Literal["request", "user"]
+    balance: BalancePolicy
+    balance_scope: BalanceScope
 
     @field_validator("endpoints", mode="before")
     @classmethod

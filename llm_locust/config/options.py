@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from llm_locust.config.balance import BALANCE_POLICIES, BALANCE_SCOPES, BalancePolicy, BalanceScope
 from llm_locust.config.load_options import LOAD_OPTIONS
 from llm_locust.config.option import GROUPS, RUN_GROUPS, Option, env_name
 from llm_locust.config.option import option as _o
@@ -150,15 +151,15 @@ _REQUEST = (
         "request",
         "How --endpoints share the load: round-robin, or the replica with the fewest requests in "
         "flight from this process",
-        default="round-robin",
-        choices=("round-robin", "least-in-flight"),
+        default=BalancePolicy.ROUND_ROBIN.value,
+        choices=BALANCE_POLICIES,
     ),
     _o(
         "--balance-scope",
         "request",
         "What --balance picks a replica for: each request, or each user (kept for the user's life)",
-        default="request",
-        choices=("request", "user"),
+        default=BalanceScope.REQUEST.value,
+        choices=BALANCE_SCOPES,
     ),
     _o(
         "--skip-preflight",

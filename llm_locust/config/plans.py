@@ -39,6 +39,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from llm_locust.config.balance import BalancePolicy, BalanceScope
 from llm_locust.config.demand import Demand, parse_demand
 from llm_locust.config.slo import SloSpec, parse_slo
 from llm_locust.config.think import parse_think_time
@@ -93,8 +94,8 @@ class SearchSettings(_Strict):
     extensions: Annotated[int, Field(ge=0)] = 2
     step_time: Annotated[float, Field(gt=0)] = 60.0
     warmup: Annotated[float, Field(ge=0)] = 0.0
-    balance: Literal["round-robin", "least-in-flight"] = "round-robin"
-    balance_scope: Literal["request", "user"] = "request"
+    balance: BalancePolicy = BalancePolicy.ROUND_ROBIN
+    balance_scope: BalanceScope = BalanceScope.REQUEST
 
     @field_validator("precision", "settled_precision", mode="before")
     @classmethod

@@ -1,7 +1,8 @@
 """Spreading load over replicas without a load balancer: which replica the next request goes to.
 
 ``--endpoints URL1,URL2,...`` names replicas of one model that each serve on their own (two
-vLLM instances, no router in front). A :class:`Balancer` per process decides:
+vLLM instances, no router in front). A :class:`Balancer` per process decides, by its
+:class:`~llm_locust.config.balance.BalancePolicy`:
 
 - ``round-robin``: replicas in turn; each process starts at its worker index, so two workers
   with one user each do not both begin on the first replica;
@@ -9,15 +10,16 @@ vLLM instances, no router in front). A :class:`Balancer` per process decides:
   flight, ties broken in round-robin order. Each process sees only its own traffic: with W
   workers the spread is balanced per worker, and so overall.
 
-``--balance-scope request`` picks for every request; ``user`` picks once when a user starts and
-keeps the replica for the user's life (connection affinity, as a sticky session would), so
-"in flight" then counts users. Users that stop (a search stepping down, a ramp's fall) may leave
-one replica two or more users above another: a user of the fuller one then moves to the emptier
-at its next request (:meth:`Balancer.rebalance`), so a level reached from above is spread as one
-reached from below (a search that stepped from 16 users to 9 had measured 6 users on one replica
-and 3 on the other). A request of a session (an agent's, a conversation's, a replayed
-trace session's) goes to its session's replica whatever the policy (:meth:`Balancer.acquire_for`),
-so its prefix stays in one replica's cache.
+``--balance-scope`` (:class:`~llm_locust.config.balance.BalanceScope`) ``request`` picks for
+every request; ``user`` picks once when a user starts and keeps the replica for the user's life
+(connection affinity, as a sticky session would), so "in flight" then counts users. Users that
+stop (a search stepping down, a ramp's fall) may leave one replica two or more users above
+another: a user of the fuller one then moves to the emptier at its next request
+(:meth:`Balancer.rebalance`), so a level reached from above is spread as one reached from below
+(a search that stepped from 16 users to 9 had measured 6 users on one replica and 3 on the
+other). A request of a session (an agent's, a conversation's, a replayed trace session's) goes
+to its session's replica whatever the policy (:meth:`Balancer.acquire_for`), so its prefix
+stays in one replica's cache.
 
 Pure module: no Locust, no network.
 """
@@ -28,10 +30,9 @@ import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-__all__ = ["BALANCE_POLICIES", "BALANCE_SCOPES", "Balancer", "Routing"]
+from llm_locust.config.balance import BalancePolicy, BalanceScope
 
-BALANCE_POLICIES = ("round-robin", "least-in-flight")
-BALANCE_SCOPES = ("request", "user")
+__all__ = ["Balancer", "Routing"]
 
 
 @dataclass(frozen=True)
@@ -39,14 +40,13 @@ class Routing:
     """How requests reach the replicas: ``policy`` (``--balance``) picking for every request or
     once for each user (``scope``, ``--balance-scope``)."""
 
-    policy: str = "round-robin"
-    scope: str = "request"
+    policy: BalancePolicy = BalancePolicy.ROUND_ROBIN
+    scope: BalanceScope = BalanceScope.REQUEST
 
     def __post_init__(self) -> None:
-        if self.policy not in BALANCE_POLICIES:
-            raise ValueError(f"balance policy must be one of {BALANCE_POLICIES}, got {self.policy!r}")
-        if self.scope not in BALANCE_SCOPES:
-            raise ValueError(f"balance scope must be one of {BALANCE_SCOPES}, got {self.scope!r}")
+        # a name that is no member is refused here (ValueError), not taken for the other one
+        object.__setattr__(self, "policy", BalancePolicy(self.policy))
+        object.__setattr__(self, "scope", BalanceScope(self.scope))
 
     def text(self) -> str:
         return f"{self.policy} per {self.scope}"
@@ -55,13 +55,13 @@ class Routing:
 class Balancer:
     """Picks a replica index; :meth:`acquire` and :meth:`release` keep the in-flight counts."""
 
-    def __init__(self, replicas: Sequence[str], policy: str = "round-robin", start: int = 0) -> None:
+    def __init__(
+        self, replicas: Sequence[str], policy: BalancePolicy = BalancePolicy.ROUND_ROBIN, start: int = 0
+    ) -> None:
         if not replicas:
             raise ValueError("a balancer needs at least one replica")
-        if policy not in BALANCE_POLICIES:
-            raise ValueError(f"balance policy must be one of {BALANCE_POLICIES}, got {policy!r}")
         self.replicas = tuple(replicas)
-        self.policy = policy
+        self.policy = BalancePolicy(policy)  # ValueError for a name that is no member
         self.in_flight = [0] * len(self.replicas)
         self.picked = [0] * len(self.replicas)
         self._next = start % len(self.replicas)
@@ -70,7 +70,10 @@ class Balancer:
         """The replica for the next request (or user), counted as picked, not yet in flight."""
         n = len(self.replicas)
         order = [(self._next + k) % n for k in range(n)]
-        choice = order[0] if self.policy == "round-robin" else min(order, key=lambda i: self.in_flight[i])
+        if self.policy is BalancePolicy.ROUND_ROBIN:
+            choice = order[0]
+        else:
+            choice = min(order, key=lambda i: self.in_flight[i])
         self._next = (choice + 1) % n
         self.picked[choice] += 1
         return choice

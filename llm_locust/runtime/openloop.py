@@ -33,6 +33,7 @@ from gevent.lock import BoundedSemaphore
 from gevent.pool import Group
 
 from llm_locust.client.streaming import build_body
+from llm_locust.config.balance import BalanceScope
 from llm_locust.config.jsontypes import JsonObject
 from llm_locust.load.replicas import Balancer
 from llm_locust.load.sources import before_end
@@ -142,7 +143,7 @@ def _walk(context: RunContext, run: OpenLoopRun, user: SpecSource, turn: _Turn, 
     ceiling = math.ceil(plan.max_concurrency / workers) if plan.max_concurrency else None
     slots = BoundedSemaphore(ceiling) if ceiling else None
     # a dispatcher is no user: with --endpoints it picks a replica per request
-    client = make_client(context.client, run.balancer(), "request", ceiling or _UNBOUNDED)
+    client = make_client(context.client, run.balancer(), BalanceScope.REQUEST, ceiling or _UNBOUNDED)
     group = Group()
     try:
         skip_to = max(turn.sent_to, time.time() - t0 - RESUME_GRACE_S) if resume else -math.inf

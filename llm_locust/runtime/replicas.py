@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from llm_locust.client.streaming import ClientConfig, StreamingClient
+from llm_locust.config.balance import BalanceScope
 from llm_locust.config.jsontypes import JsonObject
 from llm_locust.load.replicas import Balancer
 from llm_locust.record import RequestRecord
@@ -22,15 +23,17 @@ __all__ = ["ReplicaClients", "make_client"]
 
 
 class ReplicaClients:
-    """Per-replica clients behind a balancer; ``scope`` is ``request`` or ``user``."""
+    """Per-replica clients behind a balancer; ``scope``: pick for every request, or once for the user."""
 
-    def __init__(self, config: ClientConfig, balancer: Balancer, scope: str, concurrency: int = 1) -> None:
+    def __init__(
+        self, config: ClientConfig, balancer: Balancer, scope: BalanceScope, concurrency: int = 1
+    ) -> None:
         self.config = config
         self.balancer = balancer
-        self.scope = scope
+        self.scope = BalanceScope(scope)  # a name that is no member: ValueError
         self.concurrency = concurrency
         self._clients: dict[int, StreamingClient] = {}
-        self._mine = balancer.acquire() if scope == "user" else None
+        self._mine = balancer.acquire() if self.scope is BalanceScope.USER else None
 
     def _client(self, index: int) -> StreamingClient:
         if index not in self._clients:
@@ -62,7 +65,7 @@ class ReplicaClients:
 
 
 def make_client(
-    config: ClientConfig, balancer: Balancer | None, scope: str, concurrency: int = 1
+    config: ClientConfig, balancer: Balancer | None, scope: BalanceScope, concurrency: int = 1
 ) -> StreamingClient | ReplicaClients:
     """A client for one user (or one open-loop dispatcher): to ``--host``, or over the replicas."""
     if balancer is None:

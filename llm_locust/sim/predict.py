@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from llm_locust.config.balance import BalanceScope
 from llm_locust.config.engine_model import EngineModel
 from llm_locust.config.slo import SloLine, SloSpec
 from llm_locust.load.replicas import Routing
@@ -79,7 +80,7 @@ def _outcomes(
     """The level's requests; ``precise``: ``horizon.requests`` of them (shared by the replicas
     as the users are), not ``horizon.seconds``."""
     cfg = engine_config(model, draw)
-    if replicas > 1 and routing.scope == "request":
+    if replicas > 1 and routing.scope is BalanceScope.REQUEST:
         requests = horizon.requests if precise and horizon.requests else None
         return fleet_loop(
             cfg, users, make_draw, replicas, horizon.limit if requests else horizon.seconds, horizon.warmup,

@@ -27,6 +27,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from llm_locust.config.balance import BalancePolicy
 from llm_locust.load.replicas import Balancer
 from llm_locust.sim.engine import Engine, EngineConfig, Seq, StepResult
 
@@ -98,7 +99,7 @@ def fleet_loop(
     overhead: float = 0.0,
     requests: int | None = None,
     follow: bool = False,
-    balance: str = "round-robin",
+    balance: BalancePolicy = BalancePolicy.ROUND_ROBIN,
 ) -> list[Outcome]:
     """:func:`closed_loop` over ``replicas`` engines, each request sent to the replica
     ``balance`` (``round-robin`` or ``least-in-flight``) picks at its sending; its lengths come

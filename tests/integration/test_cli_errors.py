@@ -121,6 +121,8 @@ BAD = [
     ((*RUN, "--extra-body", "{not json"), False, "--extra-body '{not json': not valid JSON"),
     ((*RUN, "--header", "no-colon"), False, "--header 'no-colon': expected NAME:VALUE"),
     ((*RUN, "--endpoint", "embeddings"), False, "--endpoint"),
+    ((*RUN, "--balance", "random"), False, "--balance: invalid choice: 'random' (choose from 'round-robin'"),
+    ((*RUN, "--balance-scope", "session"), False, "--balance-scope: invalid choice: 'session' (choose from"),
     ((*RUN, "--prometheus-port", "70000"), False, "--prometheus-port '70000': must be at most 65535"),
     ((*RUN, "--server-metrics-interval", "0"), False, "--server-metrics-interval '0': must be above 0"),
     ((*RUN, "--shared-prefix-fraction", "2"), False, "--shared-prefix-fraction '2': must be at most 1"),
@@ -187,6 +189,31 @@ def test_a_malformed_plan_endpoint_stops_capacity_before_any_run(
     where = f"{plans}: plans[0].endpoints: endpoint '{endpoint}'"
     assert lines[0].startswith(f"llm-locust capacity: error: {where}"), lines[0]
     assert "expected an http:// or https:// URL with a host" in lines[0]
+    assert not (tmp_path / "r").exists()
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "expected"),
+    [
+        ("balance", "random", "'round-robin' or 'least-in-flight'"),
+        ("balance_scope", "session", "'request' or 'user'"),
+    ],
+)
+def test_a_bad_balance_in_a_plan_file_stops_capacity_before_any_run(
+    forked: Forked, tmp_path: Path, key: str, value: str, expected: str
+) -> None:
+    plans = tmp_path / "plans.yaml"
+    plans.write_text(
+        'demand: {concurrency: 2}\nslo: "success>=99%"\n'
+        f"search: {{step_time: 2s, max_steps: 1, {key}: {value}}}\n"
+        "plans:\n  - {name: A, endpoints: ['http://127.0.0.1:9'], gpus: 1, gpu_hour_cost: 1}\n"
+    )
+    proc = forked.run("capacity", str(plans), "--results-dir", str(tmp_path / "r"))
+    expect_exit(proc, 2)
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in proc.stdout + proc.stderr, proc.stderr[-3000:]
+    where = f"{plans}: search.{key}"
+    assert lines[0] == f"llm-locust capacity: error: {where}: Input should be {expected}", lines[0]
     assert not (tmp_path / "r").exists()
 
 

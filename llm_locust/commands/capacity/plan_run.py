@@ -48,7 +48,7 @@ def run_args(file: PlanFile, plan: Plan, folder: Path, k: float, workers: int | 
     _flag(args, "--search-settled-precision", None if settled is None else f"{settled:g}")
     args += ["--search-extensions", str(search.extensions)]
     args += ["--step-time", f"{search.step_time / k:g}s", "--warmup", f"{search.warmup / k:g}s"]
-    args += ["--balance", search.balance, "--balance-scope", search.balance_scope]
+    args += ["--balance", search.balance.value, "--balance-scope", search.balance_scope.value]
     think = workload.think_time or (demand.think if demand.kind == "users" else None)
     if think:
         args += ["--think-time", parse_think_time(think).scaled(1 / k).spec()]

@@ -211,6 +211,16 @@ def test_a_plan_file_is_read_and_typed(tmp_path: Path) -> None:
             "plans[0].gpu_hour_costs: unknown key",
         ),
         ("search: {min: 8", "search: {mni: 8", "search.mni: unknown key"),
+        (
+            "search: {min: 8",
+            "search: {balance: random, min: 8",
+            "search.balance: Input should be 'round-robin' or 'least-in-flight'",
+        ),
+        (
+            "search: {min: 8",
+            "search: {balance_scope: session, min: 8",
+            "search.balance_scope: Input should be 'request' or 'user'",
+        ),
         ("demand: {concurrency: 50}", "demand: {concurrency: 50, rate: 2}", "exactly one"),
         ("gpus: 8", "gpus: 7", "7 GPUs do not split evenly over 2 replicas"),
         ("name: C-2x4gpu-tp4", "name: A-1x4gpu-tp4", "used twice"),

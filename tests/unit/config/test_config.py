@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import enum
 import typing
 from pathlib import Path
 
@@ -46,6 +47,8 @@ def test_every_run_option_is_one_field_of_its_part_and_its_choices_agree() -> No
 def _literal(annotation: typing.Any) -> tuple[str, ...]:
     if typing.get_origin(annotation) is typing.Literal:
         return typing.get_args(annotation)
+    if isinstance(annotation, type) and issubclass(annotation, enum.Enum):
+        return tuple(member.value for member in annotation)
     return next(_literal(a) for a in typing.get_args(annotation) if a is not type(None))
 
 
@@ -101,6 +104,9 @@ def test_strings_from_anywhere_become_the_same_typed_values() -> None:
         ({"num_users": -5}, "-u/--users '-5': must be at least 1"),
         ({"max_tokens": "abc"}, "--max-tokens 'abc': not a whole number"),
         ({"endpoint": "x"}, "--endpoint 'x': choose from chat, completions"),
+        # an enum field (config.balance), as the web form or LLM_LOCUST_BALANCE gives it
+        ({"balance": "random"}, "--balance 'random': choose from round-robin, least-in-flight"),
+        ({"balance_scope": "session"}, "--balance-scope 'session': choose from request, user"),
         ({"step_time": "0s"}, "--step-time '0s': must be above 0"),
         ({"seed": "1.5"}, "--seed '1.5': not a whole number"),
         ({"ramp": "1", "trace": "t.csv"}, "--ramp and --trace cannot be combined: choose one load model"),

@@ -7,8 +7,9 @@ import math
 import numpy as np
 import pytest
 
+from llm_locust.config.balance import BALANCE_POLICIES, BALANCE_SCOPES, BalancePolicy, BalanceScope
 from llm_locust.load.arrivals import poisson
-from llm_locust.load.replicas import Balancer
+from llm_locust.load.replicas import Balancer, Routing
 from llm_locust.load.stepped import WAIT, SteppedArrivals
 
 
@@ -36,8 +37,19 @@ def test_least_in_flight_avoids_the_busy_replica() -> None:
 def test_bad_balancers_are_refused() -> None:
     with pytest.raises(ValueError, match="at least one replica"):
         Balancer([])
-    with pytest.raises(ValueError, match="balance policy"):
-        Balancer(["a"], "random")
+    with pytest.raises(ValueError, match="'random' is not a valid BalancePolicy"):
+        Balancer(["a"], "random")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="'session' is not a valid BalanceScope"):
+        Routing(BalancePolicy.ROUND_ROBIN, "session")  # type: ignore[arg-type]
+
+
+def test_a_policy_given_as_its_string_is_the_member() -> None:
+    """A name from JSON or argparse becomes the enum (one spelling on disk, one type in code)."""
+    assert Balancer(["a"], "least-in-flight").policy is BalancePolicy.LEAST_IN_FLIGHT  # type: ignore[arg-type]
+    routing = Routing("least-in-flight", "user")  # type: ignore[arg-type]
+    assert (routing.policy, routing.scope) == (BalancePolicy.LEAST_IN_FLIGHT, BalanceScope.USER)
+    assert routing.text() == "least-in-flight per user"
+    assert (BALANCE_POLICIES, BALANCE_SCOPES) == (("round-robin", "least-in-flight"), ("request", "user"))
 
 
 def _drain(stepped: SteppedArrivals, limit: int = 100_000) -> list[float]:

@@ -9,6 +9,7 @@ from collections.abc import Callable
 
 import pytest
 
+from llm_locust.config.balance import BalancePolicy
 from llm_locust.sim.deploy import GPUS, MODELS, Deployment
 from llm_locust.sim.engine import Engine, EngineConfig, Seq
 from llm_locust.sim.virtual import Outcome, closed_loop, fleet_loop, percentile
@@ -111,8 +112,9 @@ def test_round_robin_per_request_moves_users_between_replicas_and_lengthens_the_
     users = 2 * per_replica
     turn = fleet_loop(cfg, users, lambda r: _draw(7 + r), 2, 900.0, 150.0, follow=True)
     least = fleet_loop(
-        cfg, users, lambda r: _draw(7 + r), 2, 900.0, 150.0, follow=True, balance="least-in-flight"
-    )
+        cfg, users, lambda r: _draw(7 + r), 2, 900.0, 150.0, follow=True,
+        balance=BalancePolicy.LEAST_IN_FLIGHT,
+    )  # fmt: skip
     assert len(turn) > 1000
     assert _p95(turn) > 1.01 * _p95(apart)
     assert sorted(least, key=lambda o: (o.sent, o.e2e)) == sorted(apart, key=lambda o: (o.sent, o.e2e))
