@@ -13,6 +13,14 @@ same number of users on each replica (two workers each balance their own: 5 + 4 
 2/2). B at 8 users 86.6 / 88.4 ms, at 9 108.4 / 109.9 ms. With round robin per request and
 5-token answers B's boundary sat within 5 % of the SLO (95 ms at 9 users, 105-107 at 10), so a
 busy host moved it a level either way: CI once read 10 in one process and 8 with two workers.
+
+The two comparisons run at once, each on simulators of its own (one after the other they took
+39 + 81 s of the serial part): their load processes (two runs; a master and two workers) use 1-3.5 %
+of a core each at their peak (the steps' ``client.cpu_max``). Run at once three times on
+2026-12-03 (host load 2.2-4.7 from other work), TPOT P90 one process / two workers: B at 8 users
+86.6-86.8 / 86.7-88.4 ms, at 9 104.5-104.7 / 105.3-108.7; A at 4 86.5-90.5, at 5 106.5-110.2 ms.
+The search stops at 9 users (``max: 9``): B's probe at 10 users, after 8 passed and before 9
+failed, bounded nothing the test asserts.
 """
 
 from __future__ import annotations
@@ -30,7 +38,7 @@ from pathlib import Path
 import pytest
 
 from tests.forkcli import ForkCli
-from tests.locustproc import BIN, env, llm_locust_cli
+from tests.locustproc import BIN, REPO, env, llm_locust_cli
 from tests.simproc import running_sim
 
 ENGINE = ("--mode", "engine", "--max-num-seqs", "64", "--decode-base-ms", "10", "--decode-ms-per-seq", "20")
@@ -41,7 +49,7 @@ PLANS = """
 demand: {{concurrency: 6}}
 slo: "success>=90%,tpot_p90<=0.100s"
 workload: {{prompt_tokens: 16, max_tokens: 12}}
-search: {{min: 4, max: 10, precision: 10%, step_time: 5s, warmup: 0.5s, balance: least-in-flight,
+search: {{min: 4, max: 9, precision: 10%, step_time: 5s, warmup: 0.5s, balance: least-in-flight,
   balance_scope: user}}
 plans:
   - {{name: A, endpoints: [{a}], gpus: 1, gpu_hour_cost: 2}}
@@ -53,9 +61,32 @@ def _capacity(out: Path, *flags: str) -> dict:
     res = llm_locust_cli(
         "capacity", str(out.parent / "plans.yaml"), "--results-dir", str(out), *flags, timeout=500
     )
+    return _result(out, res)
+
+
+def _result(out: Path, res: subprocess.CompletedProcess[str]) -> dict:
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
     assert "Traceback" not in res.stdout + res.stderr
     return {p["name"]: p for p in json.loads((out / "capacity.json").read_text())["plans"]}
+
+
+def _started(out: Path, plans: Path, *flags: str) -> subprocess.Popen[str]:
+    """``capacity`` started, its output to files beside ``out`` (two at once never fill a pipe)."""
+    cmd = [str(BIN / "llm-locust"), "capacity", str(plans), "--results-dir", str(out), *flags]
+    stdout, stderr = (out.parent / f"{out.name}.out").open("w"), (out.parent / f"{out.name}.err").open("w")
+    with stdout, stderr:
+        return subprocess.Popen(cmd, stdout=stdout, stderr=stderr, text=True, env=env(), cwd=str(REPO))
+
+
+def _ended(out: Path, proc: subprocess.Popen[str], timeout: float) -> dict:
+    try:
+        code = proc.wait(max(timeout, 1.0))
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    texts = [(out.parent / f"{out.name}.{kind}").read_text() for kind in ("out", "err")]
+    return _result(out, subprocess.CompletedProcess(proc.args, code, *texts))
 
 
 @pytest.fixture(scope="module")
@@ -73,14 +104,31 @@ def _files(folder: Path) -> set[str]:
 @pytest.mark.slow
 @pytest.mark.serial  # the boundaries need a client that sends each user's next request on time
 def test_plans_searched_over_two_workers_find_the_one_process_capacities(tmp_path: Path) -> None:
-    with running_sim(*ENGINE) as a, running_sim(*ENGINE, "--replicas", "2") as b:
-        b1, b2 = b.split(",")
-        (tmp_path / "plans.yaml").write_text(PLANS.format(a=a, b1=b1, b2=b2))
+    with (
+        running_sim(*ENGINE) as a,
+        running_sim(*ENGINE, "--replicas", "2") as b,
+        running_sim(*ENGINE) as wa,
+        running_sim(*ENGINE, "--replicas", "2") as wb,
+    ):
+        (tmp_path / "plans.yaml").write_text(PLANS.format(a=a, b1=b.split(",")[0], b2=b.split(",")[1]))
+        (tmp_path / "plans-w.yaml").write_text(PLANS.format(a=wa, b1=wb.split(",")[0], b2=wb.split(",")[1]))
         # in one process the two plans are searched at once (as test_decision_page's three are):
         # two load processes on two cores; with workers one after the other (a master and two
-        # workers each: --parallel's default on two cores)
-        one = _capacity(tmp_path / "one", "--parallel", "2")
-        two = _capacity(tmp_path / "two", "--workers", "2")
+        # workers each: --parallel's default on two cores). The two comparisons run at once, each
+        # on its own simulators (the module's docstring)
+        deadline = time.monotonic() + 500
+        procs = {
+            "one": _started(tmp_path / "one", tmp_path / "plans.yaml", "--parallel", "2"),
+            "two": _started(tmp_path / "two", tmp_path / "plans-w.yaml", "--workers", "2"),
+        }
+        try:
+            one = _ended(tmp_path / "one", procs["one"], deadline - time.monotonic())
+            two = _ended(tmp_path / "two", procs["two"], deadline - time.monotonic())
+        finally:
+            for proc in procs.values():
+                if proc.poll() is None:
+                    proc.kill()
+                    proc.wait()
     for name in "AB":
         c1, c2 = one[name]["search"]["capacity"], two[name]["search"]["capacity"]
         assert abs(c1 - c2) <= PRECISION * max(c1, c2) + 1e-9, (name, c1, c2)
