@@ -36,11 +36,13 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
+from enum import StrEnum
 
 import numpy as np
 
 __all__ = [
     "ARRIVAL_KINDS",
+    "ArrivalKind",
     "ArrivalProcess",
     "ArrivalSchedule",
     "RateStep",
@@ -51,7 +53,16 @@ __all__ = [
     "split_for_worker",
 ]
 
-ARRIVAL_KINDS = ("poisson", "gamma", "constant")
+
+class ArrivalKind(StrEnum):
+    """``--arrival``: the process between two arrivals (its value is the flag's spelling)."""
+
+    POISSON = "poisson"  # exponential gaps
+    GAMMA = "gamma"  # gamma gaps of shape --burstiness
+    CONSTANT = "constant"  # equal gaps
+
+
+ARRIVAL_KINDS = tuple(kind.value for kind in ArrivalKind)
 _BLOCK = 1024  # draws per block: fixed, so the sequence does not depend on the horizon
 
 
@@ -59,26 +70,26 @@ _BLOCK = 1024  # draws per block: fixed, so the sequence does not depend on the 
 class ArrivalProcess:
     """A renewal process with mean rate ``rate`` (req/s); ``burstiness`` is gamma's shape."""
 
-    kind: str
+    kind: ArrivalKind
     rate: float
     burstiness: float = 1.0
 
     def __post_init__(self) -> None:
-        if self.kind not in ARRIVAL_KINDS:
-            raise ValueError(f"--arrival must be one of {', '.join(ARRIVAL_KINDS)}, got {self.kind!r}")
+        object.__setattr__(self, "kind", _kind(self.kind, self.kind))  # text becomes the member
         _check_positive(self.rate, "--request-rate")
         _check_positive(self.burstiness, "--burstiness")
 
     @property
     def cv2(self) -> float:
         """Squared coefficient of variation of the inter-arrival times."""
-        return {"poisson": 1.0, "gamma": 1.0 / self.burstiness, "constant": 0.0}[self.kind]
+        cv2 = {ArrivalKind.POISSON: 1.0, ArrivalKind.GAMMA: 1.0 / self.burstiness, ArrivalKind.CONSTANT: 0.0}
+        return cv2[self.kind]
 
     def unit_gaps(self, rng: np.random.Generator, n: int) -> np.ndarray:
         """``n`` inter-arrival gaps of this process at rate 1 (mean 1)."""
-        if self.kind == "poisson":
+        if self.kind is ArrivalKind.POISSON:
             return rng.exponential(1.0, n)
-        if self.kind == "gamma":
+        if self.kind is ArrivalKind.GAMMA:
             return rng.gamma(self.burstiness, 1.0 / self.burstiness, n)
         return np.ones(n)
 
@@ -88,15 +99,15 @@ class ArrivalProcess:
 
 
 def poisson(rate: float) -> ArrivalProcess:
-    return ArrivalProcess("poisson", rate)
+    return ArrivalProcess(ArrivalKind.POISSON, rate)
 
 
 def gamma(rate: float, burstiness: float) -> ArrivalProcess:
-    return ArrivalProcess("gamma", rate, burstiness)
+    return ArrivalProcess(ArrivalKind.GAMMA, rate, burstiness)
 
 
 def constant(rate: float) -> ArrivalProcess:
-    return ArrivalProcess("constant", rate)
+    return ArrivalProcess(ArrivalKind.CONSTANT, rate)
 
 
 def _check_positive(value: float, flag: str) -> None:
@@ -106,6 +117,14 @@ def _check_positive(value: float, flag: str) -> None:
         raise ValueError(f"{flag} must be a positive finite number, got {value!r}")
 
 
+def _kind(name: str, given: object) -> ArrivalKind:
+    """The member spelt ``name``; ``ValueError`` naming ``--arrival`` and the text ``given``."""
+    try:
+        return ArrivalKind(name)
+    except ValueError:
+        raise ValueError(f"--arrival must be one of {', '.join(ARRIVAL_KINDS)}, got {given!r}") from None
+
+
 def parse_arrival(kind: str, rate: float, burstiness: float | None = None) -> ArrivalProcess:
     """``--arrival``, ``--request-rate``, ``--burstiness`` -> a process.
 
@@ -113,13 +132,11 @@ def parse_arrival(kind: str, rate: float, burstiness: float | None = None) -> Ar
     accepted and for ``constant`` it must be unset (or 1), so a typo cannot silently
     drop it.
     """
-    name = str(kind).strip().lower()
-    if name not in ARRIVAL_KINDS:
-        raise ValueError(f"--arrival must be one of {', '.join(ARRIVAL_KINDS)}, got {kind!r}")
+    name = _kind(str(kind).strip().lower(), kind)
     _check_positive(rate, "--request-rate")
     if burstiness is not None:
         _check_positive(burstiness, "--burstiness")
-    if name == "gamma":
+    if name is ArrivalKind.GAMMA:
         return gamma(float(rate), 1.0 if burstiness is None else float(burstiness))
     if burstiness is not None and burstiness != 1.0:
         raise ValueError(f"--burstiness applies only to --arrival gamma (got {burstiness:g} with {name})")

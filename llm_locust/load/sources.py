@@ -60,7 +60,7 @@ class RateArrivals:
             yield offset, None
 
     def describe(self) -> JsonObject:
-        return {"arrival": {"kind": self.process.kind, "burstiness": self.process.burstiness}}
+        return {"arrival": {"kind": self.process.kind.value, "burstiness": self.process.burstiness}}
 
 
 @dataclass(frozen=True)

@@ -124,4 +124,4 @@ class SteppedRates:
             yield float(due), None
 
     def describe(self) -> JsonObject:
-        return {"arrival": {"kind": self.process.kind, "burstiness": self.process.burstiness}}
+        return {"arrival": {"kind": self.process.kind.value, "burstiness": self.process.burstiness}}

@@ -8,6 +8,9 @@ import numpy as np
 import pytest
 
 from llm_locust.load.arrivals import (
+    ARRIVAL_KINDS,
+    ArrivalKind,
+    ArrivalProcess,
     ArrivalSchedule,
     RateStep,
     constant,
@@ -106,7 +109,16 @@ def test_parse_arrival() -> None:
     assert parse_arrival("gamma", 5, 0.5) == gamma(5.0, 0.5)
     assert parse_arrival("gamma", 5, None).burstiness == 1.0
     assert parse_arrival("constant", 2.5, None).cv2 == 0.0
-    assert parse_arrival("poisson", 5, 1.0).kind == "poisson"
+    assert parse_arrival("poisson", 5, 1.0).kind is ArrivalKind.POISSON
+
+
+def test_an_arrival_kind_given_as_text_is_the_member_and_a_wrong_one_names_the_flag() -> None:
+    process = ArrivalProcess("gamma", 2.0, 0.5)  # type: ignore[arg-type]
+    assert process.kind is ArrivalKind.GAMMA and process.cv2 == 2.0
+    assert ARRIVAL_KINDS == ("poisson", "gamma", "constant")  # the spellings --arrival takes
+    with pytest.raises(ValueError) as info:
+        ArrivalProcess("bursty", 1.0)  # type: ignore[arg-type]
+    assert str(info.value) == "--arrival must be one of poisson, gamma, constant, got 'bursty'"
 
 
 @pytest.mark.parametrize(

@@ -43,6 +43,8 @@ def test_rate_arrivals_of_all_workers_are_the_single_process_schedule() -> None:
         assert np.array_equal(union, whole)
     assert 150 < len(whole) < 350  # 5/s and 20/s for 10 s each
     assert source.describe() == {"arrival": {"kind": "poisson", "burstiness": 1.0}}
+    assert json.dumps(source.describe()) == '{"arrival": {"kind": "poisson", "burstiness": 1.0}}'
+    assert type(source.describe()["arrival"]["kind"]) is str  # type: ignore[index]  # plain JSON, no enum
 
 
 def test_a_workers_share_cut_at_the_masters_end_is_the_masters_share() -> None:
