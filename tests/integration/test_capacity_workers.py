@@ -78,13 +78,24 @@ def _started(out: Path, plans: Path, *flags: str) -> subprocess.Popen[str]:
         return subprocess.Popen(cmd, stdout=stdout, stderr=stderr, text=True, env=env(), cwd=str(REPO))
 
 
+def _stop(proc: subprocess.Popen[str]) -> None:
+    """A comparison still running stopped as a user would (SIGTERM: it stops its runs, their
+    masters and workers, and exits 143; test_a_stopped_comparison_leaves_no_master_or_worker_behind),
+    killed if it has not within 90 s."""
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(90)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
 def _ended(out: Path, proc: subprocess.Popen[str], timeout: float) -> dict:
     try:
         code = proc.wait(max(timeout, 1.0))
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+        _stop(proc)
     texts = [(out.parent / f"{out.name}.{kind}").read_text() for kind in ("out", "err")]
     return _result(out, subprocess.CompletedProcess(proc.args, code, *texts))
 
@@ -124,11 +135,9 @@ def test_plans_searched_over_two_workers_find_the_one_process_capacities(tmp_pat
         try:
             one = _ended(tmp_path / "one", procs["one"], deadline - time.monotonic())
             two = _ended(tmp_path / "two", procs["two"], deadline - time.monotonic())
-        finally:
+        finally:  # one failed: the other stops too, before its simulators do
             for proc in procs.values():
-                if proc.poll() is None:
-                    proc.kill()
-                    proc.wait()
+                _stop(proc)
     for name in "AB":
         c1, c2 = one[name]["search"]["capacity"], two[name]["search"]["capacity"]
         assert abs(c1 - c2) <= PRECISION * max(c1, c2) + 1e-9, (name, c1, c2)
