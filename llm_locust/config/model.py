@@ -51,7 +51,7 @@ from llm_locust.config.options import WORKLOAD_PROFILES
 from llm_locust.config.part import Finite, NonNegative, Part, Positive, seconds_of
 from llm_locust.config.redact import REDACTED, redact_headers, strip_credentials
 from llm_locust.config.slo import SloSpec, parse_slo
-from llm_locust.config.think import ThinkTime, parse_think_time
+from llm_locust.config.think import ThinkKind, ThinkTime, parse_think_time
 from llm_locust.config.tls import check_tls_options
 from llm_locust.config.tools import check_tool_choice, load_tools
 from llm_locust.config.units import as_items, parse_percentiles, split_list
@@ -197,7 +197,7 @@ class WorkloadConfig(Part):
     @classmethod
     def _think(cls, value: object) -> object:
         think = parse_think_time(value)
-        return think.params["value"] if think.kind == "fixed" else think.spec()
+        return think.params["value"] if think.kind is ThinkKind.FIXED else think.spec()
 
     @property
     def tool_wait(self) -> ThinkTime:

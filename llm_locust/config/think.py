@@ -22,12 +22,24 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from enum import StrEnum
 
 import numpy as np
 
 from llm_locust.config.units import parse_duration, parse_kind_spec
 
-__all__ = ["NO_THINK", "ThinkTime", "parse_think_time"]
+__all__ = ["NO_THINK", "ThinkKind", "ThinkTime", "parse_think_time"]
+
+
+class ThinkKind(StrEnum):
+    """The distribution of the pauses (its value is the spec's spelling)."""
+
+    FIXED = "fixed"
+    UNIFORM = "uniform"
+    NORMAL = "normal"
+    LOGNORMAL = "lognormal"
+    EXPONENTIAL = "exponential"
+
 
 _KINDS = {
     "fixed": ("value",),
@@ -50,34 +62,37 @@ _REDRAWS = 16
 class ThinkTime:
     """A distribution of pauses in seconds."""
 
-    kind: str = "fixed"
+    kind: ThinkKind = ThinkKind.FIXED
     params: dict[str, float] = field(default_factory=lambda: {"value": 0.0})
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "kind", ThinkKind(self.kind))  # a name given as text becomes the member
 
     @property
     def lower(self) -> float:
-        return self.params["value"] if self.kind == "fixed" else self.params.get("min", 0.0)
+        return self.params["value"] if self.kind is ThinkKind.FIXED else self.params.get("min", 0.0)
 
     @property
     def upper(self) -> float:
-        return self.params["value"] if self.kind == "fixed" else self.params.get("max", math.inf)
+        return self.params["value"] if self.kind is ThinkKind.FIXED else self.params.get("max", math.inf)
 
     @property
     def mean(self) -> float:
         """The mean pause (of the untruncated distribution for normal, lognormal, exponential)."""
-        if self.kind == "fixed":
+        if self.kind is ThinkKind.FIXED:
             return self.params["value"]
-        if self.kind == "uniform":
+        if self.kind is ThinkKind.UNIFORM:
             return (self.params["min"] + self.params["max"]) / 2
         return self.params["mean"]
 
     @property
     def none(self) -> bool:
-        return self.kind == "fixed" and self.params["value"] == 0.0
+        return self.kind is ThinkKind.FIXED and self.params["value"] == 0.0
 
     def draw(self, rng: np.random.Generator) -> float:
-        if self.kind == "fixed":
+        if self.kind is ThinkKind.FIXED:
             return self.params["value"]
-        if self.kind == "uniform":
+        if self.kind is ThinkKind.UNIFORM:
             return float(rng.uniform(self.params["min"], self.params["max"]))
         x = self.lower
         for _ in range(_REDRAWS):
@@ -88,10 +103,10 @@ class ThinkTime:
 
     def _raw(self, rng: np.random.Generator) -> float:
         mean = self.params["mean"]
-        if self.kind == "exponential":
+        if self.kind is ThinkKind.EXPONENTIAL:
             return float(rng.exponential(mean))
         std = self.params["std"]
-        if self.kind == "normal":
+        if self.kind is ThinkKind.NORMAL:
             return float(rng.normal(mean, std))
         sigma2 = math.log1p((std / mean) ** 2)
         return float(rng.lognormal(math.log(mean) - sigma2 / 2, math.sqrt(sigma2)))
@@ -102,7 +117,7 @@ class ThinkTime:
 
     def spec(self) -> str:
         """The normalised text, e.g. ``lognormal:mean=20s,std=10s``."""
-        if self.kind == "fixed":
+        if self.kind is ThinkKind.FIXED:
             return f"{self.params['value']:g}s"
         return f"{self.kind}:" + ",".join(f"{k}={v:g}s" for k, v in self.params.items())
 
@@ -121,11 +136,12 @@ def parse_think_time(text: object) -> ThinkTime:
     """A think-time spec (see the module docstring); ``ValueError`` with a one-line reason."""
     if isinstance(text, (int, float)) and not isinstance(text, bool):
         text = str(float(text))
-    kind, params = parse_kind_spec(str(text), _KINDS, _seconds, "think-time distribution")
+    name, params = parse_kind_spec(str(text), _KINDS, _seconds, "think-time distribution")
+    kind = ThinkKind(name)
     missing = [k for k in _REQUIRED[kind] if k not in params]
     if missing:
         raise ValueError(f"{kind} needs {', '.join(missing)} in {str(text).strip()!r}")
-    if kind in ("normal", "lognormal", "exponential") and params["mean"] <= 0:
+    if kind in (ThinkKind.NORMAL, ThinkKind.LOGNORMAL, ThinkKind.EXPONENTIAL) and params["mean"] <= 0:
         raise ValueError(f"{kind} needs a mean above 0 in {str(text).strip()!r}")
     lo = params.get("value", params.get("min", 0.0))
     if params.get("max", math.inf) < lo:

@@ -10,7 +10,7 @@ import pytest
 from llm_locust.config.build import ConfigError, build_config
 from llm_locust.config.demand import parse_demand
 from llm_locust.config.plans import PlanFileError, load_plan_file
-from llm_locust.config.think import parse_think_time
+from llm_locust.config.think import ThinkKind, ThinkTime, parse_think_time
 from llm_locust.load.plan import build_load_plan
 
 SLO = "success>=99%,ttft_p95<=5s,e2e_p95<=30s"
@@ -21,6 +21,14 @@ def test_think_time_keeps_the_old_seconds_form() -> None:
         think = parse_think_time(text)
         assert think.kind == "fixed" and think.mean == 2.5 and not think.none
     assert parse_think_time(0).none and parse_think_time("0").none
+
+
+def test_a_think_time_kind_is_the_member_and_spells_as_before() -> None:
+    think = parse_think_time("lognormal:mean=20s,std=10s")
+    assert think.kind is ThinkKind.LOGNORMAL and think.spec() == "lognormal:mean=20s,std=10s"
+    assert ThinkTime("uniform", {"min": 1.0, "max": 3.0}).kind is ThinkKind.UNIFORM  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="'gauss' is not a valid ThinkKind"):
+        ThinkTime("gauss", {"mean": 1.0})  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize(
