@@ -23,11 +23,10 @@ deployment seconds. Exit 0 the demand is met, 3 it is not (or not surely), 2 bad
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TypeVar
 
 import numpy as np
 
@@ -40,6 +39,8 @@ from llm_locust.config.think import ThinkTime, parse_think_time
 from llm_locust.load.replicas import Routing
 from llm_locust.load.search import Probe, SearchSpec, start_near
 from llm_locust.load.stages import StageKind
+from llm_locust.results.capacity_model import DemandUnit, PredictedStep, PredictedVerdict
+from llm_locust.results.prediction_model import Prediction
 from llm_locust.sim.predict import DOUBT_MARGIN, Horizon, search_capacity, unsupported_lines
 from llm_locust.workload.distributions import SpecError, SyntheticLengths, parse_distribution
 from llm_locust.workload.profiles import ProfileLengths, load_profile
@@ -94,8 +95,8 @@ def _think(t: ThinkTime | None, seed: int) -> Callable[[], float] | None:
     return lambda: t.draw(rng)
 
 
-def predict(model: EngineModel, slo: SloSpec, demand: Demand, args: argparse.Namespace) -> dict[str, Any]:
-    """The prediction as the JSON ``-o`` writes."""
+def predict(model: EngineModel, slo: SloSpec, demand: Demand, args: argparse.Namespace) -> Prediction:
+    """The prediction (printed by :func:`text`, written by ``-o``)."""
     sampler = _sampler(args)
     think_spec = args.think_time or demand.think
     think = parse_think_time(think_spec) if think_spec else None
@@ -118,53 +119,58 @@ def predict(model: EngineModel, slo: SloSpec, demand: Demand, args: argparse.Nam
     others = [one(d, args.seed + 1 + i)[0] for i, d in enumerate(model.draws[: args.draws])]
     low, high = (min([capacity, *others]), max([capacity, *others]))
     value = demand.value
-    verdict = "meets" if low >= value else "misses" if high < value else "uncertain"
-    return {
-        "kind": "prediction",
-        "capacity": capacity,
-        "unit": "users" if think else "concurrent",
-        "interval": [low, high],
-        "interval_source": (
+    verdict = (
+        PredictedVerdict.MEETS
+        if low >= value
+        else PredictedVerdict.MISSES
+        if high < value
+        else PredictedVerdict.UNCERTAIN
+    )
+    return Prediction(
+        capacity=capacity,
+        unit=DemandUnit.USERS if think else DemandUnit.CONCURRENCY,
+        interval=[low, high],
+        interval_source=(
             f"the same search with {len(others)} bootstrap parameter draws of the model, each with "
             "its own workload seed (the parameters' uncertainty and the virtual runs' seed noise)"
         ),
-        "demand": demand.to_json(),
-        "verdict": verdict,
-        "slo": slo.to_json(),
-        "replicas": args.replicas,
-        "balance": routing.policy.value,
-        "balance_scope": routing.scope.value,
-        "workload": sampler.describe() | ({"max_tokens": args.max_tokens} if args.max_tokens else {}),
-        "think_time": think.spec() if think else None,
-        "model_file": model.source,
-        "runs": list(model.runs),
-        "steps": [
-            {"level": p.level, "verdict": p.verdict.value, "requests": n}
+        demand=dict(demand.to_json()),
+        verdict=verdict,
+        slo=slo.to_json(),
+        replicas=args.replicas,
+        balance=routing.policy,
+        balance_scope=routing.scope,
+        workload=sampler.describe() | ({"max_tokens": args.max_tokens} if args.max_tokens else {}),
+        think_time=think.spec() if think else None,
+        model_file=model.source,
+        runs=list(model.runs),
+        not_identified=list(model.notes),
+        steps=[
+            PredictedStep(level=p.level, verdict=p.verdict, requests=n)
             for p, n in zip(probes, counts, strict=True)
         ],
-        "virtual_seconds_per_step": args.virtual_seconds,
-        "requests_per_precise_step": horizon.requests,
-    }
+        virtual_seconds_per_step=args.virtual_seconds,
+        requests_per_precise_step=horizon.requests,
+    )
 
 
-def text(result: dict[str, Any]) -> str:
-    lo, hi = result["interval"]
-    steps = ", ".join(f"{s['level']:g} {s['verdict']} ({s['requests']})" for s in result["steps"])
-    replicas = result["replicas"]
-    where = f"{replicas} replica{'s' if replicas > 1 else ''}"
-    if replicas > 1:
-        routing = Routing(BalancePolicy(result["balance"]), BalanceScope(result["balance_scope"]))
-        where += f" ({routing.text()})"
+def text(result: Prediction) -> str:
+    lo, hi = result.interval
+    steps = ", ".join(f"{s.level:g} {s.verdict.value} ({s.requests})" for s in result.steps)
+    where = f"{result.replicas} replica{'s' if result.replicas > 1 else ''}"
+    if result.replicas > 1:
+        where += f" ({Routing(result.balance, result.balance_scope).text()})"
+    unit = "users" if result.unit is DemandUnit.USERS else "concurrent"
     return "\n".join(
         [
-            f"PREDICTION (not a measurement) from the engine model {result['model_file']}, "
-            f"calibrated on {', '.join(result['runs']) or 'no recorded runs'}",
-            f"SLO capacity: {result['capacity']:g} {result['unit']} on {where} (range {lo:g}..{hi:g}: "
-            f"{result['interval_source']})",
-            f"demand {Demand.model_validate(result['demand']).text()}: {result['verdict']}",
-            f"search steps (virtual time, {result['virtual_seconds_per_step']:g} s each, "
+            f"PREDICTION (not a measurement) from the engine model {result.model_file}, "
+            f"calibrated on {', '.join(result.runs) or 'no recorded runs'}",
+            f"SLO capacity: {result.capacity:g} {unit} on {where} (range {lo:g}..{hi:g}: "
+            f"{result.interval_source})",
+            f"demand {Demand.model_validate(result.demand).text()}: {result.verdict.value}",
+            f"search steps (virtual time, {result.virtual_seconds_per_step:g} s each, "
             f"a step within {DOUBT_MARGIN:.0%} of an SLO threshold run on to "
-            f"{result['requests_per_precise_step'] or 'no more'} requests; requests judged): {steps}",
+            f"{result.requests_per_precise_step or 'no more'} requests; requests judged): {steps}",
         ]
     )
 
@@ -267,7 +273,7 @@ def main(argv: list[str] | None = None) -> int:
     sys.stdout.write(text(result) + "\n")
     if args.output:
         try:
-            Path(args.output).write_text(json.dumps(result, indent=1) + "\n")
+            Path(args.output).write_text(result.json_text())
         except OSError as e:
             parser.error(f"argument -o: cannot write {args.output!r}: {e.strerror or e}")
-    return 0 if result["verdict"] == "meets" else NOT_MET
+    return 0 if result.verdict is PredictedVerdict.MEETS else NOT_MET

@@ -26,6 +26,7 @@ from typing import Literal
 
 from pydantic import Field, JsonValue, ValidationError
 
+from llm_locust.config.balance import BalancePolicy, BalanceScope
 from llm_locust.load.search import StopReason, Verdict
 from llm_locust.load.stages import StageKind
 from llm_locust.results.search_model import Decider, JudgedStep, Model
@@ -96,10 +97,11 @@ class PredictedVerdict(StrEnum):
 
 
 class PredictedStep(Model):
-    """A step of the search run on the engine model (virtual time)."""
+    """A step of the search run on the engine model (virtual time), and the requests it judged."""
 
     level: float
     verdict: Verdict
+    requests: int | None = None
 
 
 class Predicted(Model):
@@ -116,6 +118,8 @@ class Predicted(Model):
     not_identified: list[str] = Field(default_factory=list)
     steps: list[PredictedStep] = Field(default_factory=list)
     virtual_seconds_per_step: float | None = None
+    balance: BalancePolicy | None = None  # the balancer the replicas stood behind (the search's)
+    balance_scope: BalanceScope | None = None
 
 
 class PlanResult(Model):

@@ -15,8 +15,7 @@ Pure module: no Locust, no network.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
 
 from llm_locust.config.demand import Demand
 from llm_locust.config.plans import Plan
@@ -25,11 +24,11 @@ from llm_locust.results.capacity_model import (
     DemandUnit,
     PlanResult,
     Predicted,
-    PredictedStep,
     PredictedVerdict,
 )
 from llm_locust.results.cost import headroom
 from llm_locust.results.plans import plan_fields
+from llm_locust.results.prediction_model import Prediction
 
 __all__ = ["PREDICTED_MARK", "predicted_lines", "predicted_result"]
 
@@ -37,11 +36,11 @@ __all__ = ["PREDICTED_MARK", "predicted_lines", "predicted_result"]
 PREDICTED_MARK = "~"
 
 
-def predicted_result(plan: Plan, demand: Demand, prediction: Mapping[str, Any]) -> PlanResult:
-    """The comparison's row of a predicted plan (see the module's docstring); ``prediction``:
-    :func:`llm_locust.commands.capacity.predicted.predict_plan`'s."""
-    capacity = float(prediction["capacity"]) or None
-    low, high = (float(x) for x in prediction["interval"])
+def predicted_result(plan: Plan, demand: Demand, prediction: Prediction) -> PlanResult:
+    """The comparison's row of a predicted plan (see the module's docstring)."""
+    assert plan.predict_from is not None
+    capacity = prediction.capacity or None
+    low, high = prediction.interval
     row = PlanResult(
         **plan_fields(plan),
         time_scale=1.0,
@@ -49,23 +48,25 @@ def predicted_result(plan: Plan, demand: Demand, prediction: Mapping[str, Any]) 
         capacity_unit=DemandUnit(demand.kind),
         demand=demand.value,
         headroom=None if capacity is None else headroom(capacity, demand.value),
-        meets=prediction["verdict"] == PredictedVerdict.MEETS,
+        meets=prediction.verdict is PredictedVerdict.MEETS,
         request_throughput=None,
         output_throughput=None,
         output_throughput_per_gpu=None,
         cost_per_million_at_capacity=None,
         cost_per_million_at_demand=None,
         predicted=Predicted(
-            **{"from": prediction["predict_from"]},  # a keyword: by its alias
+            **{"from": plan.predict_from},  # a keyword: by its alias
             interval=[low, high],
-            interval_source=prediction["interval_source"],
-            verdict=PredictedVerdict(prediction["verdict"]),
-            workload=prediction["workload"],
-            model_file=prediction["model_file"],
-            runs=prediction["runs"],
-            not_identified=prediction.get("not_identified", []),
-            steps=[PredictedStep.model_validate(step) for step in prediction["steps"]],
-            virtual_seconds_per_step=prediction["virtual_seconds_per_step"],
+            interval_source=prediction.interval_source,
+            verdict=prediction.verdict,
+            workload=prediction.workload,
+            model_file=prediction.model_file,
+            runs=prediction.runs,
+            not_identified=prediction.not_identified,
+            steps=prediction.steps,
+            virtual_seconds_per_step=prediction.virtual_seconds_per_step,
+            balance=prediction.balance,
+            balance_scope=prediction.balance_scope,
         ),
     )
     row.verdict = _sentence(row, demand)

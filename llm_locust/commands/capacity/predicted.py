@@ -27,6 +27,7 @@ from llm_locust.config.plans import Plan, PlanFile
 from llm_locust.results.calibrate import CalibrationError, fit
 from llm_locust.results.capacity_model import PlanResult
 from llm_locust.results.predicted_plans import predicted_result
+from llm_locust.results.prediction_model import Prediction
 from llm_locust.results.search_model import SearchResult
 from llm_locust.sim.predict import unsupported_lines
 
@@ -67,7 +68,7 @@ def _workload(file: PlanFile, plan: Plan) -> dict[str, Any]:
     return base
 
 
-def predict_plan(file: PlanFile, plan: Plan, root: Path) -> dict[str, Any]:
+def predict_plan(file: PlanFile, plan: Plan, root: Path) -> Prediction:
     """The prediction of ``plan`` from its measured plan's folder; ``ValueError`` (one line) when
     that folder cannot be calibrated from."""
     assert plan.predict_from is not None
@@ -95,8 +96,7 @@ def predict_plan(file: PlanFile, plan: Plan, root: Path) -> dict[str, Any]:
         search_max_steps=file.search.max_steps, draws=DRAWS, virtual_seconds=VIRTUAL_SECONDS,
         level_requests=LEVEL_REQUESTS, level_limit=LEVEL_LIMIT, seed=w["seed"] or 0,
     )  # fmt: skip
-    result = predict(model, file.slo, file.demand, args)
-    return {**result, "predict_from": plan.predict_from, "not_identified": list(model.notes)}
+    return predict(model, file.slo, file.demand, args)
 
 
 def predicted_rows(

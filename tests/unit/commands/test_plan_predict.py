@@ -77,11 +77,12 @@ def test_a_two_replica_plan_is_predicted_from_the_one_replica_search(
     monkeypatch.setattr(predicted, "DRAWS", 2)
     file = _plan_file({"balance_scope": "user"})
     prediction = predict_plan(file, file.plans[1], tmp_path)
-    assert prediction["kind"] == "prediction" and prediction["replicas"] == 2
-    assert prediction["runs"] == [str(tmp_path / "A")]
-    assert abs(prediction["capacity"] - 8) <= 1, prediction
-    low, high = prediction["interval"]
-    assert low <= prediction["capacity"] <= high
+    assert prediction.kind == "prediction" and prediction.replicas == 2
+    assert (prediction.balance, prediction.balance_scope) == ("round-robin", "user")  # the file's search
+    assert prediction.runs == [str(tmp_path / "A")]
+    assert abs(prediction.capacity - 8) <= 1, prediction
+    low, high = prediction.interval
+    assert low <= prediction.capacity <= high
     assert (tmp_path / "A2" / "model.yaml").is_file()
     row = predicted_result(file.plans[1], file.demand, prediction)
     assert row.predicted is not None and row.predicted.from_ == "A" and row.meets == (low >= 6)
@@ -91,7 +92,7 @@ def test_a_two_replica_plan_is_predicted_from_the_one_replica_search(
         {**file.model_dump(mode="json"), "slo": "tpot_p90<=0.095s", "demand": {"concurrency": 6},
          "plans": [file.plans[0].model_dump(), {**file.plans[1].model_dump(), "replicas": 1, "gpus": 1}]}
     )  # fmt: skip
-    assert abs(predict_plan(one, one.plans[1], tmp_path)["capacity"] - 4) <= 1
+    assert abs(predict_plan(one, one.plans[1], tmp_path).capacity - 4) <= 1
 
 
 def _true_capacity_round_robin(top: int = 10) -> int:
@@ -118,6 +119,6 @@ def test_round_robin_per_request_is_predicted_as_it_spreads_the_requests(
     monkeypatch.setattr(predicted, "DRAWS", 0)
     file = _plan_file({})
     prediction = predict_plan(file, file.plans[1], tmp_path)
-    assert (prediction["balance"], prediction["balance_scope"]) == ("round-robin", "request")
+    assert (prediction.balance, prediction.balance_scope) == ("round-robin", "request")
     truth = _true_capacity_round_robin()
-    assert truth < 8 and abs(prediction["capacity"] - truth) <= 1, (prediction["capacity"], truth)
+    assert truth < 8 and abs(prediction.capacity - truth) <= 1, (prediction.capacity, truth)

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from llm_locust.config.balance import BalancePolicy, BalanceScope
 from llm_locust.config.demand import parse_demand
 from llm_locust.config.plans import PlanFile
+from llm_locust.load.search import Verdict
+from llm_locust.results.capacity_model import DemandUnit, PredictedStep, PredictedVerdict
 from llm_locust.results.predicted_plans import predicted_lines, predicted_result
+from llm_locust.results.prediction_model import Prediction
 
 FILE = PlanFile.model_validate(
     {
@@ -16,18 +20,23 @@ FILE = PlanFile.model_validate(
         ],
     }
 )
-PREDICTION = {
-    "capacity": 8.0,
-    "interval": [7.0, 9.0],
-    "interval_source": "the same search with 10 bootstrap parameter draws of the model",
-    "verdict": "meets",
-    "workload": {"input_tokens": "fixed:16"},
-    "model_file": "cap/A2/model.yaml",
-    "runs": ["cap/A"],
-    "steps": [{"level": 4, "verdict": "pass"}, {"level": 8, "verdict": "pass"}],
-    "virtual_seconds_per_step": 900.0,
-    "predict_from": "A",
-}
+PREDICTION = Prediction(
+    capacity=8.0,
+    unit=DemandUnit.CONCURRENCY,
+    interval=[7.0, 9.0],
+    interval_source="the same search with 10 bootstrap parameter draws of the model",
+    demand={"concurrency": 6},
+    verdict=PredictedVerdict.MEETS,
+    slo=["tpot_p90<=0.1s"],
+    replicas=2,
+    balance=BalancePolicy.LEAST_IN_FLIGHT,
+    balance_scope=BalanceScope.USER,
+    workload={"input_tokens": "fixed:16"},
+    model_file="cap/A2/model.yaml",
+    runs=["cap/A"],
+    steps=[PredictedStep(level=4, verdict=Verdict.PASS), PredictedStep(level=8, verdict=Verdict.PASS)],
+    virtual_seconds_per_step=900.0,
+)
 
 
 def test_the_row_is_marked_predicted_with_its_interval_and_no_measured_numbers() -> None:
@@ -37,6 +46,9 @@ def test_the_row_is_marked_predicted_with_its_interval_and_no_measured_numbers()
     assert row.dollars_per_hour == 2 * 3 and row.replicas == 2 and row.endpoints == []
     assert row.predicted is not None and row.predicted.from_ == "A" and row.predicted.interval == [7.0, 9.0]
     assert row.output_throughput is None and row.cost_per_million_at_demand is None
+    # the balancer the replicas were predicted behind, in the row (capacity.json) as in predict's file
+    assert (row.predicted.balance, row.predicted.balance_scope) == ("least-in-flight", "user")
+    assert row.to_json()["predicted"]["balance_scope"] == "user"  # type: ignore[index,call-overload]
     assert row.verdict.startswith("PREDICTED from A (not measured): would meet 6 concurrent")
     assert "range 7 concurrent..9 concurrent" in row.verdict
     lines = predicted_lines([row])
@@ -49,7 +61,9 @@ def test_the_row_is_marked_predicted_with_its_interval_and_no_measured_numbers()
 def test_an_interval_that_straddles_the_demand_is_uncertain() -> None:
     demand = parse_demand({"concurrency": 6})
     row = predicted_result(
-        FILE.plans[1], demand, {**PREDICTION, "interval": [5.0, 9.0], "verdict": "uncertain"}
+        FILE.plans[1],
+        demand,
+        PREDICTION.model_copy(update={"interval": [5.0, 9.0], "verdict": PredictedVerdict.UNCERTAIN}),
     )
     assert not row.meets and "may or may not meet 6 concurrent" in row.verdict
 
