@@ -39,6 +39,7 @@ import pytest
 
 from tests.forkcli import ForkCli
 from tests.locustproc import BIN, REPO, env, llm_locust_cli
+from tests.promproc import stop_process
 from tests.simproc import running_sim
 
 ENGINE = ("--mode", "engine", "--max-num-seqs", "64", "--decode-base-ms", "10", "--decode-ms-per-seq", "20")
@@ -78,24 +79,11 @@ def _started(out: Path, plans: Path, *flags: str) -> subprocess.Popen[str]:
         return subprocess.Popen(cmd, stdout=stdout, stderr=stderr, text=True, env=env(), cwd=str(REPO))
 
 
-def _stop(proc: subprocess.Popen[str]) -> None:
-    """A comparison still running stopped as a user would (SIGTERM: it stops its runs, their
-    masters and workers, and exits 143; test_a_stopped_comparison_leaves_no_master_or_worker_behind),
-    killed if it has not within 90 s."""
-    if proc.poll() is None:
-        proc.terminate()
-        try:
-            proc.wait(90)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-
-
 def _ended(out: Path, proc: subprocess.Popen[str], timeout: float) -> dict:
     try:
         code = proc.wait(max(timeout, 1.0))
-    finally:
-        _stop(proc)
+    finally:  # as a user's Ctrl-C: its runs, masters and workers stop too (exit 143)
+        stop_process(proc, 90)
     texts = [(out.parent / f"{out.name}.{kind}").read_text() for kind in ("out", "err")]
     return _result(out, subprocess.CompletedProcess(proc.args, code, *texts))
 
@@ -135,9 +123,9 @@ def test_plans_searched_over_two_workers_find_the_one_process_capacities(tmp_pat
         try:
             one = _ended(tmp_path / "one", procs["one"], deadline - time.monotonic())
             two = _ended(tmp_path / "two", procs["two"], deadline - time.monotonic())
-        finally:  # one failed: the other stops too, before its simulators do
+        finally:  # one failed: the other stops too (SIGTERM), before its simulators do
             for proc in procs.values():
-                _stop(proc)
+                stop_process(proc, 90)
     for name in "AB":
         c1, c2 = one[name]["search"]["capacity"], two[name]["search"]["capacity"]
         assert abs(c1 - c2) <= PRECISION * max(c1, c2) + 1e-9, (name, c1, c2)
