@@ -32,6 +32,8 @@ from locust.env import Environment
 import time
 from typing import TYPE_CHECKING, ClassVar
 
+from greenlet import GreenletExit
+
 from llm_locust.client.preflight import Preflight, server_facts
 from llm_locust.client.streaming import ClientConfig
 from llm_locust.config.build import config_from_options
@@ -130,18 +132,35 @@ class Node:
 
     # -- lifecycle -------------------------------------------------------------------
     def on_test_start(self) -> None:
-        """``test_start``: the test's context, then the role's own start."""
+        """``test_start``: the test's context, then the role's own start.
+
+        Building the workload may take a while (``--tokenizer server`` asks the server to count
+        each prompt): a stop that comes meanwhile (``-t`` shorter than the build, Ctrl-C) kills
+        this handler's greenlet. The node that keeps results then opens them with no workload
+        (:meth:`_start_cut_short`), so the test still ends with its results and exit code 7
+        (nothing recorded), not an empty folder and exit code 0."""
+        began = time.monotonic()
         run_config = self._test_config(self._current_config())
         self.tests += 1
         self.live.stopping = False
         self.context = None  # set once the start succeeded: users of a failed start send nothing
         client = client_config(run_config.request, self.environment.host or run_config.host)
         server = server_facts(self.preflight_result, client)  # never a null model
-        workload = self._workload(run_config, client, server)
+        try:
+            workload = self._workload(run_config, client, server)
+        except GreenletExit:
+            self._start_cut_short(self._context(run_config, client, server, None), time.monotonic() - began)
+            raise
+        self.context = self._context(run_config, client, server, workload)
+        self._started(self.context)
+
+    def _context(
+        self, config: RunConfig, client: ClientConfig, server: JsonObject, workload: BuiltWorkload | None
+    ) -> RunContext:
         index = max(getattr(self.environment.runner, "worker_index", 0), 0)
         workers = max(self.live.pending_workers, 1)
-        self.context = RunContext(
-            config=run_config,
+        return RunContext(
+            config=config,
             role=self.role,
             plan=self.plan,
             client=client,
@@ -155,7 +174,10 @@ class Node:
             test=self.tests,
             start_time=time.time(),
         )
-        self._started(self.context)
+
+    def _start_cut_short(self, context: RunContext, seconds: float) -> None:
+        """The test stopped ``seconds`` into its start, before its workload was built: no user
+        was started (the node that keeps results writes them)."""
 
     def _test_config(self, config: RunConfig) -> RunConfig:
         """The configuration of the test starting now (the master's and the local runner's salt it)."""

@@ -151,6 +151,15 @@ class SinkNode(Node):
         self.fleet.record_health(self.results, context.start_time)
         gevent.spawn(self.fleet.watch_load, self.results, lambda: self.results)
 
+    def _start_cut_short(self, context: RunContext, seconds: float) -> None:
+        log.warning(
+            "llm-locust: the test stopped %.1f s into its start, while its workload was being built "
+            "(--tokenizer server asks the server to count each prompt): no user was started; give "
+            "the test more time (-t)",
+            seconds,
+        )
+        self._open_results(context)
+
     def on_test_stop(self) -> None:
         if self.environment.parsed_options is not None:  # the next test draws anew
             self.environment.parsed_options.prompt_salt = self.run_config.workload.prompt_salt

@@ -121,3 +121,55 @@ def test_a_local_test_from_its_start_to_one_summary(quiet: list[Any], tmp_path: 
     assert sorted(r["request_id"] for r in rows) == ["local-0", "local-1", "local-2"]
     node.finalize()  # a second call (quitting): nothing more
     assert len(finals) == 1
+
+
+def test_a_test_stopped_while_its_workload_is_built_still_writes_its_results(
+    quiet: list[Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A stop during the start (``-t`` shorter than a ``--tokenizer server`` build: Locust kills the
+    greenlet running ``test_start``) left an empty results folder and exit code 0; now the results
+    are written, with no record, exit code 7, and a line that says why."""
+    import gevent
+
+    from llm_locust.results.finalize import NOTHING_RECORDED_EXIT
+
+    environment = Environment(user_classes=[], parsed_options=_options("--results-dir", str(tmp_path / "r")))
+    environment.host = TARGET
+    environment.create_local_runner()
+    node = hooks.init_node(environment)
+    assert isinstance(node, LocalNode)
+    monkeypatch.setattr(node, "_workload", lambda *args: gevent.sleep(30))  # a build that takes its time
+    starting = gevent.spawn(node.on_test_start)
+    gevent.sleep(0.2)
+    starting.kill()  # what Locust's stop does to the greenlet running test_start
+    assert node.context is None and node.results is not None  # no user starts; the results are open
+    node.live.stopping = True
+    node.on_test_stop()
+    node.on_quitting()
+    summary = json.loads((tmp_path / "r" / "summary.json").read_text())
+    assert summary["completed"] == 0 and (tmp_path / "r" / "requests.jsonl").read_text() == ""
+    assert environment.process_exit_code == NOTHING_RECORDED_EXIT
+    assert "stopped 0.2 s into its start, while its workload was being built" in caplog.text
+
+
+def test_a_headless_local_run_builds_its_workload_before_the_test_starts(
+    quiet: list[Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """At ``init`` the local node checks the target, then builds the workload once against it, so
+    the test's own build (inside Locust's ``-t``) finds a ``--tokenizer server``'s counts kept: the
+    start of a 1-s run against the simulator took 0.77 s of its second (2026-12-03), now 0.04."""
+    from llm_locust.client import preflight
+    from llm_locust.client.preflight import Preflight
+
+    checked = Preflight(ok=True, target=TARGET, model="m", max_model_len=4096, usage=True)
+    monkeypatch.setattr(preflight, "run_preflight", lambda config, endpoints: checked)
+    environment = Environment(user_classes=[], parsed_options=_options("--headless"))
+    environment.host = TARGET
+    environment.create_local_runner()
+    node = hooks.init_node(environment)
+    assert isinstance(node, LocalNode)
+    built: list[Any] = []
+    monkeypatch.setattr(node.front, "workload", lambda config, client, server: built.append(server))
+    node.check_target()
+    assert node.preflight_result is checked and len(built) == 1
+    assert built[0]["max_model_len"] == 4096  # built with the checked server's facts
