@@ -3,19 +3,20 @@ its ``capacity.html`` opened by headless Chromium with no network: one compariso
 every test here (it was two: test_capacity_plans ran the same three plans on the same
 simulators, 35-40 s of the serial part each).
 
-Engine-mode simulators with a decode step of ``10 + 20 x running`` ms and an SLO of
-``tpot_p90<=0.095s``: 4 running sequences take 90 ms a step, 5 take 110. Plan A (one replica)
-holds 4 users; plan B (two replicas of 2 GPUs, 4 GPUs) and plan C (two replicas of 1 GPU) hold 8,
-each user kept on the least-loaded replica for its life. Measured P90 TPOT of a two-replica plan:
-85.7 ms at 8 users, 125.7 at 9 (2026-12-02). B was one replica of ``10 + 10 x running`` ms (90 ms
-at 8 users, 100 at 9): 5 ms either side of the line, and a closed-loop user is out of the batch
-between two requests, longer when its load process is slow to send the next: with each read timed
-by the kernel's receive stamp (the client's own lag no longer added to TPOT) B read 92.3-97.4 ms
-at 9 users in this test's three parallel plans (2026-12-02), a pass on a busy host. Two replicas
-of ``s = 20`` put 10 ms either side. The SLO's TTFT and E2E lines (P95 under 1 s and 2 s; a
-request takes about 0.5 s at 8 users) bind no plan; the page draws them. For a demand of 6 concurrent A fails, B and C meet it, and C (2
-GPUs at $2/h) is cheaper than B (4 GPUs). The three plans are searched at once (``--parallel
-3``, as ``llm-locust demo`` does). The page must load nothing, raise no script error, and draw
+Engine-mode simulators with a decode step of ``10 + 20 x running`` ms, 12-token answers and an
+SLO of ``tpot_p90<=0.095s``: 4 running sequences take 90 ms a step, 5 take 110. Plan A (one
+replica) holds 4 users; plan B (two replicas of 2 GPUs, 4 GPUs) and plan C (two replicas of 1 GPU)
+hold 8, each user kept on the least-loaded replica for its life (5 + 4 at 9 users). A closed-loop
+user is out of the batch for about a step between two requests, longer when its load process is
+slow to send the next, so a level's P90 sits below its full batch's step; 12-token answers (13
+steps a request) keep that small. B was one replica of ``10 + 10 x running`` ms with 5-token
+answers (90 ms at 8 users, 100 at 9): with each read timed by the kernel's receive stamp (the
+client's own lag no longer added to TPOT) it read 92.3-97.4 ms at 9 users in this test's three
+parallel plans (2026-12-02), a pass on a busy host. The SLO's TTFT and E2E lines (P95 under 1 s
+and 2 s; a request takes about 1.2 s at 8 users) bind no plan at its capacity; the page draws
+them. For a demand of 6 concurrent A fails, B and C meet it, and C (2 GPUs at $2/h) is cheaper
+than B (4 GPUs). The three plans are searched at once (``--parallel 3``, as ``llm-locust demo``
+does). The page must load nothing, raise no script error, and draw
 every chart with the numbers of ``capacity.json`` (computed here from the file, not from the
 page's modules).
 """
@@ -44,11 +45,11 @@ from tests.simproc import running_sim
 
 ARTIFACTS = REPO / "test-artifacts"
 ENGINE = ("--mode", "engine", "--max-num-seqs", "64", "--decode-base-ms", "10")
-ENGINE += ("--prefill-ms-per-token", "0.01", "--output-tokens", "5")
+ENGINE += ("--prefill-ms-per-token", "0.01", "--output-tokens", "12")
 PLANS = """
 demand: {{concurrency: 6}}
 slo: "success>=90%,ttft_p95<=1s,e2e_p95<=2s,tpot_p90<=0.095s"
-workload: {{prompt_tokens: 16, max_tokens: 5}}
+workload: {{prompt_tokens: 16, max_tokens: 12}}
 search: {{min: 4, step_time: 5s, warmup: 0.5s, balance: least-in-flight, balance_scope: user}}
 plans:
   - {{name: A, endpoints: [{a}], gpus: 1, gpu_hour_cost: 2}}
