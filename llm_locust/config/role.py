@@ -16,7 +16,7 @@ from enum import Enum
 __all__ = ["Role", "role_of_options"]
 
 
-class Role(str, Enum):
+class Role(str, Enum):  # noqa: UP042 (str() and format() of a member stay as they were)
     LOCAL = "local"  # one process: the users and the results
     MASTER = "master"  # the results; its workers run the users
     WORKER = "worker"  # the users; its rows go to the master

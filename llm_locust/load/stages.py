@@ -47,7 +47,7 @@ __all__ = [
 ]
 
 
-class StageKind(str, Enum):
+class StageKind(str, Enum):  # noqa: UP042 (str() and format() of a member stay as they were)
     """What a stage's ``target`` is: a user count (closed loop) or a request rate (open loop)."""
 
     USERS = "users"
