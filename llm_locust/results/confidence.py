@@ -34,6 +34,8 @@ from statistics import NormalDist
 
 import numpy as np
 
+from llm_locust.load.search import Verdict
+
 __all__ = [
     "LEVEL",
     "Interval",
@@ -190,7 +192,7 @@ def statistic_interval(
     return quantile_interval(x, float(stat[1:]) / 100.0)
 
 
-def verdict(op: str, threshold: float, interval: Interval) -> str:
+def verdict(op: str, threshold: float, interval: Interval) -> Verdict:
     """``pass`` / ``fail`` / ``inconclusive`` for ``statistic OP threshold`` given its interval."""
     lo, hi = interval
     if op in ("<=", "<"):
@@ -205,5 +207,5 @@ def verdict(op: str, threshold: float, interval: Interval) -> str:
     else:
         raise ValueError(f"unknown operator {op!r}")
     if good:
-        return "pass"
-    return "fail" if bad else "inconclusive"
+        return Verdict.PASS
+    return Verdict.FAIL if bad else Verdict.INCONCLUSIVE

@@ -33,6 +33,7 @@ import numpy as np
 
 from llm_locust.config.jsontypes import JsonObject, JsonValue
 from llm_locust.config.slo import SloLine, SloSpec, load_slo_file, parse_slo
+from llm_locust.load.search import Verdict
 from llm_locust.record import OK, RequestRecord
 from llm_locust.results.columns import Columns, Part, itl_own_stat
 from llm_locust.results.confidence import Interval, shortfall, statistic_interval, verdict
@@ -153,7 +154,7 @@ class SloLineResult:
     passed: bool
     n: int
     interval: Interval = (None, None)
-    verdict: str = "inconclusive"
+    verdict: Verdict = Verdict.INCONCLUSIVE
     note: str = ""
 
     def to_json(self) -> JsonObject:
@@ -198,11 +199,11 @@ class SloResult:
         return self.good_output_tokens / self.duration_s if self.duration_s > 0 else 0.0
 
     @property
-    def verdict(self) -> str:
+    def verdict(self) -> Verdict:
         verdicts = {line.verdict for line in self.lines}
-        if "fail" in verdicts:
-            return "fail"
-        return "pass" if verdicts == {"pass"} else "inconclusive"
+        if Verdict.FAIL in verdicts:
+            return Verdict.FAIL
+        return Verdict.PASS if verdicts == {Verdict.PASS} else Verdict.INCONCLUSIVE
 
     def to_json(self) -> JsonObject:
         return {
@@ -241,7 +242,7 @@ def _line_result(line: SloLine, part: Part, rows: np.ndarray, ok: np.ndarray) ->
     judged = verdict(line.op, line.threshold, interval)
     why = (
         shortfall(line.stat or "success", line.op, line.threshold, n, interval)
-        if judged == "inconclusive"
+        if judged is Verdict.INCONCLUSIVE
         else ""
     )
     return SloLineResult(line, measured, passed, n, interval, judged, why)

@@ -22,6 +22,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from llm_locust.load.search import Verdict
 from llm_locust.results.confidence import verdict
 from llm_locust.results.drift import MIN_SPAN_S, MIN_WINDOWS, fit_trend
 from llm_locust.results.series_model import WindowRow
@@ -84,7 +85,7 @@ def _server_line(line: SloLine, server: Sequence[Point], start: float, end: floa
         return SloLineResult(line, None, False, len(scrapes), note=why)
     passed = line.holds(measured)
     return SloLineResult(
-        line, measured, passed, len(scrapes), (measured, measured), "pass" if passed else "fail"
+        line, measured, passed, len(scrapes), (measured, measured), Verdict.PASS if passed else Verdict.FAIL
     )
 
 

@@ -20,6 +20,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any, Protocol
 
 from llm_locust.config.slo import SloSpec
+from llm_locust.load.search import Verdict
 from llm_locust.load.stages import Stage, StageKind
 from llm_locust.results.columns import EXCLUSIONS, Columns, Part
 from llm_locust.results.concurrency import littles_law
@@ -120,12 +121,12 @@ def stage_entry(
     return entry
 
 
-def _verdict(entry: dict[str, Any]) -> str | None:
+def _verdict(entry: dict[str, Any]) -> Verdict | None:
     if not entry["valid"]:
-        return "invalid"
+        return Verdict.INVALID
     if entry.get("slo") is None:
         return None
-    return "pass" if entry["slo"]["passed"] else "fail"
+    return Verdict.PASS if entry["slo"]["passed"] else Verdict.FAIL
 
 
 def capacity_verdict(stages: list[dict[str, Any]]) -> dict[str, Any]:

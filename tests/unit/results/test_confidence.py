@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from llm_locust.load.search import Verdict
 from llm_locust.record import RequestRecord
 from llm_locust.results.confidence import (
     mean_interval,
@@ -68,6 +69,10 @@ def test_straddling_interval_is_inconclusive() -> None:
     assert lo < 1.0 < hi and hi - lo < 0.15
     assert verdict("<=", 1.0, (lo, hi)) == "inconclusive"
     assert verdict("<=", 1.2, (lo, hi)) == "pass" and verdict("<=", 0.8, (lo, hi)) == "fail"
+    # the judged kinds are the one enum's members, not strings that spell them
+    assert (
+        verdict("<=", 1.2, (lo, hi)) is Verdict.PASS and verdict("<=", 1.0, (lo, hi)) is Verdict.INCONCLUSIVE
+    )
 
 
 def test_quantile_interval_covers_at_least_95_percent() -> None:

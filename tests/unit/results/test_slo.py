@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from llm_locust.load.search import Verdict
 from llm_locust.record import RequestRecord
 from llm_locust.results.slo import (
     evaluate,
@@ -152,6 +153,7 @@ def test_evaluate_exact_percentiles_and_pass_fail() -> None:
     assert measured["ttft_p50"].measured == pytest.approx(0.505) and not measured["ttft_p50"].passed
     assert measured["e2e_mean"].passed and measured["e2e_mean"].n == 100
     assert not result.passed
+    assert {type(x.verdict) for x in result.lines} == {Verdict} and isinstance(result.verdict, Verdict)
     # Per-request goodness: ttft < 0.5 s (p50 line) and <= 0.96 s -> TTFTs 0.01..0.49 -> 49 good.
     assert result.good == 49
     assert result.goodput_rps == pytest.approx(49 / 50.0)
