@@ -10,38 +10,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from llm_locust.client.stamps import _SO_TIMESTAMPNS, MAX_BEHIND_S, kernel_stamped, loop_stamped
-
-
-def _connected() -> tuple[socket.socket, socket.socket]:
-    server = socket.socket()
-    server.bind(("127.0.0.1", 0))
-    server.listen()
-    client = socket.create_connection(server.getsockname())
-    peer, _ = server.accept()
-    server.close()
-    return client, peer
-
-
-@pytest.fixture(scope="module", autouse=True)
-def stamping() -> Iterator[None]:
-    """The kernel stamps received packets only while some socket asks for it, and turns that on
-    a moment after the first one does (a deferred work item; under load the first reads of a
-    test came back unstamped, 2026-12-03): one socket asks for the whole module, and the tests
-    start once a probe read carries a stamp (the product falls back to the loop's time meanwhile)."""
-    client, peer = _connected()
-    client.setsockopt(socket.SOL_SOCKET, _SO_TIMESTAMPNS or 0, 1)
-    deadline = time.monotonic() + 5.0
-    while True:
-        peer.sendall(b"x")
-        _data, ancillary, _flags, _address = client.recvmsg(16, 64)
-        if ancillary or time.monotonic() > deadline:
-            break
-        time.sleep(0.01)
-    assert ancillary, "the kernel gave no receive stamp within 5 s"
-    yield
-    client.close()
-    peer.close()
+from llm_locust.client.stamps import MAX_BEHIND_S, kernel_stamped, loop_stamped
 
 
 @pytest.fixture
