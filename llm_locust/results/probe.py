@@ -309,6 +309,14 @@ def judge_step(entry: dict[str, Any], spec: SloSpec, extensions: int = 0, unsett
     )
 
 
+#: A step whose load process stalled (its loop blocked: a pause of the process, swapping, a long
+#: collection) for at least this share of its window is invalid. Its requests across the stall
+#: are left out of its latencies, and those are the long ones, so the rest is no fair sample: a
+#: 1.5-s SIGSTOP in a 5-s step was judged a pass or a fail on the others, or invalid, as the pause
+#: fell against the health seconds (only a late p90 in 20 % of them counted).
+STALLED_SHARE = 0.1
+
+
 def gate(probe: JudgedStep, client: Mapping[str, Any] | None, step_time_s: float) -> JudgedStep:
     """``probe`` with the run's validity applied: ``invalid`` when the load generator was
     saturated or stalled over its window (``client``: :func:`~llm_locust.results.saturation.client_block`
@@ -325,6 +333,15 @@ def gate(probe: JudgedStep, client: Mapping[str, Any] | None, step_time_s: float
         return out.model_copy(
             update={**invalid, "invalidity": Invalidity.CLIENT, "reason": saturated_reason(client)}
         )
+    stall = float(client.get("stall_s") or 0.0) if client is not None else 0.0
+    span = out.window.end - out.window.start if out.window is not None else step_time_s
+    if stall > 0 and stall >= STALLED_SHARE * span:
+        reason = (
+            f"client stalled {stall:.1f} s of the step's {span:.0f} s (the load process did not run: "
+            "paused, swapped out, a long collection): the requests across it are left out, the rest "
+            "are no fair sample"
+        )
+        return out.model_copy(update={**invalid, "invalidity": Invalidity.CLIENT, "reason": reason})
     if short_of_samples(out) and sample_extension_s(out, step_time_s) is None:
         return out.model_copy(
             update={**invalid, "invalidity": Invalidity.SAMPLES, "reason": _too_few(out.reason)}

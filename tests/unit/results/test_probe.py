@@ -133,13 +133,14 @@ def test_a_probe_row_for_the_live_table() -> None:
     assert straddling["runs_on"] == 0 and "straddles" in straddling["reason"]
 
 
-def health_block(cpu: float, lag_p90: float, host: float | None = None) -> dict[str, Any]:
+def health_block(cpu: float, lag_p90: float, host: float | None = None, stall: float = 0.0) -> dict[str, Any]:
     from llm_locust.results.saturation import client_block
 
     intervals = []
     for t in range(60):
         interval = {"start": T0 + t, "end": T0 + t + 1, "cpu": cpu, "lag_mean_s": lag_p90 / 2,
-                    "lag_p90_s": lag_p90, "lag_max_s": 2 * lag_p90, "stall_s": 0.0, "ticks": 50}  # fmt: skip
+                    "lag_p90_s": lag_p90, "lag_max_s": 2 * lag_p90, "stall_s": stall if t == 30 else 0.0,
+                    "ticks": 50}  # fmt: skip
         if host is not None:
             interval.update(host_cpu=host, cores=2)
         intervals.append(interval)
@@ -161,6 +162,21 @@ def test_a_step_measured_by_a_saturated_client_is_invalid_whatever_it_measured()
     healthy = gate(passing, health_block(0.2, 0.001, host=0.3), 60.0)
     assert healthy.verdict == "pass" and healthy.client is not None and not healthy.client.saturated
     assert gate(passing, None, 60.0).verdict == "pass"  # no health measured: nothing to hold against it
+
+
+def test_a_step_whose_client_stalled_a_tenth_of_it_is_invalid_whatever_the_seconds_say() -> None:
+    """A 1.5-s SIGSTOP inside a 5-s step (test_decision_page): one late tick in a health second is
+    no late p90, so the step was judged on the requests outside the stall, a pass or a fail, as the
+    pause fell (a fresh-clone make test of 2026-12-03 read 'fail' where four runs read 'invalid').
+    A stall of a tenth of the window or more makes it invalid; a short one does not."""
+    from llm_locust.results.probe import STALLED_SHARE, gate
+
+    passing = judged(rows(400, np.full(400, 0.5)))
+    paused = gate(passing, health_block(0.2, 0.001, host=0.3, stall=STALLED_SHARE * 60.0), 60.0)
+    assert paused.verdict == "invalid" and paused.judged_as == "pass" and paused.invalidity == "client"
+    assert paused.reason.startswith("client stalled 6.0 s of the step's 60 s")
+    blip = gate(passing, health_block(0.2, 0.001, host=0.3, stall=0.12), 60.0)  # a start's collection
+    assert blip.verdict == "pass" and blip.client is not None and blip.client.stall_s == 0.12
 
 
 def test_a_step_still_short_of_requests_after_running_on_is_invalid() -> None:
