@@ -35,19 +35,12 @@ import numpy as np
 
 from llm_locust.workload.corpus import PARAGRAPHS
 from llm_locust.workload.nonce import CONTEXT, Nonce
-from llm_locust.workload.tokenizer import ApproxTokenizer, HFTokenizer, Tokenizer, TokenizerError
+from llm_locust.workload.tokenizer import Tokenizer, TokenizerError
 
 __all__ = ["PromptBuilder", "draw_salt", "salt_key", "splitmix64"]
 
 _PIECE = re.compile(r"\s*(?:\w+|[^\w\s])")
 _MIN_PIECES = 65_536
-
-#: Corpora built in this process, by (tokenizer, seed, min_tokens), each with its tokenizer (kept
-#: alive, so an instance's ``id`` stays its own): a corpus and its single-token vocabulary are read
-#: only, and building them took 40-100 ms of the event loop at every test's start (more, with the
-#: counts of a ``--tokenizer server``), inside the test's first second.
-_CORPORA: dict[tuple[object, int, int], tuple[Tokenizer, _Corpus, tuple[list[str], list[str]]]] = {}
-_KEEP_CORPORA = 4  # the oldest goes first (a corpus of the default length is 1-2 MB)
 _MAX_NONCE_VOCAB = 256
 _SENTENCE_END = frozenset(".!?")
 _MASK = (1 << 64) - 1
@@ -91,12 +84,8 @@ class PromptBuilder:
         self.seed = seed
         self.salt = salt
         self._salt = salt_key(salt)
-        key = (_tokenizer_key(tokenizer), seed, max(min_tokens, 0))
-        if key not in _CORPORA:  # a test's build finds the corpus its process built before
-            while len(_CORPORA) >= _KEEP_CORPORA:  # a web UI's tests, each with its own seed
-                del _CORPORA[next(iter(_CORPORA))]
-            _CORPORA[key] = (tokenizer, self._build_corpus(max(min_tokens, 0)), self._single_token_vocab())
-        _, self._corpus, (self.vocab, self.first_vocab) = _CORPORA[key]
+        self._corpus = self._build_corpus(max(min_tokens, 0))
+        self.vocab, self.first_vocab = self._single_token_vocab()
         self.nonce = Nonce(tokenizer, seed, self.vocab, self.first_vocab)
         self.nonce_tokens = self.nonce.tokens
 
@@ -203,14 +192,6 @@ class PromptBuilder:
         of fewer tokens is the start of the text of more (a trace's partial block is the start of
         the full one, as the hit ceiling counts it: ``load/trace_reuse.py``)."""
         return self.text(tokens, splitmix64(key ^ (self.seed << 1)), leading_space=not first, stable=True)
-
-
-def _tokenizer_key(tokenizer: Tokenizer) -> object:
-    """Equal for tokenizers that count alike: the approximate rule and a tokenizer file by their
-    name; any other (a server's, kept per target) by its instance."""
-    if isinstance(tokenizer, ApproxTokenizer | HFTokenizer):
-        return (type(tokenizer).__name__, tokenizer.name)
-    return ("instance", id(tokenizer))
 
 
 def _sentence_starts(pieces: list[str]) -> np.ndarray:

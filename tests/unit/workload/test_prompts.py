@@ -114,25 +114,3 @@ def test_saved_truncation_and_padding_do_not_cap_counts(bpe_path: Path, tmp_path
     assert json.loads(path.read_text())["truncation"]["max_length"] == 50
     assert want[0] > 50
     assert HFTokenizer(path).count_batch([text, "Hello there."]) == want
-
-
-def test_a_second_builder_of_the_same_counts_reuses_the_corpus(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Every test's start builds its workload again: the corpus (and its single-token words) was
-    built anew each time, 40-100 ms of the event loop inside the test's first second (a 'stall'
-    the first records were charged with); now built once per tokenizer, seed and length, and the
-    prompts are the same text."""
-    import llm_locust.workload.prompts as prompts
-
-    monkeypatch.setattr(prompts, "_CORPORA", {})
-    built: list[int] = []
-    real = PromptBuilder._build_corpus
-    monkeypatch.setattr(PromptBuilder, "_build_corpus", lambda self, n: built.append(n) or real(self, n))
-    first = PromptBuilder(ApproxTokenizer(), seed=5, min_tokens=100)
-    again = PromptBuilder(ApproxTokenizer(), seed=5, min_tokens=100)  # a new instance that counts alike
-    assert len(built) == 1 and again.prompt(64, 1, 2) == first.prompt(64, 1, 2)
-    PromptBuilder(ApproxTokenizer(), seed=6, min_tokens=100)  # another seed: its own corpus
-    PromptBuilder(ApproxTokenizer(), seed=5, min_tokens=90_000)  # longer: its own
-    assert len(built) == 3
-    for seed in range(10, 20):  # a web UI's tests, each with its own seed: a few kept, not all
-        PromptBuilder(ApproxTokenizer(), seed=seed, min_tokens=100)
-    assert len(prompts._CORPORA) == prompts._KEEP_CORPORA
