@@ -199,7 +199,10 @@ class LoopMonitor:
         starts, ends = self._stall_starts, self._stall_ends
         i = bisect.bisect_right(ends, t0)  # the first stall that ends after t0
         while i < len(starts) and starts[i] < t1:
-            total += min(ends[i], t1) - max(starts[i], t0)
+            # a stall's end is when the timer ran, after the loop was free again: a request sent
+            # in that same iteration overlaps it by less than a period, and was not in it
+            if not (starts[i] < t0 and ends[i] - t0 < self.period):
+                total += min(ends[i], t1) - max(starts[i], t0)
             i += 1
         if self._timer is not None:
             now = time.perf_counter()
