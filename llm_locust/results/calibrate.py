@@ -28,9 +28,11 @@ How (a request's send ``s``, first token ``f = s + ttft``, end ``e = s + e2e``; 
    TTFT fit's ``prefill_per_token``, and the two alternate three times.
    Requests more than 5 steps plus 3 robust deviations above the line are queued and
    left out (one refit).
-3. **Batch limit and KV cache.** If requests queued, the most sequences decoding at once is
-   the batch limit when they sat at it, else the most tokens reserved (prompt + output) is the
-   KV capacity. Never queued: neither is identified.
+3. **Batch limit and KV cache.** A level queued when its requests typically decoded beside
+   clearly fewer sequences than it had users (``B_i``, a time average: robust to users that
+   end and send in one instant). If one did, the most sequences decoding at once is the batch
+   limit when they sat at it, else the most tokens reserved (prompt + output) is the KV
+   capacity. Never queued: neither is identified.
 
 Pure module: numpy, no network.
 """
@@ -112,12 +114,9 @@ class _Covariates:
     batch: np.ndarray  # B_i
     context: np.ndarray  # C_i
     prefill: np.ndarray  # F_i
+    reserved: np.ndarray  # the time-averaged tokens (prompt + output) of the batch it decoded in
     batch0: np.ndarray  # sequences decoding at the send
     context0: np.ndarray  # their context at the send
-    max_running: int
-    max_reserved: float
-    running_at_send: np.ndarray
-    reserved_at_send: np.ndarray
 
 
 def _covariates(r: Requests, target: np.ndarray) -> _Covariates:
@@ -125,7 +124,7 @@ def _covariates(r: Requests, target: np.ndarray) -> _Covariates:
     e = r.start + r.e2e
     span = np.maximum(e - f, 1e-12)
     n = len(target)
-    out = {k: np.zeros(n) for k in ("batch", "context", "prefill", "batch0", "context0", "run0", "res0")}
+    out = {k: np.zeros(n) for k in ("batch", "context", "prefill", "reserved", "batch0", "context0")}
     for lo in range(0, n, _BLOCK):
         idx = target[lo : lo + _BLOCK]
         same = r.run[idx][:, None] == r.run[None, :]
@@ -139,6 +138,7 @@ def _covariates(r: Requests, target: np.ndarray) -> _Covariates:
         ramp = g * ((x1 - f[None, :]) ** 2 - (x0 - f[None, :]) ** 2) / 2
         ctx = np.where(ov > 0, r.prompt[None, :] * ov + ramp, 0.0)
         out["context"][lo : lo + _BLOCK] = ctx.sum(1) / width
+        out["reserved"][lo : lo + _BLOCK] = (ov * (r.prompt + r.output)[None, :]).sum(1) / width
         inside = same & (f[None, :] > a) & (f[None, :] <= b)
         steps = np.maximum(r.output[idx] - 1, 1)
         out["prefill"][lo : lo + _BLOCK] = (inside * r.prompt[None, :]).sum(1) / steps
@@ -149,14 +149,7 @@ def _covariates(r: Requests, target: np.ndarray) -> _Covariates:
         now = np.where(decoding, r.prompt[None, :] + g * (s - f[None, :]), 0.0)
         out["batch0"][lo : lo + _BLOCK] = decoding.sum(1)
         out["context0"][lo : lo + _BLOCK] = now.sum(1)
-        running = same & (r.start[None, :] <= s) & (e[None, :] > s + _SAME_INSTANT) & (f[None, :] <= s)
-        out["run0"][lo : lo + _BLOCK] = running.sum(1)
-        out["res0"][lo : lo + _BLOCK] = (running * (r.prompt + r.output)[None, :]).sum(1)
-    return _Covariates(
-        out["batch"], out["context"], out["prefill"], out["batch0"], out["context0"],
-        int(out["run0"].max(initial=0)) + 1, float(out["res0"].max(initial=0.0)),
-        out["run0"], out["res0"],
-    )  # fmt: skip
+    return _Covariates(**out)
 
 
 @dataclass(frozen=True)
@@ -222,6 +215,22 @@ def _peak_decoding(r: Requests, mask: np.ndarray) -> dict[float, tuple[int, floa
     return out
 
 
+def _peak_load(r: Requests) -> tuple[int, float]:
+    """The most sequences decoding at one moment, and the most tokens (prompt + output) they held,
+    over every record of every run (warm-up included: it was load)."""
+    top, tokens = 0, 0.0
+    ok = np.isfinite(r.ttft)
+    for run in np.unique(r.run[ok]):
+        sel = ok & (r.run == run)
+        f, e, w = r.start[sel] + r.ttft[sel], r.start[sel] + r.e2e[sel], (r.prompt + r.output)[sel]
+        times = np.concatenate([e, f])
+        kind = np.concatenate([-np.ones(len(e)), np.ones(len(f))])
+        order = np.lexsort((kind, times))  # ends first at one instant: a slot handed over
+        top = max(top, int(np.max(np.cumsum(kind[order]), initial=0)))
+        tokens = max(tokens, float(np.max(np.cumsum((kind * np.concatenate([w, w]))[order]), initial=0.0)))
+    return top, tokens
+
+
 def _spread(x: np.ndarray) -> float:
     lo, hi = np.percentile(x, [5, 95]) if len(x) else (0.0, 0.0)
     return float(hi / lo) if lo > 0 else float("inf") if hi > 0 else 1.0
@@ -241,8 +250,8 @@ def fit(r: Requests, runs: Sequence[str], seed: int = 0, bootstrap: int = BOOTST
     tpot = (r.e2e[target_d] - r.ttft[target_d]) / (r.output[target_d] - 1)
     xd = np.column_stack([np.ones(len(cd)), cov_all.batch[cd], cov_all.context[cd], cov_all.prefill[cd]])
     cov_t = _Covariates(
-        cov_all.batch, cov_all.context, cov_all.prefill, cov_all.batch0[ct], cov_all.context0[ct],
-        cov_all.max_running, cov_all.max_reserved, cov_all.running_at_send[ct], cov_all.reserved_at_send[ct],
+        cov_all.batch, cov_all.context, cov_all.prefill, cov_all.reserved,
+        cov_all.batch0[ct], cov_all.context0[ct],
     )  # fmt: skip
     notes: list[str] = []
     levels = sorted({float(x) for x in r.level[r.measured]})
@@ -255,6 +264,14 @@ def fit(r: Requests, runs: Sequence[str], seed: int = 0, bootstrap: int = BOOTST
             f"the batch barely varies (mean {np.mean(b):.1f}), so a step's cost per sequence and per "
             "context token cannot be told from its base: fixed to 0 (decode_base carries them)"
         )
+    elif _spread(per_seq := cov_all.context[cd] / np.maximum(b, 1e-9)) < 1.25:
+        free_d = [0, 1, 3]
+        notes.append(
+            f"decode_per_ctx_token: every sequence decoded beside about the same context per sequence "
+            f"(P5..P95 {np.percentile(per_seq, 5):.0f}..{np.percentile(per_seq, 95):.0f} tokens), so a "
+            "step's cost per context token cannot be told from its cost per sequence: fixed to 0 "
+            "(decode_per_seq carries it; a prediction for other lengths does not see it)"
+        )
     dec0 = _nnls(xd, tpot, free_d)
     step_t = dec0[0] + dec0[1] * (cov_t.batch0 + 1) + dec0[2] * cov_t.context0
     prompt_t = _prefilled_with(r, target_t, SAME_STEP * step_t)
@@ -266,19 +283,22 @@ def fit(r: Requests, runs: Sequence[str], seed: int = 0, bootstrap: int = BOOTST
             " tokens), so a fixed per-request time cannot be told from prefill: fixed to 0"
         )
     ttft_t = r.ttft[target_t]
-    # a level whose requests typically found clearly fewer sequences decoding than it had users
+    # a level whose requests typically decoded beside clearly fewer sequences than it had users
     # was held back by a limit (batch slots or KV): its requests queued, so its TTFT says nothing
-    # about prefill
-    level_t = r.level[target_t]
-    # (typically: the median request found under 80 % of the users decoding; or never: no moment of
-    # the level had more than 3/4 of its users decoding at once, and that peak held while anything
-    # decoded, as on a server that serves one request at a time, where 2 users decode 1 sequence:
-    # the median alone misses that, as the one sent finds the other decoding and counts itself as
-    # if it joined it. A peak reached only now and then is users out of the batch between requests.)
+    # about prefill. Typically: the median request's batch, averaged over its own decode (B_i,
+    # itself included), under 80 % of the users. Not the sequences found decoding at its send:
+    # users in lockstep (one output length, one batch) all end in one step and send at once, so
+    # each finds none or some of the others "running" by the order the client read the ends in
+    # (every level of a 4..8-user search "held" on 2026-12-03, a 63-token KV cache fitted, and the
+    # prediction passing up to its ceiling). Or never: no moment of the level had more than 3/4
+    # of its users decoding at once, and that peak held while anything decoded, as on a server
+    # that serves one request at a time (2 users decode 1 sequence). A peak reached only now and
+    # then is users out of the batch between requests.
+    level_d = r.level[target_d]
     peak = _peak_decoding(r, r.measured & np.isfinite(r.ttft))
     held = [
         x for x in levels
-        if ((m := float(np.median(cov_t.running_at_send[level_t == x])) + 1) < 0.8 * x and x - m >= 2)
+        if (len(bx := b[level_d == x]) and (m := float(np.median(bx))) < 0.8 * x and x - m >= 2)
         or (x in peak and peak[x][0] <= 0.75 * x and peak[x][1] >= 0.8)
     ]  # fmt: skip
     free_rows = (
@@ -307,7 +327,8 @@ def fit(r: Requests, runs: Sequence[str], seed: int = 0, bootstrap: int = BOOTST
             params[name] = Param(DEFAULTS[name], DEFAULTS[name], DEFAULTS[name], False, "see not_identified")
         else:
             params[name] = Param(float(values[k]), float(lo), float(hi))
-    params.update(_limits(r, held, cov_t, notes))
+    held_d = np.isin(level_d, held)
+    params.update(_limits(held, _peak_load(r), b[held_d], cov_all.reserved[cd][held_d], notes))
     draws = tuple(
         {n: float(arr[j, k]) for k, n in enumerate(names) if not fixed.get(n)}
         for j in range(min(DRAWS_KEPT, len(arr)))
@@ -315,42 +336,45 @@ def fit(r: Requests, runs: Sequence[str], seed: int = 0, bootstrap: int = BOOTST
     return EngineModel(params=params, draws=draws, runs=tuple(runs), levels=tuple(levels), notes=tuple(notes))
 
 
-def _limits(r: Requests, held: Sequence[float], cov: _Covariates, notes: list[str]) -> dict[str, Param]:
-    """The batch limit and KV capacity, when a level was held back by one."""
-    top = cov.max_running
+def _limits(
+    held: Sequence[float], peak: tuple[int, float], batch: np.ndarray, reserved: np.ndarray, notes: list[str]
+) -> dict[str, Param]:
+    """The batch limit and KV capacity, when a level was held back by one. ``peak``: the most
+    sequences decoding at once and the most tokens they held; ``batch`` and ``reserved``: the
+    time-averaged batch and its tokens over each decode of the held levels."""
+    top, max_reserved = peak
     if not held:
         notes.append(
             f"max_num_seqs, kv_cache_tokens: never reached the batch limit (every level ran about as many "
-            f"sequences at once as it had users; at most {top} sequences and {cov.max_reserved:,.0f} "
-            f"reserved tokens): fixed to {DEFAULTS['max_num_seqs']} sequences and "
+            f"sequences at once as it had users; at most {top} sequences and {max_reserved:,.0f} "
+            f"tokens at once): fixed to {DEFAULTS['max_num_seqs']} sequences and "
             f"{DEFAULTS['kv_cache_tokens']:,} tokens (at least what ran)"
         )
         seqs = max(DEFAULTS["max_num_seqs"], top)
-        kv = max(DEFAULTS["kv_cache_tokens"], cov.max_reserved)
+        kv = max(DEFAULTS["kv_cache_tokens"], max_reserved)
         return {
             "max_num_seqs": Param(seqs, top, seqs, False, "see not_identified"),
-            "kv_cache_tokens": Param(kv, cov.max_reserved, kv, False, "see not_identified"),
+            "kv_cache_tokens": Param(kv, max_reserved, kv, False, "see not_identified"),
         }
-    level = r.level[r.measured & np.isfinite(r.ttft)]
-    running = cov.running_at_send[np.isin(level, held)] + 1
-    at_top = float(np.mean(running >= top - 1))
-    kv_default = max(DEFAULTS["kv_cache_tokens"], cov.max_reserved)
+    # waiting for a batch slot keeps the batch full: the held levels decoded at the top
+    at_top = float(np.mean(batch >= top - 1)) if len(batch) else 0.0
+    kv_default = max(DEFAULTS["kv_cache_tokens"], max_reserved)
     if at_top >= 0.5:
         notes.append(
             f"kv_cache_tokens: at {', '.join(f'{x:g}' for x in held)} users requests waited for a batch "
             f"slot ({top} sequences ran at once), not for KV: fixed to {kv_default:,.0f} tokens"
         )
         return {
-            "max_num_seqs": Param(top, float(np.percentile(running, 5)), top),
-            "kv_cache_tokens": Param(kv_default, cov.max_reserved, kv_default, False, "see not_identified"),
+            "max_num_seqs": Param(top, min(float(np.percentile(batch, 5)), top), top),
+            "kv_cache_tokens": Param(kv_default, max_reserved, kv_default, False, "see not_identified"),
         }
-    reserved = cov.reserved_at_send[np.isin(level, held)]
     seqs = max(DEFAULTS["max_num_seqs"], top)
     notes.append(
         f"max_num_seqs: at {', '.join(f'{x:g}' for x in held)} users requests waited for KV, not for a "
         f"batch slot (the number running varied up to {top}): fixed to {seqs}"
     )
+    low = min(float(np.percentile(reserved, 50)), max_reserved) if len(reserved) else max_reserved
     return {
         "max_num_seqs": Param(seqs, top, seqs, False, "see not_identified"),
-        "kv_cache_tokens": Param(cov.max_reserved, float(np.percentile(reserved, 50)), cov.max_reserved),
+        "kv_cache_tokens": Param(max_reserved, low, max_reserved),
     }

@@ -244,3 +244,39 @@ def test_a_levels_modelled_statistics_follow_every_request_to_its_end() -> None:
     assert got["e2e_p95"] == pytest.approx(float(np.percentile(e2e, 95)), rel=1e-9)
     assert got["requests"] == len(run)  # every request sent in the window: none left out
     assert got["e2e_p50"] == pytest.approx(float(np.median(e2e)), rel=1e-9)
+
+
+@pytest.mark.parametrize("clock", ["virtual", "loop", "kernel"])
+def test_users_in_lockstep_are_not_taken_for_a_limit(clock: str) -> None:
+    """One output length puts a closed loop in lockstep: a level's users join one batch, end in
+    one step and send again at once. Counting the sequences found decoding at each send then reads
+    0..x-1 by the order the ends were read in (or none, with the ends' exact times), and the fit
+    took every level of a 4..8-user search for one held back by a limit (a 63-token KV cache or a
+    batch of 1, so the prediction passed every level up to its ceiling: test_capacity_predicted,
+    2026-12-03). The engine here never queues (64 slots): nothing may be identified as a limit."""
+    config = _config(max_num_seqs=64, prefill_per_token=1e-5, decode_base=0.01, decode_per_seq=0.02,
+                     decode_per_ctx_token=0.0)  # fmt: skip
+    parts = []
+    for run, users in enumerate([4, 8, 6, 5]):  # a search's steps
+        outs = closed_loop(config, users, lambda: (16, 12), 30.0)
+        start, e2e = np.array([o.sent for o in outs]), np.array([o.e2e for o in outs])
+        rng = np.random.default_rng(run)
+        late = rng.uniform(0, 300e-6, len(outs))  # the client's loop, reading and sending late
+        if clock == "loop":  # every time read by the loop: ends and sends late, in some order
+            start, e2e = start + late, e2e + rng.uniform(0, 300e-6, len(outs))
+        elif clock == "kernel":  # ends stamped by the kernel on arrival, sends late
+            start, e2e = start + late, e2e - late
+        n = len(outs)
+        parts.append(
+            Requests(start, np.array([o.ttft for o in outs]), e2e, np.full(n, 16.0),
+                     np.array([float(o.output_tokens) for o in outs]), np.full(n, float(users)),
+                     start >= 3.0, np.full(n, run))
+        )  # fmt: skip
+    model = fit(Requests.concat(parts), ["lockstep"], bootstrap=20)
+    assert not model.params["max_num_seqs"].identified, model.notes
+    assert not model.params["kv_cache_tokens"].identified, model.notes
+    assert any("never reached the batch limit" in n for n in model.notes)
+    assert model.params["decode_per_seq"].value == pytest.approx(0.02, rel=0.1), model.params
+    # one context per sequence: its cost cannot be told from the per-sequence one, and is said so
+    assert not model.params["decode_per_ctx_token"].identified
+    assert any(n.startswith("decode_per_ctx_token: every sequence decoded beside") for n in model.notes)
