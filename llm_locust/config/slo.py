@@ -35,11 +35,20 @@ from typing import Union
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from llm_locust.config.slo_terms import parse_series_term
+from llm_locust.config.slo_terms import SloKind, parse_series_term
 from llm_locust.config.units import names_file, read_yaml
 from llm_locust.record import LATENCIES
 
-__all__ = ["SloFile", "SloLine", "SloSpec", "load_slo_file", "parse_slo", "scaled_line", "scaled_slo"]
+__all__ = [
+    "SloFile",
+    "SloKind",
+    "SloLine",
+    "SloSpec",
+    "load_slo_file",
+    "parse_slo",
+    "scaled_line",
+    "scaled_slo",
+]
 
 _INTENDED_OK = ("ttft", "e2e")
 _LINE = re.compile(r"^\s*([A-Za-z0-9_.]+)\s*(<=|>=|==|<|>)\s*(.+?)\s*$")
@@ -57,7 +66,7 @@ class SloLine:
     threshold: float  # seconds, or a fraction for success
     intended: bool = False
     text: str = ""
-    kind: str = "request"  # request | server | drift (config.slo_terms)
+    kind: SloKind = SloKind.REQUEST
 
     @property
     def name(self) -> str:

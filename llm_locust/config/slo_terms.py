@@ -26,8 +26,9 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from enum import StrEnum
 
-__all__ = ["DRIFT_PER_S", "SERVER_GAUGES", "SeriesTerm", "parse_series_term"]
+__all__ = ["DRIFT_PER_S", "SERVER_GAUGES", "SeriesTerm", "SloKind", "parse_series_term"]
 
 DRIFT_PER_S = 600.0
 SERVER_GAUGES = ("kv_cache_usage", "waiting", "running", "gpu_mem", "gpu_util")
@@ -39,11 +40,20 @@ _VALUE = re.compile(r"^([0-9]*\.?[0-9]+(?:e[-+]?\d+)?)\s*(ms|s|%)?\s*(?:/\s*(10m
 _PER = {None: 1.0, "10min": 1.0, "min": 10.0, "h": 1.0 / 6.0}
 
 
+class SloKind(StrEnum):
+    """What an SLO line is judged from (its value is the summary's ``kind``); the lines are
+    :class:`llm_locust.config.slo.SloLine`, the kind lives here, below them."""
+
+    REQUEST = "request"  # each request's outcome or latency
+    SERVER = "server"  # the server's metrics (--server-metrics)
+    DRIFT = "drift"  # the slope of a time-window series
+
+
 @dataclass(frozen=True)
 class SeriesTerm:
-    """What a series line measures: ``kind`` is ``server`` or ``drift``."""
+    """What a series line measures: ``kind`` is ``SloKind.SERVER`` or ``SloKind.DRIFT``."""
 
-    kind: str
+    kind: SloKind
     metric: str  # kv_cache_usage | waiting | running | preemptions | ttft_p95 | error_rate ...
     stat: str | None  # max | mean | pNN for server gauges; "drift"; None for preemptions
     threshold: float
@@ -57,7 +67,7 @@ def parse_series_term(name: str, op: str, value: str) -> SeriesTerm | None:
         if op not in ("==", "<=", "<"):
             raise ValueError("preemptions takes ==, <= or <")
         _plain(unit, per, "a count, e.g. preemptions==0")
-        return SeriesTerm("server", "preemptions", None, number)
+        return SeriesTerm(SloKind.SERVER, "preemptions", None, number)
     m = _SERVER.match(name)
     if m:
         _upper(op)
@@ -67,14 +77,14 @@ def parse_series_term(name: str, op: str, value: str) -> SeriesTerm | None:
         if per is not None:
             raise ValueError("a server gauge takes a level, not a rate")
         threshold = _fraction(number, unit) if gauge in _RATIOS else _count(number, unit)
-        return SeriesTerm("server", gauge, stat, threshold)
+        return SeriesTerm(SloKind.SERVER, gauge, stat, threshold)
     m = _DRIFT_LATENCY.match(name)
     if m:
         _upper(op)
         if unit not in ("ms", "s"):
             raise ValueError("a latency drift takes ms or s (per 10 min), e.g. 50ms")
         seconds = number / 1000 if unit == "ms" else number
-        return SeriesTerm("drift", f"{m.group(1)}_{m.group(2)}", "drift", seconds * _PER[per])
+        return SeriesTerm(SloKind.DRIFT, f"{m.group(1)}_{m.group(2)}", "drift", seconds * _PER[per])
     if name in _DRIFT_OTHER:
         _upper(op)
         metric = name[: -len("_drift")]
@@ -82,7 +92,7 @@ def parse_series_term(name: str, op: str, value: str) -> SeriesTerm | None:
             threshold = _count(number, unit)
         else:
             threshold = _fraction(number, unit, bare_is_percent=False)
-        return SeriesTerm("drift", metric, "drift", threshold * _PER[per])
+        return SeriesTerm(SloKind.DRIFT, metric, "drift", threshold * _PER[per])
     return None
 
 

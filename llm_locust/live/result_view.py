@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, TypedDict
 from pydantic import BaseModel
 
 from llm_locust.config.jsontypes import JsonObject
+from llm_locust.config.slo import SloKind
 from llm_locust.load.search import Verdict
 from llm_locust.results.headline import headline
 from llm_locust.results.summary_model import RunSummary, StageRow
@@ -92,7 +93,7 @@ def chart_marks(
         started = [{"label": label, "t": t0 + start_s} for label, start_s in stages if t0 + start_s <= now]
     lines: list[SloMark] = []
     for line in slo:
-        if line.kind == "request" and line.metric in _SLO_CHARTS:
+        if line.kind is SloKind.REQUEST and line.metric in _SLO_CHARTS:
             lines.append(
                 {"metric": _SLO_CHARTS[line.metric], "objective": line.text, "threshold": line.threshold}
             )

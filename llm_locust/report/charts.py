@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from llm_locust.config.jsontypes import JsonValue
+from llm_locust.config.slo import SloKind
 from llm_locust.report.data import RunData, quantile_points
 from llm_locust.report.echarts import Axis, Datum, Option, Series, cells
 from llm_locust.report.points import StagePoint
@@ -177,7 +178,7 @@ def errorbars(name: str, data: Sequence[Datum], color: str) -> Series:
 def _mark_slo(series: Series, run: RunData, slo_metric: str) -> None:
     lines: list[Mapping[str, JsonValue]] = []
     for o in run.model.slo.objectives if run.model.slo is not None else ():
-        if o.kind == "request" and o.name.split("_")[0] == slo_metric and o.threshold:
+        if o.kind == SloKind.REQUEST and o.name.split("_")[0] == slo_metric and o.threshold:
             lines.append({"yAxis": round(o.threshold * 1000, 3), "name": o.objective})
     if lines:
         series["markLine"] = {

@@ -7,6 +7,7 @@ import json
 from collections.abc import Sequence
 from html import escape
 
+from llm_locust.config.slo import SloKind
 from llm_locust.report.data import RunData
 from llm_locust.results.headline import headline
 from llm_locust.results.summary_blocks import LittlesLaw, SloLine
@@ -49,7 +50,7 @@ def _unit(o: SloLine) -> tuple[float, str]:
     name = o.name
     if name == "success" or name.startswith(("kv_cache", "error_rate")):
         return 100.0, "%"
-    if o.kind == "server" or name.startswith("waiting"):
+    if o.kind == SloKind.SERVER or name.startswith("waiting"):
         return 1.0, ""
     return 1000.0, "ms"
 

@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from llm_locust.config.jsontypes import JsonObject, number
+from llm_locust.config.slo import SloKind
 from llm_locust.load.search import Verdict
 from llm_locust.results.drift import combine_verdicts, drift_verdict
 from llm_locust.results.series_model import DriftBlock, WindowRow
@@ -161,7 +162,7 @@ def _judge_series(
 ) -> None:
     """The SLO lines on server metrics and drift, judged over the run and over each stage."""
     t0, t_end, width, measured_from = span
-    lines = [line for line in slo.lines if line.kind != "request"]
+    lines = [line for line in slo.lines if line.kind is not SloKind.REQUEST]
     if not lines:
         return
     for block, start, end in [

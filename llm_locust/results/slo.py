@@ -32,7 +32,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from llm_locust.config.jsontypes import JsonObject, JsonValue
-from llm_locust.config.slo import SloLine, SloSpec, load_slo_file, parse_slo
+from llm_locust.config.slo import SloKind, SloLine, SloSpec, load_slo_file, parse_slo
 from llm_locust.load.search import Verdict
 from llm_locust.record import OK, RequestRecord
 from llm_locust.results.columns import Columns, Part, itl_own_stat
@@ -111,7 +111,7 @@ def is_good(row: Row, spec: SloSpec) -> bool:
     if row.get("outcome") != OK:
         return False
     for line in spec.lines:
-        if line.metric == "success" or line.kind != "request":
+        if line.metric == "success" or line.kind is not SloKind.REQUEST:
             continue
         value = _request_value(row, line)
         if value is None:
@@ -137,7 +137,7 @@ def _good(part: Part, spec: SloSpec, ok: np.ndarray) -> np.ndarray:
     """The successful requests of ``ok`` that met every latency line (same rules as :func:`is_good`)."""
     good = np.ones(int(ok.sum()), dtype=bool)
     for line in spec.lines:
-        if line.metric == "success" or line.kind != "request":
+        if line.metric == "success" or line.kind is not SloKind.REQUEST:
             continue
         values = _values(part, line, ok)
         defined = ~np.isnan(values)
@@ -161,7 +161,7 @@ class SloLineResult:
         out: JsonObject = {
             "objective": self.line.text,
             "name": self.line.name,
-            "kind": self.line.kind,
+            "kind": self.line.kind.value,
             "op": self.line.op,
             "threshold": self.line.threshold,
             "measured": self.measured,
@@ -253,7 +253,7 @@ SeriesJudge = Callable[[SloLine], SloLineResult]
 
 
 def _unjudged(line: SloLine) -> SloLineResult:
-    need = "--server-metrics" if line.kind == "server" else "time windows"
+    need = "--server-metrics" if line.kind is SloKind.SERVER else "time windows"
     return SloLineResult(line, None, False, 0, note=f"not evaluated here (needs {need})")
 
 
@@ -272,7 +272,8 @@ def evaluate(spec: SloSpec, rows: Rows, duration_s: float, series: SeriesJudge |
     ok = part.covered(Coverage.COMPLETED)
     judge = series or _unjudged
     results = [
-        _line_result(line, part, mask, ok) if line.kind == "request" else judge(line) for line in spec.lines
+        _line_result(line, part, mask, ok) if line.kind is SloKind.REQUEST else judge(line)
+        for line in spec.lines
     ]
     good = _good(part, spec, ok)
     return SloResult(

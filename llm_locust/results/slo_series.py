@@ -22,6 +22,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from llm_locust.config.slo import SloKind
 from llm_locust.load.search import Verdict
 from llm_locust.results.confidence import verdict
 from llm_locust.results.drift import MIN_SPAN_S, MIN_WINDOWS, fit_trend
@@ -53,7 +54,7 @@ def series_judge(
     """Judge series lines over ``[start, end]`` (wall clock); ``windows`` start at ``t0``."""
 
     def judge(line: SloLine) -> SloLineResult:
-        if line.kind == "server":
+        if line.kind is SloKind.SERVER:
             return _server_line(line, server or (), start, end)
         inside = [
             w

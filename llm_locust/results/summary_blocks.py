@@ -56,7 +56,7 @@ class SloLine(Block):
 
     objective: str
     name: str = ""
-    kind: str = "request"
+    kind: str = "request"  # a config.slo.SloKind value, kept as text so any summary reads back
     op: str = "<"
     threshold: float | None = None
     measured: float | None = None

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from llm_locust.config.slo import SloKind
 from llm_locust.load.search import Verdict
 from llm_locust.results.failures import failure_lines
 from llm_locust.results.headline import Headline, headline
@@ -147,16 +148,16 @@ def _objective_value(line: SloLine) -> str:
     if measured is None:
         return "-"
     percent = name == "success" or name.startswith(("kv_cache_usage", "error_rate", "gpu_mem", "gpu_util"))
-    if line.kind == "server" and not percent:
+    if line.kind == SloKind.SERVER and not percent:
         return f"{measured:g}"
     if percent:
-        scale, digits, unit = 100.0, 2, "%" if line.kind != "drift" else " pts/10min"
-    elif line.kind == "drift" and name.startswith("waiting"):
+        scale, digits, unit = 100.0, 2, "%" if line.kind != SloKind.DRIFT else " pts/10min"
+    elif line.kind == SloKind.DRIFT and name.startswith("waiting"):
         scale, digits, unit = 1.0, 2, "/10min"
     else:
-        scale, digits, unit = 1000.0, 1, " ms" if line.kind != "drift" else " ms/10min"
+        scale, digits, unit = 1000.0, 1, " ms" if line.kind != SloKind.DRIFT else " ms/10min"
     shown = fixed(measured * scale, digits, None if threshold is None else threshold * scale)
-    return f"{'+' if line.kind == 'drift' and not shown.startswith('-') else ''}{shown}{unit}"
+    return f"{'+' if line.kind == SloKind.DRIFT and not shown.startswith('-') else ''}{shown}{unit}"
 
 
 def format_stage_table(stages: Sequence[StageRow]) -> str:

@@ -33,7 +33,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
-from llm_locust.config.slo import parse_slo, scaled_line
+from llm_locust.config.slo import SloKind, parse_slo, scaled_line
 from llm_locust.load.search import Verdict
 from llm_locust.load.stages import StageKind
 from llm_locust.results.probe import composed_reason, term_line, why_text
@@ -86,7 +86,7 @@ def _objective(text: str, k: float) -> str:
         line = parse_slo([text]).lines[0]
     except ValueError:  # a server gauge's or drift's line: no latency in it
         return text
-    return text if line.kind != "request" else scaled_line(line, 1 / k).text
+    return text if line.kind is not SloKind.REQUEST else scaled_line(line, 1 / k).text
 
 
 def _is_rate(key: str) -> bool:

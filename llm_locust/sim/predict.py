@@ -24,7 +24,7 @@ import numpy as np
 
 from llm_locust.config.balance import BalanceScope
 from llm_locust.config.engine_model import EngineModel
-from llm_locust.config.slo import SloLine, SloSpec
+from llm_locust.config.slo import SloKind, SloLine, SloSpec
 from llm_locust.load.replicas import Routing
 from llm_locust.load.search import Probe, SearchSpec, Verdict, bracket, decide
 from llm_locust.sim.engine import EngineConfig
@@ -127,7 +127,7 @@ def level_stats(
 
 def unsupported_lines(slo: SloSpec) -> list[str]:
     """The SLO lines a model cannot judge (server series, drift, intended times)."""
-    return [line.text for line in slo if line.kind != "request" or line.intended]
+    return [line.text for line in slo if line.kind is not SloKind.REQUEST or line.intended]
 
 
 def _stat(xs: np.ndarray, stat: str) -> float:

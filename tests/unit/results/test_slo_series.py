@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
+from llm_locust.config.slo import SloKind
 from llm_locust.results.series_model import WindowRow
 from llm_locust.results.slo import evaluate, parse_slo
 from llm_locust.results.slo_series import series_judge
@@ -28,6 +31,20 @@ def test_server_and_drift_terms_parse() -> None:
     assert parse_slo("error_rate_drift<=0.5%").lines[0].threshold == pytest.approx(0.005)
     assert parse_slo("kv_cache_usage_max<=0.9").lines[0].threshold == pytest.approx(0.9)
     assert parse_slo({"waiting_max": 4}).lines[0].op == "<="  # the YAML form
+
+
+def test_a_line_kind_is_the_member_and_spells_as_before() -> None:
+    spec = parse_slo("ttft_p95<=5s,preemptions==0,waiting_p95<=10,waiting_drift<=2,success>=99%")
+    kinds = [line.kind for line in spec.lines]
+    assert kinds == [SloKind.REQUEST, SloKind.SERVER, SloKind.SERVER, SloKind.DRIFT, SloKind.REQUEST]
+    assert all(type(kind) is SloKind for kind in kinds)
+    assert [str(kind) for kind in kinds] == ["request", "server", "server", "drift", "request"]
+    # the summary's objectives keep a plain string, as before (unjudged series lines included)
+    objectives = evaluate(spec, [], 1.0).to_json()["objectives"]
+    assert isinstance(objectives, list)
+    written = [o["kind"] for o in objectives if isinstance(o, dict)]
+    assert [type(kind) for kind in written] == [str] * 5
+    assert json.dumps(written) == '["request", "server", "server", "drift", "request"]'
 
 
 @pytest.mark.parametrize(
