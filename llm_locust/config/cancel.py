@@ -19,13 +19,21 @@ import math
 import random
 import re
 from dataclasses import dataclass
+from enum import StrEnum
 
 from llm_locust.config.units import parse_duration
 
-__all__ = ["CancelAfter", "CancelPoint", "parse_cancel_after"]
+__all__ = ["CancelAfter", "CancelKind", "CancelPoint", "parse_cancel_after"]
 
 _UNIFORM = re.compile(r"uniform:([^,]+),(.+)")
 _TOKENS = re.compile(r"(\d+)\s*tokens?")
+
+
+class CancelKind(StrEnum):
+    """What a ``--cancel-after`` point counts (its value is the grammar's ``kind:`` word)."""
+
+    SECONDS = "seconds"  # seconds after the send
+    TOKENS = "tokens"  # token-bearing chunks
 
 
 @dataclass(frozen=True)
@@ -43,16 +51,16 @@ class CancelPoint:
 
 @dataclass(frozen=True)
 class CancelAfter:
-    """``kind`` is ``seconds`` or ``tokens``; a fixed ``low`` or uniform over [``low``, ``high``]."""
+    """What it counts (``kind``); a fixed ``low`` or uniform over [``low``, ``high``]."""
 
-    kind: str
+    kind: CancelKind
     low: float
     high: float
     text: str
 
     def draw(self, rng: random.Random) -> CancelPoint:
         value = self.low if self.high == self.low else rng.uniform(self.low, self.high)
-        if self.kind == "tokens":
+        if self.kind is CancelKind.TOKENS:
             return CancelPoint(chunks=max(1, round(value)))
         return CancelPoint(seconds=value)
 
@@ -64,15 +72,15 @@ def parse_cancel_after(text: object) -> CancelAfter:
     """Parse ``--cancel-after``; ``ValueError`` with the reason (the caller names the flag)."""
     spec = str(text).strip().lower()
     if spec in ("first-token", "first_token", "first"):
-        return CancelAfter("tokens", 1, 1, "first-token")
+        return CancelAfter(CancelKind.TOKENS, 1, 1, "first-token")
     match = _TOKENS.fullmatch(spec)
     if match:
-        return _checked("tokens", float(match.group(1)), float(match.group(1)), spec)
-    kind, sep, rest = spec.partition(":")
-    if sep and kind in ("seconds", "tokens"):
+        return _checked(CancelKind.TOKENS, float(match.group(1)), float(match.group(1)), spec)
+    word, sep, rest = spec.partition(":")
+    if sep and word in tuple(CancelKind):
         uniform = _UNIFORM.fullmatch(rest)
         low, high = (uniform.group(1), uniform.group(2)) if uniform else (rest, rest)
-        return _checked(kind, _number(low), _number(high), spec)
+        return _checked(CancelKind(word), _number(low), _number(high), spec)
     try:
         seconds = parse_duration(spec, "--cancel-after")
     except ValueError:
@@ -80,7 +88,7 @@ def parse_cancel_after(text: object) -> CancelAfter:
             "expected first-token, a duration (2s, 500ms), N tokens (32tokens), "
             "seconds:X, tokens:N or seconds:uniform:A,B / tokens:uniform:A,B"
         ) from None
-    return _checked("seconds", seconds, seconds, spec)
+    return _checked(CancelKind.SECONDS, seconds, seconds, spec)
 
 
 def _number(text: str) -> float:
@@ -93,11 +101,11 @@ def _number(text: str) -> float:
     return value
 
 
-def _checked(kind: str, low: float, high: float, text: str) -> CancelAfter:
+def _checked(kind: CancelKind, low: float, high: float, text: str) -> CancelAfter:
     if low > high:
         raise ValueError(f"uniform bounds reversed ({low:g} > {high:g})")
-    if kind == "tokens" and low < 1:
+    if kind is CancelKind.TOKENS and low < 1:
         raise ValueError("a request is cancelled after at least 1 token")
-    if kind == "seconds" and low <= 0:
+    if kind is CancelKind.SECONDS and low <= 0:
         raise ValueError("a cancel time is above 0 s")
     return CancelAfter(kind, low, high, text)

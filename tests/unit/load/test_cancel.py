@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from llm_locust.config.build import ConfigError, build_config
-from llm_locust.config.cancel import CancelPoint, parse_cancel_after
+from llm_locust.config.cancel import CancelKind, CancelPoint, parse_cancel_after
 from llm_locust.load.cancel import CancelPolicy
 
 
@@ -26,6 +26,7 @@ from llm_locust.load.cancel import CancelPolicy
 def test_grammar(text: str, kind: str, low: float, high: float) -> None:
     spec = parse_cancel_after(text)
     assert (spec.kind, spec.low, spec.high) == (kind, low, high)
+    assert spec.kind is CancelKind(kind)  # the member, spelt as the grammar's word
 
 
 @pytest.mark.parametrize(
@@ -61,7 +62,7 @@ def test_draws_follow_the_rate_and_each_client_has_its_own_stream() -> None:
 
 def test_options_build_typed_and_bad_values_are_one_line() -> None:
     config = build_config({"cancel_rate": "0.25", "cancel_after": "3s"}, environ={})
-    assert config.request.cancel_rate == 0.25 and config.request.cancel_after.kind == "seconds"
+    assert config.request.cancel_rate == 0.25 and config.request.cancel_after.kind is CancelKind.SECONDS
     assert config.options()["cancel_after"] == "3s"
     default = build_config({}, environ={})
     assert default.request.cancel_rate == 0 and str(default.request.cancel_after) == "first-token"
