@@ -31,7 +31,7 @@ from typing import TypeVar
 import numpy as np
 
 from llm_locust.config.balance import BALANCE_POLICIES, BALANCE_SCOPES, BalancePolicy, BalanceScope
-from llm_locust.config.demand import Demand, parse_demand
+from llm_locust.config.demand import Demand, DemandKind, parse_demand
 from llm_locust.config.engine_model import EngineModel, ModelFileError, load_engine_model
 from llm_locust.config.register import OneLineParser
 from llm_locust.config.slo import SloSpec, parse_slo
@@ -216,7 +216,7 @@ def _parser() -> argparse.ArgumentParser:
 def _demand(text: str) -> Demand:
     spec = f"concurrency={text}" if text.replace(".", "", 1).isdigit() else text
     demand = parse_demand(spec)
-    if demand.kind == "rate":
+    if demand.kind is DemandKind.RATE:
         raise ValueError(
             "a rate demand needs an open-loop search, which predict does not run; give users or concurrency"
         )

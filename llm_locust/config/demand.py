@@ -16,6 +16,7 @@ Pure module: no Locust, no network.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from enum import StrEnum
 from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -23,9 +24,18 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from llm_locust.config.jsontypes import JsonObject
 from llm_locust.config.think import ThinkTime, parse_think_time
 
-__all__ = ["DEMAND_KINDS", "Demand", "parse_demand"]
+__all__ = ["DEMAND_KINDS", "Demand", "DemandKind", "parse_demand"]
 
-DEMAND_KINDS = ("users", "concurrency", "rate")
+
+class DemandKind(StrEnum):
+    """How the demand is stated (its value is the key: ``users=``, ``concurrency=``, ``rate=``)."""
+
+    USERS = "users"  # people, each pausing for its think time
+    CONCURRENCY = "concurrency"  # requests in flight at peak
+    RATE = "rate"  # requests per second at peak
+
+
+DEMAND_KINDS = tuple(kind.value for kind in DemandKind)
 
 
 class Demand(BaseModel):
@@ -52,12 +62,12 @@ class Demand(BaseModel):
         return self
 
     @property
-    def kind(self) -> str:
-        return next(k for k in DEMAND_KINDS if getattr(self, k) is not None)
+    def kind(self) -> DemandKind:
+        return next(k for k in DemandKind if getattr(self, k.value) is not None)
 
     @property
     def value(self) -> float:
-        return float(getattr(self, self.kind))
+        return float(getattr(self, self.kind.value))
 
     @property
     def think_time(self) -> ThinkTime:
@@ -65,9 +75,9 @@ class Demand(BaseModel):
 
     def text(self) -> str:
         """``50 concurrent``, ``5 req/s``, ``400 users (think lognormal:mean=20s,std=10s)``."""
-        if self.kind == "concurrency":
+        if self.kind is DemandKind.CONCURRENCY:
             return f"{self.value:g} concurrent"
-        if self.kind == "rate":
+        if self.kind is DemandKind.RATE:
             return f"{self.value:g} req/s"
         return f"{self.users} users" + (f" (think {self.think})" if self.think else "")
 

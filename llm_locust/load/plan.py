@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from llm_locust.config.burst import BurstSpec
-from llm_locust.config.demand import Demand
+from llm_locust.config.demand import Demand, DemandKind
 from llm_locust.config.jsontypes import JsonObject
 from llm_locust.config.model import LoadConfig
 from llm_locust.load.arrivals import parse_arrival
@@ -176,9 +176,11 @@ def search_demand(kind: str, demand: Demand | None, thinking: bool) -> float | N
     request in flight), or req/s of a rate demand; else ``None``."""
     if demand is None:
         return None
-    if kind == "users" and (demand.kind == "users" or (demand.kind == "concurrency" and not thinking)):
+    if kind == "users" and (
+        demand.kind is DemandKind.USERS or (demand.kind is DemandKind.CONCURRENCY and not thinking)
+    ):
         return demand.value
-    return demand.value if kind == "rate" and demand.kind == "rate" else None
+    return demand.value if kind == "rate" and demand.kind is DemandKind.RATE else None
 
 
 def _search(load: LoadConfig, seed: int, thinking: bool = False) -> LoadPlan:

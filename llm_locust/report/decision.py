@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from llm_locust.config.demand import parse_demand
+from llm_locust.config.demand import DemandKind, parse_demand
 from llm_locust.load.search import Verdict
 from llm_locust.results.capacity import measure
 from llm_locust.results.capacity_model import (
@@ -154,7 +154,7 @@ class PredictedView(_Loose):
 
 class Decision(_Loose):
     directory: str
-    demand_kind: str
+    demand_kind: DemandKind
     demand: float
     demand_text: str
     slo: list[str]

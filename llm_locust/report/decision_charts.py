@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping
 
+from llm_locust.config.demand import DemandKind
 from llm_locust.config.jsontypes import JsonValue
 from llm_locust.report.charts import COLORS, axis, base_option, errorbars
 from llm_locust.report.decision import Decision, PlanView, StepView, Verdict
@@ -43,9 +44,9 @@ VERDICT_SYMBOL = {
 }
 #: the demand's unit -> the capacity axis' name
 UNIT_AXIS = {
-    "concurrency": "mean requests in flight",
-    "rate": "completed requests/s",
-    "users": "users",
+    DemandKind.CONCURRENCY: "mean requests in flight",
+    DemandKind.RATE: "completed requests/s",
+    DemandKind.USERS: "users",
 }
 #: a capacity bar that does not meet the demand, and its legend entry
 SHORT, SHORT_COLOR = "capacity short of the demand", "#90a4ae"
@@ -78,7 +79,7 @@ def capacity_chart(d: Decision) -> Option | None:
     if not d.plans:
         return None
     names = [p.result.name for p in d.plans]
-    unit = UNIT_AXIS.get(d.demand_kind, d.demand_kind)
+    unit = UNIT_AXIS[d.demand_kind]
     # the axis holds the demand: ECharts scales to the series only, and a demand line above every
     # bar was not drawn (the new-user trial: capacities 22-24 against a demand of 50)
     top = max([d.demand or 0.0, *(v for p in d.plans for v in (p.result.capacity, p.upper) if v is not None)])
@@ -155,7 +156,7 @@ def _nice(value: float) -> float:
 def _x_top(d: Decision) -> float:
     """The latency charts' shared x range: the highest load measured or the demand, rounded up."""
     xs = [s.step.mean_in_flight for p in d.plans for s in p.steps if s.step.mean_in_flight is not None]
-    top = max([*xs, d.demand if d.demand_kind == "concurrency" else 0.0], default=1.0) * 1.05
+    top = max([*xs, d.demand if d.demand_kind is DemandKind.CONCURRENCY else 0.0], default=1.0) * 1.05
     step = 10.0 if top > 20 else 1.0
     return math.ceil(top / step) * step
 
@@ -202,7 +203,7 @@ def latency_chart(d: Decision, plan: PlanView, metric: str) -> Option | None:
                 "lineStyle": {"color": "#2e7d32", "type": "solid", "width": 2},
             }
         )
-    if d.demand_kind == "concurrency":
+    if d.demand_kind is DemandKind.CONCURRENCY:
         marks.append({"xAxis": _r(d.demand), "name": f"demand {d.demand_text}", "lineStyle": _DEMAND_LINE})
     if marks:
         line["markLine"] = {
@@ -280,7 +281,7 @@ def frontier_chart(d: Decision) -> Option | None:
 
 def cost_chart(d: Decision) -> Option | None:
     """$ per 1M output tokens (the plan's $/hour over its output tokens/hour) against the load."""
-    unit = UNIT_AXIS.get(d.demand_kind, d.demand_kind)
+    unit = UNIT_AXIS[d.demand_kind]
     option = _plan_lines(
         d,
         "$ per 1M output tokens against load",

@@ -93,7 +93,7 @@ def answer_block(d: Decision) -> str:
         )
     parts.append(
         f"<p>SLO: <code>{escape(', '.join(d.slo))}</code>; demand: {escape(d.demand_text)} "
-        f"(capacity in {escape(dc.UNIT_AXIS.get(d.demand_kind, d.demand_kind))}).</p>"
+        f"(capacity in {escape(dc.UNIT_AXIS[d.demand_kind])}).</p>"
     )
     parts.append("<ul>" + "".join(_verdict_item(p) for p in d.plans) + "</ul>")
     for name, error in d.not_measured.items():

@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from llm_locust.config.demand import Demand
+from llm_locust.config.demand import Demand, DemandKind
 from llm_locust.load.search import Verdict
 from llm_locust.record import OK
 from llm_locust.results.columns import Columns
@@ -108,9 +108,9 @@ def _load_in(
     completed req/s, or users."""
     if by_level:
         return level
-    if demand.kind == "concurrency":
+    if demand.kind is DemandKind.CONCURRENCY:
         return mean_in_flight
-    if demand.kind == "rate":
+    if demand.kind is DemandKind.RATE:
         return request_throughput
     return level
 
@@ -121,10 +121,14 @@ def measure(demand: Demand, step: JudgedStep, by_level: bool = False) -> float |
 
 
 def amount(kind: str, value: float) -> str:
-    """A load in a demand's unit, the one way every view shows it: ``22 concurrent``,
-    ``21.9 concurrent`` (a measured mean), ``2.5 req/s``, ``400 users``."""
-    number = f"{value:g}" if value == round(value) else f"{value:.1f}" if kind != "rate" else f"{value:.3g}"
-    return {"concurrency": f"{number} concurrent", "rate": f"{number} req/s"}.get(kind, f"{number} users")
+    """A load in a demand's unit (a :class:`DemandKind` or its value), the one way every view shows
+    it: ``22 concurrent``, ``21.9 concurrent`` (a measured mean), ``2.5 req/s``, ``400 users``."""
+    unit = DemandKind(kind)
+    rate = unit is DemandKind.RATE
+    number = f"{value:g}" if value == round(value) else f"{value:.1f}" if not rate else f"{value:.3g}"
+    return {DemandKind.CONCURRENCY: f"{number} concurrent", DemandKind.RATE: f"{number} req/s"}.get(
+        unit, f"{number} users"
+    )
 
 
 def bracket(kind: str, capacity: float, below: float | None) -> str:
@@ -164,12 +168,12 @@ def demand_block(
         text = f"meets {demand.text()}: capacity {amount(demand.kind, capacity)} ({room:+.0%} headroom)"
     else:
         text = f"does not meet {demand.text()}: capacity {amount(demand.kind, capacity)} ({room:+.0%})"
-    if demand.kind == "users" and kind == "users" and demand.think:
+    if demand.kind is DemandKind.USERS and kind == "users" and demand.think:
         text += f"; users measured with their think time ({demand.think})"
     block = DemandBlock(
         text=text,
         meets=meets,
-        unit=demand.kind,
+        unit=demand.kind.value,
         capacity=capacity,
         capacity_stage=None if best is None else best.index,
         headroom=room,

@@ -18,7 +18,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from llm_locust.config.demand import Demand, parse_demand
+from llm_locust.config.demand import Demand, DemandKind, parse_demand
 from llm_locust.config.plans import Plan, PlanFile
 from llm_locust.config.slo import SloSpec, parse_slo, scaled_slo
 from llm_locust.results.capacity import measure
@@ -44,7 +44,7 @@ class RejudgeError(ValueError):
 
 
 def _unit(demand: Demand) -> str:
-    return {"concurrency": "concurrent", "rate": "req/s"}.get(demand.kind, "users")
+    return {DemandKind.CONCURRENCY: "concurrent", DemandKind.RATE: "req/s"}.get(demand.kind, "users")
 
 
 def unmeasured(search: SearchResult, demand: Demand | None) -> str | None:

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from llm_locust.commands.capacity.host import Progress, master_port_args, stop_run, worker_args
 from llm_locust.commands.capacity.sim_clock import clock_text, sim_clock
+from llm_locust.config.demand import DemandKind
 from llm_locust.config.plans import Plan, PlanFile
 from llm_locust.config.slo import scaled_slo
 from llm_locust.config.think import parse_think_time
@@ -49,7 +50,7 @@ def run_args(file: PlanFile, plan: Plan, folder: Path, k: float, workers: int | 
     args += ["--search-extensions", str(search.extensions)]
     args += ["--step-time", f"{search.step_time / k:g}s", "--warmup", f"{search.warmup / k:g}s"]
     args += ["--balance", search.balance.value, "--balance-scope", search.balance_scope.value]
-    think = workload.think_time or (demand.think if demand.kind == "users" else None)
+    think = workload.think_time or (demand.think if demand.kind is DemandKind.USERS else None)
     if think:
         args += ["--think-time", parse_think_time(think).scaled(1 / k).spec()]
     args += ["--demand", _demand_text(file, k)]
@@ -77,19 +78,21 @@ def first_level(file: PlanFile) -> float | None:
     a rate search), else ``llm-locust run``'s own default."""
     demand, kind = file.demand, file.search.kind
     think = file.workload.think_time or demand.think
-    if kind == "users" and (demand.kind == "users" or (demand.kind == "concurrency" and not think)):
+    if kind == "users" and (
+        demand.kind is DemandKind.USERS or (demand.kind is DemandKind.CONCURRENCY and not think)
+    ):
         level = start_near(demand.value)
         return max(level, 1.0)
-    if kind == "rate" and demand.kind == "rate":
+    if kind == "rate" and demand.kind is DemandKind.RATE:
         return start_near(demand.value)
     return None
 
 
 def _demand_text(file: PlanFile, k: float) -> str:
     demand = file.demand
-    if demand.kind == "rate":
+    if demand.kind is DemandKind.RATE:
         return f"rate={demand.value * k:g}"
-    if demand.kind == "concurrency":
+    if demand.kind is DemandKind.CONCURRENCY:
         return f"concurrency={demand.value:g}"
     return f"users={demand.users}"  # the think time goes in --think-time, already scaled
 

@@ -23,6 +23,7 @@ from typing import Any
 
 from llm_locust.commands.calibrate import RunError, load_run
 from llm_locust.commands.predict import LEVEL_LIMIT, LEVEL_REQUESTS, predict
+from llm_locust.config.demand import DemandKind
 from llm_locust.config.plans import Plan, PlanFile
 from llm_locust.results.calibrate import CalibrationError, fit
 from llm_locust.results.capacity_model import PlanResult
@@ -45,9 +46,9 @@ def check_predictable(file: PlanFile) -> str | None:
     """Why the file's predicted plans cannot be predicted (one line), or ``None``."""
     if not any(p.predicted for p in file.plans):
         return None
-    if file.demand.kind == "rate":
+    if file.demand.kind is DemandKind.RATE:
         return "predict_from: a rate demand needs an open-loop search, which a prediction does not run"
-    if file.demand.kind == "concurrency" and (file.workload.think_time or file.demand.think):
+    if file.demand.kind is DemandKind.CONCURRENCY and (file.workload.think_time or file.demand.think):
         return "predict_from: a concurrency demand with thinking users: give the demand in users"
     bad = unsupported_lines(file.slo)
     if bad:

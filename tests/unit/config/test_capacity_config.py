@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from llm_locust.config.build import ConfigError, build_config
-from llm_locust.config.demand import parse_demand
+from llm_locust.config.demand import DEMAND_KINDS, DemandKind, parse_demand
 from llm_locust.config.plans import PlanFileError, load_plan_file
 from llm_locust.config.think import ThinkKind, ThinkTime, parse_think_time
 from llm_locust.load.plan import build_load_plan
+from llm_locust.results.capacity import amount, demand_block
+from llm_locust.results.capacity_model import DemandUnit
 
 SLO = "success>=99%,ttft_p95<=5s,e2e_p95<=30s"
 
@@ -82,6 +85,18 @@ def test_demand_forms() -> None:
     assert parse_demand("concurrency=50").text() == "50 concurrent"
     assert parse_demand({"rate": 5}).text() == "5 req/s"
     assert parse_demand("concurrency=50").to_json() == {"concurrency": 50.0}
+
+
+def test_a_demand_kind_is_the_member_and_spells_as_before() -> None:
+    kinds = [parse_demand(text).kind for text in ("users=4", "concurrency=2", "rate=0.5")]
+    assert kinds == [DemandKind.USERS, DemandKind.CONCURRENCY, DemandKind.RATE]
+    assert all(type(kind) is DemandKind for kind in kinds)
+    assert [str(kind) for kind in kinds] == list(DEMAND_KINDS) == ["users", "concurrency", "rate"]
+    # the summary's demand block keeps its unit as plain text
+    block = demand_block(parse_demand("rate=0.5"), [], "rate").to_json()
+    assert type(block["unit"]) is str and json.dumps(block["unit"]) == '"rate"'
+    assert amount(DemandKind.RATE, 2.5) == amount("rate", 2.5) == "2.5 req/s"
+    assert amount(DemandUnit.CONCURRENCY, 21.94) == "21.9 concurrent"
 
 
 @pytest.mark.parametrize(
