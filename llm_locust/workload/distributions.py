@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Protocol
 
 import numpy as np
@@ -32,6 +33,7 @@ from llm_locust.config.units import parse_kind_spec
 
 __all__ = [
     "Distribution",
+    "DistributionKind",
     "LengthSample",
     "LengthSampler",
     "SyntheticLengths",
@@ -39,6 +41,15 @@ __all__ = [
 ]
 
 _REDRAWS = 16
+
+
+class DistributionKind(StrEnum):
+    """The shape of a length distribution (its value is the spec's spelling)."""
+
+    FIXED = "fixed"
+    UNIFORM = "uniform"
+    NORMAL = "normal"
+    LOGNORMAL = "lognormal"
 
 
 class SpecError(ValueError):
@@ -65,27 +76,30 @@ class LengthSampler(Protocol):
 
 @dataclass(frozen=True)
 class Distribution:
-    """One length distribution: ``kind`` in fixed, uniform, normal, lognormal."""
+    """One length distribution: its ``kind`` and the parameters it takes."""
 
-    kind: str
+    kind: DistributionKind
     params: dict[str, float] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "kind", DistributionKind(self.kind))  # text becomes the member
 
     @property
     def lower(self) -> int:
-        if self.kind == "fixed":
+        if self.kind is DistributionKind.FIXED:
             return int(self.params["value"])
         return int(self.params.get("min", 1))
 
     @property
     def upper(self) -> float:
-        if self.kind == "fixed":
+        if self.kind is DistributionKind.FIXED:
             return self.params["value"]
         return self.params.get("max", math.inf)
 
     def draw(self, rng: np.random.Generator) -> int:
-        if self.kind == "fixed":
+        if self.kind is DistributionKind.FIXED:
             return int(self.params["value"])
-        if self.kind == "uniform":
+        if self.kind is DistributionKind.UNIFORM:
             return int(rng.integers(self.lower, int(self.upper) + 1))
         for _ in range(_REDRAWS):
             x = self._raw(rng)
@@ -95,13 +109,13 @@ class Distribution:
 
     def _raw(self, rng: np.random.Generator) -> float:
         mean, std = self.params["mean"], self.params["std"]
-        if self.kind == "normal":
+        if self.kind is DistributionKind.NORMAL:
             return float(rng.normal(mean, std))
         sigma2 = math.log1p((std / mean) ** 2)
         return float(rng.lognormal(math.log(mean) - sigma2 / 2, math.sqrt(sigma2)))
 
     def spec(self) -> str:
-        if self.kind == "fixed":
+        if self.kind is DistributionKind.FIXED:
             return f"fixed:{int(self.params['value'])}"
         body = ",".join(f"{k}={_fmt(v)}" for k, v in self.params.items())
         return f"{self.kind}:{body}"
@@ -128,9 +142,10 @@ _REQUIRED = {
 def parse_distribution(text: str) -> Distribution:
     """Parse a spec such as ``lognormal:mean=1000,std=400,max=8000``; raise ``SpecError``."""
     try:
-        kind, params = parse_kind_spec(text, _KEYS, _number)
+        name, params = parse_kind_spec(text, _KEYS, _number)
     except ValueError as exc:
         raise SpecError(str(exc)) from None
+    kind = DistributionKind(name)
     _check(kind, params, text.strip())
     return Distribution(kind, params)
 
@@ -142,7 +157,7 @@ def _number(text: str) -> float:
         raise ValueError("not a number") from None
 
 
-def _check(kind: str, params: dict[str, float], text: str) -> None:
+def _check(kind: DistributionKind, params: dict[str, float], text: str) -> None:
     missing = [k for k in _REQUIRED[kind] if k not in params]
     if missing:
         raise SpecError(f"{kind} needs {', '.join(missing)} in {text!r}")
@@ -153,7 +168,8 @@ def _check(kind: str, params: dict[str, float], text: str) -> None:
         raise SpecError(f"lengths are at least 1 token: {text!r}")
     if params.get("max", math.inf) < lo:
         raise SpecError(f"max below min in {text!r}")
-    if kind in ("normal", "lognormal") and (params["mean"] <= 0 or params["std"] < 0):
+    shaped = kind in (DistributionKind.NORMAL, DistributionKind.LOGNORMAL)
+    if shaped and (params["mean"] <= 0 or params["std"] < 0):
         raise SpecError(f"{kind} needs mean > 0 and std >= 0: {text!r}")
 
 

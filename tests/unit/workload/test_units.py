@@ -11,7 +11,13 @@ import numpy as np
 import pytest
 
 from llm_locust.workload.build import build_workload
-from llm_locust.workload.distributions import LengthSample, SpecError, parse_distribution
+from llm_locust.workload.distributions import (
+    Distribution,
+    DistributionKind,
+    LengthSample,
+    SpecError,
+    parse_distribution,
+)
 from llm_locust.workload.limits import LengthGuard
 from llm_locust.workload.tokenizer import LengthCalibrator, ServerTokenizer, approx_count
 from tests.unit.workload.args import workload_config
@@ -34,7 +40,14 @@ from tests.unit.workload.args import workload_config
 def test_parse_distribution(text: str, kind: str, params: dict) -> None:
     d = parse_distribution(text)
     assert (d.kind, d.params) == (kind, params)
+    assert d.kind is DistributionKind(kind) and str(d.kind) == kind  # the member, spelt as before
     assert parse_distribution(d.spec()) == d
+    assert Distribution(kind, d.params) == d  # a kind given as text becomes the member
+
+
+def test_a_distribution_of_an_unknown_kind_is_refused() -> None:
+    with pytest.raises(ValueError, match="'exponential' is not a valid DistributionKind"):
+        Distribution("exponential", {"mean": 3.0})
 
 
 @pytest.mark.parametrize(
