@@ -43,11 +43,12 @@ from __future__ import annotations
 import math
 from collections import deque
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any
 
 from llm_locust.sim.kvcache import KvCache
 
-__all__ = ["Engine", "EngineConfig", "Seq", "StepResult"]
+__all__ = ["Engine", "EngineConfig", "Seq", "SeqState", "StepResult"]
 
 
 @dataclass(frozen=True)
@@ -83,6 +84,16 @@ class EngineConfig:
         )
 
 
+class SeqState(StrEnum):
+    """Where a sequence is in the engine."""
+
+    NEW = "new"  # not yet added
+    WAITING = "waiting"  # in the FIFO queue
+    RUNNING = "running"  # in the batch (prefilling or decoding), holding its KV
+    FINISHED = "finished"  # reached its output length
+    ABORTED = "aborted"  # dropped by the client
+
+
 @dataclass(eq=False)
 class Seq:
     """One request inside the engine. ``payload`` is the caller's handle (opaque here)."""
@@ -95,7 +106,7 @@ class Seq:
     generated: int = 0
     computed: int = 0  # prompt tokens in the KV cache (prefilled or found cached)
     cached_tokens: int = 0
-    state: str = "new"  # new | waiting | running | finished | aborted
+    state: SeqState = SeqState.NEW
     held: list[int] = field(default_factory=list)
     private: int = 0
 
@@ -138,19 +149,19 @@ class Engine:
                 f"request needs {seq.kv_tokens} KV cache tokens but the cache holds "
                 f"{self.config.kv_cache_tokens}"
             )
-        seq.state = "waiting"
+        seq.state = SeqState.WAITING
         self.waiting.append(seq)
 
     def abort(self, seq: Seq) -> None:
         """Drop ``seq`` wherever it is (client went away); frees its KV at once."""
-        if seq.state == "waiting":
+        if seq.state is SeqState.WAITING:
             self.waiting.remove(seq)
-        elif seq.state == "running":
+        elif seq.state is SeqState.RUNNING:
             self.running.remove(seq)
             self.kv.release(seq)
         else:
             return
-        seq.state = "aborted"
+        seq.state = SeqState.ABORTED
 
     # -- introspection -------------------------------------------------------------
 
@@ -185,7 +196,7 @@ class Engine:
             if head.arrival > now or not self.kv.admit(head):
                 break
             self.waiting.popleft()
-            head.state = "running"
+            head.state = SeqState.RUNNING
             head.computed = head.cached_tokens
             self.running.append(head)
             result.admitted.append(head)
@@ -219,8 +230,9 @@ class Engine:
                 result.finished.append(s)
         if result.finished:
             for s in result.finished:
-                s.state = "finished"
+                s.state = SeqState.FINISHED
                 self.kv.release(s)
-            self.running = [s for s in self.running if s.state == "running"]
+            running = SeqState.RUNNING  # looked up once: a member lookup costs ~70 ns on 3.11
+            self.running = [s for s in self.running if s.state is running]
         result.batch = batch
         return result

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from llm_locust.sim.engine import Engine, EngineConfig, Seq
+from llm_locust.sim.engine import Engine, EngineConfig, Seq, SeqState
 
 
 def _run(engine: Engine, max_steps: int = 100_000) -> list[tuple[float, list[Seq]]]:
@@ -111,17 +111,30 @@ def test_prefill_cost_only_in_admission_step() -> None:
 def test_abort_frees_slot_and_kv() -> None:
     engine = Engine(EngineConfig(max_num_seqs=1, kv_cache_tokens=10**6))
     a, b = Seq(10, 100), Seq(10, 100)
+    assert a.state is SeqState.NEW
     engine.add(a)
     engine.add(b)
     engine.step()
-    assert b.state == "waiting"
+    assert (a.state, b.state) == (SeqState.RUNNING, SeqState.WAITING)
+    assert b.state == "waiting"  # a state spells as it did
     engine.abort(a)
-    assert engine.kv_reserved == 0
+    assert engine.kv_reserved == 0 and a.state is SeqState.ABORTED
     result = engine.step()
     assert result.batch == [b]
     engine.abort(b)
     engine.abort(b)  # idempotent
-    assert not engine.has_work
+    assert not engine.has_work and b.state is SeqState.ABORTED
+
+
+def test_a_sequence_that_reaches_its_length_is_finished() -> None:
+    engine = Engine(EngineConfig())
+    seq = Seq(10, 2)
+    engine.add(seq)
+    while engine.has_work:
+        engine.step()
+    assert seq.state is SeqState.FINISHED and engine.kv_reserved == 0
+    engine.abort(seq)  # a finished sequence is left as it is
+    assert seq.state is SeqState.FINISHED
 
 
 def test_cli_converts_ms_to_seconds_with_slowdown() -> None:
