@@ -30,6 +30,7 @@ from dataclasses import dataclass, field, replace
 from llm_locust.sim.deploy import Deployment
 from llm_locust.sim.engine import Engine, EngineConfig
 from llm_locust.sim.faults import Drift, FaultConfig
+from llm_locust.sim.flags import SimMode
 from llm_locust.sim.http import HttpConnection, Request
 from llm_locust.sim.kvcache import block_hashes
 from llm_locust.sim.metrics import Metrics
@@ -51,7 +52,7 @@ class SimConfig:
     model: str = "llm-locust/sim-8b"
     max_model_len: int = 32768
     api_key: str | None = None
-    mode: str = "fixed"  # fixed | engine
+    mode: SimMode = SimMode.FIXED
     ttft: float = 0.1
     tpot: float = 0.02
     engine: EngineConfig = field(default_factory=EngineConfig)
@@ -92,7 +93,7 @@ class SimApp(StreamOwner):
         self._kv_fixed = 0
         self.engine: Engine | None = None
         self.scheduler: FixedScheduler | EngineDriver
-        if config.mode == "engine":
+        if config.mode is SimMode.ENGINE:
             self.engine = Engine(config.engine)
             self.scheduler = EngineDriver(loop, self.engine, config.drift, config.overhead)
         else:
@@ -162,11 +163,11 @@ class SimApp(StreamOwner):
         """Labels of ``vllm:cache_config_info`` and the simulator's own info gauge."""
         cfg = self.config
         info = {
-            "mode": cfg.mode,
+            "mode": cfg.mode.value,
             "replica": str(cfg.replica),
             "speedup": f"{cfg.speedup:g}",
             "block_size": str(cfg.engine.block_size),
-            "enable_prefix_caching": str(cfg.mode == "engine" and cfg.engine.prefix_caching),
+            "enable_prefix_caching": str(cfg.mode is SimMode.ENGINE and cfg.engine.prefix_caching),
             "kv_cache_tokens": str(cfg.engine.kv_cache_tokens),
         }
         if cfg.model_file:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+from enum import StrEnum
 from typing import TypeVar
 
 from llm_locust.config.engine_model import EngineModel, ModelFileError, load_engine_model
@@ -31,6 +32,7 @@ from llm_locust.sim.engine import EngineConfig
 __all__ = [
     "MODELS",
     "FlagError",
+    "SimMode",
     "add_deployment_arguments",
     "add_engine_arguments",
     "engine_config",
@@ -83,6 +85,13 @@ def _flag(dest: str) -> str:
     return "--" + dest.replace("_", "-")
 
 
+class SimMode(StrEnum):
+    """The timing mode (its value is ``--mode``'s spelling)."""
+
+    FIXED = "fixed"  # a fixed TTFT and TPOT per request
+    ENGINE = "engine"  # the continuous-batching engine model (llm_locust.sim.engine)
+
+
 def add_engine_arguments(parser: argparse.ArgumentParser) -> None:
     """The timing group: mode, fixed-mode times, engine costs and limits, time scale."""
     g = parser.add_argument_group(
@@ -90,7 +99,7 @@ def add_engine_arguments(parser: argparse.ArgumentParser) -> None:
     )
     g.add_argument(
         "--mode",
-        choices=("fixed", "engine"),
+        choices=tuple(mode.value for mode in SimMode),
         default=None,
         help="fixed TTFT/TPOT per request, or a continuous-batching engine model (default: "
         "engine if an engine option or a deployment is given, else fixed)",
@@ -173,30 +182,32 @@ def _fill(args: argparse.Namespace, defaults: dict[str, Default]) -> None:
 
 
 def resolve(args: argparse.Namespace) -> Deployment | None:
-    """Pick the mode (``args.mode``), check the combination, fill defaults in place.
+    """Pick the mode (``args.mode``, a :class:`SimMode`), check the combination, fill defaults in place.
 
     Returns the deployment when one was asked for. Raises :class:`FlagError`.
     """
     fixed, costs = _given(args, FIXED_DEFAULTS), _given(args, COST_DEFAULTS)
     limits, deploy = _given(args, LIMIT_DEFAULTS), _given(args, DEPLOY_DEFAULTS)
     engine = costs + limits + deploy
+    mode = None if args.mode is None else SimMode(args.mode)
     if getattr(args, "model_file", None) is not None:
-        if args.mode == "fixed":
+        if mode is SimMode.FIXED:
             raise FlagError("--model-file", "applies to engine mode only, not --mode fixed")
         if fixed:
             raise FlagError(_flag(fixed[0]), "fixed mode only, but --model-file selects engine mode")
         if costs or deploy:
             raise FlagError(_flag((costs + deploy)[0]), "is given by --model-file (a calibrated engine)")
-        args.mode = "engine"
+        mode = SimMode.ENGINE
         args.limit_overrides = [n for n in limits if n in ("max_num_seqs", "max_num_batched_tokens")]
-    if args.mode is None:
+    if mode is None:
         if fixed and engine:
             raise FlagError(_flag(fixed[0]), f"fixed mode only, but {_flag(engine[0])} selects engine mode")
-        args.mode = "engine" if engine else "fixed"
-    elif args.mode == "fixed" and engine:
+        mode = SimMode.ENGINE if engine else SimMode.FIXED
+    elif mode is SimMode.FIXED and engine:
         raise FlagError(_flag(engine[0]), "applies to engine mode only, not --mode fixed")
-    elif args.mode == "engine" and fixed:
+    elif mode is SimMode.ENGINE and fixed:
         raise FlagError(_flag(fixed[0]), "applies to fixed mode only, not --mode engine")
+    args.mode = mode
     if deploy and costs:
         raise FlagError(
             _flag(costs[0]),

@@ -8,7 +8,7 @@ import pytest
 
 from llm_locust.sim.app import SimConfig
 from llm_locust.sim.cli import add_arguments, build_config
-from llm_locust.sim.flags import FlagError
+from llm_locust.sim.flags import FlagError, SimMode
 from llm_locust.sim.server import replica_configs
 
 
@@ -33,6 +33,7 @@ def _config(*argv: str) -> SimConfig:
 )
 def test_mode_follows_the_options_given(argv: tuple[str, ...], mode: str) -> None:
     assert _config(*argv).mode == mode
+    assert _config(*argv).mode is SimMode(mode)  # the member, spelt as --mode spells it
 
 
 def test_engine_only_option_selects_engine_mode_with_its_value() -> None:
