@@ -29,7 +29,7 @@ from dataclasses import dataclass, field, replace
 
 from llm_locust.sim.deploy import Deployment
 from llm_locust.sim.engine import Engine, EngineConfig
-from llm_locust.sim.faults import Drift, FaultConfig
+from llm_locust.sim.faults import Drift, FaultConfig, FaultKind
 from llm_locust.sim.flags import SimMode
 from llm_locust.sim.http import HttpConnection, Request
 from llm_locust.sim.kvcache import block_hashes
@@ -72,8 +72,8 @@ class SimConfig:
 
 
 _RETRY_FAULTS = {
-    "rate_limit": (429, "simulated rate limit", "RateLimitError"),
-    "unavailable": (503, "simulated overload: service unavailable", "ServiceUnavailableError"),
+    FaultKind.RATE_LIMIT: (429, "simulated rate limit", "RateLimitError"),
+    FaultKind.UNAVAILABLE: (503, "simulated overload: service unavailable", "ServiceUnavailableError"),
 }
 
 
@@ -255,7 +255,7 @@ class SimApp(StreamOwner):
         fault = self.config.faults.decide(self.rng, gen.n_tokens)
         if fault is not None:
             self.metrics.fault(fault.kind)
-            if fault.kind == "error":
+            if fault.kind is FaultKind.ERROR:
                 raise HttpError(500, "simulated internal server error", "InternalServerError")
             if fault.kind in _RETRY_FAULTS:
                 status, message, err_type = _RETRY_FAULTS[fault.kind]

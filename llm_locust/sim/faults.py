@@ -30,15 +30,29 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass
+from enum import StrEnum
 
-__all__ = ["FAULT_KINDS", "Drift", "FaultConfig", "FaultPlan"]
+__all__ = ["FAULT_KINDS", "Drift", "FaultConfig", "FaultKind", "FaultPlan"]
 
-FAULT_KINDS = ("error", "rate_limit", "unavailable", "disconnect", "malformed", "stall")
+
+class FaultKind(StrEnum):
+    """An injected fault (its value names its rate in :class:`FaultConfig` and ``--<kind>-rate``).
+    The order is the order of the rates' slices of the draw: it must not change (``--seed``)."""
+
+    ERROR = "error"
+    RATE_LIMIT = "rate_limit"
+    UNAVAILABLE = "unavailable"
+    DISCONNECT = "disconnect"
+    MALFORMED = "malformed"
+    STALL = "stall"
+
+
+FAULT_KINDS = tuple(kind.value for kind in FaultKind)
 
 
 @dataclass(frozen=True)
 class FaultPlan:
-    kind: str
+    kind: FaultKind
     at: int = 0
 
 
@@ -68,8 +82,8 @@ class FaultConfig:
             return None
         u = rng.random()
         edge = 0.0
-        for kind in FAULT_KINDS:
-            edge += getattr(self, kind)
+        for kind in FaultKind:
+            edge += getattr(self, kind.value)
             if u < edge:
                 at = rng.randint(1, n_tokens - 1) if n_tokens >= 2 else 0
                 return FaultPlan(kind, at)

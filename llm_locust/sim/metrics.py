@@ -25,6 +25,7 @@ import bisect
 from collections.abc import Callable, Sequence
 
 from llm_locust.live.catalog import E2E_REQUEST_LATENCY_BUCKETS, TIME_TO_FIRST_TOKEN_BUCKETS
+from llm_locust.sim.faults import FaultKind
 
 __all__ = ["E2E_BUCKETS", "TTFT_BUCKETS", "Histogram", "Metrics"]
 
@@ -75,7 +76,7 @@ class Metrics:
         self.prompt_tokens = 0
         self.generation_tokens = 0
         self.success: dict[str, int] = {}
-        self.faults: dict[str, int] = {}
+        self.faults: dict[FaultKind, int] = {}
         self.ttft = Histogram(TTFT_BUCKETS)
         self.e2e = Histogram(E2E_BUCKETS)
 
@@ -85,7 +86,7 @@ class Metrics:
         if e2e is not None:
             self.e2e.observe(e2e)
 
-    def fault(self, kind: str) -> None:
+    def fault(self, kind: FaultKind) -> None:
         self.faults[kind] = self.faults.get(kind, 0) + 1
 
     def _info_lines(self) -> list[str]:

@@ -34,6 +34,7 @@ from __future__ import annotations
 import json
 
 from llm_locust.config.jsontypes import JsonObject, JsonValue
+from llm_locust.sim.faults import FaultKind
 from llm_locust.sim.http import chunk, response_bytes
 from llm_locust.sim.stream import Stream
 from llm_locust.sim.tokens import OUTPUT_WORDS, PromptError
@@ -306,6 +307,6 @@ class ResponsesStream(Stream):
     def _full_response(self) -> bytes:
         status = "incomplete" if self.finish_reason == "length" else "completed"
         data = _dumps(self._response(status)).encode()
-        if self.fault is not None and self.fault.kind == "malformed":
+        if self.fault is not None and self.fault.kind is FaultKind.MALFORMED:
             data = data[: len(data) // 2]  # truncated JSON with a correct Content-Length
         return response_bytes(200, data, close=not self.conn.keep_alive)

@@ -31,7 +31,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol
 
 from llm_locust.config.jsontypes import JsonObject
-from llm_locust.sim.faults import FaultPlan
+from llm_locust.sim.faults import FaultKind, FaultPlan
 from llm_locust.sim.http import SSE_HEADERS, HttpConnection, chunk, response_bytes
 from llm_locust.sim.tokens import OUTPUT_WORDS, escaped_word
 from llm_locust.sim.tools import ToolCall
@@ -253,17 +253,17 @@ class Stream:
 
     # -- faults ----------------------------------------------------------------------
 
-    def _fault(self, kind: str) -> bool:
+    def _fault(self, kind: FaultKind) -> bool:
         """Apply a mid-stream fault at this token. True if the stream stops here."""
-        if kind == "malformed":
+        if kind is FaultKind.MALFORMED:
             if self.streaming:
                 self.conn.write(_MALFORMED)
             return False
-        if kind == "disconnect":
+        if kind is FaultKind.DISCONNECT:
             self._end(None, ok=False)
             self.conn.abort()
             return True
-        if kind == "stall":
+        if kind is FaultKind.STALL:
             self._end(None, ok=False)
             self.owner.call_later(self.owner.stall_seconds, self.conn.abort)
             return True
@@ -297,6 +297,6 @@ class Stream:
             "usage": self._usage(),
         }
         data = json.dumps(body, separators=(",", ":")).encode()
-        if self.fault is not None and self.fault.kind == "malformed":
+        if self.fault is not None and self.fault.kind is FaultKind.MALFORMED:
             data = data[: len(data) // 2]  # truncated JSON with a correct Content-Length
         return response_bytes(200, data, close=not self.conn.keep_alive)
