@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -34,14 +35,22 @@ if TYPE_CHECKING:
 
     from llm_locust.workload.distributions import Distribution
 
-__all__ = ["ReasoningSpec", "parse_reasoning"]
+__all__ = ["ReasoningKind", "ReasoningSpec", "parse_reasoning"]
+
+
+class ReasoningKind(StrEnum):
+    """How ``--reasoning-tokens`` gives the reasoning length."""
+
+    FIXED = "fixed"  # ``value`` tokens
+    RATIO = "ratio"  # ``value`` of the output length
+    DIST = "dist"  # drawn from ``dist``
 
 
 @dataclass
 class ReasoningSpec:
-    """``kind``: fixed (``value`` tokens), ratio (``value`` of the output) or dist."""
+    """What ``--reasoning-tokens`` asks for: its ``kind`` and the ``value`` or ``dist`` it goes with."""
 
-    kind: str
+    kind: ReasoningKind
     value: float = 0.0
     dist: Distribution | None = None
     text: str = ""
@@ -49,12 +58,12 @@ class ReasoningSpec:
 
     def draw(self, rng: random.Random, n_tokens: int) -> int:
         """Reasoning tokens for a response of ``n_tokens`` (at least one answer token left)."""
-        if self.kind == "fixed":
+        if self.kind is ReasoningKind.FIXED:
             n = int(self.value)
-        elif self.kind == "ratio":
+        elif self.kind is ReasoningKind.RATIO:
             n = round(self.value * n_tokens)
         else:
-            assert self.dist is not None  # kind "dist" comes with one
+            assert self.dist is not None  # ReasoningKind.DIST comes with one
             if self._np is None:
                 import numpy as np
 
@@ -73,9 +82,9 @@ def parse_reasoning(text: str) -> ReasoningSpec | None:
             raise ValueError(f"expected a percentage such as 40%, got {text!r}") from None
         if not 0 <= pct < 100:
             raise ValueError(f"a reasoning share is at least 0% and below 100%, got {text!r}")
-        return ReasoningSpec("ratio", pct / 100.0, text=spec) if pct else None
+        return ReasoningSpec(ReasoningKind.RATIO, pct / 100.0, text=spec) if pct else None
     if spec.isdigit():
-        return ReasoningSpec("fixed", int(spec), text=spec) if int(spec) else None
+        return ReasoningSpec(ReasoningKind.FIXED, int(spec), text=spec) if int(spec) else None
     from llm_locust.workload.distributions import parse_distribution  # the workload's grammar
 
-    return ReasoningSpec("dist", dist=parse_distribution(spec), text=spec)
+    return ReasoningSpec(ReasoningKind.DIST, dist=parse_distribution(spec), text=spec)
