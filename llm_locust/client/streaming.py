@@ -131,7 +131,6 @@ class ClientConfig:
     cancel: CancelPolicy | None = None  # --cancel-rate / --cancel-after
     tools: ToolOffer | None = None  # --tools / --tool-share (llm_locust.protocol.tools)
     session_header: str | None = None  # --session-header: the request's session id in this header
-    kernel_timestamps: bool = True  # --read-timestamps kernel: reads timed by the kernel's stamps
 
     @property
     def tls(self) -> TlsSettings:
@@ -263,9 +262,7 @@ class StreamingClient:
                 )
             events = StreamEvents(record, stream, self._parse)
             sink = decoding(header(response, "content-encoding"), events.feed)
-            reader = BodyReader(
-                response, sink, started=lambda: bool(record.chunk_times), kernel=self.config.kernel_timestamps
-            )
+            reader = BodyReader(response, sink, started=lambda: bool(record.chunk_times))
             try:
                 reader.run()
             except (OSError, HTTPParseError) as exc:
