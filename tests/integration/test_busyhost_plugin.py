@@ -300,7 +300,9 @@ def test_under_xdist_the_suites_own_workers_are_not_a_busy_host(
     # the sibling's loops were seen, as the suite's own: named apart, not in others'
     assert seen.keys() == {"others", "own", "siblings"}, (seen, out)
     assert seen["siblings"] >= 0.5 * loops > 0.0, (seen, loops)
-    assert seen["others"] + seen["own"] + seen["siblings"] <= 1.001, seen
+    # at most the host's whole capacity, but for the rounding of the three (each to 3 decimals, as
+    # the report writes them: 0.539 + 0.006 + 0.456 failed a bound of 1.001, 2026-12-03)
+    assert seen["others"] + seen["own"] + seen["siblings"] <= 1 + 3 * 0.0005 + 1e-9, seen
     if seen["others"] < BESIDE:  # no more than this test's loops held the rest: a plain failure, run once
         assert _failure(case) == "AssertionError: the timing assertion\nassert False", out
         assert runs == Counter(beside=1)
