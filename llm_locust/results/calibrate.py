@@ -192,21 +192,26 @@ def _prefilled_with(r: Requests, target: np.ndarray, eps: np.ndarray) -> np.ndar
     return out
 
 
+def _decoding(r: Requests, sel: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The selected requests' decodes (first token to end) swept in time: after each event, the
+    number decoding, the tokens (prompt + output) they hold, and how long that lasted."""
+    f, e = r.start[sel] + r.ttft[sel], r.start[sel] + r.e2e[sel]
+    w = (r.prompt + r.output)[sel]
+    times = np.concatenate([e, f])
+    steps = np.concatenate([-np.ones(len(e)), np.ones(len(f))])
+    # ends sort before starts at the same time (a slot handed over is not two at once)
+    order = np.lexsort((steps, times))
+    span = np.diff(times[order], append=times[order][-1] if len(times) else 0.0)
+    return np.cumsum(steps[order]), np.cumsum((steps * np.concatenate([w, w]))[order]), span
+
+
 def _peak_decoding(r: Requests, mask: np.ndarray) -> dict[float, tuple[int, float]]:
     """Per level: the most of its requests decoding (between first token and end) at one moment,
     and the share of the time with any decoding that this peak held."""
     out: dict[float, tuple[int, float]] = {}
     for run in np.unique(r.run[mask]):
         for level in np.unique(r.level[mask & (r.run == run)]):
-            sel = mask & (r.run == run) & (r.level == level)
-            f = r.start[sel] + r.ttft[sel]
-            e = r.start[sel] + r.e2e[sel]
-            # ends sort before starts at the same time (a slot handed over is not two at once)
-            times = np.concatenate([e, f])
-            steps = np.concatenate([-np.ones(len(e)), np.ones(len(f))])
-            order = np.lexsort((steps, times))
-            count = np.cumsum(steps[order])
-            span = np.diff(times[order], append=times[order][-1] if len(times) else 0.0)
+            count, _tokens, span = _decoding(r, mask & (r.run == run) & (r.level == level))
             top = int(np.max(count, initial=0))
             busy = float(np.sum(span[count >= 1]))
             share = float(np.sum(span[count == top])) / busy if busy > 0 else 0.0
@@ -221,13 +226,9 @@ def _peak_load(r: Requests) -> tuple[int, float]:
     top, tokens = 0, 0.0
     ok = np.isfinite(r.ttft)
     for run in np.unique(r.run[ok]):
-        sel = ok & (r.run == run)
-        f, e, w = r.start[sel] + r.ttft[sel], r.start[sel] + r.e2e[sel], (r.prompt + r.output)[sel]
-        times = np.concatenate([e, f])
-        kind = np.concatenate([-np.ones(len(e)), np.ones(len(f))])
-        order = np.lexsort((kind, times))  # ends first at one instant: a slot handed over
-        top = max(top, int(np.max(np.cumsum(kind[order]), initial=0)))
-        tokens = max(tokens, float(np.max(np.cumsum((kind * np.concatenate([w, w]))[order]), initial=0.0)))
+        count, held, _span = _decoding(r, ok & (r.run == run))
+        top = max(top, int(np.max(count, initial=0)))
+        tokens = max(tokens, float(np.max(held, initial=0.0)))
     return top, tokens
 
 
