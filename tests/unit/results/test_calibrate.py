@@ -252,8 +252,9 @@ def test_users_in_lockstep_are_not_taken_for_a_limit(clock: str) -> None:
     one step and send again at once. Counting the sequences found decoding at each send then reads
     0..x-1 by the order the ends were read in (or none, with the ends' exact times), and the fit
     took every level of a 4..8-user search for one held back by a limit (a 63-token KV cache or a
-    batch of 1, so the prediction passed every level up to its ceiling: test_capacity_predicted,
-    2026-12-03). The engine here never queues (64 slots): nothing may be identified as a limit."""
+    batch of 1, so the prediction passed every level up to its ceiling: test_capacity_workers'
+    predicted plan, 2026-12-03). The engine here never queues (64 slots): nothing may be identified
+    as a limit."""
     config = _config(max_num_seqs=64, prefill_per_token=1e-5, decode_base=0.01, decode_per_seq=0.02,
                      decode_per_ctx_token=0.0)  # fmt: skip
     parts = []
