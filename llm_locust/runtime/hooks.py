@@ -24,7 +24,7 @@ from llm_locust.config.register import register
 from llm_locust.results.finalize import REFUSED_EXIT
 from llm_locust.runtime import binds, channel, failstop, master_watch, pauses, quota, silences, stopping
 from llm_locust.runtime.form import install_form_check
-from llm_locust.runtime.locust_adapter import signal_forked_workers_at_exit
+from llm_locust.runtime.locust_adapter import build_default_args_once, signal_forked_workers_at_exit
 from llm_locust.runtime.node import ATTRIBUTE, Node, node_of
 from llm_locust.runtime.nodes import MasterNode, WorkerNode, make_node
 from llm_locust.runtime.outputs import install_outputs
@@ -44,6 +44,7 @@ def install(events: Events | None = None) -> None:
     if getattr(events, _MARK, False):
         return
     setattr(events, _MARK, True)
+    build_default_args_once()  # a worker's spawn messages otherwise build Locust's parser per option
     events.init_command_line_parser.add_listener(_options)
     events.init.add_listener(_init)
     events.test_start.add_listener(_test_start)

@@ -42,7 +42,17 @@ reach for them is here, and nowhere else:
   ``MasterRunner.start``'s warning "You can't start a distributed test before at least one worker
   processes has connected" while a test is under way (its re-dispatch when a worker leaves or
   quits, or at the heartbeat that ends a silence, which runs while the worker still counts as
-  missing: the test had started, with its workers connected).
+  missing: the test had started, with its workers connected);
+- :func:`build_default_args_once`: a work-around of a Locust bug. A worker handling a ``spawn``
+  message (the test's start, every change of the user count: a stage, a search step, a worker
+  leaving) keeps the master's options that are not Locust's own with ``k not in
+  argument_parser.default_args_dict()`` inside a comprehension over every option, so it builds
+  Locust's whole parser once per option: about 1.7 ms each on an idle core, 0.35 s of CPU for
+  llm-locust's ~200 options, with the worker's event loop held (every stream's next read and
+  every open-loop send waits: 0.26-2.2 s late at a worker's quit in
+  tests/integration/test_openloop_worker_quit.py). ``default_args_dict`` is replaced in Locust's
+  module by one that builds the parser once and hands out copies (Locust reads only its keys:
+  the names of its own options).
 
 tests/unit/runtime/test_locust_adapter.py pins each behaviour relied on, and fails naming the
 installed versions and :data:`CHECKED_WITH` when one differs.
@@ -78,6 +88,7 @@ __all__ = [
     "NO_WORKER_TO_START",
     "after_parse",
     "after_template_args",
+    "build_default_args_once",
     "hold_starts",
     "keep_test_while_workers_missing",
     "send_stats_now",
@@ -89,6 +100,8 @@ __all__ = [
 
 #: The versions whose internals were read and pinned: {package: versions}.
 CHECKED_WITH = {"locust": ("2.47.0",), "flask": ("3.1.3",)}
+#: Set on Locust's ``default_args_dict`` once :func:`build_default_args_once` replaced it.
+_BUILT_ONCE = "_llm_locust_built_once"
 #: A Flask view function.
 View = Callable[..., "ResponseReturnValue"]
 
@@ -144,6 +157,26 @@ def after_template_args(web_ui: WebUI, then: Callable[[JsonObject], None]) -> No
 
     web_ui.update_template_args = update_then  # type: ignore[method-assign]
     then(web_ui.template_args)
+
+
+def build_default_args_once() -> None:
+    """Locust's ``default_args_dict`` built once per process (see the module docstring); a copy of
+    it at each call, so no caller can change another's."""
+    from locust import argument_parser  # Locust's parser module: imported when a role needs it
+
+    build = argument_parser.default_args_dict
+    if getattr(build, _BUILT_ONCE, False):
+        return
+    built: dict[str, Any] = {}
+
+    def default_args_dict() -> dict[str, Any]:
+        if not built:
+            built.update(build())
+        return dict(built)
+
+    setattr(default_args_dict, _BUILT_ONCE, True)
+    default_args_dict.__wrapped__ = build  # type: ignore[attr-defined]  # Locust's own, as functools keeps it
+    argument_parser.default_args_dict = default_args_dict
 
 
 def hold_starts(runner: Runner) -> None:

@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import locust.main
 import locust.runners
-from locust import User, task
+from locust import User, constant, task
 from locust.argument_parser import get_empty_argument_parser, setup_parser_arguments
 from locust.env import Environment
 
+import argparse
 import inspect
 import signal
 import subprocess
@@ -26,6 +27,7 @@ from llm_locust.runtime.locust_adapter import (
     CHECKED_WITH,
     after_parse,
     after_template_args,
+    build_default_args_once,
     hold_starts,
     send_stats_now,
     set_option_default,
@@ -237,3 +239,61 @@ def test_the_master_lines_the_adapter_leaves_out_are_locusts_own() -> None:
     restart = handle.find("self.start(self.target_user_count, self.spawn_rate)", healed)
     state = handle.find("c.state = client_state", healed)
     assert 0 <= healed < restart < state, why("the heartbeat's re-dispatch, then the worker's state")
+
+
+def _builds_per_spawn(monkeypatch: pytest.MonkeyPatch, options: int) -> tuple[int, dict[str, Any]]:
+    """How many times Locust built its whole parser while its worker took one ``spawn`` message
+    carrying ``options`` options besides Locust's own; and the worker's options after it."""
+    from locust import argument_parser
+
+    builds: list[int] = []
+    empty = argument_parser.get_empty_argument_parser
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        builds.append(1)
+        return empty(*args, **kwargs)
+
+    monkeypatch.setattr(argument_parser, "get_empty_argument_parser", counted)
+    with fleet_of(1, [Slow]) as pair:
+        pair.master.environment.parsed_options = argparse.Namespace(**{f"llm_{i}": i for i in range(options)})
+        worker = pair.workers[0]
+        worker.environment.parsed_options = argparse.Namespace()  # as a worker's own parse left them
+        builds.clear()
+        pair.master.start(1, 100)
+        settle(0.2)
+        return len(builds), dict(vars(worker.environment.parsed_options))
+
+
+class Slow(User):
+    wait_time = constant(1)
+
+    @task
+    def nothing(self) -> None:
+        pass
+
+
+def test_a_spawn_message_builds_locusts_parser_once_not_once_per_option(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Locust's worker keeps the master's options that are not its own with ``default_args_dict()``
+    called for each one: a whole parser built per option, the worker's loop held 0.35 s for
+    llm-locust's ~200 (:func:`build_default_args_once`)."""
+    from locust import argument_parser
+
+    original = getattr(argument_parser.default_args_dict, "__wrapped__", argument_parser.default_args_dict)
+    monkeypatch.setattr(argument_parser, "default_args_dict", original)
+    builds, kept = _builds_per_spawn(monkeypatch, 120)
+    assert builds >= 120, why("WorkerRunner.handle_message: default_args_dict() per option")  # Locust's own
+    assert kept["llm_119"] == 119
+
+    build_default_args_once()
+    assert argument_parser.default_args_dict.__wrapped__ is original  # type: ignore[attr-defined]
+    builds, kept = _builds_per_spawn(monkeypatch, 120)
+    assert builds <= 1 and kept["llm_119"] == 119 and "llm_0" in kept
+    # the same names as Locust's own: its options are still told from the master's others
+    assert argument_parser.default_args_dict() == original()
+    assert (
+        "host" in argument_parser.default_args_dict() and "llm_0" not in argument_parser.default_args_dict()
+    )
+    build_default_args_once()  # once per process: a second call wraps nothing again
+    assert argument_parser.default_args_dict.__wrapped__ is original  # type: ignore[attr-defined]
