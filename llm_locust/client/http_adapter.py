@@ -10,8 +10,9 @@ API gives; every such reach is here, and nowhere else:
   response's ``_on_body``; an instance attribute shadows the method that appends it to the
   response's buffer (one copy less per token);
 - :func:`early_body`: the body bytes parsed together with the headers (``_body_buffer``);
-- :func:`response_socket`, :func:`plain_recv`, :func:`tls_object`: the response's socket and,
-  under gevent's socket, the real one (non-blocking) or the TLS object, read from the hub;
+- :func:`response_socket`, :func:`plain_recv`, :func:`real_socket`, :func:`tls_object`: the
+  response's socket and, under gevent's socket, the real one (non-blocking) or the TLS object,
+  read from the hub;
 - :func:`install_alive_check`: the pool's keep-alive check before reusing a connection
   (``ConnectionPool._is_socket_alive``), replaced by one that does not yield to the hub;
 - :func:`header`: a header sent more than once comes from the response's header map as a list;
@@ -43,6 +44,7 @@ __all__ = [
     "install_alive_check",
     "parser_feed",
     "plain_recv",
+    "real_socket",
     "response_in_traceback",
     "response_socket",
     "restore_body",
@@ -93,10 +95,15 @@ def tls_object(sock: GeventSocket) -> ssl.SSLObject | None:
     return sslobj
 
 
+def real_socket(sock: GeventSocket) -> socket.socket:
+    """The real socket under a gevent socket (non-blocking: its calls never yield to the hub)."""
+    real: socket.socket = getattr(sock, "_sock")  # noqa: B009 (gevent's stub does not declare it)
+    return real
+
+
 def plain_recv(sock: GeventSocket) -> Callable[[int], bytes]:
     """``recv`` of the real socket under a gevent socket: non-blocking, never yields to the hub."""
-    real: socket.socket = getattr(sock, "_sock")  # noqa: B009 (gevent's stub does not declare it)
-    return real.recv
+    return real_socket(sock).recv
 
 
 def install_alive_check(http: HTTPClient, check: Callable[[GeventSocket | None], bool]) -> None:

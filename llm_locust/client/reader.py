@@ -16,10 +16,12 @@ that is ready in one loop iteration is served in that iteration, one after the o
 with no switch in between: the "one reader that multiplexes every in-flight stream
 over one epoll" of issue 15.
 
-Timing: ``t`` is ``perf_counter()`` taken just before the ``recv`` that returned the
-bytes, so every event in one read carries the moment the client saw that read (the
-same rule as a blocking read, minus the greenlet switch). The end of the body is the
-time of the read that completed it (:attr:`BodyReader.t_last`).
+Timing: ``t`` is when the bytes of the read reached this host: on a plain socket the
+kernel's receive stamp of the read's last segment (``SO_TIMESTAMPNS``, converted to
+``perf_counter``: llm_locust/client/stamps.py), so a loop slow to come round to a ready
+socket does not add its wait to TTFT and ITL; on TLS, ``perf_counter()`` taken just before
+the read. Every event in one read carries that one time. The end of the body is the time
+of the read that completed it (:attr:`BodyReader.t_last`).
 
 Order within one loop iteration: libev serves the ready sockets one after the other, so
 the last one served is timestamped later by the work of all the others (at 500 streams
@@ -53,11 +55,12 @@ from llm_locust.client.http_adapter import (
     divert_body,
     early_body,
     parser_feed,
-    plain_recv,
+    real_socket,
     response_socket,
     restore_body,
     tls_object,
 )
+from llm_locust.client.stamps import StampedRead, kernel_stamped, loop_stamped
 
 if TYPE_CHECKING:  # the loop's watcher type exists in gevent's stubs only
     from gevent._types import _TimerWatcher
@@ -84,8 +87,9 @@ class BodyReader:
     __slots__ = (
         "_error",
         "_idle",
+        "_kernel",
         "_pieces",
-        "_recv",
+        "_read",
         "_response",
         "_sink",
         "_started",
@@ -100,17 +104,19 @@ class BodyReader:
         response: HTTPSocketResponse,
         sink: Callable[[bytes, float], bool | None],
         started: Callable[[], bool] = lambda: True,
+        kernel: bool = True,
     ) -> None:
         self._response = response
         self._sink = sink
         self._started = started  # has the stream's first content chunk arrived?
+        self._kernel = kernel  # reads timed by the kernel's receive stamps (plain sockets)
         # libev's io watcher: Any, as gevent's stub declares no `priority` (set per stream, below)
         self._watcher: Any = None
         self._timer: _TimerWatcher | None = None  # set while the rest of a body is drained after [DONE]
         self._idle: gevent.event.Event | None = None  # for whoever waits for the end of that drain
         self._error: BaseException | None = None
         self._waiter: Waiter | None = None
-        self._recv: Callable[[int], bytes] | None = None
+        self._read: StampedRead | None = None
         self._pieces: list[bytes] = []
         self.t_last: float | None = None
 
@@ -128,7 +134,7 @@ class BodyReader:
             if done:
                 return
             raise HTTPConnectionClosed("connection closed.")
-        self._recv = _receiver(sock)
+        self._read = _reader(sock, self._kernel)
         # llhttp hands each de-framed body piece to ``_on_body``; an instance attribute
         # shadows the method that appends it to a bytearray (one copy less per token)
         divert_body(response, self._pieces.append)
@@ -185,7 +191,7 @@ class BodyReader:
         now = _perf_counter()
         response = self._response
         try:
-            data = self._recv(READ_SIZE)  # type: ignore[misc]
+            data, now = self._read(READ_SIZE, now)  # type: ignore[misc]
         except (BlockingIOError, InterruptedError, ssl.SSLWantReadError):
             return  # nothing after all (a spurious wake-up, or TLS bytes without a record)
         except BaseException as exc:
@@ -251,7 +257,7 @@ class BodyReader:
 
     def _on_drain(self) -> None:
         try:
-            data = self._recv(READ_SIZE)  # type: ignore[misc]
+            data = self._read(READ_SIZE, 0.0)[0]  # type: ignore[misc]
         except (BlockingIOError, InterruptedError, ssl.SSLWantReadError):
             return
         except BaseException:
@@ -283,12 +289,15 @@ class BodyReader:
             waiter.switch(None)
 
 
-def _receiver(sock: GeventSocket) -> Callable[[int], bytes]:
-    """A non-blocking read of the socket: ``b""`` at the end, ``BlockingIOError`` if empty."""
+def _reader(sock: GeventSocket, kernel: bool) -> StampedRead:
+    """A non-blocking read of the socket (``b""`` at the end, ``BlockingIOError`` if empty) and
+    the time its bytes arrived: the kernel's stamp on a plain socket (llm_locust/client/stamps.py),
+    the loop's time of the read on TLS."""
     sslobj = tls_object(sock)
     if sslobj is None:
-        return plain_recv(sock)  # the real socket, which gevent keeps non-blocking
-    return functools.partial(_read_tls, sslobj)
+        real = real_socket(sock)  # gevent keeps it non-blocking
+        return (kernel and kernel_stamped(real)) or loop_stamped(real.recv)
+    return loop_stamped(functools.partial(_read_tls, sslobj))
 
 
 def _read_tls(sslobj: ssl.SSLObject, size: int) -> bytes:

@@ -131,6 +131,7 @@ class ClientConfig:
     cancel: CancelPolicy | None = None  # --cancel-rate / --cancel-after
     tools: ToolOffer | None = None  # --tools / --tool-share (llm_locust.protocol.tools)
     session_header: str | None = None  # --session-header: the request's session id in this header
+    kernel_timestamps: bool = True  # --read-timestamps kernel: reads timed by the kernel's stamps
 
     @property
     def tls(self) -> TlsSettings:
@@ -262,7 +263,9 @@ class StreamingClient:
                 )
             events = StreamEvents(record, stream, self._parse)
             sink = decoding(header(response, "content-encoding"), events.feed)
-            reader = BodyReader(response, sink, started=lambda: bool(record.chunk_times))
+            reader = BodyReader(
+                response, sink, started=lambda: bool(record.chunk_times), kernel=self.config.kernel_timestamps
+            )
             try:
                 reader.run()
             except (OSError, HTTPParseError) as exc:

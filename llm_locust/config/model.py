@@ -86,6 +86,7 @@ class RequestConfig(Part):
     tool_choice: str | None = None
     tool_share: Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)] = 1.0
     session_header: Annotated[str, Field(pattern=r"^[A-Za-z0-9!#$%&'*+.^_`|~-]+$")] | None = None
+    read_timestamps: Literal["kernel", "loop"] = "kernel"
 
     @field_validator("tools")
     @classmethod

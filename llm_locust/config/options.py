@@ -79,6 +79,15 @@ _REQUEST = (
         "e.g. X-Session-Id, for routers that keep a session on one replica",
     ),
     _o(
+        "--read-timestamps",
+        "request",
+        "When a read of a response counts as made: kernel (when its bytes reached this host, the "
+        "kernel's receive stamp: a busy client adds no wait of its own to TTFT, ITL, E2E) or loop "
+        "(when the event loop read them, as most clients time it); TLS reads are always loop",
+        default="kernel",
+        choices=("kernel", "loop"),
+    ),
+    _o(
         "--request-timeout",
         "request",
         "Seconds before a request counts as a timeout",

@@ -115,4 +115,5 @@ def client_config(request: RequestConfig, host: str) -> ClientConfig:
         cancel=CancelPolicy(request.cancel_rate, request.cancel_after) if request.cancel_rate > 0 else None,
         tools=tools,
         session_header=request.session_header,
+        kernel_timestamps=request.read_timestamps == "kernel",
     )

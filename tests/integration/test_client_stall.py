@@ -1,9 +1,12 @@
-"""A load generator paused mid-run (SIGSTOP) says which of its records the pause is in.
+"""A load generator paused mid-run (SIGSTOP) says which of its records the pause is in, and
+the records keep the server's timing.
 
 Before ``client_stall_s`` a worker paused for 10 s reported its in-flight requests as
 10-s server latency. Here a real headless run against the simulator is paused for 2 s
-while requests stream; the records in flight across the pause carry the pause, the
-others carry nothing.
+while requests stream. The bytes that arrive during the pause wait in the kernel; each read
+is timed by the kernel's receive stamp (llm_locust/client/stamps.py), so the records in flight
+across the pause keep the server's ~0.85 s, not the pause (before the stamps they read more
+than 2 s), and still say the stall; the others carry nothing.
 """
 
 from __future__ import annotations
@@ -36,7 +39,9 @@ def test_records_in_flight_across_a_sigstop_carry_the_pause(tmp_path: Path) -> N
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "Traceback" not in proc.stdout + proc.stderr
     rows = [r for r in proc.rows if r["outcome"] == "ok"]
-    across = [r for r in rows if r["start_time"] < paused_at and r["start_time"] + r["e2e"] > resumed_at]
+    # in flight at the pause: sent before it, and the server's 0.85 s (50-ms TTFT, 40 x 20 ms)
+    # not over 0.1 s before it
+    across = [r for r in rows if paused_at - 0.75 < r["start_time"] < paused_at]
     clear = [
         r for r in rows if r["start_time"] + r["e2e"] < paused_at - 0.1 or r["start_time"] > resumed_at + 0.1
     ]
@@ -44,10 +49,9 @@ def test_records_in_flight_across_a_sigstop_carry_the_pause(tmp_path: Path) -> N
         (r["start_time"] - paused_at, r["start_time"] + r["e2e"] - resumed_at) for r in rows if r not in clear
     ]
     assert len(across) >= 2 and len(clear) >= 6, (len(across), len(clear), near)
-    for r in across:  # each request took ~0.85 s of server time plus the pause
-        assert r["e2e"] > PAUSE_S
-        assert PAUSE_S - 0.3 <= r["client_stall_s"] <= r["e2e"], r
-        assert r["e2e"] - r["client_stall_s"] < 1.5, r  # what is left is the server's time
+    for r in across:  # the server's time, stamped by the kernel as the bytes came; the stall said
+        assert 0.8 < r["e2e"] < 1.5, r
+        assert 0.0 < r["client_stall_s"] <= r["e2e"], r
     charged = [
         (
             round(r["start_time"] - paused_at, 3),

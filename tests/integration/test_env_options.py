@@ -110,6 +110,7 @@ def _cases(tmp: Path) -> list[tuple[dict[str, str], dict[str, Any]]]:
         "LLM_LOCUST_BALANCE": ("least-in-flight", "request.balance", "least-in-flight"),
         "LLM_LOCUST_BALANCE_SCOPE": ("user", "request.balance_scope", "user"),
         "LLM_LOCUST_SESSION_HEADER": ("X-Session-Id", "request.session_header", "X-Session-Id"),
+        "LLM_LOCUST_READ_TIMESTAMPS": ("loop", "request.read_timestamps", "loop"),
         "LLM_LOCUST_DEMAND": ("concurrency=50", "load.demand.concurrency", 50.0),
         "LLM_LOCUST_STRICT": ("true", "workload.strict", True),
         "LLM_LOCUST_RAMP": ("1,5,10", "load.ramp", [1, 5, 10]),

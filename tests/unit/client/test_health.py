@@ -74,9 +74,16 @@ def test_only_the_overlap_counts() -> None:
     assert m.stall_within(end - 0.0009, end + 1.0) == 0.0
 
 
-def test_a_record_spanning_a_stall_of_the_client_says_how_long(peer: str) -> None:
-    """41 tokens over ~80 ms; the loop blocked 0.3 s in the middle: the record carries it."""
-    client = StreamingClient(ClientConfig(host=f"{peer}/cut_41", model="m"))
+@pytest.mark.parametrize("kernel", [True, False], ids=["kernel-stamps", "loop-stamps"])
+def test_a_record_spanning_a_stall_of_the_client_keeps_the_servers_time_and_says_the_stall(
+    peer: str, kernel: bool
+) -> None:
+    """41 tokens over ~80 ms; the loop blocked 0.3 s in the middle. The tokens that came during
+    the block waited in the kernel and are timed by its receive stamps: the record's E2E is the
+    server's ~80 ms, not the block (before the stamps: >= 0.3 s), and it says the part of the
+    stall inside it (from the block's start to the last byte's arrival). Timed by the loop
+    (``--read-timestamps loop``) the record carries the block, and says so."""
+    client = StreamingClient(ClientConfig(host=f"{peer}/cut_41", model="m", kernel_timestamps=kernel))
     stalled = RequestRecord(request_id="a", wall_start=0.0, t_sent=0.0)
     clean = RequestRecord(request_id="b", wall_start=0.0, t_sent=0.0)
     body = {"model": "m", "messages": [], "stream": True}
@@ -85,14 +92,20 @@ def test_a_record_spanning_a_stall_of_the_client_says_how_long(peer: str) -> Non
         with gevent.Timeout(5):
             while len(stalled.chunk_times) < 3:
                 gevent.sleep(0.001)
+        blocked_at = time.perf_counter()
         block_loop(0.3)
         sender.join()
         gevent.sleep(0.1)
         client.send(body, clean)
     finally:
         client.close()
-    assert len(stalled.chunk_times) == 41 and stalled.e2e is not None and stalled.e2e >= 0.3
-    assert 0.2 <= stalled.client_stall_s <= 0.35, stalled.client_stall_s
+    assert len(stalled.chunk_times) == 41 and stalled.e2e is not None and stalled.t_end is not None
+    if kernel:
+        assert stalled.e2e < 0.25 and stalled.t_end < blocked_at + 0.25, stalled.e2e  # before the block ended
+        assert 0.0 < stalled.client_stall_s <= stalled.e2e, stalled.client_stall_s
+    else:
+        assert stalled.e2e >= 0.3 and stalled.t_end >= blocked_at + 0.3, stalled.e2e  # read after it
+        assert 0.2 <= stalled.client_stall_s <= 0.35, stalled.client_stall_s
     assert stalled.to_json()["client_stall_s"] == stalled.client_stall_s
     assert clean.client_stall_s == 0.0 and clean.to_json()["client_stall_s"] == 0.0
 

@@ -147,13 +147,13 @@ def test_a_stream_is_served_first_until_its_first_content_chunk(
     seen: list[tuple[bool, int | None]] = []
 
     class Watched(BodyReader):
-        def __init__(self, response, sink, started):  # type: ignore[no-untyped-def]
+        def __init__(self, response, sink, started, kernel=True):  # type: ignore[no-untyped-def]
             def spy(body: bytes, t: float) -> bool | None:  # the priority this read was served at
                 watcher = self._watcher  # None: the bytes came with the headers
                 seen.append((started(), None if watcher is None else watcher.priority))
                 return sink(body, t)
 
-            super().__init__(response, spy, started)
+            super().__init__(response, spy, started, kernel)
 
     monkeypatch.setattr(client_module, "BodyReader", Watched)
     client = new_client(peer, "ttft_41")  # the headers, and the first token 20 ms later
