@@ -319,9 +319,8 @@ STALLED_SHARE = 0.1
 
 def gate(probe: JudgedStep, client: Mapping[str, Any] | None, step_time_s: float) -> JudgedStep:
     """``probe`` with the run's validity applied: ``invalid`` when the load generator was
-    saturated or stalled over its window with requests across the stall (``client``:
-    :func:`~llm_locust.results.saturation.client_block` of the window; ``None`` when no health was
-    measured), or when it is still short of the
+    saturated or stalled over its window (``client``: :func:`~llm_locust.results.saturation.client_block`
+    of the window; ``None`` when no health was measured), or when it is still short of the
     requests its SLO lines need and may not run on for them any longer. The verdict it had is
     kept in ``judged_as``."""
     out = (
@@ -336,9 +335,7 @@ def gate(probe: JudgedStep, client: Mapping[str, Any] | None, step_time_s: float
         )
     stall = float(client.get("stall_s") or 0.0) if client is not None else 0.0
     span = out.window.end - out.window.start if out.window is not None else step_time_s
-    # a stall no completed request of the step was across (the test's own start, before its first
-    # request) left nothing out: the step is judged on all of it (unknown count: held against it)
-    if stall > 0 and stall >= STALLED_SHARE * span and out.client_stalled != 0:
+    if stall > 0 and stall >= STALLED_SHARE * span:
         reason = (
             f"client stalled {stall:.1f} s of the step's {span:.0f} s (the load process did not run: "
             "paused, swapped out, a long collection): the requests across it are left out, the rest "

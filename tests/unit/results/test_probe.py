@@ -171,34 +171,12 @@ def test_a_step_whose_client_stalled_a_tenth_of_it_is_invalid_whatever_the_secon
     A stall of a tenth of the window or more makes it invalid; a short one does not."""
     from llm_locust.results.probe import STALLED_SHARE, gate
 
-    own = rows(400, np.full(400, 0.5))
-    for row in own[200:205]:  # the requests in flight across the pause: their latencies left out
-        row["client_stall_s"] = STALLED_SHARE * 60.0
-    passing = judged(own)
-    assert passing.verdict == "pass" and passing.client_stalled == 5
+    passing = judged(rows(400, np.full(400, 0.5)))
     paused = gate(passing, health_block(0.2, 0.001, host=0.3, stall=STALLED_SHARE * 60.0), 60.0)
     assert paused.verdict == "invalid" and paused.judged_as == "pass" and paused.invalidity == "client"
     assert paused.reason.startswith("client stalled 6.0 s of the step's 60 s")
     blip = gate(passing, health_block(0.2, 0.001, host=0.3, stall=0.12), 60.0)  # a start's collection
     assert blip.verdict == "pass" and blip.client is not None and blip.client.stall_s == 0.12
-    unknown = gate(
-        passing.model_copy(update={"client_stalled": None}), health_block(0.2, 0.001, stall=6.0), 60.0
-    )
-    assert unknown.verdict == "invalid"  # no count of the requests across it: held against the step
-
-
-def test_a_stall_no_request_was_across_leaves_the_step_judged_on_all_of_it() -> None:
-    """The first step of a search from the web UI (3 s, no warm-up) was invalid on a busy host
-    (2026-12-03, a fresh-clone make test and 1 of 3 runs beside two busy loops): "client stalled
-    0.3 s of the step's 3 s", the test's own start (building its prompts, 0.2 s of CPU in a health
-    second that began 0.27 s before the step), before the step's first request; no request carried
-    a stall, nothing was left out, yet the step was run again."""
-    from llm_locust.results.probe import STALLED_SHARE, gate
-
-    passing = judged(rows(400, np.full(400, 0.5)))
-    assert passing.client_stalled == 0
-    started = gate(passing, health_block(0.2, 0.001, host=0.3, stall=STALLED_SHARE * 60.0), 60.0)
-    assert started.verdict == "pass" and started.client is not None and started.client.stall_s == 6.0
 
 
 def test_a_step_still_short_of_requests_after_running_on_is_invalid() -> None:
