@@ -46,12 +46,7 @@ def stamping() -> Iterator[None]:
 
 @pytest.fixture
 def pair() -> Iterator[tuple[socket.socket, socket.socket]]:
-    server = socket.socket()
-    server.bind(("127.0.0.1", 0))
-    server.listen()
-    client = socket.create_connection(server.getsockname())
-    peer, _ = server.accept()
-    server.close()
+    client, peer = _connected()
     client.setblocking(False)
     yield client, peer
     client.close()
