@@ -6,7 +6,8 @@ its parser), so every option of the table (:mod:`llm_locust.config.options`) is 
 line, in the web UI's form and in ``LLM_LOCUST_*`` variables, and the run is prepared the
 moment the command line is parsed (:mod:`llm_locust.runtime.prepare`). At ``init`` the
 environment gets the node of its role (:mod:`llm_locust.runtime.nodes`); every other listener
-hands the event to it.
+hands the event to it. A worker handles none of its master's messages before that
+(:func:`~llm_locust.runtime.locust_adapter.hold_worker_messages_until_init`).
 """
 
 from __future__ import annotations
@@ -24,7 +25,12 @@ from llm_locust.config.register import register
 from llm_locust.results.finalize import REFUSED_EXIT
 from llm_locust.runtime import binds, channel, failstop, master_watch, pauses, quota, silences, stopping
 from llm_locust.runtime.form import install_form_check
-from llm_locust.runtime.locust_adapter import build_default_args_once, signal_forked_workers_at_exit
+from llm_locust.runtime.locust_adapter import (
+    build_default_args_once,
+    hold_worker_messages_until_init,
+    release_worker_messages,
+    signal_forked_workers_at_exit,
+)
 from llm_locust.runtime.node import ATTRIBUTE, Node, node_of
 from llm_locust.runtime.nodes import MasterNode, WorkerNode, make_node
 from llm_locust.runtime.outputs import install_outputs
@@ -45,6 +51,7 @@ def install(events: Events | None = None) -> None:
         return
     setattr(events, _MARK, True)
     build_default_args_once()  # a worker's spawn messages otherwise build Locust's parser per option
+    hold_worker_messages_until_init(events)  # a worker takes the test only once its node exists
     events.init_command_line_parser.add_listener(_options)
     events.init.add_listener(_init)
     events.test_start.add_listener(_test_start)
@@ -94,7 +101,10 @@ def init_node(environment: Environment) -> Node:
 
 
 def _init(environment: Environment, **_: object) -> None:
-    init_node(environment)
+    try:
+        init_node(environment)
+    finally:  # a worker's messages held since it connected (an init that failed: the process exits)
+        release_worker_messages(environment)
 
 
 def _test_start(environment: Environment, **_: object) -> None:

@@ -53,6 +53,16 @@ reach for them is here, and nowhere else:
   tests/integration/test_openloop_worker_quit.py). ``default_args_dict`` is replaced in Locust's
   module by one that builds the parser once and hands out copies (Locust reads only its keys:
   the names of its own options).
+- :func:`hold_worker_messages_until_init`: Locust's worker starts its receive loop before it
+  connects (``WorkerRunner.__init__``: the ``worker`` greenlet, then ``connect_to_master``, which
+  waits for the ``ack``), and Locust's ``main`` fires ``init`` only after the runner is made. A
+  master whose last expected worker has just connected sends the test at once (llm-locust's
+  plan, then ``spawn``), and the loop handled them before ``init`` had made the worker's node:
+  the plan dropped ("Unknown message type received"), ``test_start`` without a node, the worker's
+  exit 1 (seen once in tests/integration/test_k8s_pods.py). ``handle_message`` is replaced on
+  Locust's class by one that, on a worker whose events asked for it (llm-locust's), lets ``ack``
+  and ``heartbeat`` through and holds every other message, in order, until
+  :func:`release_worker_messages` (at the end of llm-locust's ``init``).
 
 tests/unit/runtime/test_locust_adapter.py pins each behaviour relied on, and fails naming the
 installed versions and :data:`CHECKED_WITH` when one differs.
@@ -77,6 +87,9 @@ import gevent.event
 from llm_locust.config.jsontypes import JsonObject
 
 if TYPE_CHECKING:
+    from locust.env import Environment
+    from locust.event import Events
+    from locust.rpc import Message
     from locust.runners import MasterRunner, Runner
     from locust.web import WebUI
 
@@ -90,7 +103,9 @@ __all__ = [
     "after_template_args",
     "build_default_args_once",
     "hold_starts",
+    "hold_worker_messages_until_init",
     "keep_test_while_workers_missing",
+    "release_worker_messages",
     "send_stats_now",
     "set_option_default",
     "signal_forked_workers_at_exit",
@@ -102,6 +117,12 @@ __all__ = [
 CHECKED_WITH = {"locust": ("2.47.0",), "flask": ("3.1.3",)}
 #: Set on Locust's ``default_args_dict`` once :func:`build_default_args_once` replaced it.
 _BUILT_ONCE = "_llm_locust_built_once"
+#: Set on an ``Events`` whose worker holds its master's messages until its ``init`` (and on the
+#: replaced ``handle_message``); the release is an event kept on the environment.
+_HELD = "_llm_locust_held_until_init"
+_RELEASED = "_llm_locust_messages_released"
+#: What a held worker still handles before its ``init``: its connection's own messages.
+PASSED_BEFORE_INIT = frozenset({"ack", "heartbeat"})
 #: A Flask view function.
 View = Callable[..., "ResponseReturnValue"]
 
@@ -177,6 +198,40 @@ def build_default_args_once() -> None:
     setattr(default_args_dict, _BUILT_ONCE, True)
     default_args_dict.__wrapped__ = build  # type: ignore[attr-defined]  # Locust's own, as functools keeps it
     argument_parser.default_args_dict = default_args_dict
+
+
+def hold_worker_messages_until_init(events: Events) -> None:
+    """A worker whose environment has ``events`` handles no message of its master's but ``ack``
+    and ``heartbeat`` until :func:`release_worker_messages` (see the module docstring); they wait,
+    in order, in its receive loop."""
+    from locust.runners import WorkerRunner
+
+    setattr(events, _HELD, True)
+    handle = WorkerRunner.handle_message
+    if getattr(handle, _HELD, False):
+        return
+
+    def handle_message(self: WorkerRunner, msg: Message) -> None:
+        if msg.type not in PASSED_BEFORE_INIT and getattr(self.environment.events, _HELD, False):
+            _released(self.environment).wait()
+        handle(self, msg)
+
+    setattr(handle_message, _HELD, True)
+    handle_message.__wrapped__ = handle  # type: ignore[attr-defined]  # Locust's own
+    WorkerRunner.handle_message = handle_message  # type: ignore[method-assign]
+
+
+def release_worker_messages(environment: Environment) -> None:
+    """The worker's held messages (and every later one) are handled from now on."""
+    _released(environment).set()
+
+
+def _released(environment: Environment) -> gevent.event.Event:
+    event = getattr(environment, _RELEASED, None)
+    if event is None:
+        event = gevent.event.Event()
+        setattr(environment, _RELEASED, event)
+    return event
 
 
 def hold_starts(runner: Runner) -> None:

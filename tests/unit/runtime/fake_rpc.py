@@ -17,6 +17,7 @@ Use :func:`fleet_of` as a context manager::
 from __future__ import annotations
 
 from locust.env import Environment
+from locust.event import Events
 from locust.rpc import Message, rpc
 from locust.runners import MasterRunner, WorkerRunner
 
@@ -99,9 +100,13 @@ def settle(seconds: float = 0.05) -> None:
 
 
 @contextlib.contextmanager
-def fleet_of(workers: int = 1, user_classes: list[type] | None = None) -> Iterator[Pair]:
+def fleet_of(
+    workers: int = 1, user_classes: list[type] | None = None, worker_events: Events | None = None
+) -> Iterator[Pair]:
     """A master and ``workers`` connected workers (see the module docstring), each on its own
-    Environment with ``user_classes``; stopped on exit."""
+    Environment with ``user_classes`` (the workers' with ``worker_events``, if given: one worker
+    then); stopped on exit."""
+    assert worker_events is None or workers == 1, "an Events object belongs to one environment"
     classes = list(user_classes or [])
     wire = Wire()
     saved = rpc.Server, rpc.Client
@@ -112,7 +117,8 @@ def fleet_of(workers: int = 1, user_classes: list[type] | None = None) -> Iterat
         runners.append(master)
         nodes = []
         for _ in range(workers):
-            node = Environment(user_classes=classes).create_worker_runner("127.0.0.1", 0)
+            environment = Environment(user_classes=classes, events=worker_events)
+            node = environment.create_worker_runner("127.0.0.1", 0)
             runners.append(node)
             nodes.append(node)
         settle()

@@ -24,7 +24,7 @@ from llm_locust.runtime.node import ATTRIBUTE, front_of, node_of
 from llm_locust.runtime.nodes import LocalNode, MasterNode, WorkerNode
 from llm_locust.runtime.quota import quota_of
 from llm_locust.runtime.sink import sink_of
-from tests.unit.runtime.fake_rpc import fleet_of
+from tests.unit.runtime.fake_rpc import fleet_of, settle
 
 TARGET = "http://127.0.0.1:9"  # nothing listens: no request leaves the process here
 
@@ -173,3 +173,45 @@ def test_a_headless_local_run_builds_its_workload_before_the_test_starts(
     node.check_target()
     assert node.preflight_result is checked and len(built) == 1
     assert built[0]["max_model_len"] == 4096  # built with the checked server's facts
+
+
+def test_a_worker_given_the_test_before_its_init_takes_it_with_its_node(
+    quiet: list[Any], caplog: pytest.LogCaptureFixture
+) -> None:
+    """Locust's worker receives from the moment it connects; its ``init`` fires later. A master
+    whose last worker just connected sends llm-locust's plan and Locust's ``spawn`` at once: a
+    worker pod took both before its ``init`` (the plan "Unknown message type received", then
+    ``test_start``: "no node on this environment", exit 1; a fresh-clone run of
+    tests/integration/test_k8s_pods.py, 2026-12-03). They wait for the node now, in order."""
+    from locust import User, task
+    from locust.event import Events
+
+    from llm_locust.runtime.messages import PLAN, PlanStart
+
+    class Idle(User):
+        @task
+        def nothing(self) -> None:
+            pass
+
+    events = Events()
+    hooks.install(events)
+    with fleet_of(1, [Idle], worker_events=events) as pair:
+        worker_env = pair.workers[0].environment
+        worker_env.parsed_options = _options()
+        pair.master.environment.host = TARGET
+        t0 = time.time() + 1.0
+        pair.master.send_message(PLAN, PlanStart(t0, 1, None).to_data())
+        pair.master.start(1, 1)
+        settle(0.2)
+        assert not hasattr(worker_env, ATTRIBUTE) and pair.workers[0].user_count == 0
+        events.init.fire(environment=worker_env, runner=pair.workers[0], web_ui=None)
+        settle(0.3)
+        node = node_of(worker_env)
+        assert isinstance(node, WorkerNode)
+        assert node.live.pending_t0 == pytest.approx(t0)  # the plan reached its handler
+        assert node.tests == 1 and node.context is not None and pair.workers[0].user_count == 1
+        pair.master.stop()
+        settle(0.3)
+    # the worker's line (the plain master here knows no llm-locust message: its own line differs)
+    assert f"Unknown message type received: {PLAN}" not in caplog.text
+    assert "no node on this environment" not in caplog.text

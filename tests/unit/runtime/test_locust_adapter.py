@@ -29,6 +29,8 @@ from llm_locust.runtime.locust_adapter import (
     after_template_args,
     build_default_args_once,
     hold_starts,
+    hold_worker_messages_until_init,
+    release_worker_messages,
     send_stats_now,
     set_option_default,
     stop_children,
@@ -297,3 +299,38 @@ def test_a_spawn_message_builds_locusts_parser_once_not_once_per_option(
     )
     build_default_args_once()  # once per process: a second call wraps nothing again
     assert argument_parser.default_args_dict.__wrapped__ is original  # type: ignore[attr-defined]
+
+
+def test_a_worker_takes_its_masters_test_before_init_unless_held(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Locust's worker handles a ``spawn`` as soon as it arrives, from the moment it connected,
+    before Locust's ``main`` fires ``init`` (asserted so a Locust change shows); a worker whose
+    events are held starts nothing until :func:`release_worker_messages`, then the test, in order."""
+    from locust.event import Events
+
+    original = getattr(locust.runners.WorkerRunner.handle_message, "__wrapped__", None)
+    if original is not None:  # the hooks were installed in this process already
+        monkeypatch.setattr(locust.runners.WorkerRunner, "handle_message", original)
+    with fleet_of(1, [Idle]) as pair:
+        pair.master.start(1, 1)
+        settle(0.2)
+        assert pair.workers[0].user_count == 1, why("WorkerRunner: messages handled before init")
+
+    events = Events()
+    started: list[int] = []
+    events.test_start.add_listener(lambda **_: started.append(len(started)))
+    hold_worker_messages_until_init(events)
+    with fleet_of(1, [Idle], worker_events=events) as pair:  # connected: the ack passed
+        worker = pair.workers[0]
+        pair.master.start(1, 1)
+        settle(0.2)
+        assert started == [] and worker.user_count == 0
+        assert worker.worker_state == locust.runners.STATE_INIT
+        release_worker_messages(worker.environment)
+        settle(0.2)
+        assert started == [0] and worker.user_count == 1
+        pair.master.start(2, 10)  # a later message: not held
+        settle(0.2)
+        assert worker.user_count == 2 and started == [0]
+    wrapped = locust.runners.WorkerRunner.handle_message
+    hold_worker_messages_until_init(Events())  # once per process: a second call wraps nothing again
+    assert locust.runners.WorkerRunner.handle_message is wrapped
