@@ -15,11 +15,12 @@ from the due time until the timer fired (a CPU-bound loop, a GC pause, swapping,
 - per interval (one second of wall clock): CPU of the process (``process_time``) as a
   fraction of one core, the host's CPU beside it (``host_cpu``: the share of all its
   ``cores`` busy, from ``/proc/stat``; absent where there is no such file), so an overloaded
-  host is told apart from a busy process, the loop's mean / p90 / max lateness and the stall seconds,
-  the numbers :mod:`llm_locust.results.saturation` turns into "client saturated"
-  verdicts. Workers ship theirs with their records (:mod:`llm_locust.runtime.distributed`);
-  the process that owns the results writes each one to ``health.jsonl`` as it closes
-  (:meth:`LoopMonitor.subscribe`), so ``llm-locust summarize DIR`` rebuilds the verdicts.
+  host is told apart from a busy process, the loop's mean / p90 / max lateness and the stall
+  seconds with where they lie (``stall_from`` / ``stall_to``: a step counts only its own), the
+  numbers :mod:`llm_locust.results.saturation` turns into "client saturated" verdicts. Workers
+  ship theirs with their records (:mod:`llm_locust.runtime.distributed`); the process that owns
+  the results writes each one to ``health.jsonl`` as it closes (:meth:`LoopMonitor.subscribe`),
+  so ``llm-locust summarize DIR`` rebuilds the verdicts.
 
 The timer's callback runs in the hub (no greenlet, no switch) and costs about 2 µs:
 at 50 per second, 0.01 % of a core. With ``LLMLOCUST_HEALTH_LOG=FILE`` in the
@@ -55,7 +56,8 @@ __all__ = [
 ]
 
 #: One closed interval's figures by name: start, end (wall clock), cpu, lag_mean_s, lag_p90_s,
-#: lag_max_s, stall_s, ticks; host_cpu and cores where the host's CPU is known.
+#: lag_max_s, stall_s, ticks; stall_from and stall_to (wall clock: the first stall's start, the last
+#: one's end) when it stalled; host_cpu and cores where the host's CPU is known.
 HealthInterval = dict[str, float]
 #: Seconds between the timer's due times.
 PERIOD = 0.02
@@ -66,6 +68,7 @@ INTERVAL = 1.0
 #: Stalls older than this are forgotten (no request lasts longer than its timeout).
 _KEEP_STALLS_S = 3600.0
 _PROC_STAT = "/proc/stat"
+_NO_STALL = (float("inf"), float("-inf"))
 
 
 def host_cpu_times(path: str = _PROC_STAT) -> tuple[float, float] | None:
@@ -110,6 +113,7 @@ class LoopMonitor:
         self._lags: list[float] = []
         self._open_at = (0.0, 0.0, 0.0)  # perf_counter, wall clock, process_time
         self._stall_in_interval = 0.0
+        self._stall_span = _NO_STALL
         self._host: tuple[float, float] | None = None
         self.cores = os.cpu_count() or 1
         self._log = os.environ.get("LLMLOCUST_HEALTH_LOG")
@@ -143,6 +147,8 @@ class LoopMonitor:
             self._stall_starts.append(self._due)
             self._stall_ends.append(now)
             self._stall_in_interval += late
+            wall = time.time()  # where the interval's stalls lie, on the wall clock
+            self._stall_span = (min(self._stall_span[0], wall - late), max(self._stall_span[1], wall))
             while self._stall_ends and self._stall_ends[0] < now - _KEEP_STALLS_S:
                 self._stall_starts.popleft()
                 self._stall_ends.popleft()
@@ -167,6 +173,8 @@ class LoopMonitor:
             "stall_s": self._stall_in_interval,
             "ticks": len(lags),
         }
+        if self._stall_in_interval > 0:  # from the first stall's start to the last one's end
+            entry["stall_from"], entry["stall_to"] = self._stall_span
         share = host_share(self._host, host)
         if share is not None:
             entry["host_cpu"], entry["cores"] = share, self.cores
@@ -181,6 +189,7 @@ class LoopMonitor:
         self._open_at = (now, wall, cpu)
         self._lags = []
         self._stall_in_interval = 0.0
+        self._stall_span = _NO_STALL
 
     def subscribe(self, listener: Callable[[HealthInterval], None]) -> None:
         """Call ``listener(interval)`` as each interval closes (in the hub: it must not block)."""

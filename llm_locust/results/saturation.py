@@ -6,7 +6,8 @@ CPU, or whose loop runs late, reports the server slower than it is. Two inputs:
 - the client's health intervals (:mod:`llm_locust.client.health`; one per second per load
   process, a worker's shipped with its records): ``start``/``end`` (wall clock),
   ``cpu`` (fraction of one core), ``lag_mean_s`` / ``lag_p90_s`` / ``lag_max_s``
-  (how late a 20-ms timer fired), ``stall_s``, and ``worker`` on the master;
+  (how late a 20-ms timer fired), ``stall_s`` with ``stall_from`` / ``stall_to`` (where the
+  interval's stalls lie, wall clock; older files have none), and ``worker`` on the master;
 - each record's ``client_stall_s``: seconds of the client's own stalls inside the
   request (at least :data:`llm_locust.client.health.STALL_FLOOR` at a stretch).
 
@@ -60,6 +61,7 @@ __all__ = [
     "run_saturation",
     "saturated_reason",
     "saturation_message",
+    "stall_inside",
 ]
 
 #: Share of one core above which the process is saturated.
@@ -124,8 +126,10 @@ def interval_saturated(interval: Interval) -> bool:
 def client_block(intervals: Iterable[Interval], start: float, end: float) -> ClientFigures:
     """The client's health over ``[start, end]`` (wall clock): a stage's or the run's ``client``.
 
-    Intervals count when they lie mostly inside the window (their midpoint is in it).
+    Intervals count when they lie mostly inside the window (their midpoint is in it); the stall
+    is the window's own (:func:`stall_inside`), summed over every process.
     """
+    intervals = list(intervals)
     inside = [i for i in intervals if start <= (_num(i, "start") + _num(i, "end")) / 2 <= end]
     by_process: dict[str, list[Interval]] = defaultdict(list)
     for interval in inside:
@@ -144,11 +148,26 @@ def client_block(intervals: Iterable[Interval], start: float, end: float) -> Cli
         "cpu_max": max((_num(i, "cpu") for i in inside), default=None),
         "lag_p90_ms_median": 1e3 * lags[len(lags) // 2] if lags else None,
         "lag_max_ms": max((1e3 * _num(i, "lag_max_s") for i in inside), default=None),
-        "stall_s": sum(_num(i, "stall_s") for i in inside),
+        "stall_s": sum(stall_inside(i, start, end) for i in intervals),
         "own_core_intervals": sum(map(_own_core, hot)),
         "host_others_mean": sum(others) / len(others) if others else None,
         "host_cores": cores or None,
     }
+
+
+def stall_inside(interval: Interval, start: float, end: float) -> float:
+    """Seconds of ``interval``'s stall inside ``[start, end]``: its stall clipped to where its
+    stalls lie (``stall_from`` to ``stall_to``; several stalls of one second: at most the overlap of
+    that span, an upper bound), so a stall before a step's first request (the test's own start)
+    is not the step's. An interval without the span (older files): all of its stall when its
+    midpoint is inside, none otherwise."""
+    stall = _num(interval, "stall_s")
+    if stall <= 0:
+        return 0.0
+    lo, hi = number(interval.get("stall_from")), number(interval.get("stall_to"))
+    if lo is None or hi is None:
+        return stall if start <= (_num(interval, "start") + _num(interval, "end")) / 2 <= end else 0.0
+    return min(stall, max(min(hi, end) - max(lo, start), 0.0))
 
 
 def cause(block: Mapping[str, object]) -> Cause:

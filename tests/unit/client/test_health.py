@@ -36,9 +36,10 @@ def test_a_blocked_loop_is_one_stall_of_its_length() -> None:
     m.start()
     try:
         gevent.sleep(0.3)
-        t0 = time.perf_counter()
+        t0, wall0 = time.perf_counter(), time.time()
         block_loop(0.3)
         during = m.stall_within(t0, time.perf_counter())  # the timer has not run yet
+        wall1 = time.time()
         gevent.sleep(0.3)
         t1 = time.perf_counter()
         after = m.stall_within(t0, t1)
@@ -51,6 +52,11 @@ def test_a_blocked_loop_is_one_stall_of_its_length() -> None:
     assert len(intervals) >= 3 and m.take_intervals() == []  # handed out once
     stalled = [i for i in intervals if i["stall_s"] > 0]
     assert len(stalled) == 1 and stalled[0]["lag_max_s"] >= 0.25
+    # where it lay, on the wall clock: from the timer's due time (within a period of the block's
+    # start) to the tick after it (the loop's next iteration)
+    assert abs(stalled[0]["stall_from"] - wall0) <= 0.011 + 0.002, stalled[0]["stall_from"] - wall0
+    assert wall1 - 0.005 <= stalled[0]["stall_to"] <= wall1 + 0.05, stalled[0]["stall_to"] - wall1
+    assert all("stall_from" not in i and "stall_to" not in i for i in intervals if not i["stall_s"])
     assert all(0.0 <= i["cpu"] < 1.5 and i["ticks"] >= 1 for i in intervals)
 
 

@@ -13,6 +13,7 @@ from llm_locust.results.saturation import (
     client_block,
     interval_saturated,
     judge_stages,
+    stall_inside,
 )
 
 
@@ -64,6 +65,26 @@ def test_only_intervals_inside_the_window_count() -> None:
         "cpu_max": None, "lag_p90_ms_median": None, "lag_max_ms": None, "stall_s": 0,
         "own_core_intervals": 0, "host_others_mean": None, "host_cores": None,
     }  # fmt: skip
+
+
+def test_a_windows_stall_is_what_of_its_intervals_stalls_lies_inside_it() -> None:
+    """Each interval says where its stalls lie (``stall_from`` / ``stall_to``): a window counts
+    the part inside it, from every interval that reaches into it, each process's added up."""
+    second = {**interval(10.0), "stall_s": 0.4, "stall_from": 10.2, "stall_to": 10.6}
+    assert stall_inside(second, 0.0, 10.2) == 0.0  # before the window's start
+    assert stall_inside(second, 10.6, 20.0) == 0.0
+    assert stall_inside(second, 10.4, 20.0) == pytest.approx(0.2)
+    assert stall_inside(second, 0.0, 20.0) == pytest.approx(0.4)
+    two = {**second, "stall_s": 0.3, "stall_from": 10.1, "stall_to": 10.9}  # two stalls in a second
+    assert stall_inside(two, 10.5, 20.0) == pytest.approx(0.3)  # at most the span's overlap, no more
+    assert stall_inside(two, 10.7, 20.0) == pytest.approx(0.2)
+    older = {**interval(10.0), "stall_s": 0.4}  # a health file from before the span: by its midpoint
+    assert stall_inside(older, 10.4, 20.0) == 0.4 and stall_inside(older, 10.6, 20.0) == 0.0
+    assert stall_inside(interval(10.0), 0.0, 20.0) == 0.0
+    w2 = {**interval(10.0, worker="w2"), "stall_s": 0.5, "stall_from": 10.8, "stall_to": 11.3}
+    # w2's interval lies mostly outside [10.9, 12] (midpoint 10.5), its stall mostly inside
+    assert client_block([second, w2], 10.9, 12.0)["stall_s"] == pytest.approx(0.4)
+    assert client_block([second, w2], 0.0, 20.0)["stall_s"] == pytest.approx(0.9)
 
 
 def test_a_stage_measured_by_a_saturated_client_becomes_invalid() -> None:
