@@ -141,6 +141,15 @@ class LoopMonitor:
 
     def _tick(self) -> None:
         now = time.perf_counter()
+        self._note(now)
+        if now - self._open_at[0] >= self.interval:
+            self._close_interval(now)
+        if self._timer is not None:  # the timer that called this tick
+            self._timer.close()
+        self._arm(now)
+
+    def _note(self, now: float) -> None:
+        """The timer due at ``self._due`` ran (or is taken as running) at ``now``."""
         late = max(now - self._due, 0.0)
         self._lags.append(late)
         if late >= self.stall_floor:
@@ -152,11 +161,6 @@ class LoopMonitor:
             while self._stall_ends and self._stall_ends[0] < now - _KEEP_STALLS_S:
                 self._stall_starts.popleft()
                 self._stall_ends.popleft()
-        if now - self._open_at[0] >= self.interval:
-            self._close_interval(now)
-        if self._timer is not None:  # the timer that called this tick
-            self._timer.close()
-        self._arm(now)
 
     def _close_interval(self, now: float) -> None:
         t0, wall0, cpu0 = self._open_at
@@ -190,6 +194,21 @@ class LoopMonitor:
         self._lags = []
         self._stall_in_interval = 0.0
         self._stall_span = _NO_STALL
+
+    def cut(self) -> None:
+        """Close the open interval now instead of at its second's end, so what ran before (a
+        test's start: its prompts built, the loop held a few hundred ms) is an interval of its
+        own that ends before the first request, not part of the first step's first second."""
+        if self._timer is None:
+            return
+        now = time.perf_counter()
+        if now >= self._due:  # the tick is due (late, if the start held the loop): taken now
+            self._note(now)
+            self._timer.stop()
+            self._timer.close()
+            self._arm(now)
+        if self._lags:
+            self._close_interval(now)
 
     def subscribe(self, listener: Callable[[HealthInterval], None]) -> None:
         """Call ``listener(interval)`` as each interval closes (in the hub: it must not block)."""

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 from greenlet import GreenletExit
 
+from llm_locust.client import health
 from llm_locust.client.preflight import Preflight, server_facts
 from llm_locust.client.streaming import ClientConfig
 from llm_locust.config.build import config_from_options
@@ -153,6 +154,8 @@ class Node:
             raise
         self.context = self._context(run_config, client, server, workload)
         self._started(self.context)
+        if self.front is not None:  # where requests are timed: the start's own interval (its
+            health.monitor().cut()  # build) ends before the first request, outside the first step
 
     def _context(
         self, config: RunConfig, client: ClientConfig, server: JsonObject, workload: BuiltWorkload | None

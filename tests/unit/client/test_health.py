@@ -132,3 +132,28 @@ def test_the_host_cpu_is_read_from_proc_stat(tmp_path) -> None:
     after = host_cpu_times(str(stat))
     assert host_share(before, after) == (250 + 100 - 150) / (1250 - 1000)
     assert host_cpu_times(str(tmp_path / "missing")) is None and host_share(None, after) is None
+
+
+def test_a_cut_closes_the_open_interval_so_what_ran_before_is_its_own() -> None:
+    """A test's start holds the loop (its prompts built: 0.23-0.34 s of stall in the first health
+    second of a web UI ramp, 2026-12-03, whose 3-s first stage then read "client saturated ...
+    loop up to 338 ms late in 1 of 3 s"). Cut at the start's end, that second ends before the
+    first request: the next interval starts clean at the cut."""
+    m = LoopMonitor(period=0.01, stall_floor=0.05, interval=1.0)
+    m.cut()  # not started: nothing to close
+    m.start()
+    try:
+        gevent.sleep(0.05)
+        block_loop(0.2)  # then cut at once: the timer has not seen this stall yet
+        at = time.time()
+        m.cut()
+        gevent.sleep(0.3)
+        m.cut()
+        m.cut()  # no tick since the last cut: nothing more
+    finally:
+        m.stop()
+    first, second = m.take_intervals()
+    assert first["stall_s"] >= 0.15 and first["end"] == pytest.approx(at, abs=0.005)
+    assert first["stall_to"] <= first["end"]
+    assert second["start"] == first["end"] and second["stall_s"] == 0.0
+    assert 0.25 <= second["end"] - second["start"] <= 0.35 and second["ticks"] >= 10

@@ -84,9 +84,16 @@ class _Client:
         return ""
 
 
-def test_a_local_test_from_its_start_to_one_summary(quiet: list[Any], tmp_path: Path) -> None:
+def test_a_local_test_from_its_start_to_one_summary(
+    quiet: list[Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The local node: its front's rows reach its own sinks (the results, the --num-requests
-    count), the summary is written once at the stop, and ``finalized`` fires once with it."""
+    count), the summary is written once at the stop, and ``finalized`` fires once with it; the
+    health interval is cut once the start's work is done, before the first request."""
+    from llm_locust.client.health import LoopMonitor
+
+    cuts: list[bool] = []
+    monkeypatch.setattr(LoopMonitor, "cut", lambda self: cuts.append(self.__class__ is LoopMonitor))
     environment = Environment(user_classes=[], parsed_options=_options("--results-dir", str(tmp_path / "r")))
     environment.host = TARGET
     environment.create_local_runner()
@@ -97,6 +104,7 @@ def test_a_local_test_from_its_start_to_one_summary(quiet: list[Any], tmp_path: 
     node.on_test_start()
     assert node.context is not None and node.context.client is not None and node.results is not None
     assert node.context.client.model == "m"  # the model given: no listing needed
+    assert cuts == [True]
     spec = SimpleNamespace(
         target_input_tokens=None, target_output_tokens=None, session_id=None, turn=None, info=None
     )
