@@ -45,6 +45,7 @@ from typing import TypedDict
 from llm_locust.config.jsontypes import number
 
 __all__ = [
+    "HOST_BUSY_SHARE",
     "LIVE_SPAN_S",
     "SATURATED_CPU",
     "SATURATED_LAG_P90_S",
@@ -105,6 +106,7 @@ class Cause(StrEnum):
     PROCESS = "process"  # this process used a whole core
     HOST = "host"  # other processes took the host's CPU
     LOOP = "loop"  # the loop ran late, this process was not busy, the host's CPU is unknown
+    HELD = "held"  # the loop ran late while neither this process nor the host was busy
 
 
 def _own_core(interval: Interval) -> bool:
@@ -170,13 +172,22 @@ def stall_inside(interval: Interval, start: float, end: float) -> float:
     return min(stall, max(min(hi, end) - max(lo, start), 0.0))
 
 
+#: Other processes' mean share of the host's CPU in the saturated seconds from which a late loop
+#: is put down to the host (below it, with this process not at a whole core either, the loop was
+#: held by the process's own work in bursts: a test's start, a long collection).
+HOST_BUSY_SHARE = 0.25
+
+
 def cause(block: Mapping[str, object]) -> Cause:
     """Why a saturated ``block`` was: :class:`Cause` (the process used a whole core in at least
-    half of its saturated seconds, else the host's other processes, if the host was read)."""
+    half of its saturated seconds, else the host's other processes when they were busy, else the
+    loop held while the host was quiet; the host not read: the loop)."""
     hot = _num(block, "saturated_intervals")
     if hot and 2 * _num(block, "own_core_intervals") >= hot:
         return Cause.PROCESS
-    return Cause.HOST if block.get("host_others_mean") is not None else Cause.LOOP
+    if block.get("host_others_mean") is None:
+        return Cause.LOOP
+    return Cause.HOST if _num(block, "host_others_mean") >= HOST_BUSY_SHARE else Cause.HELD
 
 
 def advice(block: Mapping[str, object]) -> str:
@@ -193,6 +204,12 @@ def advice(block: Mapping[str, object]) -> str:
         return (
             f"host overloaded: other processes used {others:.0f} % of {of}{late}: "
             "run on a quieter host or fewer at once"
+        )
+    if found is Cause.HELD:
+        others = 100 * _num(block, "host_others_mean")
+        return (
+            f"loop held: this process used up to {cpu:.0f} % of a core, other processes "
+            f"{others:.0f} %{late}: the process's own work in bursts (a start, a long collection): run again"
         )
     return f"host likely overloaded: this process used {cpu:.0f} % of a core{late}: run on a quieter host"
 

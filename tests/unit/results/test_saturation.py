@@ -150,6 +150,15 @@ def test_a_busy_process_is_told_apart_from_an_overloaded_host() -> None:
     # no host reading (health.jsonl of an older run, or no /proc/stat): the loop was late, said so
     unknown = client_block([interval(t, cpu=0.2, lag_p90=0.3) for t in range(10)], 0.0, 10.0)
     assert cause(unknown) is Cause.LOOP and advice(unknown).startswith("host likely overloaded: ")
+    # a late loop on a quiet host (a fresh-clone make test, 2026-12-03: "host overloaded: other
+    # processes used 2 % of 2 cores (loop up to 338 ms late in 1 of 3 s)"): not the host
+    quiet = client_block([interval(t, cpu=0.4, lag_p90=0.02, host=0.22) for t in range(3)], 0.0, 3.0)
+    assert quiet["saturated"] and cause(quiet) is Cause.HELD
+    assert quiet["host_others_mean"] == pytest.approx(0.02)
+    assert advice(quiet) == (
+        "loop held: this process used up to 40 % of a core, other processes 2 % (loop up to 40 ms late "
+        "in 3 of 3 s): the process's own work in bursts (a start, a long collection): run again"
+    )
     stages = [{"index": 0, "label": "users=48", "window": {"start": 0.0, "end": 10.0}, "valid": True}]
     message = judge_stages(stages, [interval(t, cpu=0.2, lag_p90=0.3, host=0.95) for t in range(10)])
     assert message is not None and "users=48: host overloaded: other processes used 85 %" in message
