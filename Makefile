@@ -34,11 +34,12 @@ demo: setup
 # Workers: a test uses about 11 % of a core and mostly waits on real processes, so workers pay while
 # the host has CPU to spare: -n 4 154-174 s against 184-208 s at -n 3 (16 modules, load 1.4-3.4);
 # the whole parallel part at -n 5 587 s on a quiet 2-core host (load 2-4, 2026-12-03) against 626
-# at -n 4 (2026-12-03 00:47, a little less code). JOBS=6: the parallel part of a fresh clone 526 s
-# against 602 s at -n 5 an hour before (2026-12-03 14:05 and 13:45; the host 39-88 % busy at -n 5),
-# with the live web UI searches (3-s steps, judged on the host's CPU) in the serial part. On a host
-# held by others (load 12-18) more workers did not pay, where JOBS=3 is the choice (benchmarks/README.md).
-JOBS   ?= 6
+# at -n 4 (2026-12-03 00:47, a little less code). JOBS=6 took the parallel part of a fresh clone to
+# 526-557 s (against 583-602 s at -n 5, 2026-12-03 13:16-14:20), but both runs failed a search step
+# judged on the host's CPU ("host overloaded: other processes used 82-95 % of 2 cores": the part's
+# own workers), so 5 it stays. On a host held by others (load 12-18) more workers did not pay, where
+# JOBS=3 is the choice (benchmarks/README.md).
+JOBS   ?= 5
 PYTEST := PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest -q -rs -p no:cacheprovider --durations=30
 # $(call suite,MARKS): the parallel part, then the serial part, of the tests selected by MARKS
 # The tests marked `engine` (a real llama.cpp server) are left to `make test-engine`.
