@@ -144,7 +144,13 @@ class LoopMonitor:
         self._note(now)
         if now - self._open_at[0] >= self.interval:
             self._close_interval(now)
-        if self._timer is not None:  # the timer that called this tick
+        self._rearm(now)
+
+    def _rearm(self, now: float) -> None:
+        """The current timer (the one that called this tick, or one still pending) replaced by a
+        fresh one due a period after ``now``."""
+        if self._timer is not None:
+            self._timer.stop()
             self._timer.close()
         self._arm(now)
 
@@ -204,9 +210,7 @@ class LoopMonitor:
         now = time.perf_counter()
         if now >= self._due:  # the tick is due (late, if the start held the loop): taken now
             self._note(now)
-            self._timer.stop()
-            self._timer.close()
-            self._arm(now)
+            self._rearm(now)
         if self._lags:
             self._close_interval(now)
 

@@ -125,6 +125,11 @@ def interval_saturated(interval: Interval) -> bool:
     return _num(interval, "cpu") >= SATURATED_CPU or _num(interval, "lag_p90_s") >= SATURATED_LAG_P90_S
 
 
+def _centred_in(interval: Interval, start: float, end: float) -> bool:
+    """Whether ``interval`` lies mostly inside ``[start, end]`` (its midpoint is in it)."""
+    return start <= (_num(interval, "start") + _num(interval, "end")) / 2 <= end
+
+
 def client_block(intervals: Iterable[Interval], start: float, end: float) -> ClientFigures:
     """The client's health over ``[start, end]`` (wall clock): a stage's or the run's ``client``.
 
@@ -132,7 +137,7 @@ def client_block(intervals: Iterable[Interval], start: float, end: float) -> Cli
     is the window's own (:func:`stall_inside`), summed over every process.
     """
     intervals = list(intervals)
-    inside = [i for i in intervals if start <= (_num(i, "start") + _num(i, "end")) / 2 <= end]
+    inside = [i for i in intervals if _centred_in(i, start, end)]
     by_process: dict[str, list[Interval]] = defaultdict(list)
     for interval in inside:
         by_process[str(interval.get("worker") or "local")].append(interval)
@@ -168,7 +173,7 @@ def stall_inside(interval: Interval, start: float, end: float) -> float:
         return 0.0
     lo, hi = number(interval.get("stall_from")), number(interval.get("stall_to"))
     if lo is None or hi is None:
-        return stall if start <= (_num(interval, "start") + _num(interval, "end")) / 2 <= end else 0.0
+        return stall if _centred_in(interval, start, end) else 0.0
     return min(stall, max(min(hi, end) - max(lo, start), 0.0))
 
 
