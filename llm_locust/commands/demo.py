@@ -32,6 +32,7 @@ import sys
 import time
 from pathlib import Path
 
+from llm_locust.config.stage_kind import StageKind
 from llm_locust.config.units import OptionError, parse_duration
 
 __all__ = ["main"]
@@ -157,7 +158,7 @@ def _plan_file(results: Path, urls: dict[str, list[str]], args: argparse.Namespa
         "slo": DEMO_SLO,
         "workload": {"profile": "chat", "max_tokens": 512},
         "search": {
-            "kind": "users",
+            "kind": StageKind.USERS.value,
             "precision": "10%",
             # a plan shown short of the demand is bracketed to 25 % only: a finer capacity would
             # not change the answer, and its refinement was most of the demo's time

@@ -35,10 +35,10 @@ from llm_locust.config.demand import Demand, DemandKind, parse_demand
 from llm_locust.config.engine_model import EngineModel, ModelFileError, load_engine_model
 from llm_locust.config.register import OneLineParser
 from llm_locust.config.slo import SloSpec, parse_slo
+from llm_locust.config.stage_kind import StageKind
 from llm_locust.config.think import ThinkTime, parse_think_time
 from llm_locust.load.replicas import Routing
 from llm_locust.load.search import Probe, SearchSpec, start_near
-from llm_locust.load.stages import StageKind
 from llm_locust.results.capacity_model import DemandUnit, PredictedStep, PredictedVerdict
 from llm_locust.results.prediction_model import Prediction
 from llm_locust.sim.predict import DOUBT_MARGIN, Horizon, search_capacity, unsupported_lines

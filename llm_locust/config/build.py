@@ -31,6 +31,7 @@ from pydantic_core import ErrorDetails
 
 from llm_locust.config.model import RunConfig
 from llm_locust.config.options import OPTIONS, RUN_GROUPS, WORKLOAD_PROFILES, options_in
+from llm_locust.config.stage_kind import StageKind
 from llm_locust.config.units import OptionError, show
 from llm_locust.config.urls import check_target_url
 
@@ -137,8 +138,8 @@ def load_warnings(config: RunConfig) -> list[str]:
     if load.num_users is None:
         return []
     decides = load.mode if load.mode in ("--ramp", "--matrix") else None
-    if load.search == "users":
-        decides = "--search users"
+    if load.search is StageKind.USERS:
+        decides = f"--search {load.search}"
     if decides == "--matrix" and (load.matrix is None or load.matrix.axis("users") is None):
         decides = None
     if decides is None:

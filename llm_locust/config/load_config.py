@@ -15,6 +15,7 @@ from llm_locust.config.burst import BurstSpec, parse_burst
 from llm_locust.config.demand import Demand, parse_demand
 from llm_locust.config.matrix import MatrixSpec, parse_matrix_spec
 from llm_locust.config.part import NonNegative, Part, Positive, seconds_of
+from llm_locust.config.stage_kind import StageKind
 from llm_locust.config.units import OptionError, parse_levels
 
 __all__ = ["LOAD_MODELS", "LoadConfig"]
@@ -62,7 +63,7 @@ class LoadConfig(Part):
             return value or None
         return parse_burst(value)
 
-    search: Literal["users", "rate"] | None
+    search: StageKind | None
     search_min: Positive | None
     search_max: Positive | None
     search_precision: Annotated[float, Field(gt=0, lt=1)]
@@ -92,7 +93,8 @@ class LoadConfig(Part):
         if value is None or isinstance(value, tuple):
             return value
         ramp = info.field_name == "ramp"
-        levels = parse_levels(value, "users" if ramp else "rate", "--ramp" if ramp else "--rate-ramp")
+        kind, flag = (StageKind.USERS, "--ramp") if ramp else (StageKind.RATE, "--rate-ramp")
+        levels = parse_levels(value, kind, flag)
         return tuple(int(v) for v in levels) if ramp else tuple(levels)
 
     @field_validator("run_time", "step_time", "warmup", "trace_start", "trace_duration", mode="before")
@@ -129,7 +131,7 @@ class LoadConfig(Part):
                     raise ValueError(f"{flag} applies to --search users|rate")
             return
         low = self.search_min if self.search_min is not None else 1.0
-        if self.search == "users" and (
+        if self.search is StageKind.USERS and (
             low != int(low) or (self.search_max or 1) != int(self.search_max or 1)
         ):
             raise OptionError("--search-min", low, "a user search takes whole numbers of users")
@@ -147,6 +149,6 @@ class LoadConfig(Part):
 
     @property
     def open_loop(self) -> bool:
-        if self.mode in ("--request-rate", "--rate-ramp", "--trace") or self.search == "rate":
+        if self.mode in ("--request-rate", "--rate-ramp", "--trace") or self.search is StageKind.RATE:
             return True
         return self.matrix is not None and self.matrix.axis("rate") is not None

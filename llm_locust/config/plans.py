@@ -35,13 +35,14 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from llm_locust.config.balance import BalancePolicy, BalanceScope
 from llm_locust.config.demand import Demand, parse_demand
 from llm_locust.config.slo import SloSpec, parse_slo
+from llm_locust.config.stage_kind import StageKind
 from llm_locust.config.think import parse_think_time
 from llm_locust.config.units import as_items, one_line, parse_duration, read_yaml
 from llm_locust.config.urls import check_target_url
@@ -85,7 +86,7 @@ class WorkloadSettings(_Strict):
 
 
 class SearchSettings(_Strict):
-    kind: Literal["users", "rate"] = "users"
+    kind: StageKind = StageKind.USERS
     min: Annotated[float, Field(gt=0)] | None = None
     max: Annotated[float, Field(gt=0)] | None = None
     precision: Annotated[float, Field(gt=0, lt=1)] = 0.10
@@ -215,9 +216,9 @@ class PlanFile(_Strict):
                 raise ValueError(
                     f"plan {p.name!r}: predict_from: {p.predict_from!r} is not a measured plan of this file"
                 )
-            if p.predicted and self.search.kind != "users":
+            if p.predicted and self.search.kind is not StageKind.USERS:
                 raise ValueError(f"plan {p.name!r}: predict_from needs search.kind users (a closed loop)")
-        if self.search.kind == "rate" and self.workload.think_time:
+        if self.search.kind is StageKind.RATE and self.workload.think_time:
             raise ValueError("workload.think_time paces users: it cannot go with search.kind rate")
         return self
 

@@ -21,6 +21,8 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from llm_locust.config.stage_kind import StageKind
+
 __all__ = [
     "FILE_SUFFIXES",
     "OptionError",
@@ -137,8 +139,8 @@ def parse_percentiles(text: str) -> tuple[float, ...]:
     return tuple(sorted(out))
 
 
-def parse_levels(text: object, kind: str, flag: str) -> list[float]:
-    """Load levels: positive numbers; whole numbers when ``kind`` is ``users``."""
+def parse_levels(text: object, kind: StageKind, flag: str) -> list[float]:
+    """Load levels: positive numbers; whole numbers when ``kind`` is users."""
     levels = []
     for item in split_list(text, flag):
         try:
@@ -147,7 +149,7 @@ def parse_levels(text: object, kind: str, flag: str) -> list[float]:
             raise OptionError(flag, text, f"{item!r} is not a number") from None
         if not math.isfinite(value) or value <= 0:
             raise OptionError(flag, text, f"{item!r} must be a positive number")
-        if kind == "users" and value != int(value):
+        if kind is StageKind.USERS and value != int(value):
             raise OptionError(flag, text, f"user counts must be whole numbers, got {item!r}")
         levels.append(value)
     return levels

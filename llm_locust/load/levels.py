@@ -23,7 +23,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from llm_locust.config.jsontypes import JsonObject
-from llm_locust.load.stages import StageKind, StagePlan
+from llm_locust.config.stage_kind import StageKind
+from llm_locust.load.stages import StagePlan
 
 __all__ = ["LevelTracker", "StageLevel"]
 

@@ -19,10 +19,11 @@ from llm_locust.config.burst import BurstSpec
 from llm_locust.config.demand import Demand, DemandKind
 from llm_locust.config.jsontypes import JsonObject
 from llm_locust.config.model import LoadConfig
+from llm_locust.config.stage_kind import StageKind
 from llm_locust.load.arrivals import parse_arrival
 from llm_locust.load.search import SearchSpec, SearchStages
 from llm_locust.load.sources import ArrivalSource, RateArrivals, TraceArrivals
-from llm_locust.load.stages import StageKind, StagePlan, parse_matrix, parse_ramp, parse_rate_ramp
+from llm_locust.load.stages import StagePlan, parse_matrix, parse_ramp, parse_rate_ramp
 from llm_locust.load.stepped import SteppedRates
 from llm_locust.load.trace_reuse import with_sessions
 from llm_locust.load.traces import Trace, TraceError, load_trace
@@ -170,24 +171,24 @@ MODELS: dict[str, Callable[[LoadConfig, int], Stages]] = {
 }
 
 
-def search_demand(kind: str, demand: Demand | None, thinking: bool) -> float | None:
+def search_demand(kind: StageKind, demand: Demand | None, thinking: bool) -> float | None:
     """``--demand`` as a level of a ``kind`` search, when it is in the search's unit: users (of a
     users demand; or of a concurrency demand when users do not think, each then holding one
     request in flight), or req/s of a rate demand; else ``None``."""
     if demand is None:
         return None
-    if kind == "users" and (
+    if kind is StageKind.USERS and (
         demand.kind is DemandKind.USERS or (demand.kind is DemandKind.CONCURRENCY and not thinking)
     ):
         return demand.value
-    return demand.value if kind == "rate" and demand.kind is DemandKind.RATE else None
+    return demand.value if kind is StageKind.RATE and demand.kind is DemandKind.RATE else None
 
 
 def _search(load: LoadConfig, seed: int, thinking: bool = False) -> LoadPlan:
     assert load.search is not None
     minimum = load.search_min if load.search_min is not None else 1.0
     spec = SearchSpec(
-        StageKind(load.search),
+        load.search,
         minimum,
         load.search_max,
         load.search_precision,

@@ -52,7 +52,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from enum import StrEnum
 
-from llm_locust.load.stages import Stage, StageKind, StagePlan
+from llm_locust.config.stage_kind import StageKind
+from llm_locust.load.stages import Stage, StagePlan
 
 __all__ = [
     "SEARCH_KINDS",

@@ -25,19 +25,18 @@ import itertools
 import math
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
-from enum import Enum
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
 from llm_locust.config.jsontypes import JsonObject, JsonValue
 from llm_locust.config.matrix import CELL_KEYS, MatrixSpec, parse_matrix_spec
+from llm_locust.config.stage_kind import StageKind
 from llm_locust.config.units import OptionError, parse_duration, parse_levels
 
 __all__ = [
     "Stage",
     "StageBlock",
-    "StageKind",
     "StagePlan",
     "load_matrix_file",
     "parse_duration",
@@ -45,16 +44,6 @@ __all__ = [
     "parse_ramp",
     "parse_rate_ramp",
 ]
-
-
-class StageKind(str, Enum):  # noqa: UP042 (str() and format() of a member stay as they were)
-    """What a stage's ``target`` is: a user count (closed loop) or a request rate (open loop)."""
-
-    USERS = "users"
-    RATE = "rate"
-
-    def __str__(self) -> str:
-        return self.value
 
 
 @dataclass(frozen=True)
@@ -270,7 +259,7 @@ def parse_ramp(
     new level is reached in about a second.
     """
     step_s, warmup_s, spawn = _timing(step_time, warmup, spawn_rate)
-    users = parse_levels(levels, "users", "--ramp")
+    users = parse_levels(levels, StageKind.USERS, "--ramp")
     return StagePlan.build(_level_stages(StageKind.USERS, users, step_s, warmup_s, spawn, {}))
 
 
@@ -281,7 +270,7 @@ def parse_rate_ramp(
 ) -> StagePlan:
     """``--rate-ramp 1,2,4,8`` -> one open-loop ``rate`` stage (req/s) per level."""
     step_s, warmup_s, _ = _timing(step_time, warmup, None)
-    rates = parse_levels(levels, "rate", "--rate-ramp")
+    rates = parse_levels(levels, StageKind.RATE, "--rate-ramp")
     return StagePlan.build(_level_stages(StageKind.RATE, rates, step_s, warmup_s, None, {}))
 
 
@@ -321,12 +310,12 @@ def _matrix_plan(
     spawn_rate: float | None,
     warmup: str | float | None,
 ) -> StagePlan:
-    load_keys = [k for k in ("users", "rate") if k in axes]
-    if len(load_keys) != 1:
+    load_kinds = [k for k in StageKind if k.value in axes]
+    if len(load_kinds) != 1:
         raise ValueError("--matrix: give exactly one of users=... or rate=...")
-    kind = StageKind(load_keys[0])
+    kind = load_kinds[0]
     step_s, warmup_s, spawn = _timing(step_time, warmup, spawn_rate if kind is StageKind.USERS else None)
-    levels = parse_levels(axes[kind.value], kind.value, f"--matrix {kind}")
+    levels = parse_levels(axes[kind.value], kind, f"--matrix {kind}")
     cell_keys = [k for k in CELL_KEYS if k in axes]
     stages: list[Stage] = []
     for combo in itertools.product(*(axes[k] for k in cell_keys)):

@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from llm_locust.config.demand import Demand, DemandKind
+from llm_locust.config.stage_kind import StageKind
 from llm_locust.load.search import Verdict
 from llm_locust.record import OK
 from llm_locust.results.columns import Columns
@@ -142,7 +143,7 @@ def bracket(kind: str, capacity: float, below: float | None) -> str:
 def demand_block(
     demand: Demand,
     probes: Sequence[JudgedStep],
-    kind: str | None,
+    kind: StageKind | None,
     withheld: str | None = None,
     by_level: bool = False,
 ) -> DemandBlock:
@@ -168,7 +169,7 @@ def demand_block(
         text = f"meets {demand.text()}: capacity {amount(demand.kind, capacity)} ({room:+.0%} headroom)"
     else:
         text = f"does not meet {demand.text()}: capacity {amount(demand.kind, capacity)} ({room:+.0%})"
-    if demand.kind is DemandKind.USERS and kind == "users" and demand.think:
+    if demand.kind is DemandKind.USERS and kind is StageKind.USERS and demand.think:
         text += f"; users measured with their think time ({demand.think})"
     block = DemandBlock(
         text=text,

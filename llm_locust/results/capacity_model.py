@@ -27,8 +27,8 @@ from typing import Literal
 from pydantic import Field, JsonValue, ValidationError
 
 from llm_locust.config.balance import BalancePolicy, BalanceScope
+from llm_locust.config.stage_kind import StageKind
 from llm_locust.load.search import StopReason, Verdict
-from llm_locust.load.stages import StageKind
 from llm_locust.results.search_model import Decider, JudgedStep, Model
 
 __all__ = [

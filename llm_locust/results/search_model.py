@@ -25,8 +25,9 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from llm_locust.config.stage_kind import StageKind
 from llm_locust.load.search import Phase, StopReason, Verdict
-from llm_locust.load.stages import StageBlock, StageKind
+from llm_locust.load.stages import StageBlock
 
 __all__ = [
     "SEARCH_SCHEMA_VERSION",

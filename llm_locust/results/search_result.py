@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from llm_locust.config.stage_kind import StageKind
 from llm_locust.load.search import NOT_PASSED, STOP_REASONS, SearchSpec, StopReason, Verdict
-from llm_locust.load.stages import StageKind
 from llm_locust.results.probe import REMEDY, Invalidity, margin_key
 from llm_locust.results.search_model import Decider, DeciderRole, JudgedStep, SearchResult
 
@@ -93,7 +93,7 @@ def search_result(
     valid = [p for p in probes if p.verdict != Verdict.INVALID]
     at_demand = [p for p in valid if spec.demand is not None and p.level == spec.level_of_demand()]
     result = SearchResult(
-        kind=StageKind(spec.kind),
+        kind=spec.kind,
         min=spec.minimum,
         max=spec.maximum,
         precision=spec.precision,
@@ -157,8 +157,8 @@ def _broke_first(probe: JudgedStep | None) -> str | None:
     return min(failing, key=margin_key).name if failing else None
 
 
-def _level(kind: str, level: float) -> str:
-    if kind == "users":
+def _level(kind: StageKind, level: float) -> str:
+    if kind is StageKind.USERS:
         return "1 user" if level == 1 else f"{int(level)} users"
     return f"{level:g} req/s"
 

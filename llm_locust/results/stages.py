@@ -20,8 +20,9 @@ from collections.abc import Iterable, Mapping
 from typing import Any, Protocol
 
 from llm_locust.config.slo import SloSpec
+from llm_locust.config.stage_kind import StageKind
 from llm_locust.load.search import Verdict
-from llm_locust.load.stages import Stage, StageKind
+from llm_locust.load.stages import Stage
 from llm_locust.results.columns import EXCLUSIONS, Columns, Part
 from llm_locust.results.concurrency import littles_law
 from llm_locust.results.saturation import advice

@@ -44,6 +44,7 @@ from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import CoreSchema
 
 from llm_locust.config.jsontypes import number
+from llm_locust.config.stage_kind import StageKind
 from llm_locust.load.search import Verdict
 from llm_locust.results.ending import Interruption, WorkerQuit
 from llm_locust.results.latency_keys import (
@@ -235,7 +236,7 @@ class StageRow(Stats):
     _FIRST = ("index", "kind", "target", "start_s", "duration_s", "spawn_rate", "warmup_s", "label")
 
     index: int = 0
-    kind: str = "users"
+    kind: StageKind = StageKind.USERS
     target: float = 0.0
     start_s: float | None = None
     duration_s: float | None = None

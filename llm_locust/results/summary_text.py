@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from llm_locust.config.slo import SloKind
+from llm_locust.config.stage_kind import StageKind
 from llm_locust.load.search import Verdict
 from llm_locust.results.failures import failure_lines
 from llm_locust.results.headline import Headline, headline
@@ -200,7 +201,7 @@ def inconclusive_reason(slo: Slo | None) -> str:
 
 def _load(stage: StageRow) -> str:
     """What ran against what was planned: peak/target users, or sent/target req/s."""
-    if stage.kind == "users":
+    if stage.kind is StageKind.USERS:
         peak = stage.peak_users
         return f"{'-' if peak is None else peak}/{int(stage.target)}"
     sent = stage.sent_rate

@@ -34,8 +34,8 @@ from typing import Any, TypeVar
 from pydantic import BaseModel
 
 from llm_locust.config.slo import SloKind, parse_slo, scaled_line
+from llm_locust.config.stage_kind import StageKind
 from llm_locust.load.search import Verdict
-from llm_locust.load.stages import StageKind
 from llm_locust.results.probe import composed_reason, term_line, why_text
 from llm_locust.results.search_model import JudgedStep, SearchResult, SloTerm
 from llm_locust.results.search_result import search_sentence, withheld_text

@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 
 from llm_locust.config.jsontypes import JsonValue, number
+from llm_locust.config.stage_kind import StageKind
 from llm_locust.record import OK
 from llm_locust.results.summary_blocks import ConfigBlock
 from llm_locust.results.summary_model import RunSummary, StageRow
@@ -89,10 +90,10 @@ def vllm_keys(
 def _traffic(stages: Sequence[StageRow], config: ConfigBlock) -> dict[str, JsonValue]:
     limit = config.option("max_concurrency") or None
     rate: float | str = "inf"
-    if stages and all(s.kind == "users" for s in stages):
+    if stages and all(s.kind is StageKind.USERS for s in stages):
         limit = int(max(s.target for s in stages))
     elif stages:
-        rate = max(s.target for s in stages if s.kind == "rate")
+        rate = max(s.target for s in stages if s.kind is StageKind.RATE)
     elif request_rate := number(config.option("request_rate")):
         rate = request_rate
     else:

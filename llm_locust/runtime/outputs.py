@@ -27,6 +27,7 @@ from typing import Protocol
 from llm_locust.config.jsontypes import JsonObject
 from llm_locust.config.redact import strip_credentials
 from llm_locust.config.role import Role
+from llm_locust.config.stage_kind import StageKind
 from llm_locust.live import catalog as metrics
 from llm_locust.live.aggregate import LiveAggregate
 from llm_locust.live.exporter import Exporter, add_metrics_route, slo_setup
@@ -36,7 +37,6 @@ from llm_locust.live.server_metrics import ServerMetrics
 from llm_locust.live.view import Gauges, RunInfo
 from llm_locust.live.webui import LiveWebUI
 from llm_locust.load.plan import LoadPlan
-from llm_locust.load.stages import StageKind
 from llm_locust.results.saturation import LIVE_SPAN_S, client_block
 from llm_locust.runtime.bus import Finalized, RecordBus
 from llm_locust.runtime.context import LiveState, RunContext

@@ -38,10 +38,11 @@ from typing import Any, Protocol
 
 from llm_locust.config.model import RunConfig
 from llm_locust.config.slo import SloSpec
+from llm_locust.config.stage_kind import StageKind
 from llm_locust.load.levels import LevelTracker
 from llm_locust.load.plan import FOREVER, LoadPlan
 from llm_locust.load.search import Action, Decision, Phase, Probe, SearchSpec, SearchStages, Verdict, decide
-from llm_locust.load.stages import Stage, StageKind
+from llm_locust.load.stages import Stage
 from llm_locust.results.columns import Columns
 from llm_locust.results.probe import extension_s, gate, sample_extension_s
 from llm_locust.results.saturation import ClientFigures, client_block

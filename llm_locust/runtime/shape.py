@@ -26,8 +26,9 @@ import time
 from typing import Protocol
 
 from llm_locust.config.model import RunConfig
+from llm_locust.config.stage_kind import StageKind
 from llm_locust.load.plan import LoadPlan
-from llm_locust.load.stages import Stage, StageKind
+from llm_locust.load.stages import Stage
 from llm_locust.runtime.quota import quota_of
 from llm_locust.runtime.search import SearchDriver
 from llm_locust.runtime.sink import sink_of

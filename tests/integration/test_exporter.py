@@ -17,10 +17,11 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from llm_locust.config.build import build_config
 from llm_locust.config.register import register
+from llm_locust.config.stage_kind import StageKind
 from llm_locust.live import catalog as metrics
 from llm_locust.live.aggregate import LiveAggregate
 from llm_locust.live.exporter import LLMCollector, run_gauges, run_info
-from llm_locust.load.stages import Stage, StageKind
+from llm_locust.load.stages import Stage
 from llm_locust.runtime.context import LiveState
 from llm_locust.runtime.outputs import NodeView
 from tests.dashboard import spec_for_series

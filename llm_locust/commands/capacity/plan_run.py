@@ -16,6 +16,7 @@ from llm_locust.commands.capacity.sim_clock import clock_text, sim_clock
 from llm_locust.config.demand import DemandKind
 from llm_locust.config.plans import Plan, PlanFile
 from llm_locust.config.slo import scaled_slo
+from llm_locust.config.stage_kind import StageKind
 from llm_locust.config.think import parse_think_time
 from llm_locust.load.search import start_near
 from llm_locust.results.capacity import bracket
@@ -39,8 +40,8 @@ def run_args(file: PlanFile, plan: Plan, folder: Path, k: float, workers: int | 
     one load process or on a master with ``workers`` local workers (its port is chosen at launch)."""
     search, workload, demand = file.search, file.workload, file.demand
     args = ["--host", plan.endpoints[0], "--endpoints", ",".join(plan.endpoints), "--headless"]
-    args += ["--search", search.kind, "--slo", scaled_slo(file.slo, k)]
-    rate = k if search.kind == "rate" else 1.0
+    args += ["--search", search.kind.value, "--slo", scaled_slo(file.slo, k)]
+    rate = k if search.kind is StageKind.RATE else 1.0
     minimum = search.min if search.min is not None else first_level(file)
     _flag(args, "--search-min", None if minimum is None else f"{minimum * rate:g}")
     _flag(args, "--search-max", None if search.max is None else f"{search.max * rate:g}")
@@ -78,12 +79,12 @@ def first_level(file: PlanFile) -> float | None:
     a rate search), else ``llm-locust run``'s own default."""
     demand, kind = file.demand, file.search.kind
     think = file.workload.think_time or demand.think
-    if kind == "users" and (
+    if kind is StageKind.USERS and (
         demand.kind is DemandKind.USERS or (demand.kind is DemandKind.CONCURRENCY and not think)
     ):
         level = start_near(demand.value)
         return max(level, 1.0)
-    if kind == "rate" and demand.kind is DemandKind.RATE:
+    if kind is StageKind.RATE and demand.kind is DemandKind.RATE:
         return start_near(demand.value)
     return None
 

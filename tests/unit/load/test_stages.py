@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from llm_locust.config.stage_kind import StageKind
 from llm_locust.load.stages import (
-    StageKind,
     StagePlan,
     parse_duration,
     parse_matrix,

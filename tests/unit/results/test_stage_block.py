@@ -6,8 +6,10 @@ from __future__ import annotations
 import dataclasses
 import json
 
-from llm_locust.load.stages import Stage, StageBlock, StageKind
+from llm_locust.config.stage_kind import StageKind
+from llm_locust.load.stages import Stage, StageBlock
 from llm_locust.results.search_model import StepRecord
+from llm_locust.results.summary_model import RunSummary, StageRow
 
 
 def test_every_field_of_a_stage_has_its_key_in_the_file_model() -> None:
@@ -32,3 +34,13 @@ def test_a_stage_reads_back_as_it_was_written() -> None:
         {"index": 2, "level": 2.5, "stage": stages[0].to_json(), "begin": 0.0, "applied": 0.0}
     )
     assert Stage.of(step.stage) == stages[0]
+
+
+def test_a_stage_row_reads_its_kind_as_a_member_and_writes_it_as_before() -> None:
+    text = '{"index": 1, "kind": "rate", "target": 2.5}'  # as summary.json's stage table holds it
+    row = StageRow.model_validate_json(text)
+    assert row.kind is StageKind.RATE and StageRow().kind is StageKind.USERS
+    assert json.dumps(row.model_dump(exclude_unset=True)) == text
+    summary = RunSummary.model_validate({"stages": [json.loads(text)]})
+    assert summary.stages is not None and summary.stages[0].kind is StageKind.RATE
+    assert json.dumps(summary.to_json()) == '{"stages": [' + text + "]}"

@@ -8,8 +8,9 @@ from typing import Any
 import pytest
 
 from llm_locust.config.build import config_from_options
+from llm_locust.config.stage_kind import StageKind
 from llm_locust.load.plan import LoadPlan
-from llm_locust.load.stages import Stage, StageKind, StagePlan
+from llm_locust.load.stages import Stage, StagePlan
 from llm_locust.record import INCOMPLETE, RequestRecord
 from llm_locust.runtime.context import RunContext
 from llm_locust.runtime.requests import Requests
