@@ -29,6 +29,7 @@ from typing import Any
 from pydantic import ValidationError
 from pydantic_core import ErrorDetails
 
+from llm_locust.config.load_config import LoadMode
 from llm_locust.config.model import RunConfig
 from llm_locust.config.options import OPTIONS, RUN_GROUPS, WORKLOAD_PROFILES, options_in
 from llm_locust.config.stage_kind import StageKind
@@ -137,12 +138,12 @@ def load_warnings(config: RunConfig) -> list[str]:
     load = config.load
     if load.num_users is None:
         return []
-    decides = load.mode if load.mode in ("--ramp", "--matrix") else None
-    if load.search is StageKind.USERS:
-        decides = f"--search {load.search}"
-    if decides == "--matrix" and (load.matrix is None or load.matrix.axis("users") is None):
-        decides = None
-    if decides is None:
+    user_axis = load.matrix is not None and load.matrix.axis("users") is not None
+    if load.mode is LoadMode.RAMP or (load.mode is LoadMode.MATRIX and user_axis):
+        decides = str(load.mode)
+    elif load.search is StageKind.USERS:
+        decides = f"{LoadMode.SEARCH} {load.search}"
+    else:
         return []
     return [f"-u/--users {load.num_users} is ignored: {decides} decides the number of users of each stage"]
 

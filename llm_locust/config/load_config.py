@@ -7,6 +7,7 @@ Pure module: no Locust, no network.
 
 from __future__ import annotations
 
+from enum import StrEnum
 from typing import Annotated, Literal
 
 from pydantic import Field, PlainSerializer, ValidationInfo, field_validator, model_validator
@@ -18,17 +19,25 @@ from llm_locust.config.part import NonNegative, Part, Positive, seconds_of
 from llm_locust.config.stage_kind import StageKind
 from llm_locust.config.units import OptionError, parse_levels
 
-__all__ = ["LOAD_MODELS", "LoadConfig"]
+__all__ = ["LoadConfig", "LoadMode"]
 
-#: The load models, in the order their conflicts are reported: (flag, LoadConfig field).
-LOAD_MODELS = (
-    ("--ramp", "ramp"),
-    ("--matrix", "matrix"),
-    ("--request-rate", "request_rate"),
-    ("--rate-ramp", "rate_ramp"),
-    ("--trace", "trace"),
-    ("--search", "search"),
-)
+
+class LoadMode(StrEnum):
+    """A load model, named by its flag (a message that prints one prints the flag), in the order
+    their conflicts are reported; the :class:`LoadConfig` field that chooses it is the flag's
+    destination (:attr:`field`)."""
+
+    RAMP = "--ramp"
+    MATRIX = "--matrix"
+    REQUEST_RATE = "--request-rate"
+    RATE_RAMP = "--rate-ramp"
+    TRACE = "--trace"
+    SEARCH = "--search"
+
+    @property
+    def field(self) -> str:
+        """The :class:`LoadConfig` field that chooses this model: ``--rate-ramp`` -> ``rate_ramp``."""
+        return self.value.removeprefix("--").replace("-", "_")
 
 
 class LoadConfig(Part):
@@ -93,7 +102,7 @@ class LoadConfig(Part):
         if value is None or isinstance(value, tuple):
             return value
         ramp = info.field_name == "ramp"
-        kind, flag = (StageKind.USERS, "--ramp") if ramp else (StageKind.RATE, "--rate-ramp")
+        kind, flag = (StageKind.USERS, LoadMode.RAMP) if ramp else (StageKind.RATE, LoadMode.RATE_RAMP)
         levels = parse_levels(value, kind, flag)
         return tuple(int(v) for v in levels) if ramp else tuple(levels)
 
@@ -111,10 +120,10 @@ class LoadConfig(Part):
 
     @model_validator(mode="after")
     def _one_model(self) -> LoadConfig:
-        chosen = [flag for flag, name in LOAD_MODELS if getattr(self, name) is not None]
+        chosen = [mode for mode in LoadMode if getattr(self, mode.field) is not None]
         if len(chosen) > 1:
             raise ValueError(f"{chosen[0]} and {chosen[1]} cannot be combined: choose one load model")
-        if self.num_requests is not None and (self.mode not in (None, "--request-rate") or self.warmup):
+        if self.num_requests is not None and (self.mode not in (None, LoadMode.REQUEST_RATE) or self.warmup):
             why = f"not with {self.mode or '--warmup'}: every request it sends counts"
             raise ValueError(f"--num-requests applies to -u users or a --request-rate, {why}")
         if self.max_concurrency is not None and not self.open_loop:
@@ -143,12 +152,15 @@ class LoadConfig(Part):
             )
 
     @property
-    def mode(self) -> str | None:
-        """The load model's flag (``--ramp``, ...), or ``None`` for Locust's own ``-u/-r/-t``."""
-        return next((flag for flag, name in LOAD_MODELS if getattr(self, name) is not None), None)
+    def mode(self) -> LoadMode | None:
+        """The load model (its value is its flag, ``--ramp``...), or ``None`` for Locust's ``-u/-r/-t``."""
+        return next((mode for mode in LoadMode if getattr(self, mode.field) is not None), None)
 
     @property
     def open_loop(self) -> bool:
-        if self.mode in ("--request-rate", "--rate-ramp", "--trace") or self.search is StageKind.RATE:
+        if (
+            self.mode in (LoadMode.REQUEST_RATE, LoadMode.RATE_RAMP, LoadMode.TRACE)
+            or self.search is StageKind.RATE
+        ):
             return True
         return self.matrix is not None and self.matrix.axis("rate") is not None

@@ -46,7 +46,7 @@ from pydantic import (
 from llm_locust.config.balance import BalancePolicy, BalanceScope
 from llm_locust.config.cancel import CancelAfter, parse_cancel_after
 from llm_locust.config.jsontypes import JsonObject
-from llm_locust.config.load_config import LOAD_MODELS, LoadConfig
+from llm_locust.config.load_config import LoadConfig, LoadMode
 from llm_locust.config.options import WORKLOAD_PROFILES
 from llm_locust.config.part import Finite, NonNegative, Part, Positive, seconds_of
 from llm_locust.config.redact import REDACTED, redact_headers, strip_credentials
@@ -58,9 +58,9 @@ from llm_locust.config.units import as_items, parse_percentiles, split_list
 from llm_locust.config.urls import check_target_url
 
 __all__ = [
-    "LOAD_MODELS",
     "ExportConfig",
     "LoadConfig",
+    "LoadMode",
     "RequestConfig",
     "ResultsConfig",
     "RunConfig",

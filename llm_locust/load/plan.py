@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from llm_locust.config.burst import BurstSpec
 from llm_locust.config.demand import Demand, DemandKind
 from llm_locust.config.jsontypes import JsonObject
-from llm_locust.config.model import LoadConfig
+from llm_locust.config.model import LoadConfig, LoadMode
 from llm_locust.config.stage_kind import StageKind
 from llm_locust.load.arrivals import parse_arrival
 from llm_locust.load.search import SearchSpec, SearchStages
@@ -162,12 +162,12 @@ def _rates(load: LoadConfig, stages: StagePlan, seed: int) -> RateArrivals:
 
 
 #: The load model of each option (``LoadConfig.mode``); a new model is one entry.
-MODELS: dict[str, Callable[[LoadConfig, int], Stages]] = {
-    "--ramp": _ramp,
-    "--matrix": _matrix,
-    "--rate-ramp": _rate_ramp,
-    "--request-rate": _request_rate,
-    "--trace": _replay,
+MODELS: dict[LoadMode, Callable[[LoadConfig, int], Stages]] = {
+    LoadMode.RAMP: _ramp,
+    LoadMode.MATRIX: _matrix,
+    LoadMode.RATE_RAMP: _rate_ramp,
+    LoadMode.REQUEST_RATE: _request_rate,
+    LoadMode.TRACE: _replay,
 }
 
 
@@ -207,7 +207,7 @@ def _search(load: LoadConfig, seed: int, thinking: bool = False) -> LoadPlan:
 
 
 def _build(load: LoadConfig, seed: int, thinking: bool = False) -> LoadPlan:
-    if load.mode == "--search":
+    if load.mode is LoadMode.SEARCH:
         return _search(load, seed, thinking)
     if load.mode is None:
         return LoadPlan(max_concurrency=load.max_concurrency, seed=seed, burst=load.burst)
