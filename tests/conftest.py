@@ -5,14 +5,16 @@ shared traces, root for network namespaces). On a developer's machine that is a 
 with its reason shown (`make test` runs pytest with ``-rs``); under CI (``CI`` set, as
 ``.ci/run`` does) a skip is a failure, so a missing part can never pass as green.
 
-``make test`` runs the suite with pytest-xdist (``-n 4 --dist loadscope``, ``JOBS``): most tests wait
-on real processes, so four run at once on two cores. Every test binds port 0 and writes under its
+``make test`` runs the suite with pytest-xdist (``-n 5 --dist loadscope``, ``JOBS``): most tests wait
+on real processes, so five run at once on two cores. Every test binds port 0 and writes under its
 own ``tmp_path``; the tests of one module run on one worker, one after the other, so a module-
 scoped fixture (a simulator, a finished run, an installed image) is built once, as in a serial
 run. Tests marked ``serial`` depend on the client's own timing (its loop's lateness, how fast it
 spawns users, whether it keeps up: a saturated client makes a stage invalid): ``make test`` runs
-them after the parallel part, alone. The longest modules (``LONGEST``), then the long real runs
-(``slow``), are handed out first, so the workers end together on short tests.
+them after the parallel part, alone, but for the two modules marked ``paired`` (capacity searches
+whose own processes use a few % of a core), which run beside each other first. The longest
+modules (``LONGEST``), then the long real runs (``slow``), are handed out first, so the workers
+end together on short tests.
 
 A test whose outcome depends on the host having CPU to spare is marked ``host_timing`` (every
 ``serial`` one is too): failing on a busy host it runs once more, then fails as "host too busy:

@@ -20,7 +20,9 @@ of a core each at their peak (the steps' ``client.cpu_max``). Run at once three 
 2026-12-03 (host load 2.2-4.7 from other work), TPOT P90 one process / two workers: B at 8 users
 86.6-86.8 / 86.7-88.4 ms, at 9 104.5-104.7 / 105.3-108.7; A at 4 86.5-90.5, at 5 106.5-110.2 ms.
 The search stops at 9 users (``max: 9``): B's probe at 10 users, after 8 passed and before 9
-failed, bounded nothing the test asserts.
+failed, bounded nothing the test asserts. The module runs beside test_decision_page (both
+``paired``: Makefile); three times so on 2026-12-03 16:52-16:56 UTC, nothing else running, TPOT P90
+B at 8 users 86.5-88.4 ms, at 9 104.6-106.4; A at 4 88.2-90.1, at 5 106.4-108.3: as alone.
 
 The one-process comparison also holds a ``predict_from:`` plan: A2 is ``predict_from: A`` with
 ``replicas: 2`` (predicted behind the search's balancer), never sent a request. B is its measured
@@ -159,6 +161,7 @@ def comparisons(tmp_path_factory: pytest.TempPathFactory) -> Comparisons:
 
 @pytest.mark.slow
 @pytest.mark.serial  # the boundaries need a client that sends each user's next request on time
+@pytest.mark.paired  # beside test_decision_page only: both searches' processes are light (above)
 def test_plans_searched_over_two_workers_find_the_one_process_capacities(comparisons: Comparisons) -> None:
     tmp_path, one, two = comparisons.root, comparisons.one, comparisons.two
     for name in "AB":
@@ -190,6 +193,7 @@ def test_plans_searched_over_two_workers_find_the_one_process_capacities(compari
 
 @pytest.mark.slow
 @pytest.mark.serial
+@pytest.mark.paired
 def test_a_predicted_plan_lands_beside_its_measured_twin(comparisons: Comparisons) -> None:
     out, stdout = comparisons.root / "one", comparisons.one_stdout
     report = json.loads((out / "capacity.json").read_text())
