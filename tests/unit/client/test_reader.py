@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 
 import gevent
 import greenlet
 import pytest
 
+from llm_locust.client import reader
 from llm_locust.client.streaming import ClientConfig, StreamingClient
 from llm_locust.record import RequestRecord
 from tests.scripted_server import running_peer
@@ -165,3 +167,63 @@ def test_a_stream_is_served_first_until_its_first_content_chunk(
     assert len(record.chunk_times) == 41 and len(seen) >= 20
     assert seen[0] == (False, FIRST_PRIORITY)  # the read that brought the first token
     assert {priority for _, priority in seen[1:]} == {PRIORITY}
+
+
+class _Ended:
+    """A stand-in for a reader whose stream ended: waking it is ``cost`` seconds of work on the
+    fake clock (its next request built and sent)."""
+
+    def __init__(self, index: int, woken: list[int], clock: list[float], cost: float) -> None:
+        self.index, self.woken, self.clock, self.cost = index, woken, clock, cost
+
+    def _wake(self) -> None:
+        self.woken.append(self.index)
+        self.clock[0] += self.cost
+
+
+def test_streams_ending_together_are_woken_a_slice_per_loop_iteration(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """700 streams in step end within a few ms; waking each from its read (its next request
+    built and sent: ~0.3 ms) held the loop 60-90 ms every 2 s (benchmarks/README.md, issue 29).
+    Now none is woken in the read's callback, and a loop iteration wakes WAKE_SLICE_S of them."""
+    clock = [0.0]
+    monkeypatch.setattr(reader, "_perf_counter", lambda: clock[0])
+    wakes, woken, calls = reader._Wakes(), [], []
+    run = wakes._run
+
+    def counted() -> None:
+        calls.append(len(woken))
+        run()
+
+    monkeypatch.setattr(wakes, "_run", counted)
+    cost = reader.WAKE_SLICE_S / 4
+    for i in range(10):
+        wakes.add(_Ended(i, woken, clock, cost))  # type: ignore[arg-type]
+    assert woken == []  # not in the caller (the hub's read callback)
+    deadline = time.monotonic() + 5.0
+    while len(woken) < 10 and time.monotonic() < deadline:
+        gevent.sleep(0.001)
+    assert woken == list(range(10))  # each once, in the order their streams ended
+    assert calls == [0, 4, 8]  # four of a quarter-slice each per iteration, then the last two
+    gevent.sleep(0.01)
+    assert len(calls) == 3  # the timer stopped with the queue empty
+
+
+def test_a_wake_for_a_greenlet_that_stopped_waiting_is_dropped() -> None:
+    """A stream ended, then its greenlet's timeout fired before the wake came round: the wake
+    must not switch into a greenlet that waits on something else now."""
+    woken: list[object] = []
+
+    class Waiter:
+        def switch(self, value: object) -> None:
+            woken.append(value)
+
+    waiter = Waiter()
+    end = object.__new__(reader.BodyReader)
+    end._woken = None  # run()'s finally: the greenlet left its wait
+    end._wake()
+    assert woken == []
+    end._woken = waiter  # type: ignore[assignment]
+    end._wake()
+    assert woken == [None] and end._woken is None
