@@ -65,22 +65,28 @@ class ProcessSampler(threading.Thread):
         self.period = period
         self.tree = tree  # add the CPU of the process's children (locust --processes N)
         self.samples: list[tuple[float, float, float]] = []
+        self.system: list[float] = []  # the kernel's share of each sample's CPU seconds, in step with samples
         self.halt = threading.Event()
 
     def run(self) -> None:
         while not self.halt.wait(self.period):
             try:
-                cpu = self.cpu_seconds()
+                cpu, system = self.cpu_times()
                 value = self.probe()
             except psutil.Error:
                 return
             except (OSError, ValueError):
                 continue
             self.samples.append((time.time(), cpu, value))
+            self.system.append(system)
 
     def cpu_seconds(self) -> float:
+        return self.cpu_times()[0]
+
+    def cpu_times(self) -> tuple[float, float]:
+        """CPU seconds of the process (and its children with ``tree``): all, and in the kernel."""
         procs = [self.proc, *(self.proc.children(recursive=True) if self.tree else ())]
-        total = 0.0
+        total = system = 0.0
         for proc in procs:
             try:
                 times = proc.cpu_times()
@@ -89,7 +95,8 @@ class ProcessSampler(threading.Thread):
                     raise
                 continue
             total += times.user + times.system
-        return total
+            system += times.system
+        return total, system
 
 
 def write_result(name: str, args: argparse.Namespace, runs: list[dict[str, Any]], **extra: Any) -> None:

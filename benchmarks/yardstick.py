@@ -15,6 +15,10 @@ issue 15 §1, checked per stream count against the reference *of the same sittin
 - every stream open (the server's mean in-flight count >= 99 % of the streams);
 - client CPU <= 85 % of one core (steady window).
 
+The table's ``CPU%`` is each client's process CPU over the steady window and ``sys%`` the
+kernel's part of it (system time: the socket reads, epoll), the part a faster user-space
+client cannot take off.
+
 llm-locust's numbers come from its ``requests.jsonl`` over the whole run, as the
 reference's do (both start every stream at once); tok/s counts the tokens that arrived
 in the run (``--stop-timeout`` lets the last streams finish so every one is on disk).
@@ -70,12 +74,14 @@ class Sampler(ProcessSampler):
     def window(self, t0: float, t1: float) -> dict[str, float | None]:
         """CPU share and mean open streams between the first and last samples in ``[t0, t1]``;
         the CPU seconds and the samples' own times (``cpu_t0``, ``cpu_t1``) for per-unit costs."""
-        inside = [s for s in self.samples if t0 <= s[0] <= t1]
-        if len(inside) < 2:
-            return {"cpu_pct": None, "open_streams": None, "cpu_s": None, "cpu_t0": None, "cpu_t1": None}
+        index = [i for i, s in enumerate(self.samples) if t0 <= s[0] <= t1]
+        if len(index) < 2:
+            return dict.fromkeys(("cpu_pct", "sys_pct", "open_streams", "cpu_s", "cpu_t0", "cpu_t1"))
+        inside = [self.samples[i] for i in index]
         (ta, ca, _), (tb, cb, _) = inside[0], inside[-1]
         return {
             "cpu_pct": 100.0 * (cb - ca) / (tb - ta),
+            "sys_pct": 100.0 * (self.system[index[-1]] - self.system[index[0]]) / (tb - ta),
             "open_streams": float(np.mean([s[2] for s in inside])),
             "cpu_s": cb - ca,
             "cpu_t0": ta,
@@ -153,6 +159,7 @@ def run_reference(args: argparse.Namespace, yard: Path, url: str, streams: int) 
     return {
         "tok_s": ref["out_tok_s"],
         "cpu_pct": window["cpu_pct"],
+        "sys_pct": window["sys_pct"],
         "open_streams": window["open_streams"],
         "ttft_p50_ms": ref["ttft_p50"],
         "ttft_p99_ms": ref["ttft_p99"],
@@ -428,14 +435,14 @@ def _f(value: Any, spec: str) -> str:
 
 def table(runs: list[dict[str, Any]]) -> str:
     lines = [
-        f"{'streams':>7} {'client':>12} {'tok/s':>7} {'CPU%':>5} {'open':>6} {'TTFT p50':>9} "
+        f"{'streams':>7} {'client':>12} {'tok/s':>7} {'CPU%':>5} {'sys%':>4} {'open':>6} {'TTFT p50':>9} "
         f"{'ITL p99':>8} {'TPOT':>7} {'load':>5} {'lag mean/p90/max ms':>20} {'ms/req':>7} {'us/chunk':>8}"
     ]
     for run in runs:
         for name, r in run["clients"].items():
             lines.append(
                 f"{run['streams']:>7} {name[:12]:>12} {_f(r['tok_s'], '.0f'):>7} "
-                f"{_f(r['cpu_pct'], '.0f'):>5} "
+                f"{_f(r['cpu_pct'], '.0f'):>5} {_f(r.get('sys_pct'), '.0f'):>4} "
                 f"{_f(r['open_streams'], '.1f'):>6} {_f(r['ttft_p50_ms'], '.2f'):>9} "
                 f"{_f(r['itl_p99_ms'], '.2f'):>8} {_f(r['tpot_ms'], '.3f'):>7} {r['load_before']:>5.2f} "
                 f"{_f(r.get('lag_mean_ms'), '.2f'):>6}/{_f(r.get('lag_p90_ms'), '.2f')}/"
