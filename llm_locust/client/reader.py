@@ -38,11 +38,12 @@ few ms of each other, and 700 of them woken straight from their reads held the l
 every 2 s, so every other stream's tokens were read late, two or three to a read (ITL P99 +10
 ms over the reference client's).
 
-What the callback must never do: block or switch. It catches everything and hands the
-exception to the greenlet, which raises it where a blocking read would have raised it
-(``OSError``, ``HTTPParseError``, or whatever ``sink`` raised). A timeout or a kill of
-the waiting greenlet (``gevent.Timeout``, ``GreenletExit``) stops the watcher first, so
-nothing is read for a request that has already ended; marks taken so far stay.
+What the callback must never do: block, or switch to anything but the greenlet whose stream
+it ended (:class:`_Wakes`, which returns to the hub once that greenlet waits again). It
+catches everything and hands the exception to the greenlet, which raises it where a blocking
+read would have raised it (``OSError``, ``HTTPParseError``, or whatever ``sink`` raised). A
+timeout or a kill of the waiting greenlet (``gevent.Timeout``, ``GreenletExit``) stops the
+watcher first, so nothing is read for a request that has already ended; marks taken so far stay.
 """
 
 from __future__ import annotations
