@@ -324,7 +324,6 @@ class _Wakes:
         self._queue: deque[BodyReader] = deque()
         self._timer: _TimerWatcher | None = None
         self._loop: Any = None  # the loop the timer belongs to (a new hub gets a new timer)
-        self._armed = False
         self._iteration = -1  # the loop iteration whose wake-ups ``_spent`` counts
         self._spent = 0.0
 
@@ -340,12 +339,12 @@ class _Wakes:
                 self._spent += _perf_counter() - start
                 return
         self._queue.append(reader)
-        if self._armed:
-            return
-        if self._timer is None or self._loop is not loop:
-            self._timer, self._loop = loop.timer(0.0, WAKE_EVERY_S), loop
-        self._timer.start(self._run)
-        self._armed = True
+        timer = self._timer
+        if timer is None or self._loop is not loop:
+            timer = self._timer = loop.timer(0.0, WAKE_EVERY_S)
+            self._loop = loop
+        if not timer.active:  # type: ignore[attr-defined]  # libev's timer has it; types-gevent omits it
+            timer.start(self._run)
 
     def _run(self) -> None:
         queue = self._queue
@@ -356,7 +355,6 @@ class _Wakes:
                 return
         if self._timer is not None:
             self._timer.stop()
-        self._armed = False
 
 
 _wakes = _Wakes()
