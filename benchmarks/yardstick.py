@@ -13,7 +13,14 @@ issue 15 §1, checked per stream count against the reference *of the same sittin
 - TTFT p50 within the reference's + 1 ms; chunk ITL p99 within the reference's + 5 ms;
 - TPOT (median over requests) within 1 % of the truth;
 - every stream open (the server's mean in-flight count >= 99 % of the streams);
-- client CPU <= 85 % of one core (steady window).
+- no second of the client's flagged saturated (issue 29 §1): none of its health intervals
+  in the steady window saturated by llm-locust's own rule
+  (:func:`llm_locust.results.saturation.interval_saturated`: >= 90 % of a core, or the loop's
+  p90 lateness >= 10 ms), the rule that would mark a stage invalid in a real run.
+
+The table's ``sat`` is those seconds out of the window's (the reference has no health file:
+``-``); ``CPU x`` the client's CPU over the reference's, the host-independent figure (a slow
+sitting moves both).
 
 The table's ``CPU%`` is each client's process CPU over the steady window and ``sys%`` the
 kernel's part of it (system time: the socket reads, epoll), the part a faster user-space
@@ -44,6 +51,8 @@ from typing import Any
 
 import numpy as np
 from bench_common import REPO, ProcessSampler, export, free_port, pinned, write_result
+
+from llm_locust.results.saturation import interval_saturated
 
 __all__ = ["main"]
 
@@ -321,19 +330,25 @@ def _free_name(path: Path) -> Path:
 
 
 def health_window(path: Path, t0: float, t1: float) -> dict[str, float | None]:
-    """The client's own loop lag in the window (llm_locust.client.health intervals, if it wrote them)."""
+    """The client's own loop lag in the window (llm_locust.client.health intervals, if it wrote
+    them), and how many of its seconds there llm-locust's own rule flags saturated."""
+    empty: dict[str, float | None] = dict.fromkeys(
+        ("lag_mean_ms", "lag_p90_ms", "lag_max_ms", "health_cpu", "saturated_s", "health_s")
+    )
     try:
         rows = [json.loads(line) for line in path.open()]
     except OSError:
-        return {"lag_mean_ms": None, "lag_p90_ms": None, "lag_max_ms": None, "health_cpu": None}
-    inside = [r for r in rows if r["start"] >= t0 and r["end"] <= t1] or [{"lag_mean_s": None}]
-    if inside[0]["lag_mean_s"] is None:
-        return {"lag_mean_ms": None, "lag_p90_ms": None, "lag_max_ms": None, "health_cpu": None}
+        return empty
+    inside = [r for r in rows if r["start"] >= t0 and r["end"] <= t1]
+    if not inside or inside[0]["lag_mean_s"] is None:
+        return empty
     return {
         "lag_mean_ms": 1e3 * float(np.mean([r["lag_mean_s"] for r in inside])),
         "lag_p90_ms": 1e3 * float(np.median([r["lag_p90_s"] for r in inside])),
         "lag_max_ms": 1e3 * max(r["lag_max_s"] for r in inside),
         "health_cpu": float(np.mean([r["cpu"] for r in inside])),
+        "saturated_s": float(sum(map(interval_saturated, inside))),
+        "health_s": float(len(inside)),
     }
 
 
@@ -411,7 +426,7 @@ def verdict(
         "itl_p99": (delta("itl_p99_ms"), 5.0),
         "tpot_pct": (None if tpot_err is None else abs(tpot_err), 1.0),
         "open": (None if ours["open_streams"] is None else streams * 0.99 - ours["open_streams"], 0.0),
-        "cpu": (ours["cpu_pct"], 85.0),
+        "saturated": (ours.get("saturated_s"), 0.0),
     }
     passed = {k: v is not None and v <= limit for k, (v, limit) in checks.items()}
     return {
@@ -429,6 +444,13 @@ def _ratio(a: float | None, b: float | None) -> float | None:
     return None if a is None or not b else a / b
 
 
+def _sat(r: dict[str, Any]) -> str:
+    """Saturated seconds out of the window's (``-``: no health file, the reference)."""
+    if r.get("saturated_s") is None:
+        return "-"
+    return f"{r['saturated_s']:.0f}/{r['health_s']:.0f}"
+
+
 def _f(value: Any, spec: str) -> str:
     return "-" if value is None else format(value, spec)
 
@@ -436,7 +458,8 @@ def _f(value: Any, spec: str) -> str:
 def table(runs: list[dict[str, Any]]) -> str:
     lines = [
         f"{'streams':>7} {'client':>12} {'tok/s':>7} {'CPU%':>5} {'sys%':>4} {'open':>6} {'TTFT p50':>9} "
-        f"{'ITL p99':>8} {'TPOT':>7} {'load':>5} {'lag mean/p90/max ms':>20} {'ms/req':>7} {'us/chunk':>8}"
+        f"{'ITL p99':>8} {'TPOT':>7} {'sat':>5} {'load':>5} {'lag mean/p90/max ms':>20} "
+        f"{'ms/req':>7} {'us/chunk':>8}"
     ]
     for run in runs:
         for name, r in run["clients"].items():
@@ -444,7 +467,8 @@ def table(runs: list[dict[str, Any]]) -> str:
                 f"{run['streams']:>7} {name[:12]:>12} {_f(r['tok_s'], '.0f'):>7} "
                 f"{_f(r['cpu_pct'], '.0f'):>5} {_f(r.get('sys_pct'), '.0f'):>4} "
                 f"{_f(r['open_streams'], '.1f'):>6} {_f(r['ttft_p50_ms'], '.2f'):>9} "
-                f"{_f(r['itl_p99_ms'], '.2f'):>8} {_f(r['tpot_ms'], '.3f'):>7} {r['load_before']:>5.2f} "
+                f"{_f(r['itl_p99_ms'], '.2f'):>8} {_f(r['tpot_ms'], '.3f'):>7} {_sat(r):>5} "
+                f"{r['load_before']:>5.2f} "
                 f"{_f(r.get('lag_mean_ms'), '.2f'):>6}/{_f(r.get('lag_p90_ms'), '.2f')}/"
                 f"{_f(r.get('lag_max_ms'), '.1f')} {_f(r.get('cpu_ms_per_request'), '.3f'):>7} "
                 f"{_f(r.get('cpu_us_per_chunk'), '.2f'):>8}"
