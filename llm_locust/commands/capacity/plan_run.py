@@ -18,6 +18,7 @@ from llm_locust.config.plans import Plan, PlanFile
 from llm_locust.config.slo import scaled_slo
 from llm_locust.config.stage_kind import StageKind
 from llm_locust.config.think import parse_think_time
+from llm_locust.load.plan import search_demand
 from llm_locust.load.search import start_near
 from llm_locust.results.capacity import bracket
 from llm_locust.results.capacity_model import PlanResult, SimulatorClock
@@ -74,19 +75,15 @@ def run_args(file: PlanFile, plan: Plan, folder: Path, k: float, workers: int | 
 
 def first_level(file: PlanFile) -> float | None:
     """Where a plan's search starts when the file gives no ``search.min``: near the demand
-    (:func:`~llm_locust.load.search.start_near`) when it is in the search's unit (users, or
-    concurrency for a closed loop without think time, whose users are its concurrency; req/s for
-    a rate search), else ``llm-locust run``'s own default."""
-    demand, kind = file.demand, file.search.kind
-    think = file.workload.think_time or demand.think
-    if kind is StageKind.USERS and (
-        demand.kind is DemandKind.USERS or (demand.kind is DemandKind.CONCURRENCY and not think)
-    ):
-        level = start_near(demand.value)
-        return max(level, 1.0)
-    if kind is StageKind.RATE and demand.kind is DemandKind.RATE:
-        return start_near(demand.value)
-    return None
+    (:func:`~llm_locust.load.search.start_near`) when it is in the search's unit
+    (:func:`~llm_locust.load.plan.search_demand`, the rule ``llm-locust run`` applies to
+    ``--demand``), else ``llm-locust run``'s own default."""
+    kind = file.search.kind
+    demand = search_demand(kind, file.demand, bool(file.workload.think_time or file.demand.think))
+    if demand is None:
+        return None
+    level = start_near(demand)
+    return max(level, 1.0) if kind is StageKind.USERS else level
 
 
 def _demand_text(file: PlanFile, k: float) -> str:
