@@ -17,7 +17,9 @@ def test_items_wait_for_the_loop_to_idle_then_run_in_order() -> None:
     for i in range(5):
         folder.submit(lambda i=i: done.append(i))
     assert done == [] and len(folder) == 5  # not in the caller
-    gevent.sleep(0.01)  # the loop has nothing else to do
+    deadline = time.perf_counter() + 10.0  # the loop has nothing else to do: one idle call on an
+    while len(done) < 5 and time.perf_counter() < deadline:  # idle host, a few on a slow one
+        gevent.sleep(0.01)
     assert done == [0, 1, 2, 3, 4] and len(folder) == 0 and folder.inline_runs == 0
 
 
@@ -45,15 +47,29 @@ def test_an_idle_call_runs_one_slice_and_lets_the_loop_poll() -> None:
     assert len(set(ticks)) > 2  # the timer ran between slices, not only after all ten
 
 
-def test_a_loop_that_never_idles_runs_slices_of_the_queue_in_the_caller() -> None:
-    folder, done = IdleFolder(max_pending=8, max_wait_s=0.05), []
-    for i in range(8):  # no yield: the loop cannot idle
+def _busy(seconds: float) -> None:
+    t = time.perf_counter() + seconds  # busy, no yield (time.sleep may be gevent's)
+    while time.perf_counter() < t:
+        pass
+
+
+def test_a_loop_that_never_idles_runs_the_queue_in_the_caller_once_over_its_bounds() -> None:
+    """The bounds, not the slice: the slice here is an hour, so what runs is the queue whatever the
+    host's speed. The slow first item stands for a descheduled process or a garbage collection:
+    with the default 1-ms slice, CI's busy host ran 4 of the 8 (stop 42); that is the slice's job,
+    pinned in the next test, not a failure of the bounds."""
+    folder, done = IdleFolder(slice_s=3600.0, max_pending=8, max_wait_s=0.05), []
+
+    def slow_first() -> None:
+        _busy(0.003)
+        done.append(0)
+
+    folder.submit(slow_first)
+    for i in range(1, 8):  # no yield: the loop cannot idle
         folder.submit(lambda i=i: done.append(i))
     assert done == list(range(8)) and folder.inline_runs == 1
     folder.submit(lambda: done.append(8))
-    t = time.perf_counter() + 0.06  # busy, no yield (time.sleep may be gevent's): the oldest
-    while time.perf_counter() < t:  # item waits past max_wait_s
-        pass
+    _busy(0.06)  # the oldest item waits past max_wait_s
     folder.submit(lambda: done.append(9))
     assert done == list(range(10)) and folder.inline_runs == 2
 
