@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from llm_locust.load.arrivals import ArrivalSchedule, RateStep, gamma, poisson, split_for_worker
+from llm_locust.results.inclusion import Coverage, row_covers
 from tests.locustproc import REPO, expect_exit, run_distributed, run_locust
 from tests.simproc import running_sim
 
@@ -46,10 +47,16 @@ def test_ramp_tpot_rises_then_ttft_queues(tmp_path: Path) -> None:
     tpot = [stage(s, i)["median_tpot_ms"] for i in range(3)]
     ttft = [stage(s, i)["median_ttft_ms"] for i in range(3)]
     # the engine's step is 8 ms + 0.5 ms per sequence in the batch + 0.05 ms per prefilled token:
-    # batches of 1, 4 and 8 (16 users, 8 slots) decode at 8.5, 10 and 12 ms per token, and while
-    # one request decodes its 47 tokens the B - 1 others each prefill 128 tokens once (6.4 ms)
-    expected = [8.0 + 0.5 * b + 6.4 * (b - 1) / 47 for b in (1, 4, 8)]  # 8.5, 10.41, 12.95
-    assert tpot == pytest.approx(expected, rel=0.03), (tpot, expected)
+    # batches of 1, 4 and 8 (16 users, 8 slots) decode at 8.5, 10 and 12 ms per token, plus 6.4 ms
+    # (128 tokens) in each of a request's 47 decode steps that prefilled another request. How many
+    # did depends on the users' phases: none when they run in step (their prefills share their
+    # own first-token steps), B - 1 when staggered. So each request's own count, from the records:
+    for i, batch in enumerate((1, 4, 8)):
+        measured, expected = _tpot_against_model(rows, i, batch)
+        assert measured == pytest.approx(tpot[i], rel=1e-9)  # the summary's median is the records'
+        assert measured == pytest.approx(expected, rel=0.01), (stage(s, i)["label"], measured, expected)
+        assert 8.0 + 0.5 * batch <= expected <= 8.0 + 0.5 * batch + 6.4 * (batch - 1) / 47 + 1e-9
+    assert tpot[0] == pytest.approx(8.5, rel=0.01) and tpot[0] < tpot[1] < tpot[2], tpot
     # 16 users, 8 batch slots: half the requests wait for a whole request to finish
     assert ttft[2] > 3 * ttft[1], ttft
     # requests sent after the last stage ended (before the shape's next tick) have no stage
@@ -106,6 +113,30 @@ def test_slo_verdict_follows_capacity_and_sets_exit_code(tmp_path: Path) -> None
     expect_exit(res, 3)
     good = s["slo"]["good_requests"]
     assert 0 < good < s["completed"]
+
+
+def _tpot_against_model(rows: list[dict], index: int, batch: int) -> tuple[float, float]:
+    """(median measured TPOT, median modelled TPOT) in ms of stage ``index``'s latency records
+    (the summary's: its window, no client stall; the rule of llm_locust/results/inclusion.py).
+
+    A request's model: ``8 + 0.5 * batch`` ms a decode step, plus 6.4 ms for every other request
+    whose prefill step fell in its decode: that request's first token came after this one's and
+    no later than its last (a step's tokens are written together: within a quarter step is the
+    same step). Measured on an idle host and under the suite: the ratio's median 0.999-1.001 while
+    the phases moved TPOT at 4 users from 9.99 (all in step) to 10.15 ms, and the old fixed
+    expectation (every request's decode holding B - 1 prefills: 10.41 ms) failed at 3 %.
+    """
+    done = [r for r in rows if r["e2e"] is not None and r["ttft"] is not None]
+    first = np.array([r["start_time"] + r["ttft"] for r in done])
+    last = np.array([r["start_time"] + r["e2e"] for r in done])
+    measured, model = [], []
+    for i, r in enumerate(done):
+        if r["stage"] != index or not row_covers(Coverage.LATENCY, r):
+            continue
+        prefills = int(((first > first[i] + 0.002) & (first <= last[i] + 0.002)).sum())
+        measured.append(r["tpot"] * 1e3)
+        model.append(8.0 + 0.5 * batch + 6.4 * prefills / (r["completion_tokens"] - 1))
+    return float(np.median(measured)), float(np.median(model))
 
 
 def _in_flight_on_grid(rows: list[dict], start: float, end: float, step: float = 0.005) -> float:
