@@ -140,7 +140,8 @@ class LocalNode(SinkNode):
         """The target checked at ``init`` (headless), then the first test's workload built once
         against it, before Locust starts the test and its ``-t`` clock: with ``--tokenizer
         server`` the build asks the server to count every corpus piece (0.8-4.7 s against the
-        simulator on this 2-core host); the test's own build then finds the counts kept."""
+        simulator on this 2-core host); the test's own build then takes the costed prompt text
+        kept by the process's factory and only draws its salt."""
         super().check_target()
         result = self.preflight_result
         if result is None or not result.ok:

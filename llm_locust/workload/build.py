@@ -41,7 +41,7 @@ from llm_locust.workload.distributions import (
 from llm_locust.workload.limits import LengthGuard
 from llm_locust.workload.prefix import BlockPrefix, NoPrefix, SharedPrefix
 from llm_locust.workload.profiles import ProfileLengths, UnknownProfile, load_profile
-from llm_locust.workload.prompts import PromptBuilder
+from llm_locust.workload.prompts import PromptBuilder, PromptText
 from llm_locust.workload.replay import DatasetWorkload
 from llm_locust.workload.sampled import SampledWorkload
 from llm_locust.workload.tokenizer import (
@@ -76,6 +76,7 @@ class Common(TypedDict):
 log = logging.getLogger("llm_locust.workload")
 DEFAULT_TOKENS = 128
 _CORPUS_CAP = 262_144
+_TEXTS_KEPT = 4  # prompt texts a factory keeps (1.4 MB each at the corpus's minimum, 6.3 MB at its cap)
 
 
 class WorkloadError(ValueError):
@@ -87,12 +88,13 @@ class WorkloadFactory:
 
     def __init__(self) -> None:
         self._datasets: dict[tuple[str, str, bool], Dataset] = {}
+        self._texts: dict[tuple[int, int, int], tuple[Tokenizer, PromptText]] = {}
 
     def build(self, config: WorkloadConfig, server_info: ServerInfo | None = None) -> BuiltWorkload:
         """The workload ``config`` describes. ``server_info`` may hold ``max_model_len``,
         ``base_url`` (for ``--tokenizer server``) and ``model``."""
         try:
-            return _build(config, server_info or {}, self._dataset)
+            return _build(config, server_info or {}, self._dataset, self._builder)
         except DatasetError as exc:
             raise WorkloadError(f"--dataset: {exc}") from None
         except TokenizerError as exc:
@@ -101,6 +103,17 @@ class WorkloadFactory:
             raise WorkloadError(str(exc)) from None
         except UnknownProfile as exc:
             raise WorkloadError(f"--workload: {exc.args[0] if exc.args else exc}") from None
+
+    def _builder(self, tokenizer: Tokenizer, seed: int, min_tokens: int, salt: str | None) -> PromptBuilder:
+        """A prompt builder of ``salt`` on the prompt text this factory built last for the same
+        tokenizer instance, seed and length (each test draws a new salt: only that is new)."""
+        key = (id(tokenizer), seed, min_tokens)
+        kept = self._texts.pop(key, None)
+        text = kept[1] if kept is not None else PromptText.build(tokenizer, seed, min_tokens)
+        self._texts[key] = (tokenizer, text)  # the tokenizer kept alive: its id stays its own
+        while len(self._texts) > _TEXTS_KEPT:
+            del self._texts[next(iter(self._texts))]
+        return PromptBuilder(tokenizer, seed, min_tokens, salt=salt, text=text)
 
     def _dataset(self, config: WorkloadConfig) -> Dataset:
         assert config.dataset is not None
@@ -115,8 +128,12 @@ def build_workload(config: WorkloadConfig, server_info: ServerInfo | None = None
     return WorkloadFactory().build(config, server_info)
 
 
+#: (tokenizer, seed, length) -> builder of a salt: :meth:`WorkloadFactory._builder`.
+Builders = Callable[[Tokenizer, int, int, "str | None"], PromptBuilder]
+
+
 def _build(
-    opt: WorkloadConfig, info: ServerInfo, dataset: Callable[[WorkloadConfig], Dataset]
+    opt: WorkloadConfig, info: ServerInfo, dataset: Callable[[WorkloadConfig], Dataset], builders: Builders
 ) -> BuiltWorkload:
     tls = info.get("tls")
     tokenizer = load_tokenizer(
@@ -141,16 +158,16 @@ def _build(
     if opt.dataset:
         if agent is not None:
             raise WorkloadError("--agent-steps: agent loops draw their lengths; not with --dataset")
-        return _dataset(opt, dataset(opt), tokenizer, common, limit)
+        return _dataset(opt, dataset(opt), tokenizer, common, limit, builders)
     if opt.workload and (opt.input_tokens or opt.output_tokens):
         raise WorkloadError("use --workload or --input-tokens/--output-tokens, not both")
     name, sampler, longest = _sampler(opt)
     _check_fits(opt, sampler, limit)
-    builder = PromptBuilder(
+    builder = builders(
         tokenizer,
         opt.seed,
         min(longest if limit is None else min(longest, limit), _CORPUS_CAP),
-        salt=opt.prompt_salt,
+        opt.prompt_salt,
     )
     prefix = _prefix(opt, builder, sampler, limit)
     calibrator = LengthCalibrator() if isinstance(tokenizer, ApproxTokenizer) else None
@@ -233,13 +250,18 @@ def _prefix(
 
 
 def _dataset(
-    opt: WorkloadConfig, ds: Dataset, tokenizer: Tokenizer, common: Common, limit: int | None
+    opt: WorkloadConfig,
+    ds: Dataset,
+    tokenizer: Tokenizer,
+    common: Common,
+    limit: int | None,
+    builders: Builders,
 ) -> DatasetWorkload:
     if ds.skipped:
         log.warning("dataset %s: skipped %d malformed rows (first: %s)", ds.path, ds.skipped, ds.problems[0])
     longest = max((r.input_tokens for r in ds.lengths), default=0)
-    builder = PromptBuilder(
-        tokenizer, common["seed"], min(longest, limit or longest, _CORPUS_CAP), salt=opt.prompt_salt
+    builder = builders(
+        tokenizer, common["seed"], min(longest, limit or longest, _CORPUS_CAP), opt.prompt_salt
     )
     count_tokens(ds, builder)
     out = _lengths("--output-tokens", opt.output_tokens, opt.max_tokens)

@@ -37,7 +37,7 @@ from llm_locust.workload.corpus import PARAGRAPHS
 from llm_locust.workload.nonce import CONTEXT, Nonce
 from llm_locust.workload.tokenizer import Tokenizer, TokenizerError
 
-__all__ = ["PromptBuilder", "draw_salt", "salt_key", "splitmix64"]
+__all__ = ["PromptBuilder", "PromptText", "draw_salt", "salt_key", "splitmix64"]
 
 _PIECE = re.compile(r"\s*(?:\w+|[^\w\s])")
 _MIN_PIECES = 65_536
@@ -74,65 +74,47 @@ class _Corpus:
     sentence_starts: np.ndarray  # pieces that open a sentence (after a space): where slices may start
 
 
+@dataclass(frozen=True)
+class PromptText:
+    """What prompts are cut from, the same for every salt: the costed corpus, the one-token
+    words and the nonce's slots. Costing them is the build's whole cost (0.1-0.3 s with the
+    approximate rule, more with a tokenizer file; ``--tokenizer server`` asks the server), so a
+    process keeps it per (tokenizer, seed, length) and each test only draws its salt
+    (:class:`llm_locust.workload.build.WorkloadFactory`)."""
+
+    corpus: _Corpus
+    vocab: list[str]
+    first_vocab: list[str]
+    nonce: Nonce
+
+    @classmethod
+    def build(cls, tokenizer: Tokenizer, seed: int = 0, min_tokens: int = 0) -> PromptText:
+        corpus = _build_corpus(tokenizer, seed, max(min_tokens, 0))
+        vocab, first_vocab = _single_token_vocab(tokenizer, seed)
+        return cls(corpus, vocab, first_vocab, Nonce(tokenizer, seed, vocab, first_vocab))
+
+
 class PromptBuilder:
-    """Builds exact-length text; all costs come from ``tokenizer`` once, at construction."""
+    """Builds exact-length text; all costs come from ``tokenizer`` once, at construction (or
+    from ``text``, built with the same tokenizer, seed and ``min_tokens``)."""
 
     def __init__(
-        self, tokenizer: Tokenizer, seed: int = 0, min_tokens: int = 0, salt: str | None = None
+        self,
+        tokenizer: Tokenizer,
+        seed: int = 0,
+        min_tokens: int = 0,
+        salt: str | None = None,
+        text: PromptText | None = None,
     ) -> None:
         self.tokenizer = tokenizer
         self.seed = seed
         self.salt = salt
         self._salt = salt_key(salt)
-        self._corpus = self._build_corpus(max(min_tokens, 0))
-        self.vocab, self.first_vocab = self._single_token_vocab()
-        self.nonce = Nonce(tokenizer, seed, self.vocab, self.first_vocab)
+        self.prompt_text = text or PromptText.build(tokenizer, seed, min_tokens)
+        self._corpus = self.prompt_text.corpus
+        self.vocab, self.first_vocab = self.prompt_text.vocab, self.prompt_text.first_vocab
+        self.nonce = self.prompt_text.nonce
         self.nonce_tokens = self.nonce.tokens
-
-    # -- construction -------------------------------------------------------------------
-    def _build_corpus(self, min_tokens: int) -> _Corpus:
-        rng = np.random.default_rng(np.random.SeedSequence([self.seed, 0xC0C0]))
-        paras: list[str] = []
-        need = max(_MIN_PIECES, int(min_tokens * 1.1) + 1024)
-        pieces_so_far = 0
-        per_round = sum(len(_PIECE.findall(p)) for p in PARAGRAPHS)
-        while pieces_so_far < need:
-            paras.extend(PARAGRAPHS[i] for i in rng.permutation(len(PARAGRAPHS)))
-            pieces_so_far += per_round
-        text = " " + " ".join(paras)
-        pieces = _PIECE.findall(text)
-        costs = self._piece_costs(pieces)
-        cost_arr = np.array([costs[p] for p in pieces], dtype=np.int64)
-        lens = np.fromiter((len(p) for p in pieces), dtype=np.int64, count=len(pieces))
-        starts = np.concatenate([[0], np.cumsum(lens)])
-        cum = np.concatenate([[0], np.cumsum(cost_arr)])
-        corpus = _Corpus(text, starts, cum, _sentence_starts(pieces))
-        if corpus.cum[-1] < min_tokens:  # multi-token words: grow until long enough
-            return self._build_corpus(int(min_tokens * 1.5))
-        return corpus
-
-    def _piece_costs(self, pieces: list[str]) -> dict[str, int]:
-        distinct = sorted(set(pieces))
-        base = self.tokenizer.count_batch([CONTEXT])[0]
-        counts = self.tokenizer.count_batch([CONTEXT + p for p in distinct])
-        return {p: max(0, c - base) for p, c in zip(distinct, counts, strict=False)}
-
-    def _single_token_vocab(self) -> tuple[list[str], list[str]]:
-        """(words that are one token after a space, those of them also one token at the start)."""
-        words = sorted({w.lower() for w in re.findall(r"[A-Za-z]{3,}", " ".join(PARAGRAPHS))})
-        base = self.tokenizer.count_batch([CONTEXT])[0]
-        spaced = self.tokenizer.count_batch([f"{CONTEXT} {w}" for w in words])
-        vocab = [w for w, s in zip(words, spaced, strict=True) if s - base == 1]
-        alone = self.tokenizer.count_batch(vocab)
-        first = [w for w, a in zip(vocab, alone, strict=True) if a == 1]
-        if len(vocab) < 16 or not first:
-            raise TokenizerError(
-                f"tokenizer {self.tokenizer.name} has only {len(vocab)} single-token common words; "
-                "cannot build exact-length prompts"
-            )
-        rng = np.random.default_rng(np.random.SeedSequence([self.seed, 0x70C]))
-        vocab = [vocab[i] for i in rng.permutation(len(vocab))[:_MAX_NONCE_VOCAB]]
-        return vocab, [first[i] for i in rng.permutation(len(first))[:_MAX_NONCE_VOCAB]]
 
     # -- hot path -----------------------------------------------------------------------
     def tag(self, key: int, tokens: int | None = None) -> str:
@@ -192,6 +174,53 @@ class PromptBuilder:
         of fewer tokens is the start of the text of more (a trace's partial block is the start of
         the full one, as the hit ceiling counts it: ``load/trace_reuse.py``)."""
         return self.text(tokens, splitmix64(key ^ (self.seed << 1)), leading_space=not first, stable=True)
+
+
+def _build_corpus(tokenizer: Tokenizer, seed: int, min_tokens: int) -> _Corpus:
+    rng = np.random.default_rng(np.random.SeedSequence([seed, 0xC0C0]))
+    paras: list[str] = []
+    need = max(_MIN_PIECES, int(min_tokens * 1.1) + 1024)
+    pieces_so_far = 0
+    per_round = sum(len(_PIECE.findall(p)) for p in PARAGRAPHS)
+    while pieces_so_far < need:
+        paras.extend(PARAGRAPHS[i] for i in rng.permutation(len(PARAGRAPHS)))
+        pieces_so_far += per_round
+    text = " " + " ".join(paras)
+    pieces = _PIECE.findall(text)
+    costs = _piece_costs(tokenizer, pieces)
+    cost_arr = np.array([costs[p] for p in pieces], dtype=np.int64)
+    lens = np.fromiter((len(p) for p in pieces), dtype=np.int64, count=len(pieces))
+    starts = np.concatenate([[0], np.cumsum(lens)])
+    cum = np.concatenate([[0], np.cumsum(cost_arr)])
+    corpus = _Corpus(text, starts, cum, _sentence_starts(pieces))
+    if corpus.cum[-1] < min_tokens:  # multi-token words: grow until long enough
+        return _build_corpus(tokenizer, seed, int(min_tokens * 1.5))
+    return corpus
+
+
+def _piece_costs(tokenizer: Tokenizer, pieces: list[str]) -> dict[str, int]:
+    distinct = sorted(set(pieces))
+    base = tokenizer.count_batch([CONTEXT])[0]
+    counts = tokenizer.count_batch([CONTEXT + p for p in distinct])
+    return {p: max(0, c - base) for p, c in zip(distinct, counts, strict=False)}
+
+
+def _single_token_vocab(tokenizer: Tokenizer, seed: int) -> tuple[list[str], list[str]]:
+    """(words that are one token after a space, those of them also one token at the start)."""
+    words = sorted({w.lower() for w in re.findall(r"[A-Za-z]{3,}", " ".join(PARAGRAPHS))})
+    base = tokenizer.count_batch([CONTEXT])[0]
+    spaced = tokenizer.count_batch([f"{CONTEXT} {w}" for w in words])
+    vocab = [w for w, s in zip(words, spaced, strict=True) if s - base == 1]
+    alone = tokenizer.count_batch(vocab)
+    first = [w for w, a in zip(vocab, alone, strict=True) if a == 1]
+    if len(vocab) < 16 or not first:
+        raise TokenizerError(
+            f"tokenizer {tokenizer.name} has only {len(vocab)} single-token common words; "
+            "cannot build exact-length prompts"
+        )
+    rng = np.random.default_rng(np.random.SeedSequence([seed, 0x70C]))
+    vocab = [vocab[i] for i in rng.permutation(len(vocab))[:_MAX_NONCE_VOCAB]]
+    return vocab, [first[i] for i in rng.permutation(len(first))[:_MAX_NONCE_VOCAB]]
 
 
 def _sentence_starts(pieces: list[str]) -> np.ndarray:

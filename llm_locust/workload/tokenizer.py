@@ -226,6 +226,11 @@ class ServerTokenizer:
 _MEMO_TEXT = 256  # remember counts of texts this short (the prompt builder's pieces)
 _MEMO_SIZE = 200_000
 _SERVERS: dict[tuple[Any, ...], ServerTokenizer] = {}
+#: One loaded tokenizer file per (path, modification time, size): a process builds a workload
+#: at ``init`` and again at each test's start, and reloads a file only when it changed.
+_FILES: dict[tuple[str, int, int], HFTokenizer] = {}
+#: The approximate rule, one instance: a built prompt text is kept per tokenizer instance.
+_APPROX = ApproxTokenizer()
 
 
 def _count_of(reply: JsonObject) -> int:
@@ -255,7 +260,7 @@ def load_tokenizer(
 ) -> Tokenizer:
     """``none``/empty -> approximate; ``server`` -> the endpoint at ``base_url``; else a file."""
     if not spec or spec == "none":
-        return ApproxTokenizer()
+        return _APPROX
     if spec == "server":
         if not base_url:
             raise TokenizerError("--tokenizer server needs the server address (--host)")
@@ -266,7 +271,11 @@ def load_tokenizer(
     path = Path(spec)
     if not path.is_file():
         raise TokenizerError(f"tokenizer file not found: {spec}")
-    return HFTokenizer(path)
+    stat = path.stat()
+    file_key = (str(path.resolve()), stat.st_mtime_ns, stat.st_size)
+    if file_key not in _FILES:
+        _FILES[file_key] = HFTokenizer(path)
+    return _FILES[file_key]
 
 
 def counting_tokenizer(workload: object) -> Tokenizer | None:
