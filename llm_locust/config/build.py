@@ -30,6 +30,7 @@ from pydantic import ValidationError
 from pydantic_core import ErrorDetails
 
 from llm_locust.config.load_config import LoadMode
+from llm_locust.config.matrix import MatrixKey
 from llm_locust.config.model import RunConfig
 from llm_locust.config.options import OPTIONS, RUN_GROUPS, WORKLOAD_PROFILES, options_in
 from llm_locust.config.stage_kind import StageKind
@@ -138,7 +139,7 @@ def load_warnings(config: RunConfig) -> list[str]:
     load = config.load
     if load.num_users is None:
         return []
-    user_axis = load.matrix is not None and load.matrix.axis("users") is not None
+    user_axis = load.matrix is not None and load.matrix.axis(MatrixKey.USERS) is not None
     if load.mode is LoadMode.RAMP or (load.mode is LoadMode.MATRIX and user_axis):
         decides = str(load.mode)
     elif load.search is StageKind.USERS:

@@ -14,7 +14,7 @@ from pydantic import Field, PlainSerializer, ValidationInfo, field_validator, mo
 
 from llm_locust.config.burst import BurstSpec, parse_burst
 from llm_locust.config.demand import Demand, parse_demand
-from llm_locust.config.matrix import MatrixSpec, parse_matrix_spec
+from llm_locust.config.matrix import MatrixKey, MatrixSpec, parse_matrix_spec
 from llm_locust.config.part import NonNegative, Part, Positive, seconds_of
 from llm_locust.config.stage_kind import StageKind
 from llm_locust.config.units import OptionError, parse_levels
@@ -163,4 +163,4 @@ class LoadConfig(Part):
             or self.search is StageKind.RATE
         ):
             return True
-        return self.matrix is not None and self.matrix.axis("rate") is not None
+        return self.matrix is not None and self.matrix.axis(MatrixKey.RATE) is not None

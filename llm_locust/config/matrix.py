@@ -14,6 +14,7 @@ Pure module: no Locust, no network.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from enum import StrEnum
 from pathlib import Path
 from typing import Union
 
@@ -22,10 +23,32 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from llm_locust.config.jsontypes import JsonObject
 from llm_locust.config.units import names_file, read_yaml, split_list
 
-__all__ = ["CELL_KEYS", "MATRIX_KEYS", "MatrixFile", "MatrixSpec", "load_matrix_file", "parse_matrix_spec"]
+__all__ = [
+    "CELL_KEYS",
+    "MATRIX_KEYS",
+    "MatrixFile",
+    "MatrixKey",
+    "MatrixSpec",
+    "load_matrix_file",
+    "parse_matrix_spec",
+]
 
-MATRIX_KEYS = ("users", "rate", "input", "output", "profile")
-CELL_KEYS = ("input", "output", "profile")
+
+class MatrixKey(StrEnum):
+    """An axis of a matrix: a load level (``users``, ``rate``: a
+    :class:`~llm_locust.config.stage_kind.StageKind`'s value) or a workload cell's setting."""
+
+    USERS = "users"
+    RATE = "rate"
+    INPUT = "input"
+    OUTPUT = "output"
+    PROFILE = "profile"
+
+
+MATRIX_KEYS = tuple(MatrixKey)
+#: The axes that make a workload cell (each cell gets its own ramp of the load axis).
+CELL_KEYS = (MatrixKey.INPUT, MatrixKey.OUTPUT, MatrixKey.PROFILE)
+Axes = tuple[tuple[MatrixKey, tuple[str, ...]], ...]
 
 _Axis = Union[list[Union[str, int, float]], str, int, float, None]  # noqa: UP007 (pydantic, py3.10)
 
@@ -34,15 +57,15 @@ class MatrixSpec(BaseModel):
     """The axes of a matrix (key -> values as strings) and the file's timing overrides."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
-    axes: tuple[tuple[str, tuple[str, ...]], ...]
+    axes: Axes
     step_time: str | float | None = None
     warmup: str | float | None = None
     spawn_rate: float | None = None
 
-    def axis(self, key: str) -> tuple[str, ...] | None:
+    def axis(self, key: MatrixKey) -> tuple[str, ...] | None:
         return dict(self.axes).get(key)
 
-    def keys(self) -> list[str]:
+    def keys(self) -> list[MatrixKey]:
         return [k for k, _ in self.axes]
 
 
@@ -79,7 +102,7 @@ def load_matrix_file(path: str | Path) -> MatrixSpec:
         parsed = MatrixFile.model_validate(lowered)
     except ValidationError as exc:
         raise ValueError(f"--matrix: {path}: {_first_problem(exc)}") from None
-    axes = {k: v for k in MATRIX_KEYS if (v := getattr(parsed, k)) is not None}
+    axes = {k.value: v for k in MATRIX_KEYS if (v := getattr(parsed, k)) is not None}
     return MatrixSpec(
         axes=_mapping_axes(axes),
         step_time=parsed.step_time,
@@ -98,32 +121,36 @@ def _first_problem(exc: ValidationError) -> str:
     return f"{key}: {err['msg']}"
 
 
-def _text_axes(spec: str) -> tuple[tuple[str, tuple[str, ...]], ...]:
-    axes: dict[str, tuple[str, ...]] = {}
+def _text_axes(spec: str) -> Axes:
+    axes: dict[MatrixKey, tuple[str, ...]] = {}
     for part in spec.split(";"):
         if not part.strip():
             continue
-        key, sep, values = part.partition("=")
-        key = key.strip().lower()
+        name, sep, values = part.partition("=")
         if not sep:
             raise ValueError(f"--matrix: {part.strip()!r} is not key=v1,v2,...")
-        _check_key(key, axes)
+        key = _key(name, axes)
         axes[key] = tuple(split_list(values, f"--matrix {key}"))
     return tuple(axes.items())
 
 
-def _mapping_axes(data: JsonObject) -> tuple[tuple[str, tuple[str, ...]], ...]:
-    axes: dict[str, tuple[str, ...]] = {}
-    for key, values in data.items():
-        key = str(key).strip().lower()
-        _check_key(key, axes)
+def _mapping_axes(data: JsonObject) -> Axes:
+    axes: dict[MatrixKey, tuple[str, ...]] = {}
+    for name, values in data.items():
+        key = _key(str(name), axes)
         seq = values if isinstance(values, (list, tuple)) else [values]
         axes[key] = tuple(split_list([str(v) for v in seq], f"--matrix {key}"))
     return tuple(axes.items())
 
 
-def _check_key(key: str, axes: Mapping[str, object]) -> None:
-    if key not in MATRIX_KEYS:
-        raise ValueError(f"--matrix: unknown key {key!r} (expected one of {', '.join(MATRIX_KEYS)})")
+def _key(name: str, axes: Mapping[MatrixKey, object]) -> MatrixKey:
+    """The axis ``name`` names (any case, spaces around it), not given before."""
+    text = name.strip().lower()
+    try:
+        key = MatrixKey(text)
+    except ValueError:
+        expected = ", ".join(MATRIX_KEYS)
+        raise ValueError(f"--matrix: unknown key {text!r} (expected one of {expected})") from None
     if key in axes:
-        raise ValueError(f"--matrix: key {key!r} given twice")
+        raise ValueError(f"--matrix: key {text!r} given twice")
+    return key

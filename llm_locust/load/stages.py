@@ -30,7 +30,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict
 
 from llm_locust.config.jsontypes import JsonObject, JsonValue
-from llm_locust.config.matrix import CELL_KEYS, MatrixSpec, parse_matrix_spec
+from llm_locust.config.matrix import CELL_KEYS, MatrixKey, MatrixSpec, parse_matrix_spec
 from llm_locust.config.stage_kind import StageKind
 from llm_locust.config.units import OptionError, parse_duration, parse_levels
 
@@ -210,7 +210,7 @@ def _timing(
     return step_s, warmup_s, spawn_rate
 
 
-def _label(kind: StageKind, target: float, cell: dict[str, str]) -> str:
+def _label(kind: StageKind, target: float, cell: dict[MatrixKey, str]) -> str:
     head = f"users={int(target)}" if kind is StageKind.USERS else f"rate={target:g}"
     return " ".join([head, *(f"{k}={v}" for k, v in cell.items())])
 
@@ -221,7 +221,7 @@ def _level_stages(
     step_s: float,
     warmup_s: float,
     spawn_rate: float | None,
-    cell: dict[str, str],
+    cell: dict[MatrixKey, str],
 ) -> list[Stage]:
     """One stage per load level. Default spawn rate: reach each new user count in ~1 s."""
     out, previous = [], 0.0
@@ -237,9 +237,9 @@ def _level_stages(
                 duration_s=step_s,
                 spawn_rate=spawn,
                 warmup_s=warmup_s,
-                input=cell.get("input"),
-                output=cell.get("output"),
-                profile=cell.get("profile"),
+                input=cell.get(MatrixKey.INPUT),
+                output=cell.get(MatrixKey.OUTPUT),
+                profile=cell.get(MatrixKey.PROFILE),
                 label=_label(kind, level, cell),
             )
         )
@@ -305,17 +305,17 @@ def load_matrix_file(
 
 
 def _matrix_plan(
-    axes: dict[str, tuple[str, ...]],
+    axes: dict[MatrixKey, tuple[str, ...]],
     step_time: str | float,
     spawn_rate: float | None,
     warmup: str | float | None,
 ) -> StagePlan:
-    load_kinds = [k for k in StageKind if k.value in axes]
+    load_kinds = [k for k in StageKind if MatrixKey(k.value) in axes]
     if len(load_kinds) != 1:
         raise ValueError("--matrix: give exactly one of users=... or rate=...")
     kind = load_kinds[0]
     step_s, warmup_s, spawn = _timing(step_time, warmup, spawn_rate if kind is StageKind.USERS else None)
-    levels = parse_levels(axes[kind.value], kind, f"--matrix {kind}")
+    levels = parse_levels(axes[MatrixKey(kind.value)], kind, f"--matrix {kind}")
     cell_keys = [k for k in CELL_KEYS if k in axes]
     stages: list[Stage] = []
     for combo in itertools.product(*(axes[k] for k in cell_keys)):

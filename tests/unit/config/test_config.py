@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import enum
+import json
 import typing
 from pathlib import Path
 
@@ -11,7 +12,7 @@ import pytest
 from pydantic import ValidationError
 
 from llm_locust.config.build import PARTS, ConfigError, build_config, check_environment, config_from_form
-from llm_locust.config.matrix import parse_matrix_spec
+from llm_locust.config.matrix import MatrixKey, parse_matrix_spec
 from llm_locust.config.model import RunConfig
 from llm_locust.config.options import OPTIONS, RUN_GROUPS, WORKLOAD_PROFILES, options_in
 from llm_locust.config.register import register
@@ -165,6 +166,25 @@ def test_unknown_llm_locust_variables_are_refused() -> None:
 def test_the_file_rule_is_one_for_every_spec_or_file_option() -> None:
     assert names_file("slo.yaml") and names_file(" m.YML ") and names_file("dir/x.json")
     assert not names_file("ttft_p95<=5s") and not names_file("users=1,2") and not names_file("a.yaml,b")
+
+
+def test_a_matrix_axis_is_a_member_from_text_file_or_mapping_and_errors_name_the_key(tmp_path: Path) -> None:
+    """Axis keys are :class:`MatrixKey` members, read the same from the text, a file and a
+    mapping (case and spaces as typed); they write as the strings they always were."""
+    want = ((MatrixKey.USERS, ("1", "2")), (MatrixKey.INPUT, ("16",)))
+    matrix = tmp_path / "m.yaml"
+    matrix.write_text("Users: [1, 2]\ninput: 16\n")
+    for spec in (" USERS =1,2; input=16", str(matrix), {"users": [1, 2], " Input": 16}):
+        parsed = parse_matrix_spec(spec)
+        assert parsed.axes == want and {type(key) for key, _ in parsed.axes} == {MatrixKey}
+        assert parsed.axis(MatrixKey.INPUT) == ("16",) and parsed.axis(MatrixKey.RATE) is None
+    assert json.dumps(parse_matrix_spec("users=1").model_dump()["axes"]) == '[["users", ["1"]]]'
+    with pytest.raises(
+        ValueError, match=r"unknown key 'uesrs' \(expected one of users, rate, input, output, profile\)"
+    ):
+        parse_matrix_spec("uesrs=1")
+    with pytest.raises(ValueError, match="key 'users' given twice"):
+        parse_matrix_spec("users=1;USERS=2")
 
 
 def test_yaml_typos_are_errors_naming_the_key(tmp_path: Path) -> None:
