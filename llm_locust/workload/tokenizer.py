@@ -226,9 +226,10 @@ class ServerTokenizer:
 _MEMO_TEXT = 256  # remember counts of texts this short (the prompt builder's pieces)
 _MEMO_SIZE = 200_000
 _SERVERS: dict[tuple[Any, ...], ServerTokenizer] = {}
-#: One loaded tokenizer file per (path, modification time, size): a process builds a workload
-#: at ``init`` and again at each test's start, and reloads a file only when it changed.
-_FILES: dict[tuple[str, int, int], HFTokenizer] = {}
+#: The loaded tokenizer file of each path, with its (modification time, size) when loaded: a
+#: process builds a workload at ``init`` and again at each test's start, and reloads a file only
+#: when it changed (the newer load replaces the older one).
+_FILES: dict[str, tuple[tuple[int, int], HFTokenizer]] = {}
 #: The approximate rule, one instance: a built prompt text is kept per tokenizer instance.
 _APPROX = ApproxTokenizer()
 
@@ -272,10 +273,11 @@ def load_tokenizer(
     if not path.is_file():
         raise TokenizerError(f"tokenizer file not found: {spec}")
     stat = path.stat()
-    file_key = (str(path.resolve()), stat.st_mtime_ns, stat.st_size)
-    if file_key not in _FILES:
-        _FILES[file_key] = HFTokenizer(path)
-    return _FILES[file_key]
+    name, version = str(path.resolve()), (stat.st_mtime_ns, stat.st_size)
+    kept = _FILES.get(name)
+    if kept is None or kept[0] != version:
+        kept = _FILES[name] = (version, HFTokenizer(path))
+    return kept[1]
 
 
 def counting_tokenizer(workload: object) -> Tokenizer | None:
